@@ -1,0 +1,196 @@
+"""Answers built on the estimate: does it fit, the largest micro-batch, the fewest
+GPUs, and which single change makes it fit."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from calculators.memory import estimate_memory
+from calculators.model_spec import ModelSpec
+from calculators.training import FSDP_NAME, TrainingSettings
+
+Verdict = Literal["fits", "tight", "does not fit"]
+MAX_MICRO_BATCH_SEARCHED = 1 << 16
+MAX_GPUS_SEARCHED = 1 << 16
+
+
+class FitResult(BaseModel):
+    """The verdict for one GPU capacity."""
+
+    gpu_memory_gib: float
+    peak_gib: float
+    headroom_gib: float
+    headroom_fraction: float
+    verdict: Verdict
+    max_micro_batch: int | None = Field(description="largest micro-batch that fits; None if even 1 does not")
+    min_gpus: int | None = Field(description="fewest data-parallel GPUs that fit; None if more GPUs do not help")
+
+
+class Suggestion(BaseModel):
+    change: str
+    peak_gib: float
+    fits: bool
+
+
+def verdict(peak_gib: float, gpu_memory_gib: float, margin_fraction: float = 0.05) -> Verdict:
+    """'fits' leaves at least `margin_fraction` free; 'tight' fits with less."""
+    if peak_gib <= gpu_memory_gib * (1 - margin_fraction):
+        return "fits"
+    if peak_gib <= gpu_memory_gib:
+        return "tight"
+    return "does not fit"
+
+
+def peak_gib(spec: ModelSpec, settings: TrainingSettings, **changes) -> float:
+    return estimate_memory(spec, settings.model_copy(update=changes)).peak_gib
+
+
+def _largest_passing(lower: int, upper: int, passes) -> int | None:
+    """Largest x in [lower, upper] with passes(x) true, for a predicate that turns
+    false once and stays false (memory grows with the micro-batch)."""
+    if not passes(lower):
+        return None
+    while lower < upper:
+        middle = (lower + upper + 1) // 2
+        if passes(middle):
+            lower = middle
+        else:
+            upper = middle - 1
+    return lower
+
+
+def max_micro_batch(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float) -> int | None:
+    """Largest micro-batch whose peak fits on the GPU (binary search)."""
+    return _largest_passing(
+        1, MAX_MICRO_BATCH_SEARCHED, lambda b: peak_gib(spec, settings, micro_batch=b) <= gpu_memory_gib
+    )
+
+
+def min_gpus(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float) -> int | None:
+    """Fewest data-parallel GPUs whose per-GPU peak fits. Only ZeRO sharding lowers
+    the per-GPU peak as GPUs are added, so without ZeRO the answer is 1 or None."""
+
+    def fits(gpus: int) -> bool:
+        return peak_gib(spec, settings, gpus=gpus) <= gpu_memory_gib
+
+    if fits(1):
+        return 1
+    if settings.zero == 0 or not fits(MAX_GPUS_SEARCHED):
+        return None
+    # Memory per GPU falls as GPUs are added, so search for the first that fits.
+    low, high = 2, MAX_GPUS_SEARCHED
+    while low < high:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def check_fit(
+    spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float, margin_fraction: float = 0.05
+) -> FitResult:
+    peak = estimate_memory(spec, settings).peak_gib
+    return FitResult(
+        gpu_memory_gib=gpu_memory_gib,
+        peak_gib=peak,
+        headroom_gib=gpu_memory_gib - peak,
+        headroom_fraction=(gpu_memory_gib - peak) / gpu_memory_gib,
+        verdict=verdict(peak, gpu_memory_gib, margin_fraction),
+        max_micro_batch=max_micro_batch(spec, settings, gpu_memory_gib),
+        min_gpus=min_gpus(spec, settings, gpu_memory_gib),
+    )
+
+
+def _candidate_changes(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float) -> list[tuple[str, dict]]:
+    """Single changes that lower memory, each described as a user would do it."""
+    changes: list[tuple[str, dict]] = []
+    if settings.checkpointing != "full":
+        changes.append(("Turn on full activation checkpointing", {"checkpointing": "full"}))
+    if settings.attention == "eager":
+        changes.append(("Use fused attention (SDPA/flash)", {"attention": "fused"}))
+    if settings.optimizer in ("adamw", "sgd"):
+        changes.append(("Use an 8-bit AdamW optimizer (bitsandbytes)", {"optimizer": "adamw-8bit"}))
+    if settings.optimizer == "adamw" and settings.optimizer_impl == "foreach":
+        changes.append(("Use the fused AdamW implementation (fused=True)", {"optimizer_impl": "fused"}))
+    if settings.precision == "fp32":
+        changes.append(("Train in BF16 mixed precision with autocast", {"precision": "amp-bf16"}))
+    if settings.precision != "bf16":
+        changes.append(("Train in pure BF16 (states in BF16)", {"precision": "bf16"}))
+    if settings.micro_batch > 1:
+        half = settings.micro_batch // 2
+        changes.append(
+            (
+                f"Micro-batch {half} with gradient accumulation x{settings.grad_accum * 2} (same global batch)",
+                {"micro_batch": half, "grad_accum": settings.grad_accum * 2},
+            )
+        )
+    if settings.zero > 0:
+        needed = min_gpus(spec, settings, gpu_memory_gib)
+        if needed is not None and needed > settings.gpus:
+            changes.append(
+                (f"Shard ZeRO-{settings.zero} over {needed} GPUs instead of {settings.gpus}", {"gpus": needed})
+            )
+    for stage in range(settings.zero + 1, 4):
+        changes.append(_zero_change(spec, settings, gpu_memory_gib, stage))
+    return changes
+
+
+def _zero_change(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float, stage: int) -> tuple[str, dict]:
+    """ZeRO stage `stage` over the current GPUs, or over the fewest GPUs that fit
+    (capped at 64) when the current count is not enough."""
+    name = f"ZeRO-{stage} ({FSDP_NAME[stage]})"
+    sharded = settings.model_copy(update={"zero": stage})
+    needed = min_gpus(spec, sharded, gpu_memory_gib)
+    if needed is not None and settings.gpus < needed <= 64:
+        return f"{name} over {needed} GPUs", {"zero": stage, "gpus": needed}
+    if settings.gpus == 1:
+        return f"{name} over 8 GPUs", {"zero": stage, "gpus": 8}
+    return f"{name} over the {settings.gpus} GPUs", {"zero": stage}
+
+
+def suggestions(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float) -> list[Suggestion]:
+    """Each single change that lowers the peak, with its new peak: the ones that
+    fit first, lowest peak first. When none fits alone, a combination is added."""
+    current = peak_gib(spec, settings)
+    found = []
+    for description, update in _candidate_changes(spec, settings, gpu_memory_gib):
+        peak = peak_gib(spec, settings, **update)
+        if peak < current - 1e-6:
+            found.append(Suggestion(change=description, peak_gib=peak, fits=peak <= gpu_memory_gib))
+    found.sort(key=lambda s: (not s.fits, s.peak_gib))
+    if current > gpu_memory_gib and not any(s.fits for s in found):
+        combined = combined_suggestion(spec, settings, gpu_memory_gib)
+        if combined is not None:
+            found.insert(0, combined)
+    return found
+
+
+def combined_suggestion(
+    spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float, max_changes: int = 5
+) -> Suggestion | None:
+    """Greedy: apply the change that lowers the peak most, again and again, until
+    the step fits or nothing helps. Returns the combination when it has 2+ steps."""
+    steps: list[str] = []
+    current_settings, current_peak = settings, peak_gib(spec, settings)
+    while current_peak > gpu_memory_gib and len(steps) < max_changes:
+        options = [
+            (peak_gib(spec, current_settings, **update), description, update)
+            for description, update in _candidate_changes(spec, current_settings, gpu_memory_gib)
+        ]
+        if not options:
+            break
+        best_peak, description, update = min(options, key=lambda option: option[0])
+        if best_peak >= current_peak - 1e-6:
+            break
+        steps.append(description)
+        current_settings = current_settings.model_copy(update=update)
+        current_peak = best_peak
+    if len(steps) < 2:
+        return None
+    return Suggestion(
+        change="Together: " + "; ".join(steps), peak_gib=current_peak, fits=current_peak <= gpu_memory_gib
+    )
