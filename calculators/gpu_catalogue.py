@@ -1,0 +1,303 @@
+"""Accelerator catalogue: one validated `GpuSpec` per row of `data/gpus.csv`.
+
+Conventions of the figures:
+
+- Memory is the vendor's "GB" figure taken as-is (no GB/GiB conversion here;
+  callers decide how to read it). Bandwidth is in TB/s as the vendor states it.
+- Tensor TFLOPS (tf32, bf16, fp16, fp8; int8 in TOPS) are DENSE, i.e. without
+  2:4 structured sparsity. Datasheets that quote sparse figures are halved.
+  `fp32_tflops` is the non-tensor FP32 rate where the vendor publishes one.
+- An empty cell means the chip lacks the format or the vendor publishes no
+  figure for it.
+- `interconnect_gbps` is the per-accelerator bidirectional GB/s (bytes) of the
+  scale-up link, or of PCIe when the card has no such link.
+
+The same parser checks user-uploaded CSV files, so every problem with the input
+is reported as a `CatalogueError` that names the file, row, GPU and field.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import difflib
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+DEFAULT_CATALOGUE_PATH = Path(__file__).resolve().parent.parent / "data" / "gpus.csv"
+
+Category = Literal["consumer", "workstation", "datacenter", "cloud"]
+PriceKind = Literal["msrp", "street", ""]
+PositiveNumber = Annotated[float, Field(gt=0)]
+OptionalPositive = Annotated[float | None, Field(gt=0)]
+OptionalText = Annotated[str | None, Field(min_length=1)]
+
+
+class GpuSpec(BaseModel):
+    """One accelerator's datasheet figures (dense tensor rates, vendor units)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    name: str = Field(min_length=1)
+    vendor: str = Field(min_length=1)
+    category: Category
+    form_factor: OptionalText = None
+    memory_gb: PositiveNumber
+    memory_type: OptionalText = None
+    memory_bandwidth_tbps: PositiveNumber
+    # Optional: Google (TPUs) and Intel (Gaudi 2) publish no FP32 rate.
+    fp32_tflops: OptionalPositive = None
+    tf32_tflops: OptionalPositive = None
+    bf16_tflops: OptionalPositive = None
+    fp16_tflops: OptionalPositive = None
+    fp8_tflops: OptionalPositive = None
+    int8_tops: OptionalPositive = None
+    tdp_w: OptionalPositive = None
+    interconnect: OptionalText = None
+    interconnect_gbps: OptionalPositive = None
+    pcie_gen: Annotated[int | None, Field(ge=1, le=9)] = None
+    launch_year: Annotated[int, Field(ge=2010, le=2035)]
+    price_usd: OptionalPositive = None
+    price_kind: PriceKind = Field(default="", validate_default=True)
+    source: str = Field(min_length=1)
+    as_of: dt.date
+    notes: OptionalText = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_has_no_comma(cls, name: str) -> str:
+        """Names stay comma-free so they read cleanly in CSV files and URLs."""
+        if "," in name:
+            raise ValueError("must not contain a comma")
+        return name
+
+    @field_validator("price_kind")
+    @classmethod
+    def _price_kind_matches_price(cls, price_kind: str, info: ValidationInfo) -> str:
+        """A price needs a kind (msrp or street), and a kind needs a price."""
+        has_price = info.data.get("price_usd") is not None
+        if has_price and not price_kind:
+            raise ValueError("must be 'msrp' or 'street' when price_usd is set")
+        if price_kind and not has_price:
+            raise ValueError("must be empty when price_usd is empty")
+        return price_kind
+
+    def dense_tflops(self, precision: str) -> float | None:
+        """Dense peak rate for `precision` (fp32, tf32, bf16, fp16, fp8, int8), or None if unpublished."""
+        field = PRECISION_FIELDS.get(precision.lower())
+        if field is None:
+            raise ValueError(f"unknown precision {precision!r}; expected one of {', '.join(PRECISION_FIELDS)}")
+        return getattr(self, field)
+
+
+PRECISION_FIELDS: dict[str, str] = {
+    "fp32": "fp32_tflops",
+    "tf32": "tf32_tflops",
+    "bf16": "bf16_tflops",
+    "fp16": "fp16_tflops",
+    "fp8": "fp8_tflops",
+    "int8": "int8_tops",
+}
+
+COLUMNS: tuple[str, ...] = (
+    "name",
+    "vendor",
+    "category",
+    "form_factor",
+    "memory_gb",
+    "memory_type",
+    "memory_bandwidth_tbps",
+    "fp32_tflops",
+    "tf32_tflops",
+    "bf16_tflops",
+    "fp16_tflops",
+    "fp8_tflops",
+    "int8_tops",
+    "tdp_w",
+    "interconnect",
+    "interconnect_gbps",
+    "pcie_gen",
+    "launch_year",
+    "price_usd",
+    "price_kind",
+    "source",
+    "as_of",
+    "notes",
+)
+assert COLUMNS == tuple(GpuSpec.model_fields), "COLUMNS must follow the GpuSpec field order"
+
+
+class CatalogueError(ValueError):
+    """A GPU catalogue (or uploaded CSV) is malformed; the message names file, row, GPU and field."""
+
+
+def _where(origin: str, row_number: int, name: str = "") -> str:
+    """Prefix for messages: 'gpus.csv row 7 (A100-SXM4-80GB)'. Rows count data rows from 1."""
+    place = f"{origin} row {row_number}"
+    name = " ".join(name.split())[:60]  # keep the message on one short line
+    return f"{place} ({name})" if name else place
+
+
+def _shorten(value: object, limit: int = 40) -> str:
+    """repr() of a bad value, cut to `limit` characters so a message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _describe_validation_error(exc: ValidationError, values: Mapping[str, object]) -> str:
+    """'field: message (got value)' for the first problem pydantic found."""
+    error = exc.errors()[0]
+    field = ".".join(str(part) for part in error["loc"]) or "row"
+    if error["type"] == "missing":
+        return f"{field}: required, but the cell is empty"
+    message = error["msg"].removeprefix("Value error, ")
+    got = f" (got {_shorten(values[field])})" if field in values else ""
+    return f"{field}: {message}{got}"
+
+
+def _check_columns(columns: Iterable[object], where: str) -> None:
+    """Raise CatalogueError for an unknown or a missing column."""
+    present = list(columns)
+    unknown = [column for column in present if column not in COLUMNS]
+    if unknown:
+        raise CatalogueError(f"{where}: unknown column {_shorten(unknown[0])}")
+    missing = [column for column in COLUMNS if column not in present]
+    if missing:
+        raise CatalogueError(f"{where}: missing column {missing[0]!r}")
+
+
+def _cell_text(value: object) -> object:
+    """Strip text cells; other values (already typed) pass through."""
+    return value.strip() if isinstance(value, str) else value
+
+
+def _parse_row(row: object, origin: str, row_number: int) -> GpuSpec:
+    """Validate one row (a mapping of column to cell); blank cells mean 'not set'."""
+    if not isinstance(row, Mapping):
+        raise CatalogueError(f"{_where(origin, row_number)}: expected a mapping of column to value")
+    raw_name = row.get("name")
+    name = raw_name.strip() if isinstance(raw_name, str) else ""
+    where = _where(origin, row_number, name)
+    if None in row:  # csv.DictReader files surplus cells under the key None
+        raise CatalogueError(f"{where}: more cells than header columns")
+    _check_columns(row.keys(), where)
+    short = [column for column, value in row.items() if value is None]
+    if short:
+        raise CatalogueError(f"{where}: {short[0]}: row ends before this column")
+    values = {column: _cell_text(value) for column, value in row.items()}
+    values = {column: value for column, value in values.items() if value != ""}
+    try:
+        return GpuSpec.model_validate(values)
+    except ValidationError as exc:
+        raise CatalogueError(f"{where}: {_describe_validation_error(exc, values)}") from None
+
+
+def parse_gpu_rows(rows: Sequence[Mapping[str, str]], origin: str = "gpus.csv") -> list[GpuSpec]:
+    """Validate rows (column -> cell text) into GpuSpecs; raise CatalogueError on the first bad row.
+
+    Rows are numbered from 1 (the first data row). Names must be unique, ignoring case.
+    """
+    if not rows:
+        raise CatalogueError(f"{origin}: no GPU rows")
+    specs: list[GpuSpec] = []
+    first_row_of: dict[str, int] = {}
+    for row_number, row in enumerate(rows, start=1):
+        spec = _parse_row(row, origin, row_number)
+        key = spec.name.casefold()
+        if key in first_row_of:
+            where = _where(origin, row_number, spec.name)
+            raise CatalogueError(f"{where}: name: duplicate of row {first_row_of[key]}")
+        first_row_of[key] = row_number
+        specs.append(spec)
+    return specs
+
+
+def _read_table(text: str, origin: str) -> list[list[str]]:
+    """Split CSV text into rows of stripped cells, leaving out blank lines."""
+    try:
+        table = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise CatalogueError(f"{origin}: not a readable CSV file: {exc}") from None
+    stripped = [[cell.strip() for cell in cells] for cells in table]
+    return [cells for cells in stripped if any(cells)]
+
+
+def _rows_from_table(header: list[str], body: list[list[str]], origin: str) -> list[dict[str, str]]:
+    """Pair each data row with the header; a row with too few or too many cells is an error."""
+    name_index = header.index("name")
+    rows = []
+    for row_number, cells in enumerate(body, start=1):
+        if len(cells) != len(header):
+            name = cells[name_index] if name_index < len(cells) else ""
+            where = _where(origin, row_number, name)
+            raise CatalogueError(f"{where}: {len(cells)} cells but the header has {len(header)} columns")
+        rows.append(dict(zip(header, cells, strict=True)))
+    return rows
+
+
+def parse_gpu_csv(text: str | bytes, origin: str = "uploaded CSV") -> list[GpuSpec]:
+    """Parse CSV text (header + one GPU per row) into GpuSpecs; raise CatalogueError if anything is wrong."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise CatalogueError(f"{origin}: not UTF-8 text") from None
+    if not isinstance(text, str):
+        raise CatalogueError(f"{origin}: expected CSV text, got {type(text).__name__}")
+    table = _read_table(text.lstrip("\ufeff"), origin)
+    if not table:
+        raise CatalogueError(f"{origin}: the file is empty (expected a header row and GPU rows)")
+    header, body = table[0], table[1:]
+    duplicates = sorted({column for column in header if header.count(column) > 1})
+    if duplicates:
+        raise CatalogueError(f"{origin} header: column {duplicates[0]!r} appears twice")
+    _check_columns(header, f"{origin} header")
+    if not body:
+        raise CatalogueError(f"{origin}: no GPU rows below the header")
+    return parse_gpu_rows(_rows_from_table(header, body, origin), origin)
+
+
+def _read_catalogue(path: Path) -> tuple[GpuSpec, ...]:
+    """Read and validate one catalogue file."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise CatalogueError(f"GPU catalogue not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogueError(f"GPU catalogue {path} cannot be read: {exc}") from None
+    return tuple(parse_gpu_csv(text, origin=path.name))
+
+
+@lru_cache(maxsize=1)
+def _load_default_catalogue() -> tuple[GpuSpec, ...]:
+    """The repo's data/gpus.csv, read once per process."""
+    return _read_catalogue(DEFAULT_CATALOGUE_PATH)
+
+
+def load_gpu_catalogue(path: Path | None = None) -> tuple[GpuSpec, ...]:
+    """All GPUs in `path` (default: the repo's data/gpus.csv, cached) in file order.
+
+    Raises CatalogueError for a missing or malformed file. GpuSpecs are frozen, so
+    sharing the cached tuple is safe.
+    """
+    if path is None:
+        return _load_default_catalogue()
+    return _read_catalogue(Path(path))
+
+
+def find_gpu(name: str, catalogue: Iterable[GpuSpec] | None = None) -> GpuSpec:
+    """The GPU called `name` (case-insensitive). KeyError names up to 3 close matches."""
+    gpus = list(load_gpu_catalogue() if catalogue is None else catalogue)
+    by_key = {gpu.name.casefold(): gpu for gpu in gpus}
+    wanted = name.strip().casefold()
+    if wanted in by_key:
+        return by_key[wanted]
+    close_keys = difflib.get_close_matches(wanted, list(by_key), n=3, cutoff=0.5)
+    close = [by_key[key].name for key in close_keys]
+    hint = f"did you mean: {', '.join(close)}?" if close else f"{len(gpus)} GPUs are in the catalogue"
+    raise KeyError(f"unknown GPU {name!r}; {hint}")
