@@ -1,0 +1,155 @@
+"""Command line: `python -m calculators memory ...`.
+
+Pure functions compute; this module only parses arguments and prints. Bad input
+prints one line starting with 'error:' and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from calculators.fit import check_fit, suggestions
+from calculators.memory import COMPONENT_LABEL, estimate_memory
+from calculators.model_input import (
+    ModelInputError,
+    describe_validation_error,
+    spec_from_hf_config,
+    spec_from_parameter_count,
+)
+from calculators.model_spec import ModelSpec
+from calculators.presets import get_preset, load_presets
+from calculators.training import ATTENTION, CHECKPOINTING, OPTIMIZER_IMPLS, OPTIMIZERS, PRECISIONS, TrainingSettings
+
+
+class UsageError(Exception):
+    """Bad arguments: reported as one line, exit code 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print the whole usage first
+        raise UsageError(message)
+
+
+def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    """The workload flags shared by every command that estimates memory."""
+    model = parser.add_argument_group("model (one of)")
+    model.add_argument("--model", help="preset name, e.g. llama-3.1-8b")
+    model.add_argument("--config-json", type=Path, help="a Hugging Face config.json file")
+    model.add_argument("--params", type=float, help="a bare parameter count, e.g. 7e9 (shape assumed)")
+    run = parser.add_argument_group("training")
+    run.add_argument("--micro-batch", type=int, default=1)
+    run.add_argument("--seq-len", type=int, default=2048)
+    run.add_argument("--grad-accum", type=int, default=1)
+    run.add_argument("--gpus", type=int, default=1, help="data-parallel GPUs")
+    run.add_argument("--precision", choices=PRECISIONS, default="bf16-mixed")
+    run.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
+    run.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS, default="foreach")
+    run.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0)
+    run.add_argument("--checkpointing", choices=CHECKPOINTING, default="none")
+    run.add_argument("--attention", choices=ATTENTION, default="fused")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def model_from_args(args: argparse.Namespace) -> ModelSpec:
+    chosen = [flag for flag in ("model", "config_json", "params") if getattr(args, flag) is not None]
+    if len(chosen) != 1:
+        raise UsageError("give exactly one of --model, --config-json or --params")
+    try:
+        if args.model is not None:
+            return get_preset(args.model)
+        if args.config_json is not None:
+            return spec_from_hf_config(args.config_json.read_bytes(), args.config_json.name)
+        return spec_from_parameter_count(args.params)
+    except KeyError as error:
+        raise UsageError(str(error).strip("'\"")) from None
+    except OSError as error:
+        raise UsageError(f"cannot read {args.config_json}: {error.strerror}") from None
+    except ModelInputError as error:
+        raise UsageError(str(error)) from None
+
+
+def settings_from_args(args: argparse.Namespace) -> TrainingSettings:
+    try:
+        return TrainingSettings(
+            micro_batch=args.micro_batch,
+            seq_len=args.seq_len,
+            grad_accum=args.grad_accum,
+            gpus=args.gpus,
+            precision=args.precision,
+            optimizer=args.optimizer,
+            optimizer_impl=args.optimizer_impl,
+            zero=args.zero,
+            checkpointing=args.checkpointing,
+            attention=args.attention,
+        )
+    except ValidationError as error:
+        raise UsageError(describe_validation_error(error)) from None
+
+
+def memory_command(args: argparse.Namespace) -> str:
+    spec = model_from_args(args)
+    settings = settings_from_args(args)
+    if args.gpu_memory_gib is not None and not 0 < args.gpu_memory_gib < 100_000:
+        raise UsageError("--gpu-memory-gib must be a positive number of GiB")
+    estimate = estimate_memory(spec, settings)
+    result = {"model": spec.name, "settings": settings.model_dump(exclude={"overheads"})} | estimate.model_dump()
+    if args.gpu_memory_gib is not None:
+        result["fit"] = check_fit(spec, settings, args.gpu_memory_gib).model_dump()
+        result["suggestions"] = [s.model_dump() for s in suggestions(spec, settings, args.gpu_memory_gib)]
+    if args.json:
+        return json.dumps(result, indent=2)
+    return format_memory_table(result)
+
+
+def format_memory_table(result: dict) -> str:
+    lines = [f"{result['model']}: peak {result['peak_gib']:.2f} GiB at {result['peak_phase']}"]
+    for name, gib in result["components_gib"].items():
+        if gib > 0:
+            lines.append(f"  {COMPONENT_LABEL[name]:<32}{gib:>10.2f} GiB")
+    lines.append(f"  {'allocated / reserved':<32}{result['allocated_gib']:>10.2f} / {result['reserved_gib']:.2f} GiB")
+    if "fit" in result:
+        fit = result["fit"]
+        largest = fit["max_micro_batch"] or "none (micro-batch 1 does not fit)"
+        fewest = fit["min_gpus"] or "none (more GPUs do not lower the peak at this setting)"
+        lines.append(f"On {fit['gpu_memory_gib']:g} GiB: {fit['verdict']} (headroom {fit['headroom_gib']:.2f} GiB)")
+        lines.append(f"  largest micro-batch that fits: {largest}; fewest GPUs that fit: {fewest}")
+        lines.append("What to change:")
+        for suggestion in result["suggestions"]:
+            mark = "fits" if suggestion["fits"] else "    "
+            lines.append(f"  [{mark}] {suggestion['change']}: {suggestion['peak_gib']:.2f} GiB")
+    return "\n".join(lines)
+
+
+def presets_command(args: argparse.Namespace) -> str:
+    presets = load_presets()
+    if args.json:
+        return json.dumps({name: spec.model_dump() for name, spec in presets.items()}, indent=2)
+    return "\n".join(sorted(presets))
+
+
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(prog="python -m calculators", description="GPU memory and cost estimates")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    memory = commands.add_parser("memory", help="peak memory of a training step")
+    add_workload_arguments(memory)
+    memory.add_argument("--gpu-memory-gib", type=float, help="GPU capacity for a fit verdict")
+    memory.set_defaults(handler=memory_command)
+    presets = commands.add_parser("presets", help="list the model presets")
+    presets.add_argument("--json", action="store_true")
+    presets.set_defaults(handler=presets_command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        print(args.handler(args))
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,113 @@
+"""The CLI contract: `python -m calculators memory ... --json` and one-line errors with exit code 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from calculators.cli import main
+from calculators.memory import COMPONENTS, GIB
+from calculators.model_spec import parameter_count
+from calculators.presets import get_preset
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_memory_json_has_peak_and_one_key_per_component(capsys):
+    code, out, _ = run_cli(
+        capsys, "memory", "--model", "llama-2-7b", "--micro-batch", "1", "--seq-len", "2048",
+        "--precision", "bf16-mixed", "--optimizer", "adamw", "--zero", "0", "--gpus", "1",
+        "--checkpointing", "none", "--json",
+    )  # fmt: skip
+    assert code == 0
+    result = json.loads(out)
+    assert set(result["components_gib"]) == set(COMPONENTS)
+    # Peak = allocated at the worst phase x (1 + 10% allocator reserve) + CUDA context and cuBLAS.
+    assert result["allocated_gib"] == pytest.approx(max(result["phases_gib"].values()))
+    assert result["reserved_gib"] == pytest.approx(1.10 * result["allocated_gib"])
+    assert result["peak_gib"] == pytest.approx(result["reserved_gib"] + 0.5 + 0.03)
+    # ZeRO paper: 16 bytes per parameter of model states under mixed-precision Adam.
+    p = parameter_count(get_preset("llama-2-7b")).total
+    states = result["components_gib"]
+    assert states["weights"] + states["gradients"] + states["master_weights"] + states["optimizer_states"] == (
+        pytest.approx(16 * p / GIB)
+    )
+
+
+def test_gpu_memory_flag_adds_a_fit_verdict_and_suggestions(capsys):
+    code, out, _ = run_cli(capsys, "memory", "--model", "llama-2-7b", "--gpu-memory-gib", "80", "--json")
+    result = json.loads(out)
+    assert code == 0
+    assert result["fit"]["verdict"] == "does not fit"
+    assert result["fit"]["gpu_memory_gib"] == 80
+    assert any(s["fits"] for s in result["suggestions"])
+
+
+def test_readable_table_without_json(capsys):
+    code, out, _ = run_cli(capsys, "memory", "--model", "gpt2", "--gpu-memory-gib", "24")
+    assert code == 0
+    assert out.startswith("gpt2: peak ") and "Optimizer states" in out and "On 24 GiB: fits" in out
+
+
+def test_config_json_file_is_accepted(capsys, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps(
+            {"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "vocab_size": 50257, "n_positions": 1024}
+        )
+    )
+    code, out, _ = run_cli(capsys, "memory", "--config-json", str(config), "--json")
+    assert code == 0 and json.loads(out)["parameters"] == 124_439_808
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["memory", "--model", "llama-9b"], "unknown model preset"),
+        (["memory", "--model", "gpt2", "--micro-batch", "-1"], "micro_batch"),
+        (["memory", "--model", "gpt2", "--seq-len", "0"], "seq_len"),
+        (["memory", "--model", "gpt2", "--precision", "fp7"], "invalid choice"),
+        (["memory", "--model", "gpt2", "--micro-batch", "two"], "invalid int value"),
+        (["memory", "--model", "gpt2", "--gpu-memory-gib", "-3"], "--gpu-memory-gib"),
+        (["memory", "--model", "gpt2", "--params", "7e9"], "exactly one of"),
+        (["memory"], "exactly one of"),
+        (["memory", "--config-json", "/no/such/config.json"], "cannot read"),
+        (["memory", "--params", "-7"], "between 1 million"),
+        ([], "required"),
+    ],
+)
+def test_bad_arguments_give_one_line_and_exit_code_2(capsys, argv, message):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and message in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("content", ["{broken", "x" * 2_000_000])
+def test_malformed_or_huge_config_is_a_usage_error(capsys, tmp_path, content):
+    config = tmp_path / "config.json"
+    config.write_text(content)
+    code, _, err = run_cli(capsys, "memory", "--config-json", str(config))
+    assert code == 2 and ("not valid JSON" in err or "under 1 MB" in err)
+
+
+def test_module_entry_point_exits_2_in_a_real_process():
+    process = subprocess.run(
+        [sys.executable, "-m", "calculators", "memory", "--model", "gpt2", "--zero", "5"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert process.returncode == 2
+    assert process.stderr.startswith("error: ") and "--zero" in process.stderr
+
+
+def test_presets_lists_every_required_family(capsys):
+    code, out, _ = run_cli(capsys, "presets")
+    names = out.split()
+    assert code == 0
+    for required in ("gpt2", "bert-large-uncased", "llama-2-70b", "llama-3.1-405b", "mixtral-8x7b", "phi-3-mini-4k"):
+        assert required in names
