@@ -1,0 +1,20 @@
+"""GPU sizing and cost: the entry point (`streamlit run app.py`).
+
+The sidebar holds the workload shared by every page; pages live in app_pages/
+(not pages/, which streamlit would also run on its own for a deep link).
+"""
+
+import streamlit as st
+
+from ui.workload import workload_sidebar
+
+st.set_page_config(page_title="GPU sizing and cost", page_icon=":material/memory:", layout="wide")
+
+navigation = st.navigation(
+    [
+        st.Page("app_pages/memory.py", title="Memory", icon=":material/memory:", default=True),
+        st.Page("app_pages/validation.py", title="Validation", icon=":material/fact_check:", url_path="validation"),
+    ]
+)
+st.session_state["workload"] = workload_sidebar()
+navigation.run()

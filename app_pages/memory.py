@@ -1,0 +1,94 @@
+"""Memory page: peak GPU memory of a training step, the verdict, and what to change."""
+
+import pandas as pd
+import streamlit as st
+
+from calculators.fit import check_fit, suggestions
+from calculators.memory import COMPONENT_LABEL, estimate_memory
+from calculators.model_spec import parameter_count
+from ui.charts import phase_breakdown_figure
+
+st.title("Will it fit?")
+workload = st.session_state["workload"]
+for message in workload.errors:
+    st.error(message)
+for note in workload.notes:
+    st.info(note)
+if not workload.ready:
+    st.info("Fix the inputs in the sidebar to see the estimate.")
+    st.stop()
+
+spec, settings = workload.spec, workload.settings
+params = parameter_count(spec)
+estimate = estimate_memory(spec, settings)
+fit = check_fit(spec, settings, workload.gpu_memory_gib)
+
+st.caption(
+    f"**{spec.name}**: {params.total / 1e9:.3g}B parameters, {spec.n_layers} layers, hidden {spec.hidden_size}, "
+    f"{spec.n_heads} heads ({spec.n_kv_heads} kv), vocab {spec.vocab_size:,}. Source: {spec.source}"
+)
+
+summary = (
+    f"peak **{estimate.peak_gib:.1f} GiB** per GPU on **{workload.gpu_name}** "
+    f"({workload.gpu_memory_gib:g} GiB): headroom {fit.headroom_gib:+.1f} GiB ({fit.headroom_fraction:+.0%})"
+)
+if fit.verdict == "fits":
+    st.success(f"Fits: {summary}", icon=":material/check_circle:")
+elif fit.verdict == "tight":
+    st.warning(f"Tight fit (under 5% free): {summary}", icon=":material/warning:")
+else:
+    st.error(f"Does not fit: {summary}", icon=":material/block:")
+
+if fit.min_gpus:
+    fewest_gpus = str(fit.min_gpus)
+elif settings.zero == 0:
+    fewest_gpus = "needs ZeRO"
+else:
+    fewest_gpus = "none"
+col1, col2, col3, col4 = st.columns(4)
+col1.metric(
+    "Peak (device)", f"{estimate.peak_gib:.2f} GiB", help=f"At {estimate.peak_phase}, as nvidia-smi would show it"
+)
+col2.metric(
+    "Allocated",
+    f"{estimate.allocated_gib:.1f} GiB",
+    help=f"torch.cuda.max_memory_allocated; reserved by the caching allocator: {estimate.reserved_gib:.1f} GiB",
+)
+col3.metric("Largest micro-batch", fit.max_micro_batch if fit.max_micro_batch else "none fits")
+col4.metric(
+    "Fewest GPUs",
+    fewest_gpus,
+    help="Data-parallel GPUs with the chosen ZeRO stage. Without ZeRO every GPU holds a full copy, so more GPUs "
+    "do not lower the per-GPU peak; 'none' means activations alone exceed the GPU.",
+)
+
+st.plotly_chart(phase_breakdown_figure(estimate, workload.gpu_memory_gib), width="stretch")
+st.caption(f"The peak is the largest phase ({estimate.peak_phase}), not the sum of everything that ever exists.")
+
+left, right = st.columns(2)
+with left:
+    st.subheader("Breakdown at the peak")
+    rows = [
+        {"component": COMPONENT_LABEL[name], "GiB": round(gib, 3)}
+        for name, gib in estimate.components_gib.items()
+        if gib > 0
+    ]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.caption(
+        "Activations saved by one layer (GiB): "
+        + ", ".join(f"{name.replace('_', ' ')} {gib:.3f}" for name, gib in estimate.activations_per_layer_gib.items())
+    )
+with right:
+    st.subheader("What to change")
+    found = suggestions(spec, settings, workload.gpu_memory_gib)
+    st.dataframe(
+        pd.DataFrame(
+            [{"change": s.change, "peak GiB": round(s.peak_gib, 2), "fits": "yes" if s.fits else "no"} for s in found]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+
+with st.expander("Assumptions and sources", expanded=False):
+    for assumption in estimate.assumptions:
+        st.markdown(f"- {assumption}")

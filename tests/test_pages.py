@@ -1,0 +1,90 @@
+"""AppTest: every page renders, reacts to the shared workload, and survives bad input."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP_PATH = str(Path(__file__).resolve().parent.parent / "app.py")
+TIMEOUT_S = 30
+
+
+def open_app(page: str | None = None, **query: str) -> AppTest:
+    app = AppTest.from_file(APP_PATH, default_timeout=TIMEOUT_S)
+    for key, value in query.items():
+        app.query_params[key] = value
+    app.run()
+    if page is not None:
+        app.switch_page(page)
+        app.run()
+    assert not app.exception, [e.message for e in app.exception]
+    return app
+
+
+def messages(elements) -> list[str]:
+    return [element.value for element in elements]
+
+
+def test_memory_page_default_workload_does_not_fit_one_h100():
+    """Llama-3.1-8B, bf16-mixed AdamW: 16 bytes x 8.03e9 parameters = 120 GiB of states alone."""
+    app = open_app()
+    assert any(text.startswith("Does not fit") for text in messages(app.error))
+    assert app.metric[0].label == "Peak (device)"
+
+
+def test_changing_the_model_changes_the_verdict():
+    app = open_app()
+    app.selectbox(key="preset").set_value("gpt2").run()
+    assert not app.exception
+    assert any(text.startswith("Fits") for text in messages(app.success))
+    assert app.query_params["model"] == "gpt2"
+
+
+def test_the_url_reproduces_a_scenario_and_bad_values_are_ignored_with_a_warning():
+    app = open_app(model="llama-2-7b", zero="3", gpus="8", ckpt="full", mb="abc")
+    assert app.selectbox(key="preset").value == "llama-2-7b"
+    assert app.selectbox(key="zero").value == 3
+    assert app.number_input(key="micro_batch").value == 1
+    assert any("Ignored `mb=abc`" in text for text in messages(app.error))
+
+
+def test_heads_that_do_not_divide_hidden_give_a_clear_message():
+    app = open_app()
+    app.radio(key="model_source").set_value("Custom architecture").run()
+    app.number_input(key="c_heads").set_value(30).run()
+    assert not app.exception
+    assert any("Custom architecture" in text and "divide" in text for text in messages(app.error))
+    # The sidebar keeps working: fixing the value brings the estimate back.
+    app.number_input(key="c_heads").set_value(32).run()
+    assert not any("Custom architecture" in text for text in messages(app.error))
+    assert app.metric[0].label == "Peak (device)"
+
+
+def test_parameter_count_states_the_assumed_shape():
+    app = open_app()
+    app.radio(key="model_source").set_value("Parameter count").run()
+    assert any("Assumed a Llama-style shape for 7B parameters: 32 layers, hidden 4096" in t for t in messages(app.info))
+
+
+def test_workload_survives_moving_between_pages():
+    app = open_app()
+    app.selectbox(key="preset").set_value("mistral-7b-v0.1").run()
+    app.switch_page("app_pages/validation.py").run()
+    app.switch_page("app_pages/memory.py").run()
+    assert app.selectbox(key="preset").value == "mistral-7b-v0.1"
+
+
+def test_validation_page_lists_every_measurement_with_its_error():
+    app = open_app("app_pages/validation.py")
+    table = app.dataframe[0].value
+    assert list(table["id"])[:3] == ["hf-1", "hf-2", "hf-3"]
+    assert table["error"].notna().sum() >= 9
+    worst = app.metric[0].value
+    assert float(worst.rstrip("%")) <= 10.0
+
+
+@pytest.mark.parametrize("source", ["config.json"])
+def test_config_json_source_without_upload_asks_for_a_file(source):
+    app = open_app()
+    app.radio(key="model_source").set_value(source).run()
+    assert any("Upload a config.json" in text for text in messages(app.error))

@@ -1,0 +1,268 @@
+"""The shared workload controls in the sidebar, kept in the URL.
+
+Every page reads the same workload from `st.session_state`. The URL's query
+parameters mirror the controls, so a link reproduces the scenario; a bad value in
+a link is ignored with a warning instead of breaking the page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import streamlit as st
+from pydantic import ValidationError
+
+from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
+from calculators.model_input import (
+    ModelInputError,
+    describe_validation_error,
+    spec_from_hf_config,
+    spec_from_parameter_count,
+)
+from calculators.model_spec import ModelSpec
+from calculators.presets import load_presets
+from calculators.training import (
+    ATTENTION,
+    CHECKPOINTING,
+    FSDP_NAME,
+    OPTIMIZER_IMPLS,
+    OPTIMIZERS,
+    PRECISION_LABEL,
+    PRECISIONS,
+    ZERO_STAGES,
+    TrainingSettings,
+)
+
+MODEL_SOURCES = ("Preset", "Custom architecture", "config.json", "Parameter count")
+CUSTOM_GPU = "Custom capacity"
+DEFAULT_PRESET = "llama-3.1-8b"
+DEFAULT_GPU = "H100-SXM5-80GB"
+
+
+@dataclass
+class Workload:
+    """What the pages need: a model and settings, or the reasons there are none."""
+
+    spec: ModelSpec | None
+    settings: TrainingSettings | None
+    gpu_name: str
+    gpu_memory_gib: float
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ready(self) -> bool:
+        return self.spec is not None and self.settings is not None
+
+
+def gpu_capacity_gib(gpu: GpuSpec) -> float:
+    """Vendors' 'GB' of GPU memory are binary in practice: an H100 80GB reports
+    81,559 MiB and an A100 80GB 81,920 MiB in nvidia-smi. The nominal figure is
+    used as GiB; the CUDA context is counted separately in the estimate."""
+    return float(gpu.memory_gb)
+
+
+@dataclass(frozen=True)
+class Between:
+    low: float
+    high: float
+
+
+# (session key, query key, type, default, allowed choices or a Between range)
+FIELDS: list[tuple[str, str, type, object, object]] = [
+    ("model_source", "src", str, "Preset", MODEL_SOURCES),
+    ("preset", "model", str, DEFAULT_PRESET, None),
+    ("params_billion", "params_b", float, 7.0, Between(0.001, 100_000.0)),
+    ("c_layers", "layers", int, 32, Between(1, 1000)),
+    ("c_hidden", "hidden", int, 4096, Between(1, 1_000_000)),
+    ("c_heads", "heads", int, 32, Between(1, 10_000)),
+    ("c_kv_heads", "kv_heads", int, 8, Between(1, 10_000)),
+    ("c_ffn", "ffn", int, 14336, Between(1, 10_000_000)),
+    ("c_vocab", "vocab", int, 128256, Between(1, 10_000_000)),
+    ("c_activation", "act", str, "swiglu", ("gelu", "swiglu", "geglu")),
+    ("c_norm", "norm", str, "rmsnorm", ("layernorm", "rmsnorm")),
+    ("c_tied", "tied", bool, False, None),
+    ("micro_batch", "mb", int, 1, Between(1, 1_000_000)),
+    ("seq_len", "seq", int, 2048, Between(1, 10_000_000)),
+    ("grad_accum", "ga", int, 1, Between(1, 1_000_000)),
+    ("gpus", "gpus", int, 1, Between(1, 1_000_000)),
+    ("precision", "prec", str, "bf16-mixed", PRECISIONS),
+    ("optimizer", "opt", str, "adamw", OPTIMIZERS),
+    ("optimizer_impl", "impl", str, "foreach", OPTIMIZER_IMPLS),
+    ("zero", "zero", int, 0, ZERO_STAGES),
+    ("checkpointing", "ckpt", str, "none", CHECKPOINTING),
+    ("attention", "attn", str, "fused", ATTENTION),
+    ("gpu", "gpu", str, DEFAULT_GPU, None),
+    ("gpu_memory_gib", "gib", float, 80.0, Between(0.1, 100_000.0)),
+]
+
+
+def _parse(raw: str, kind: type, allowed: object) -> object:
+    """A query value converted and checked against its range or choices."""
+    if kind is bool:
+        if raw not in ("0", "1", "true", "false"):
+            raise ValueError(raw)
+        return raw in ("1", "true")
+    value = kind(raw)
+    if isinstance(allowed, Between) and not allowed.low <= value <= allowed.high:
+        raise ValueError(raw)
+    if isinstance(allowed, tuple) and value not in allowed:
+        raise ValueError(raw)
+    return value
+
+
+def load_from_url() -> list[str]:
+    """Once per session: seed the controls from the URL. Returns warnings."""
+    if st.session_state.get("_url_loaded"):
+        return []
+    st.session_state["_url_loaded"] = True
+    warnings = []
+    params = st.query_params
+    for key, query_key, kind, default, allowed in FIELDS:
+        st.session_state.setdefault(key, default)
+        if query_key not in params:
+            continue
+        try:
+            st.session_state[key] = _parse(params[query_key], kind, allowed)
+        except (TypeError, ValueError):
+            warnings.append(f"Ignored `{query_key}={params[query_key]}` from the link: not a valid value.")
+    return warnings
+
+
+def save_to_url() -> None:
+    """Mirror the controls into the query string (only values that differ from defaults)."""
+    wanted = {}
+    for key, query_key, kind, default, _ in FIELDS:
+        value = st.session_state.get(key, default)
+        if value != default:
+            wanted[query_key] = ("1" if value else "0") if kind is bool else str(value)
+    if dict(st.query_params) != wanted:
+        st.query_params.from_dict(wanted)
+
+
+def _model_controls(presets: dict[str, ModelSpec]) -> tuple[ModelSpec | None, list[str], list[str]]:
+    errors: list[str] = []
+    notes: list[str] = []
+    source = st.sidebar.radio("Model from", MODEL_SOURCES, key="model_source", horizontal=True)
+    if source == "Preset":
+        if st.session_state.get("preset") not in presets:
+            errors.append(f"Unknown preset {st.session_state.get('preset')!r}; showing {DEFAULT_PRESET}.")
+            st.session_state["preset"] = DEFAULT_PRESET
+        name = st.sidebar.selectbox("Preset", sorted(presets), key="preset")
+        return presets[name], errors, notes
+    if source == "Parameter count":
+        billions = st.sidebar.number_input(
+            "Parameters (billions)", min_value=0.001, max_value=100_000.0, step=0.5, key="params_billion"
+        )
+        try:
+            spec = spec_from_parameter_count(billions * 1e9)
+        except ModelInputError as error:
+            return None, [str(error)], notes
+        notes.append(
+            f"Assumed a Llama-style shape for {billions:g}B parameters: {spec.n_layers} layers, hidden "
+            f"{spec.hidden_size}, {spec.n_heads} heads, FFN {spec.ffn_hidden_size}, vocab {spec.vocab_size}."
+        )
+        return spec, errors, notes
+    if source == "config.json":
+        upload = st.sidebar.file_uploader("Hugging Face config.json", type=["json"], key="config_upload")
+        if upload is None:
+            return None, ["Upload a config.json to estimate its model (it is parsed, never downloaded)."], notes
+        try:
+            return spec_from_hf_config(upload.getvalue(), upload.name), errors, notes
+        except ModelInputError as error:
+            return None, [str(error)], notes
+    return _custom_architecture(), errors, notes
+
+
+def _custom_architecture() -> dict:
+    """The custom-architecture fields; validated into a ModelSpec by the caller."""
+    with st.sidebar.expander("Architecture", expanded=True):
+        col1, col2 = st.columns(2)
+        col1.number_input("Layers", min_value=1, max_value=1000, key="c_layers")
+        col2.number_input("Hidden", min_value=1, max_value=1_000_000, key="c_hidden")
+        col1.number_input("Heads", min_value=1, max_value=10_000, key="c_heads")
+        col2.number_input("KV heads", min_value=1, max_value=10_000, key="c_kv_heads")
+        col1.number_input("FFN size", min_value=1, max_value=10_000_000, key="c_ffn")
+        col2.number_input("Vocab", min_value=1, max_value=10_000_000, key="c_vocab")
+        col1.selectbox("Activation", ("gelu", "swiglu", "geglu"), key="c_activation")
+        col2.selectbox("Norm", ("layernorm", "rmsnorm"), key="c_norm")
+        st.checkbox("Tied embeddings", key="c_tied")
+    state = st.session_state
+    return dict(
+        name="custom",
+        n_layers=state.c_layers,
+        hidden_size=state.c_hidden,
+        n_heads=state.c_heads,
+        n_kv_heads=state.c_kv_heads,
+        ffn_hidden_size=state.c_ffn,
+        vocab_size=state.c_vocab,
+        activation=state.c_activation,
+        norm=state.c_norm,
+        position_embedding="learned" if state.c_norm == "layernorm" else "rope",
+        tied_embeddings=state.c_tied,
+    )
+
+
+def _training_controls() -> dict:
+    sidebar = st.sidebar
+    sidebar.subheader("Training")
+    col1, col2 = sidebar.columns(2)
+    col1.number_input("Micro-batch", min_value=1, max_value=1_000_000, key="micro_batch")
+    col2.number_input("Sequence length", min_value=1, max_value=10_000_000, key="seq_len")
+    col1.number_input("Grad. accumulation", min_value=1, max_value=1_000_000, key="grad_accum")
+    col2.number_input("Data-parallel GPUs", min_value=1, max_value=1_000_000, key="gpus")
+    sidebar.selectbox("Precision", PRECISIONS, format_func=PRECISION_LABEL.get, key="precision")
+    sidebar.selectbox("Optimizer", OPTIMIZERS, key="optimizer")
+    sidebar.selectbox(
+        "Optimizer implementation",
+        OPTIMIZER_IMPLS,
+        key="optimizer_impl",
+        help="torch AdamW: foreach (default on CUDA) holds one extra copy of the states during step(); "
+        "fused updates in place; for-loop holds one tensor's worth.",
+    )
+    sidebar.selectbox("ZeRO stage", ZERO_STAGES, format_func=lambda z: f"ZeRO-{z} · FSDP {FSDP_NAME[z]}", key="zero")
+    sidebar.selectbox("Activation checkpointing", CHECKPOINTING, key="checkpointing")
+    attention_label = {"eager": "eager", "fused": "fused (SDPA/flash)"}
+    sidebar.selectbox("Attention", ATTENTION, format_func=attention_label.get, key="attention")
+    keys = (
+        "micro_batch", "seq_len", "grad_accum", "gpus", "precision",
+        "optimizer", "optimizer_impl", "zero", "checkpointing", "attention",
+    )  # fmt: skip
+    return {key: st.session_state[key] for key in keys}
+
+
+def _gpu_controls(catalogue: list[GpuSpec]) -> tuple[str, float]:
+    names = [gpu.name for gpu in catalogue] + [CUSTOM_GPU]
+    if st.session_state.get("gpu") not in names:
+        st.session_state["gpu"] = DEFAULT_GPU if DEFAULT_GPU in names else names[0]
+    st.sidebar.subheader("GPU")
+    name = st.sidebar.selectbox("GPU for the verdict", names, key="gpu")
+    if name == CUSTOM_GPU:
+        gib = st.sidebar.number_input("GPU memory (GiB)", min_value=0.1, max_value=100_000.0, key="gpu_memory_gib")
+        return name, float(gib)
+    gpu = next(g for g in catalogue if g.name == name)
+    return name, gpu_capacity_gib(gpu)
+
+
+def workload_sidebar() -> Workload:
+    """Draw the shared controls and return the workload they describe."""
+    warnings = load_from_url()
+    presets = load_presets()
+    catalogue = load_gpu_catalogue()
+    spec, errors, notes = _model_controls(presets)
+    training = _training_controls()
+    gpu_name, gpu_gib = _gpu_controls(catalogue)
+    save_to_url()
+    errors = warnings + errors
+    if isinstance(spec, dict):
+        try:
+            spec = ModelSpec(**spec)
+        except ValidationError as error:
+            errors.append(f"Custom architecture: {describe_validation_error(error)}")
+            spec = None
+    try:
+        settings = TrainingSettings(**training)
+    except ValidationError as error:
+        errors.append(f"Training settings: {describe_validation_error(error)}")
+        settings = None
+    return Workload(spec=spec, settings=settings, gpu_name=gpu_name, gpu_memory_gib=gpu_gib, errors=errors, notes=notes)
