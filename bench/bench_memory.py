@@ -1,0 +1,58 @@
+"""Times the memory estimator and a full rerun of the Memory page.
+
+Goals (issue 2): under 1 ms per estimate, under 150 ms per page rerun, and torch
+never imported by the pages. Run from the repository root:
+
+    python bench/bench_memory.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from calculators.fit import check_fit, suggestions  # noqa: E402
+from calculators.memory import estimate_memory  # noqa: E402
+from calculators.presets import get_preset  # noqa: E402
+from calculators.training import TrainingSettings  # noqa: E402
+
+
+def median_ms(function, repeats: int) -> float:
+    timings = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        timings.append((time.perf_counter() - start) * 1000)
+    return statistics.median(timings)
+
+
+def bench_calculators() -> None:
+    spec = get_preset("llama-3.1-8b")
+    settings = TrainingSettings(micro_batch=2, seq_len=4096, zero=3, gpus=8, checkpointing="selective")
+    print(f"estimate_memory          {median_ms(lambda: estimate_memory(spec, settings), 2000):8.3f} ms (goal < 1 ms)")
+    print(f"check_fit (with searches){median_ms(lambda: check_fit(spec, settings, 80.0), 200):8.3f} ms")
+    print(f"suggestions              {median_ms(lambda: suggestions(spec, settings, 24.0), 50):8.3f} ms")
+
+
+def bench_page(page: str, repeats: int = 20) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_file(str(REPO_ROOT / "app.py"), default_timeout=60)
+    app.run()
+    if page != "app_pages/memory.py":
+        app.switch_page(page)
+    app.run()  # warm: imports and caches are paid once per server
+    assert not app.exception, app.exception
+    print(f"page rerun {page:<28}{median_ms(app.run, repeats):8.1f} ms (goal < 150 ms)")
+
+
+if __name__ == "__main__":
+    bench_calculators()
+    for page_path in ("app_pages/memory.py", "app_pages/validation.py"):
+        bench_page(page_path)
+    print(f"torch imported by the pages: {'torch' in sys.modules}")
