@@ -23,7 +23,15 @@ from calculators.model_input import (
 )
 from calculators.model_spec import ModelSpec
 from calculators.presets import get_preset, load_presets
-from calculators.training import ATTENTION, CHECKPOINTING, OPTIMIZER_IMPLS, OPTIMIZERS, PRECISIONS, TrainingSettings
+from calculators.training import (
+    ATTENTION,
+    CHECKPOINTING,
+    OPTIMIZER_IMPLS,
+    OPTIMIZERS,
+    PRECISIONS,
+    USER_SETTING_FIELDS,
+    TrainingSettings,
+)
 
 
 class UsageError(Exception):
@@ -75,18 +83,7 @@ def model_from_args(args: argparse.Namespace) -> ModelSpec:
 
 def settings_from_args(args: argparse.Namespace) -> TrainingSettings:
     try:
-        return TrainingSettings(
-            micro_batch=args.micro_batch,
-            seq_len=args.seq_len,
-            grad_accum=args.grad_accum,
-            gpus=args.gpus,
-            precision=args.precision,
-            optimizer=args.optimizer,
-            optimizer_impl=args.optimizer_impl,
-            zero=args.zero,
-            checkpointing=args.checkpointing,
-            attention=args.attention,
-        )
+        return TrainingSettings(**{name: getattr(args, name) for name in USER_SETTING_FIELDS})
     except ValidationError as error:
         raise UsageError(describe_validation_error(error)) from None
 

@@ -85,6 +85,13 @@ class TrainingSettings(BaseModel):
     overheads: Overheads = Field(default_factory=Overheads)
 
 
+# The settings a user chooses (the rest are modelling assumptions with defaults).
+USER_SETTING_FIELDS: tuple[str, ...] = (
+    "micro_batch", "seq_len", "grad_accum", "gpus", "precision",
+    "optimizer", "optimizer_impl", "zero", "checkpointing", "attention",
+)  # fmt: skip
+
+
 def weight_bytes(precision: str) -> int:
     """Bytes per stored model weight: fp32 under fp32/AMP, half otherwise."""
     return 4 if precision in ("fp32", "amp-fp16", "amp-bf16") else 2

@@ -29,6 +29,7 @@ from calculators.training import (
     OPTIMIZERS,
     PRECISION_LABEL,
     PRECISIONS,
+    USER_SETTING_FIELDS,
     ZERO_STAGES,
     TrainingSettings,
 )
@@ -224,11 +225,7 @@ def _training_controls() -> dict:
     sidebar.selectbox("Activation checkpointing", CHECKPOINTING, key="checkpointing")
     attention_label = {"eager": "eager", "fused": "fused (SDPA/flash)"}
     sidebar.selectbox("Attention", ATTENTION, format_func=attention_label.get, key="attention")
-    keys = (
-        "micro_batch", "seq_len", "grad_accum", "gpus", "precision",
-        "optimizer", "optimizer_impl", "zero", "checkpointing", "attention",
-    )  # fmt: skip
-    return {key: st.session_state[key] for key in keys}
+    return {key: st.session_state[key] for key in USER_SETTING_FIELDS}
 
 
 def _gpu_controls(catalogue: list[GpuSpec]) -> tuple[str, float]:
