@@ -47,6 +47,48 @@ def peak_gib(spec: ModelSpec, settings: TrainingSettings, **changes) -> float:
     return estimate_memory(spec, settings.model_copy(update=changes)).peak_gib
 
 
+class PeakCurve:
+    """The peak as a function of micro-batch and GPU count for one workload, with
+    every estimate remembered, so that answers for many GPUs share their work."""
+
+    def __init__(self, spec: ModelSpec, settings: TrainingSettings):
+        self.spec, self.settings = spec, settings
+        self._peaks: dict[tuple[int, int], float] = {}
+        self._lines: dict[int, tuple[list[tuple[float, float]], float, float]] = {}
+
+    def peak_gib(self, micro_batch: int | None = None, gpus: int | None = None) -> float:
+        key = (micro_batch or self.settings.micro_batch, gpus or self.settings.gpus)
+        if key not in self._peaks:
+            self._peaks[key] = peak_gib(self.spec, self.settings, micro_batch=key[0], gpus=key[1])
+        return self._peaks[key]
+
+    def _phase_lines(self, gpus: int) -> tuple[list[tuple[float, float]], float, float]:
+        """Every phase's allocated memory is affine in the micro-batch (all activations
+        scale with b*s tokens): (intercept, slope) per phase from b = 1 and b = 2, plus
+        the reserve fraction and the fixed framework overhead."""
+        if gpus not in self._lines:
+            update = {"gpus": gpus}
+            one = estimate_memory(self.spec, self.settings.model_copy(update=update | {"micro_batch": 1}))
+            two = estimate_memory(self.spec, self.settings.model_copy(update=update | {"micro_batch": 2}))
+            lines = [
+                (2 * one.phases_gib[p] - two.phases_gib[p], two.phases_gib[p] - one.phases_gib[p])
+                for p in one.phases_gib
+            ]
+            reserve_fraction = self.settings.overheads.allocator_reserve_fraction
+            fixed_gib = one.peak_gib - one.reserved_gib
+            self._lines[gpus] = (lines, reserve_fraction, fixed_gib)
+        return self._lines[gpus]
+
+    def predicted_max_micro_batch(self, gpu_memory_gib: float, gpus: int) -> int:
+        """Solve max over phases of (a + c*b) * (1 + reserve) + fixed <= capacity for b."""
+        lines, reserve_fraction, fixed_gib = self._phase_lines(gpus)
+        budget_gib = (gpu_memory_gib - fixed_gib) / (1 + reserve_fraction)
+        limits = [(budget_gib - a) / c for a, c in lines if c > 1e-12]
+        if any(a > budget_gib for a, c in lines if c <= 1e-12):
+            return 0
+        return int(min(limits, default=MAX_MICRO_BATCH_SEARCHED))
+
+
 def _largest_passing(lower: int, upper: int, passes) -> int | None:
     """Largest x in [lower, upper] with passes(x) true, for a predicate that turns
     false once and stays false (memory grows with the micro-batch)."""
@@ -61,26 +103,48 @@ def _largest_passing(lower: int, upper: int, passes) -> int | None:
     return lower
 
 
-def max_micro_batch(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float) -> int | None:
-    """Largest micro-batch whose peak fits on the GPU (binary search)."""
-    return _largest_passing(
-        1, MAX_MICRO_BATCH_SEARCHED, lambda b: peak_gib(spec, settings, micro_batch=b) <= gpu_memory_gib
-    )
+def max_micro_batch(
+    spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float, curve: PeakCurve | None = None
+) -> int | None:
+    """Largest micro-batch whose peak fits on the GPU.
+
+    Solved from the affine phase lines, then checked against the estimator itself
+    (b fits and b + 1 does not); a binary search takes over if the check fails."""
+    curve = curve or PeakCurve(spec, settings)
+    gpus = settings.gpus
+
+    def fits(micro_batch: int) -> bool:
+        return curve.peak_gib(micro_batch, gpus) <= gpu_memory_gib
+
+    guess = max(1, min(curve.predicted_max_micro_batch(gpu_memory_gib, gpus), MAX_MICRO_BATCH_SEARCHED))
+    for candidate in (guess, guess - 1, guess + 1):
+        if 1 <= candidate <= MAX_MICRO_BATCH_SEARCHED and fits(candidate):
+            if candidate == MAX_MICRO_BATCH_SEARCHED or not fits(candidate + 1):
+                return candidate
+    return _largest_passing(1, MAX_MICRO_BATCH_SEARCHED, fits)
 
 
-def min_gpus(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float) -> int | None:
+def min_gpus(
+    spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float, curve: PeakCurve | None = None
+) -> int | None:
     """Fewest data-parallel GPUs whose per-GPU peak fits. Only ZeRO sharding lowers
-    the per-GPU peak as GPUs are added, so without ZeRO the answer is 1 or None."""
+    the per-GPU peak as GPUs are added, so without ZeRO the answer is 1 or None.
+    Doubling then bisecting keeps the estimates few and shared between GPUs."""
+    curve = curve or PeakCurve(spec, settings)
 
     def fits(gpus: int) -> bool:
-        return peak_gib(spec, settings, gpus=gpus) <= gpu_memory_gib
+        return curve.peak_gib(None, gpus) <= gpu_memory_gib
 
     if fits(1):
         return 1
-    if settings.zero == 0 or not fits(MAX_GPUS_SEARCHED):
+    if settings.zero == 0:
         return None
-    # Memory per GPU falls as GPUs are added, so search for the first that fits.
-    low, high = 2, MAX_GPUS_SEARCHED
+    high = 2
+    while not fits(high):
+        if high >= MAX_GPUS_SEARCHED:
+            return None
+        high *= 2
+    low = high // 2 + 1  # high // 2 did not fit
     while low < high:
         middle = (low + high) // 2
         if fits(middle):
@@ -91,17 +155,24 @@ def min_gpus(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float)
 
 
 def check_fit(
-    spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float, margin_fraction: float = 0.05
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    gpu_memory_gib: float,
+    margin_fraction: float = 0.05,
+    curve: PeakCurve | None = None,
 ) -> FitResult:
-    peak = estimate_memory(spec, settings).peak_gib
+    """Verdict, headroom, largest micro-batch and fewest GPUs on one GPU capacity.
+    Pass the same `curve` for many capacities to share the estimates."""
+    curve = curve or PeakCurve(spec, settings)
+    peak = curve.peak_gib()
     return FitResult(
         gpu_memory_gib=gpu_memory_gib,
         peak_gib=peak,
         headroom_gib=gpu_memory_gib - peak,
         headroom_fraction=(gpu_memory_gib - peak) / gpu_memory_gib,
         verdict=verdict(peak, gpu_memory_gib, margin_fraction),
-        max_micro_batch=max_micro_batch(spec, settings, gpu_memory_gib),
-        min_gpus=min_gpus(spec, settings, gpu_memory_gib),
+        max_micro_batch=max_micro_batch(spec, settings, gpu_memory_gib, curve),
+        min_gpus=min_gpus(spec, settings, gpu_memory_gib, curve),
     )
 
 

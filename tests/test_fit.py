@@ -66,3 +66,24 @@ def test_a_combination_is_offered_when_no_single_change_fits():
     found = suggestions(LLAMA_8B, settings, 80.0)
     assert found[0].change.startswith("Together: ") and found[0].fits
     assert found[0].peak_gib <= 80.0
+
+
+@pytest.mark.parametrize("preset", ["gpt2", "bert-large-uncased", "llama-3.1-8b", "mixtral-8x7b"])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"precision": "amp-bf16", "attention": "eager", "checkpointing": "selective"},
+        {"precision": "fp32", "optimizer": "adafactor", "zero": 3, "gpus": 16, "checkpointing": "full"},
+    ],
+)
+@pytest.mark.parametrize("capacity_gib", [24.0, 80.0, 192.0])
+def test_solved_max_micro_batch_equals_a_plain_binary_search(preset, changes, capacity_gib):
+    """The affine shortcut must give exactly what searching the estimator gives."""
+    from calculators.fit import MAX_MICRO_BATCH_SEARCHED, _largest_passing
+
+    spec, settings = get_preset(preset), TrainingSettings(**changes)
+    searched = _largest_passing(
+        1, MAX_MICRO_BATCH_SEARCHED, lambda b: peak_gib(spec, settings, micro_batch=b) <= capacity_gib
+    )
+    assert max_micro_batch(spec, settings, capacity_gib) == searched
