@@ -1,4 +1,4 @@
-"""Command line: `python -m calculators memory ...`.
+"""Command line: `python -m calculators memory|fit|gpus|presets ...`.
 
 Pure functions compute; this module only parses arguments and prints. Bad input
 prints one line starting with 'error:' and exits with code 2.
@@ -14,6 +14,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from calculators.fit import check_fit, suggestions
+from calculators.fit_matrix import fit_matrix
+from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
 from calculators.memory import COMPONENT_LABEL, estimate_memory
 from calculators.model_input import (
     ModelInputError,
@@ -122,6 +124,35 @@ def format_memory_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _gpu_table_line(gpu: GpuSpec) -> str:
+    bf16 = f"{gpu.bf16_tflops:g}" if gpu.bf16_tflops else "-"
+    return f"{gpu.name:<32}{gpu.memory_gb:>7g} GB{gpu.memory_bandwidth_tbps:>8.2f} TB/s{bf16:>9} BF16 TFLOPS"
+
+
+def gpus_command(args: argparse.Namespace) -> str:
+    catalogue = load_gpu_catalogue()
+    if args.json:
+        return json.dumps([gpu.model_dump(mode="json") for gpu in catalogue], indent=2)
+    return "\n".join(_gpu_table_line(gpu) for gpu in catalogue)
+
+
+def fit_command(args: argparse.Namespace) -> str:
+    spec = model_from_args(args)
+    settings = settings_from_args(args)
+    rows = fit_matrix(spec, settings, load_gpu_catalogue())
+    if args.json:
+        return json.dumps([row.model_dump() for row in rows], indent=2)
+    lines = [f"{spec.name}: peak {rows[0].peak_gib:.2f} GiB per GPU" if rows else spec.name]
+    for row in rows:
+        largest = row.max_micro_batch or "-"
+        fewest = row.min_gpus or "-"
+        lines.append(
+            f"  {row.gpu:<32}{row.verdict:<14}headroom {row.headroom_gib:>8.1f} GiB  "
+            f"max micro-batch {largest!s:>6}  fewest GPUs {fewest!s:>5}"
+        )
+    return "\n".join(lines)
+
+
 def presets_command(args: argparse.Namespace) -> str:
     presets = load_presets()
     if args.json:
@@ -136,6 +167,12 @@ def build_parser() -> OneLineParser:
     add_workload_arguments(memory)
     memory.add_argument("--gpu-memory-gib", type=float, help="GPU capacity for a fit verdict")
     memory.set_defaults(handler=memory_command)
+    gpus = commands.add_parser("gpus", help="list the GPU catalogue")
+    gpus.add_argument("--json", action="store_true")
+    gpus.set_defaults(handler=gpus_command)
+    fit = commands.add_parser("fit", help="the workload on every GPU of the catalogue")
+    add_workload_arguments(fit)
+    fit.set_defaults(handler=fit_command)
     presets = commands.add_parser("presets", help="list the model presets")
     presets.add_argument("--json", action="store_true")
     presets.set_defaults(handler=presets_command)
