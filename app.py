@@ -13,6 +13,7 @@ st.set_page_config(page_title="GPU sizing and cost", page_icon=":material/memory
 navigation = st.navigation(
     [
         st.Page("app_pages/memory.py", title="Memory", icon=":material/memory:", default=True),
+        st.Page("app_pages/compare.py", title="Compare GPUs", icon=":material/compare:", url_path="compare"),
         st.Page("app_pages/validation.py", title="Validation", icon=":material/fact_check:", url_path="validation"),
     ]
 )

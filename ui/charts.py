@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import plotly.graph_objects as go
 
 from calculators.memory import COMPONENT_LABEL, COMPONENTS, MemoryEstimate
@@ -32,4 +33,70 @@ def validation_figure(ids: list[str], measured: list[float], estimated: list[flo
     figure.add_bar(name="measured", x=ids, y=measured, hovertemplate="%{y:.2f} GiB")
     figure.add_bar(name="estimate", x=ids, y=estimated, hovertemplate="%{y:.2f} GiB")
     figure.update_layout(barmode="group", yaxis_title="GiB", height=360, margin=dict(l=10, r=10, t=30, b=10))
+    return figure
+
+
+def memory_bandwidth_figure(table: pd.DataFrame) -> go.Figure:
+    """Memory capacity against bandwidth, one marker per GPU, coloured by vendor."""
+    figure = go.Figure()
+    for vendor, rows in table.groupby("vendor", sort=True):
+        figure.add_scatter(
+            x=rows["memory_gb"],
+            y=rows["memory_bandwidth_tbps"],
+            mode="markers",
+            name=str(vendor),
+            text=rows["name"],
+            marker=dict(size=11, symbol=["star" if d else "circle" for d in rows["detected"]]),
+            hovertemplate="%{text}<br>%{x:g} GB, %{y:.2f} TB/s<extra></extra>",
+        )
+    figure.update_layout(
+        xaxis_title="Memory (GB)", yaxis_title="Bandwidth (TB/s)", height=420, margin=dict(l=10, r=10, t=30, b=10)
+    )
+    return figure
+
+
+def tflops_price_figure(table: pd.DataFrame, tflops_column: str, format_label: str) -> go.Figure:
+    """Dense TFLOPS of the workload's matmul format against the price, where both are known."""
+    priced = table.dropna(subset=["price_usd", tflops_column])
+    figure = go.Figure()
+    for vendor, rows in priced.groupby("vendor", sort=True):
+        figure.add_scatter(
+            x=rows["price_usd"],
+            y=rows[tflops_column],
+            mode="markers",
+            name=str(vendor),
+            text=rows["name"],
+            customdata=rows[tflops_column] / rows["price_usd"] * 1000,
+            marker=dict(size=11),
+            hovertemplate="%{text}<br>$%{x:,.0f}: %{y:g} TFLOPS (%{customdata:.1f} per $1000)<extra></extra>",
+        )
+    figure.update_layout(
+        xaxis_title="Price (USD, list or street)",
+        yaxis_title=f"Dense {format_label} TFLOPS",
+        height=420,
+        margin=dict(l=10, r=10, t=30, b=10),
+    )
+    return figure
+
+
+def roofline_figure(points: list, intensity_flops_per_byte: float, format_label: str) -> go.Figure:
+    """Each GPU's roofline min(peak, I x bandwidth) on log axes, and the workload's intensity."""
+    low = min([1.0, intensity_flops_per_byte / 4] + [p.ridge_flops_per_byte / 8 for p in points])
+    high = max([10_000.0, intensity_flops_per_byte * 4] + [p.ridge_flops_per_byte * 8 for p in points])
+    figure = go.Figure()
+    for point in points:
+        xs = sorted({low, point.ridge_flops_per_byte, high})
+        ys = [min(point.peak_tflops, x * point.bandwidth_tbps) for x in xs]
+        figure.add_scatter(x=xs, y=ys, mode="lines", name=point.gpu, hovertemplate="%{x:.0f} FLOP/B: %{y:.0f} TFLOPS")
+    figure.add_vline(
+        x=intensity_flops_per_byte,
+        line_dash="dash",
+        annotation_text=f"workload {intensity_flops_per_byte:.0f} FLOP/B",
+    )
+    figure.update_layout(
+        xaxis=dict(type="log", title="Arithmetic intensity (FLOP per byte)"),
+        yaxis=dict(type="log", title=f"Attainable {format_label} TFLOPS"),
+        height=420,
+        margin=dict(l=10, r=10, t=30, b=10),
+    )
     return figure

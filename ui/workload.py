@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 from pydantic import ValidationError
 
+from calculators.fit_matrix import gpu_memory_gib
 from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
 from calculators.model_input import (
     ModelInputError,
@@ -33,6 +34,7 @@ from calculators.training import (
     ZERO_STAGES,
     TrainingSettings,
 )
+from ui.user_gpus import user_gpus
 
 MODEL_SOURCES = ("Preset", "Custom architecture", "config.json", "Parameter count")
 CUSTOM_GPU = "Custom capacity"
@@ -54,13 +56,6 @@ class Workload:
     @property
     def ready(self) -> bool:
         return self.spec is not None and self.settings is not None
-
-
-def gpu_capacity_gib(gpu: GpuSpec) -> float:
-    """Vendors' 'GB' of GPU memory are binary in practice: an H100 80GB reports
-    81,559 MiB and an A100 80GB 81,920 MiB in nvidia-smi. The nominal figure is
-    used as GiB; the CUDA context is counted separately in the estimate."""
-    return float(gpu.memory_gb)
 
 
 @dataclass(frozen=True)
@@ -238,14 +233,14 @@ def _gpu_controls(catalogue: list[GpuSpec]) -> tuple[str, float]:
         gib = st.sidebar.number_input("GPU memory (GiB)", min_value=0.1, max_value=100_000.0, key="gpu_memory_gib")
         return name, float(gib)
     gpu = next(g for g in catalogue if g.name == name)
-    return name, gpu_capacity_gib(gpu)
+    return name, gpu_memory_gib(gpu)
 
 
 def workload_sidebar() -> Workload:
     """Draw the shared controls and return the workload they describe."""
     warnings = load_from_url()
     presets = load_presets()
-    catalogue = load_gpu_catalogue()
+    catalogue = list(load_gpu_catalogue()) + user_gpus()
     spec, errors, notes = _model_controls(presets)
     training = _training_controls()
     gpu_name, gpu_gib = _gpu_controls(catalogue)

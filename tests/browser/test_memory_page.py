@@ -1,5 +1,7 @@
 """The Memory page in a real browser: change an input and watch the verdict change."""
 
+import re
+
 from playwright.sync_api import expect
 
 
@@ -28,3 +30,18 @@ def test_the_validation_page_opens_from_a_deep_link(page, app_url):
     page.goto(f"{app_url}/validation")
     expect(page.get_by_text("Validation against measurements")).to_be_visible(timeout=60_000)
     expect(page.get_by_text("Page not found")).to_have_count(0)
+
+
+def test_compare_page_filters_by_vendor_and_shows_the_fit_matrix(page, app_url):
+    page.goto(f"{app_url}/compare?model=gpt2")
+    main = page.get_by_test_id("stMain")
+    count = main.get_by_text(re.compile(r"\d+ of \d+ GPUs"))
+    expect(count).to_be_visible(timeout=60_000)
+    total = int(re.search(r"of (\d+) GPUs", count.inner_text()).group(1))
+    assert total >= 40
+    vendor = main.get_by_test_id("stMultiSelect").filter(has_text="Vendor")
+    vendor.click()
+    page.get_by_role("option", name="AMD", exact=True).click()
+    page.keyboard.press("Escape")
+    expect(count).to_have_text(re.compile(rf"^[3-9] of {total} GPUs"))
+    expect(main.get_by_test_id("stDataFrame").first).to_be_visible()

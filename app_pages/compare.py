@@ -1,0 +1,97 @@
+"""Compare GPUs: the catalogue, filtered and sorted, with the workload's fit on each."""
+
+import pandas as pd
+import streamlit as st
+
+from calculators.fit_matrix import fit_matrix
+from calculators.gpu_catalogue import load_gpu_catalogue
+from calculators.roofline import matmul_format, roofline_point, workload_intensity_flops_per_byte
+from ui.charts import memory_bandwidth_figure, roofline_figure, tflops_price_figure
+from ui.gpu_table import gpu_table, side_by_side
+from ui.host_gpus import detected_gpu_names
+from ui.remember import remember
+from ui.user_gpus import user_gpu_controls, user_gpus
+
+SPEC_FIELDS = [
+    "vendor", "category", "memory_gb", "memory_type", "memory_bandwidth_tbps", "fp32_tflops", "tf32_tflops",
+    "bf16_tflops", "fp16_tflops", "fp8_tflops", "int8_tops", "tdp_w", "interconnect", "interconnect_gbps",
+    "pcie_gen", "launch_year", "price_usd", "source", "as_of",
+]  # fmt: skip
+FIT_FIELDS = ["verdict", "headroom_gib", "max_micro_batch", "min_gpus"]
+
+st.title("Compare GPUs")
+workload = st.session_state["workload"]
+catalogue = list(load_gpu_catalogue())
+user_gpu_controls(catalogue)
+gpus = catalogue + user_gpus()
+detected, detection_message = detected_gpu_names(gpus)
+if detected:
+    st.success(f"This host has: {', '.join(sorted(detected))} (marked in the table).", icon=":material/memory:")
+else:
+    st.caption(detection_message)
+
+fits = fit_matrix(workload.spec, workload.settings, gpus) if workload.ready else None
+if fits is None:
+    st.warning("The workload in the sidebar has an error, so the fit columns are left out.")
+table = gpu_table(gpus, fits, detected, {gpu.name for gpu in user_gpus()})
+
+with st.container(horizontal=True):
+    vendors = sorted(table["vendor"].unique())
+    chosen_vendors = st.multiselect("Vendor (all when empty)", vendors, key=remember("cmp_vendors", [], vendors))
+    categories = sorted(table["category"].unique())
+    chosen_categories = st.multiselect(
+        "Category (all when empty)", categories, key=remember("cmp_categories", [], categories)
+    )
+    min_memory_gb = st.number_input("Memory at least (GB)", 0, 2000, step=8, key=remember("cmp_min_memory", 0))
+    fits_only = st.checkbox("Fits the workload on one GPU", key=remember("cmp_fits_only", False), disabled=fits is None)
+
+shown = table[
+    table["vendor"].isin(chosen_vendors or vendors)
+    & table["category"].isin(chosen_categories or categories)
+    & (table["memory_gb"] >= min_memory_gb)
+]
+if fits_only and fits is not None:
+    shown = shown[shown["verdict"] != "does not fit"]
+st.caption(f"{len(shown)} of {len(table)} GPUs. Click a column header to sort. Tensor TFLOPS are dense (no sparsity).")
+columns = ["name", *(FIT_FIELDS if fits is not None else []), *SPEC_FIELDS, "detected", "yours"]
+st.dataframe(
+    shown[columns],
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "headroom_gib": st.column_config.NumberColumn("headroom GiB", format="%.1f"),
+        "max_micro_batch": st.column_config.NumberColumn("max micro-batch"),
+        "min_gpus": st.column_config.NumberColumn("fewest GPUs"),
+        "price_usd": st.column_config.NumberColumn("price USD", format="$%d"),
+        "as_of": st.column_config.DateColumn("as of"),
+    },
+)
+
+st.subheader("Side by side")
+names = list(table["name"])
+default_pick = [name for name in ("H100-SXM5-80GB", "A100-SXM4-80GB") if name in names]
+picked = st.multiselect("Pick 2 to 4 GPUs", names, max_selections=4, key=remember("cmp_pick", default_pick, names))
+if len(picked) >= 2:
+    fields = (FIT_FIELDS if fits is not None else []) + SPEC_FIELDS
+    st.dataframe(side_by_side(table, picked, fields), width="stretch")
+else:
+    st.info("Pick at least two GPUs to compare them side by side.")
+
+st.subheader("Charts")
+fmt = matmul_format(workload.settings.precision) if workload.ready else "bf16"
+tflops_column = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp32": "fp32_tflops"}[fmt]
+left, right = st.columns(2)
+left.plotly_chart(memory_bandwidth_figure(shown), width="stretch")
+right.plotly_chart(tflops_price_figure(shown, tflops_column, fmt.upper()), width="stretch")
+if workload.ready:
+    intensity = workload_intensity_flops_per_byte(workload.spec, workload.settings)
+    roofline_gpus = [gpu for gpu in gpus if gpu.name in (picked or default_pick)]
+    points = [p for p in (roofline_point(gpu, fmt, intensity) for gpu in roofline_gpus) if p is not None]
+    if points:
+        st.plotly_chart(roofline_figure(points, intensity, fmt.upper()), width="stretch")
+        st.dataframe(pd.DataFrame([p.model_dump() for p in points]).round(2), hide_index=True, width="stretch")
+    st.caption(
+        f"Roofline (Williams et al. 2009) of the GPUs picked above. The workload's intensity is that of its largest "
+        f"GEMM, the MLP up-projection of one micro-batch ({workload.settings.micro_batch} x "
+        f"{workload.settings.seq_len} tokens) in {fmt.upper()}: {intensity:.0f} FLOP per byte."
+    )

@@ -1,0 +1,85 @@
+"""AppTest of the Compare GPUs page: table, fit matrix, side by side, user GPUs."""
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from calculators.fit_matrix import fit_matrix
+from calculators.gpu_catalogue import find_gpu, load_gpu_catalogue
+from calculators.presets import get_preset
+from calculators.training import TrainingSettings
+
+APP_PATH = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+def open_compare(**query: str) -> AppTest:
+    app = AppTest.from_file(APP_PATH, default_timeout=30)
+    for key, value in query.items():
+        app.query_params[key] = value
+    app.run()
+    app.switch_page("app_pages/compare.py").run()
+    assert not app.exception, [e.message for e in app.exception]
+    return app
+
+
+def test_table_holds_every_gpu_with_the_fit_matrix_of_the_workload():
+    app = open_compare(model="gpt2")
+    table = app.dataframe[0].value
+    assert len(table) == len(load_gpu_catalogue())
+    h100 = table.set_index("name").loc["H100-SXM5-80GB"]
+    expected = fit_matrix(get_preset("gpt2"), TrainingSettings(), [find_gpu("H100-SXM5-80GB")])[0]
+    assert h100["verdict"] == "fits" and h100["max_micro_batch"] == expected.max_micro_batch
+    assert h100["memory_bandwidth_tbps"] == 3.35 and h100["bf16_tflops"] == 989
+
+
+def test_filters_narrow_the_table():
+    app = open_compare()
+    app.multiselect(key="cmp_vendors").set_value(["AMD"]).run()
+    table = app.dataframe[0].value
+    assert set(table["vendor"]) == {"AMD"} and len(table) >= 3
+    app.number_input(key="cmp_min_memory").set_value(256).run()
+    assert (app.dataframe[0].value["memory_gb"] >= 256).all()
+
+
+def test_fits_only_keeps_gpus_that_fit_the_workload():
+    app = open_compare(model="llama-3.1-8b", prec="bf16", ckpt="full", impl="fused")
+    app.checkbox(key="cmp_fits_only").check().run()
+    table = app.dataframe[0].value
+    assert len(table) > 0 and (table["verdict"] != "does not fit").all()
+    assert "RTX-4090-24GB" not in set(table["name"])
+
+
+def test_side_by_side_shows_the_picked_gpus_as_columns():
+    app = open_compare()
+    app.multiselect(key="cmp_pick").set_value(["H100-SXM5-80GB", "MI300X-192GB", "RTX-4090-24GB"]).run()
+    side = app.dataframe[1].value
+    assert list(side.columns) == ["H100-SXM5-80GB", "MI300X-192GB", "RTX-4090-24GB"]
+    assert side.loc["memory_gb", "MI300X-192GB"] == "192"
+    assert side.loc["memory_bandwidth_tbps", "H100-SXM5-80GB"] == "3.35"
+
+
+def test_a_user_gpu_is_added_and_used_by_the_matrix_and_the_sidebar():
+    app = open_compare(model="gpt2")
+    app.text_input(key="user_gpu_name").input("My-Card-48GB")
+    app.number_input(key="ug_memory_gb").set_value(48.0)
+    app.button[0].click().run()  # the form's submit button
+    assert not app.exception
+    table = app.dataframe[0].value.set_index("name")
+    assert table.loc["My-Card-48GB", "yours"] and table.loc["My-Card-48GB", "verdict"] == "fits"
+    app.switch_page("app_pages/memory.py").run()
+    app.selectbox(key="gpu").set_value("My-Card-48GB").run()
+    assert any("My-Card-48GB" in element.value for element in app.success)
+
+
+def test_a_bad_user_gpu_gets_a_clear_message_and_the_page_keeps_working():
+    app = open_compare()
+    app.text_input(key="user_gpu_name").input("Bad,Name")
+    app.button[0].click().run()
+    assert not app.exception
+    assert any("name" in element.value and "comma" in element.value for element in app.error)
+    assert len(app.dataframe[0].value) == len(load_gpu_catalogue())
+
+
+def test_no_driver_is_said_quietly():
+    app = open_compare()
+    assert any("NVIDIA" in element.value or "NVML" in element.value for element in app.caption)
