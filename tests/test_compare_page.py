@@ -83,3 +83,40 @@ def test_a_bad_user_gpu_gets_a_clear_message_and_the_page_keeps_working():
 def test_no_driver_is_said_quietly():
     app = open_compare()
     assert any("NVIDIA" in element.value or "NVML" in element.value for element in app.caption)
+
+
+def _catalogue_csv(name: str, memory_gb: str = "64") -> bytes:
+    """The H100 row of the catalogue under another name, as a user's CSV."""
+    import csv
+    import io
+
+    from calculators.gpu_catalogue import COLUMNS, DEFAULT_CATALOGUE_PATH
+
+    with open(DEFAULT_CATALOGUE_PATH, newline="") as handle:
+        row = next(r for r in csv.DictReader(handle) if r["name"] == "H100-SXM5-80GB")
+    row |= {"name": name, "memory_gb": memory_gb}
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerow(row)
+    return buffer.getvalue().encode()
+
+
+def test_an_uploaded_csv_adds_its_gpus():
+    app = open_compare()
+    app.file_uploader(key="user_gpu_upload").set_value(("mine.csv", _catalogue_csv("Lab-Card-64GB"), "text/csv"))
+    app.run()
+    assert not app.exception
+    table = app.dataframe[0].value.set_index("name")
+    assert table.loc["Lab-Card-64GB", "memory_gb"] == 64 and table.loc["Lab-Card-64GB", "yours"]
+
+
+def test_a_malformed_upload_names_the_row_and_field_and_keeps_earlier_gpus():
+    app = open_compare()
+    app.file_uploader(key="user_gpu_upload").set_value(("a.csv", _catalogue_csv("Lab-Card-64GB"), "text/csv"))
+    app.run()
+    app.file_uploader(key="user_gpu_upload").set_value(("b.csv", _catalogue_csv("Broken", "-1"), "text/csv"))
+    app.run()
+    assert not app.exception
+    assert any("b.csv row 1 (Broken): memory_gb" in element.value for element in app.error)
+    assert "Lab-Card-64GB" in set(app.dataframe[0].value["name"])

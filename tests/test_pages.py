@@ -88,3 +88,14 @@ def test_config_json_source_without_upload_asks_for_a_file(source):
     app = open_app()
     app.radio(key="model_source").set_value(source).run()
     assert any("Upload a config.json" in text for text in messages(app.error))
+
+
+def test_an_uploaded_config_json_is_estimated_and_a_broken_one_is_explained():
+    app = open_app()
+    app.radio(key="model_source").set_value("config.json").run()
+    config = b'{"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "vocab_size": 50257}'
+    app.file_uploader(key="config_upload").set_value(("config.json", config, "application/json")).run()
+    assert not app.exception and any(t.startswith("Fits") for t in messages(app.success))
+    app.file_uploader(key="config_upload").set_value(("config.json", b"{oops", "application/json")).run()
+    assert not app.exception
+    assert any("not valid JSON" in text for text in messages(app.error))
