@@ -1,0 +1,115 @@
+"""Tests for calculators.spot: the Young/Daly interval and expected spot hours."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from calculators.spot import daly_wall_hours, expected_spot_hours, young_daly_interval_hours
+
+
+def test_young_daly_interval_by_hand():
+    # C = 0.1 h, 0.5 interruptions/h -> MTBF 2 h: sqrt(2 x 0.1 x 2) = sqrt(0.4) = 0.632 h.
+    assert young_daly_interval_hours(0.1, 0.5) == pytest.approx(0.632456, rel=1e-6)
+    # C = 0.05 h, 0.5/h: sqrt(2 x 0.05 x 2) = sqrt(0.2) = 0.447 h.
+    assert young_daly_interval_hours(0.05, 0.5) == pytest.approx(0.447214, rel=1e-6)
+
+
+def test_no_interruptions_means_no_checkpoints():
+    assert young_daly_interval_hours(0.1, 0) == math.inf
+
+
+def test_zero_interruptions_cost_exactly_the_work():
+    estimate = expected_spot_hours(10.0, 0.0, checkpoint_write_h=0.1, restart_h=0.25)
+    assert estimate.expected_hours == estimate.low_hours == estimate.high_hours == 10.0
+    assert estimate.checkpoint_interval_h is None
+    assert estimate.checkpoint_overhead_h == 0
+    assert estimate.interruptions_expected == 0
+
+
+def test_expected_hours_by_hand():
+    # W = 10 h, lambda = 0.5/h (M = 2 h), C = 0.1 h, R = 0.25 h, tau = 0.632456 h (Young).
+    # Daly: M e^(R/M) (e^((tau+C)/M) - 1) W / tau
+    #   e^(0.125) = 1.133148; e^(0.366228) - 1 = 0.442308; x 2 / 0.632456 = 1.398702
+    #   T = 10 x 1.133148 x 1.398702 = 15.8494 h; interruptions = 0.5 x 15.8494 = 7.92 expected.
+    estimate = expected_spot_hours(10.0, 0.5, checkpoint_write_h=0.1, restart_h=0.25)
+    assert estimate.checkpoint_interval_h == pytest.approx(0.632456, rel=1e-6)
+    assert estimate.expected_hours == pytest.approx(15.8494, rel=1e-4)
+    assert estimate.interruptions_expected == pytest.approx(0.5 * estimate.expected_hours)
+    # Checkpoint writes alone: W x C / tau = 10 x 0.1 / 0.632456 = 1.5811 h.
+    assert estimate.checkpoint_overhead_h == pytest.approx(1.58114, rel=1e-5)
+
+
+def test_first_order_terms_agree_for_rare_interruptions():
+    # Young's first order: work + checkpoint writes + per interruption (restart + half a segment).
+    # W = 10, lambda = 0.01, C = 0.1, R = 0.25: tau = sqrt(20) = 4.4721; W(1 + C/tau) = 10.2236;
+    # N = lambda x T = 0.1049; each costs 0.25 + (4.4721 + 0.1)/2 = 2.5361 -> 10.2236 + 0.2660 = 10.4896.
+    work, rate, write, restart = 10.0, 0.01, 0.1, 0.25
+    estimate = expected_spot_hours(work, rate, write, restart)
+    tau = math.sqrt(2 * write / rate)
+    first_order = work * (1 + write / tau) + rate * estimate.expected_hours * (restart + (tau + write) / 2)
+    assert estimate.expected_hours == pytest.approx(first_order, rel=2e-3)
+    assert estimate.expected_hours == pytest.approx(10.487, rel=1e-3)
+
+
+@pytest.mark.parametrize(("write_h", "restart_h"), [(0.0, 0.0), (0.0, 0.5), (0.05, 0.25), (0.5, 1.0), (2.0, 0.0)])
+def test_more_interruptions_never_cost_less(write_h, restart_h):
+    rates = [i * 0.02 for i in range(0, 150)]
+    hours = [expected_spot_hours(8.0, rate, write_h, restart_h).expected_hours for rate in rates]
+    assert all(later >= earlier for earlier, later in zip(hours, hours[1:], strict=False))
+    assert hours[0] == 8.0
+
+
+@pytest.mark.parametrize("rate", [1e-5, 0.1, 0.5, 2.0])
+def test_range_brackets_the_expected_hours(rate):
+    estimate = expected_spot_hours(5.0, rate, 0.05, 0.25)
+    assert estimate.work_hours < estimate.low_hours <= estimate.expected_hours <= estimate.high_hours
+
+
+def test_range_is_half_and_twice_the_rate_at_the_planned_interval():
+    estimate = expected_spot_hours(5.0, 0.4, 0.05, 0.25)
+    tau = estimate.checkpoint_interval_h
+    assert estimate.low_hours == pytest.approx(daly_wall_hours(5.0, 0.2, 0.05, 0.25, tau))
+    assert estimate.high_hours == pytest.approx(daly_wall_hours(5.0, 0.8, 0.05, 0.25, tau))
+
+
+def test_free_checkpoints_lose_only_restarts():
+    # C = 0: tau = 0 (checkpoint continuously); T = W e^(lambda R) = 10 x e^(0.5 x 0.25) = 11.3315 h.
+    estimate = expected_spot_hours(10.0, 0.5, checkpoint_write_h=0.0, restart_h=0.25)
+    assert estimate.expected_hours == pytest.approx(10 * math.exp(0.125))
+
+
+def test_a_given_interval_is_used():
+    estimate = expected_spot_hours(10.0, 0.5, 0.1, 0.25, interval_h=2.0)
+    assert estimate.checkpoint_interval_h == 2.0
+    # Not the optimum, so it costs more than Young's interval.
+    assert estimate.expected_hours > expected_spot_hours(10.0, 0.5, 0.1, 0.25).expected_hours
+
+
+def test_checkpointing_without_interruptions_costs_the_writes():
+    # A 1 h interval and no interruptions: W + W x C / tau = 10 + 10 x 0.1 / 1 = 11 h.
+    assert expected_spot_hours(10.0, 0.0, 0.1, 0.25, interval_h=1.0).expected_hours == pytest.approx(11.0)
+
+
+def test_zero_work_costs_nothing():
+    assert expected_spot_hours(0.0, 0.5, 0.1, 0.25).expected_hours == 0.0
+
+
+def test_hopeless_rates_give_infinite_hours():
+    assert expected_spot_hours(10.0, 100.0, 10.0, 10.0).expected_hours == math.inf
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [(-1.0, 0.5, 0.1, 0.25), (10.0, -0.5, 0.1, 0.25), (10.0, 0.5, -0.1, 0.25), (10.0, 0.5, 0.1, math.nan)],
+)
+def test_negative_or_nan_inputs_are_rejected(arguments):
+    with pytest.raises(ValueError, match="must be a finite number >= 0"):
+        expected_spot_hours(*arguments)
+
+
+@pytest.mark.parametrize("interval", [0.0, -1.0, math.inf, math.nan])
+def test_non_positive_interval_is_rejected(interval):
+    with pytest.raises(ValueError, match="interval_h"):
+        expected_spot_hours(10.0, 0.5, 0.1, 0.25, interval_h=interval)

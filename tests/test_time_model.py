@@ -1,0 +1,269 @@
+"""Tests for calculators.time_model, with the numbers worked out by hand in the comments."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from pydantic import ValidationError
+
+from calculators.gpu_catalogue import find_gpu
+from calculators.model_spec import ModelSpec, parameter_count
+from calculators.presets import get_preset
+from calculators.time_model import (
+    TimeSettings,
+    achieved_tflops,
+    active_matmul_params,
+    allreduce_bytes_per_gpu,
+    attention_flops_per_token,
+    comm_bytes_per_gpu,
+    default_utilisation,
+    estimate_time,
+    exposed_comm_s,
+    peak_tflops,
+    training_flops_per_token,
+)
+from calculators.training import TrainingSettings
+
+LLAMA2_7B = get_preset("llama-2-7b")
+H100 = find_gpu("H100-SXM5-80GB")
+
+# Llama-2-7B: 32 layers, hidden 4096, 32 heads x 128, MLP 11008 (SwiGLU), vocab 32000, untied head.
+# Matmul weights per layer: attention 4 x 4096^2 = 67,108,864; MLP 3 x 4096 x 11008 = 135,266,304.
+# N = 32 x 202,375,168 + head 32000 x 4096 (131,072,000) = 6,607,077,376.
+LLAMA2_7B_N = 6_607_077_376
+# PaLM attention term at s = 4096: 12 x 32 x 4096 x 4096 = 6,442,450,944 FLOPs per token.
+LLAMA2_7B_ATTENTION_4K = 6_442_450_944
+# Total parameters (embedding included): 6,738,415,616 (the model card's 6.74B).
+LLAMA2_7B_PARAMS = 6_738_415_616
+
+
+def settings(**changes) -> TrainingSettings:
+    base = {"micro_batch": 1, "seq_len": 4096, "precision": "bf16-mixed"}
+    return TrainingSettings(**(base | changes))
+
+
+def tokens(**changes) -> TimeSettings:
+    return TimeSettings(**({"dataset_tokens": 1e9} | changes))
+
+
+# --- FLOPs per token -------------------------------------------------------------
+
+
+def test_matmul_parameters_of_llama2_7b_include_the_lm_head():
+    assert active_matmul_params(LLAMA2_7B) == LLAMA2_7B_N == parameter_count(LLAMA2_7B).matmul_total
+
+
+def test_llama2_7b_flops_per_token_is_6n_plus_palm_attention():
+    # 6N = 6 x 6,607,077,376 = 39,642,464,256; + 6,442,450,944 = 46,084,915,200 FLOPs per token.
+    assert attention_flops_per_token(LLAMA2_7B, 4096) == LLAMA2_7B_ATTENTION_4K
+    assert training_flops_per_token(LLAMA2_7B, settings()) == 46_084_915_200
+
+
+def test_full_checkpointing_adds_one_forward():
+    # One more forward: 2N = 13,214,154,752 plus a third of the attention term, 2,147,483,648.
+    # 46,084,915,200 + 15,361,638,400 = 61,446,553,600 (8N + 16*L*s*h instead of 6N + 12*L*s*h).
+    assert training_flops_per_token(LLAMA2_7B, settings(checkpointing="full")) == 61_446_553_600
+
+
+def test_selective_recomputation_reruns_attention_only():
+    # 46,084,915,200 + 2,147,483,648 = 48,232,398,848.
+    assert training_flops_per_token(LLAMA2_7B, settings(checkpointing="selective")) == 48_232_398_848
+
+
+def test_attention_term_grows_with_sequence_length():
+    short = training_flops_per_token(LLAMA2_7B, settings(seq_len=2048))
+    long = training_flops_per_token(LLAMA2_7B, settings(seq_len=4096))
+    # Doubling s adds 12 x 32 x 2048 x 4096 = 3,221,225,472 FLOPs per token.
+    assert long - short == 3_221_225_472
+
+
+def test_mixture_of_experts_counts_only_active_experts():
+    # 2 layers, h 64, 4 heads (kv 4), f 128, vocab 100, 4 experts with 2 per token.
+    spec = ModelSpec(
+        n_layers=2, hidden_size=64, n_heads=4, n_kv_heads=4, ffn_hidden_size=128, vocab_size=100,
+        n_experts=4, experts_per_token=2,
+    )  # fmt: skip
+    # Per layer: attention 4 x 64^2 = 16,384; 2 experts x 3 x 64 x 128 = 49,152; router 64 x 4 = 256.
+    # Active = 2 x 65,792 + head 100 x 64 = 131,584 + 6,400 = 137,984.
+    assert active_matmul_params(spec) == 137_984
+    assert active_matmul_params(spec) < parameter_count(spec).matmul_total
+
+
+def test_mixtral_active_parameters_are_about_13b():
+    # Mixtral 8x7B: 46.7B parameters, about 12.9B active per token (Mistral AI model card).
+    active = active_matmul_params(get_preset("mixtral-8x7b"))
+    assert 12.5e9 < active < 13.0e9
+
+
+# --- utilisation and peak -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("H100-SXM5-80GB", 0.803 * 0.6),  # 0.4818
+        ("H200-SXM-141GB", 0.803 * 0.6),  # Hopper: the H100 measurement
+        ("A100-SXM4-80GB", 0.869 * 0.6),  # 0.5214
+        ("B200-SXM-180GB", 0.776 * 0.6),  # 0.4656
+        ("MI300X-192GB", 0.514 * 0.6),  # 0.3084
+        ("MI325X-256GB", 0.514 * 0.6),  # AMD without a measurement: MI300X's
+        ("Gaudi2-96GB", 0.969 * 0.6),  # 0.5814
+        ("T4-16GB", 0.80 * 0.6),  # no measurement: 0.80 assumed
+    ],
+)
+def test_default_utilisation_is_matmul_fraction_times_end_to_end_factor(name, expected):
+    assert default_utilisation(find_gpu(name)) == pytest.approx(expected)
+
+
+def test_achieved_tflops_picks_the_format_of_each_precision():
+    # H100 SXM dense: bf16 989, fp16 989, tf32 494.5, fp32 67.
+    assert achieved_tflops(H100, "bf16-mixed", 0.5) == pytest.approx(494.5)
+    assert achieved_tflops(H100, "amp-bf16", 0.5) == pytest.approx(494.5)
+    assert achieved_tflops(H100, "fp16-mixed", 0.5) == pytest.approx(494.5)
+    assert achieved_tflops(H100, "fp32", 0.5) == pytest.approx(247.25)  # TF32
+    assert achieved_tflops(H100, "fp32", 0.5, fp32_uses_tf32=False) == pytest.approx(33.5)
+
+
+def test_fp32_falls_back_to_the_fp32_rate_without_tf32():
+    v100 = find_gpu("V100-SXM2-16GB")  # Volta: no TF32, FP32 15.7
+    assert peak_tflops(v100, "fp32") == 15.7
+
+
+def test_missing_rate_is_a_clear_error():
+    with pytest.raises(ValueError, match="V100-SXM2-16GB has no bf16 rate"):
+        achieved_tflops(find_gpu("V100-SXM2-16GB"), "bf16-mixed", 0.5)
+
+
+@pytest.mark.parametrize("utilisation", [0, -0.1, 1.5])
+def test_utilisation_outside_0_1_is_rejected(utilisation):
+    with pytest.raises(ValueError, match="utilisation"):
+        achieved_tflops(H100, "bf16-mixed", utilisation)
+
+
+# --- communication ---------------------------------------------------------------------
+
+
+def test_ring_allreduce_volume():
+    # 8 GPUs: each sends 2 x 7/8 = 1.75 times the buffer.
+    assert allreduce_bytes_per_gpu(1e9, 8) == 1.75e9
+    assert allreduce_bytes_per_gpu(1e9, 2) == 1e9
+    assert allreduce_bytes_per_gpu(1e9, 1) == 0
+
+
+def test_zero_stages_communication_volume_for_llama2_7b_on_8_gpus():
+    # bf16-mixed gradients and weights: 2 bytes. All-reduce of 6,738,415,616 x 2 bytes:
+    # 1.75 x 13,476,831,232 = 23,584,454,656 bytes per GPU per step.
+    dp = 23_584_454_656
+    assert comm_bytes_per_gpu(LLAMA2_7B, settings(gpus=8, zero=0)) == (0, pytest.approx(dp))
+    assert comm_bytes_per_gpu(LLAMA2_7B, settings(gpus=8, zero=1)) == (0, pytest.approx(dp))
+    # ZeRO-2: reduce-scatter per micro-batch + all-gather per step, half each.
+    assert comm_bytes_per_gpu(LLAMA2_7B, settings(gpus=8, zero=2)) == (pytest.approx(dp / 2), pytest.approx(dp / 2))
+    # ZeRO-3: 7/8 x P x (2 + 2 + 2) bytes per micro-batch = 35,376,681,984 = 1.5 x the DP volume.
+    per_micro, per_step = comm_bytes_per_gpu(LLAMA2_7B, settings(gpus=8, zero=3))
+    assert per_micro == pytest.approx(1.5 * dp) and per_step == 0
+
+
+def test_one_gpu_sends_nothing():
+    assert comm_bytes_per_gpu(LLAMA2_7B, settings(gpus=1, zero=3)) == (0, 0)
+
+
+def test_exposed_communication_never_hides_more_than_the_compute():
+    assert exposed_comm_s(1.0, 10.0, 0.5) == 0.5
+    assert exposed_comm_s(1.0, 0.2, 0.5) == pytest.approx(0.8)
+    assert exposed_comm_s(1.0, 10.0, 0.0) == 1.0
+
+
+# --- the whole estimate -------------------------------------------------------------------
+
+
+def test_single_gpu_step_time_by_hand():
+    # 46,084,915,200 FLOPs/token x 4096 tokens = 1.88764e14 FLOPs per step.
+    # H100 at utilisation 0.5: 494.5 TFLOPS -> 1.88764e14 / 4.945e14 = 0.381727 s; no communication.
+    estimate = estimate_time(LLAMA2_7B, settings(), H100, tokens(utilisation=0.5))
+    assert estimate.compute_s == pytest.approx(0.381727, rel=1e-5)
+    assert estimate.comm_s == 0 and estimate.step_s == estimate.compute_s
+    assert estimate.tokens_per_step == 4096
+    assert estimate.tokens_per_s == pytest.approx(4096 / 0.381727, rel=1e-5)
+    # 1e9 tokens / 4096 per step = 244,140.6 -> 244,141 steps x 0.381727 s = 25.8875 h.
+    assert estimate.steps_per_epoch == 244_141
+    assert estimate.hours_total == pytest.approx(25.8875, rel=1e-4)
+
+
+def test_eight_gpu_step_adds_the_exposed_allreduce():
+    # Compute per GPU is unchanged (each GPU does its own 4096 tokens): 0.381727 s.
+    # NVLink4 900 GB/s bidirectional -> 450 per direction x 0.88 = 396 GB/s.
+    # All-reduce 23,584,454,656 bytes / 396e9 = 0.059557 s; half of it hides: 0.029778 s exposed.
+    estimate = estimate_time(LLAMA2_7B, settings(gpus=8), H100, tokens(utilisation=0.5))
+    assert estimate.comm_gbytes_per_s == pytest.approx(396)
+    assert estimate.comm_s == pytest.approx(0.059557, rel=1e-4)
+    assert estimate.comm_exposed_s == pytest.approx(0.029778, rel=1e-4)
+    assert estimate.step_s == pytest.approx(0.411505, rel=1e-4)
+    assert estimate.tokens_per_step == 8 * 4096
+
+
+def test_more_gpus_than_a_node_use_the_network():
+    # 16 GPUs with 8 per node: 400 Gb/s = 50 GB/s per GPU. All-reduce 2 x 15/16 x 13.48e9 bytes
+    # = 25,269,058,560 bytes / 50e9 = 0.505381 s.
+    estimate = estimate_time(LLAMA2_7B, settings(gpus=16), H100, tokens(utilisation=0.5))
+    assert estimate.comm_gbytes_per_s == 50
+    assert estimate.comm_s == pytest.approx(0.505381, rel=1e-5)
+    assert any("inter-node" in line for line in estimate.assumptions)
+
+
+def test_allreduce_overlaps_only_the_last_micro_batch():
+    # A 1 Gb/s network (0.125 GB/s) makes the all-reduce 188.68 s, far longer than a micro-batch.
+    # With grad_accum 4 only the last micro-batch's 0.381727 s can hide it (overlap 1.0).
+    slow = tokens(utilisation=0.5, inter_node_gbps=1, gpus_per_node=1, overlap_fraction=1.0)
+    estimate = estimate_time(LLAMA2_7B, settings(gpus=8, grad_accum=4), H100, slow)
+    comm = 23_584_454_656 / 0.125e9
+    assert estimate.comm_s == pytest.approx(comm)
+    assert estimate.comm_exposed_s == pytest.approx(comm - 0.381727, rel=1e-6)
+    assert estimate.step_s == pytest.approx(4 * 0.381727 + comm - 0.381727, rel=1e-6)
+
+
+def test_epochs_and_samples_set_the_run_length():
+    one = estimate_time(LLAMA2_7B, settings(), H100, tokens(utilisation=0.5))
+    two = estimate_time(LLAMA2_7B, settings(), H100, tokens(utilisation=0.5, epochs=2))
+    assert two.hours_total == pytest.approx(2 * one.hours_total)
+    assert two.hours_per_epoch == one.hours_per_epoch
+    # 244,141 samples of 4096 tokens = 1,000,001,536 tokens -> 244,141 steps, as for 1e9 tokens.
+    samples = estimate_time(LLAMA2_7B, settings(), H100, TimeSettings(dataset_samples=244_141, utilisation=0.5))
+    assert samples.dataset_tokens == 244_141 * 4096
+    assert samples.steps_per_epoch == one.steps_per_epoch
+
+
+def test_default_utilisation_is_used_unless_given():
+    estimate = estimate_time(LLAMA2_7B, settings(), H100, tokens())
+    assert estimate.utilisation == pytest.approx(0.4818)
+    assert estimate.achieved_tflops == pytest.approx(989 * 0.4818)
+
+
+def test_gpu_without_interconnect_figure_uses_the_network():
+    tpu_v4 = find_gpu("TPU-v4")  # no per-chip ICI figure in the catalogue
+    estimate = estimate_time(LLAMA2_7B, settings(gpus=4), tpu_v4, tokens())
+    assert estimate.comm_gbytes_per_s == 50
+    assert any("no interconnect figure" in line for line in estimate.assumptions)
+
+
+@pytest.mark.parametrize("fields", [{}, {"dataset_tokens": 1e9, "dataset_samples": 10}])
+def test_exactly_one_dataset_size(fields):
+    with pytest.raises(ValidationError, match="exactly one"):
+        TimeSettings(**fields)
+
+
+def test_llama31_8b_on_8_h100_zero3_sample():
+    # Llama-3.1-8B: N = 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336) + 128256 x 4096 = 7,504,658,432;
+    # 6N = 45.03e9, attention 12 x 32 x 4096 x 4096 = 6.44e9 -> 51.47e9 FLOPs per token.
+    # Per GPU per step 4 x 4096 = 16,384 tokens -> 8.433e14 FLOPs / (989 x 0.4818 = 476.5 TFLOPS) = 1.770 s.
+    # ZeRO-3: 7/8 x 8.03e9 x 6 bytes = 42.16 GB / 396 GB/s = 0.1065 s, half exposed -> step 1.823 s.
+    # 1e9 tokens / 131,072 per step -> 7,630 steps x 1.823 s = 3.86 h.
+    spec = get_preset("llama-3.1-8b")
+    estimate = estimate_time(spec, settings(micro_batch=4, gpus=8, zero=3), H100, tokens())
+    assert estimate.flops_per_token == pytest.approx(51.47e9, rel=1e-3)
+    assert estimate.compute_s == pytest.approx(1.770, rel=1e-3)
+    assert estimate.comm_s == pytest.approx(0.1065, rel=1e-3)
+    assert estimate.step_s == pytest.approx(1.823, rel=1e-3)
+    assert estimate.steps_per_epoch == 7630
+    assert estimate.hours_total == pytest.approx(3.864, rel=1e-3)
+    assert math.isclose(estimate.tokens_per_s, 131_072 / estimate.step_s)
