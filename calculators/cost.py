@@ -1,0 +1,334 @@
+"""What a training run costs: every priced cloud instance, spot, and buying the GPUs instead.
+
+For each price row the run uses `settings.gpus` GPUs of the row's type:
+
+    instances = ceil(gpus / gpus_per_instance)            (whole instances are billed)
+    usd       = instances x instance USD/hour x hours     (on demand: the time estimate's hours)
+    spot usd  = instances x spot USD/hour x expected spot hours (see calculators.spot)
+
+A multi-instance job restarts when any instance is interrupted, so its interruption rate is
+instances x the per-instance rate. Idle GPUs of a partly used instance are still paid for.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from calculators.gpu_catalogue import GpuSpec
+from calculators.model_spec import ModelSpec
+from calculators.prices import CloudPrice
+from calculators.spot import DEFAULT_CHECKPOINT_WRITE_H, DEFAULT_RESTART_H, SpotEstimate, expected_spot_hours
+from calculators.time_model import TimeEstimate, TimeSettings, estimate_time
+from calculators.training import TrainingSettings
+
+DEFAULT_INTERRUPTIONS_PER_HOUR = 0.5  # for a spot price without a rate: median of the GPU spot traces
+HOURS_PER_YEAR = 8760.0
+
+MemoryFits = Callable[[GpuSpec], bool]
+
+
+class CostOption(BaseModel):
+    """One way to rent the run: a priced instance type, how many, how long, what it costs."""
+
+    gpu: str
+    provider: str
+    instance_type: str
+    region: str
+    gpus: int = Field(description="GPUs the run uses in total")
+    gpus_per_instance: int
+    instances: int
+    step_s: float
+    hours: float = Field(description="wall hours on demand")
+    on_demand_usd_per_hour: float = Field(description="per instance")
+    spot_usd_per_hour: float | None = Field(description="per instance")
+    usd_on_demand: float
+    usd_per_epoch_on_demand: float
+    usd_per_million_tokens_on_demand: float
+    interruptions_per_hour: float | None = Field(description="for the whole job: instances x per-instance rate")
+    spot_hours_expected: float | None
+    usd_spot_expected: float | None
+    usd_spot_low: float | None
+    usd_spot_high: float | None
+    usd_per_epoch_spot: float | None
+    usd_per_million_tokens_spot: float | None
+    fits_in_memory: bool | None = Field(description="None when no memory check was given")
+    price_as_of: dt.date
+    source: str
+
+
+def instances_needed(gpus: int, gpus_per_instance: int) -> int:
+    """Whole instances that hold `gpus` GPUs."""
+    return math.ceil(gpus / gpus_per_instance)
+
+
+def run_cost_usd(instances: int, usd_per_instance_hour: float, hours: float) -> float:
+    """Billed cost: instances x price per instance-hour x hours."""
+    return instances * usd_per_instance_hour * hours
+
+
+def _spot_estimate(
+    price: CloudPrice, instances: int, hours: float, checkpoint_write_h: float, restart_h: float
+) -> SpotEstimate | None:
+    """Expected spot hours for this row, or None without a spot price."""
+    if price.spot_usd_per_hour is None:
+        return None
+    per_instance = price.interruptions_per_hour
+    rate = instances * (DEFAULT_INTERRUPTIONS_PER_HOUR if per_instance is None else per_instance)
+    return expected_spot_hours(hours, rate, checkpoint_write_h, restart_h)
+
+
+def _option(
+    price: CloudPrice,
+    estimate: TimeEstimate,
+    gpus: int,
+    fits: bool | None,
+    checkpoint_write_h: float,
+    restart_h: float,
+) -> CostOption:
+    """Price one instance row for a time estimate."""
+    instances = instances_needed(gpus, price.gpu_count)
+    hours = estimate.hours_total
+    usd = run_cost_usd(instances, price.on_demand_usd_per_hour, hours)
+    spot = _spot_estimate(price, instances, hours, checkpoint_write_h, restart_h)
+    spot_usd = price.spot_usd_per_hour
+
+    def spot_cost(spot_hours: float) -> float | None:
+        return None if spot is None else run_cost_usd(instances, spot_usd, spot_hours)
+
+    total_tokens = estimate.dataset_tokens * estimate.epochs
+    return CostOption(
+        gpu=price.gpu,
+        provider=price.provider,
+        instance_type=price.instance_type,
+        region=price.region,
+        gpus=gpus,
+        gpus_per_instance=price.gpu_count,
+        instances=instances,
+        step_s=estimate.step_s,
+        hours=hours,
+        on_demand_usd_per_hour=price.on_demand_usd_per_hour,
+        spot_usd_per_hour=spot_usd,
+        usd_on_demand=usd,
+        usd_per_epoch_on_demand=usd / estimate.epochs,
+        usd_per_million_tokens_on_demand=usd / (total_tokens / 1e6),
+        interruptions_per_hour=None if spot is None else spot.interruptions_per_hour,
+        spot_hours_expected=None if spot is None else spot.expected_hours,
+        usd_spot_expected=None if spot is None else spot_cost(spot.expected_hours),
+        usd_spot_low=None if spot is None else spot_cost(spot.low_hours),
+        usd_spot_high=None if spot is None else spot_cost(spot.high_hours),
+        usd_per_epoch_spot=None if spot is None else spot_cost(spot.expected_hours) / estimate.epochs,
+        usd_per_million_tokens_spot=None if spot is None else spot_cost(spot.expected_hours) / (total_tokens / 1e6),
+        fits_in_memory=fits,
+        price_as_of=price.as_of,
+        source=price.source,
+    )
+
+
+def cost_options(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    time_settings: TimeSettings,
+    prices: Iterable[CloudPrice],
+    catalogue: Iterable[GpuSpec],
+    memory_fits: MemoryFits | None = None,
+    checkpoint_write_h: float = DEFAULT_CHECKPOINT_WRITE_H,
+    restart_h: float = DEFAULT_RESTART_H,
+) -> list[CostOption]:
+    """Every priced instance that can run the workload, cheapest on demand first.
+
+    The time estimate uses each instance's GPU count as `gpus_per_node` (more GPUs than one
+    instance holds talk over the network). Rows whose GPU is not in `catalogue`, or has no rate
+    for the precision, are left out. `memory_fits(gpu)` (e.g. built on calculators.fit) fills
+    `fits_in_memory`; options that do not fit are kept and marked, not dropped.
+    """
+    gpus_by_name = {gpu.name: gpu for gpu in catalogue}
+    estimates: dict[tuple[str, int], TimeEstimate | None] = {}
+    fits_by_gpu: dict[str, bool | None] = {}
+    options = []
+    for price in prices:
+        gpu = gpus_by_name.get(price.gpu)
+        if gpu is None:
+            continue
+        key = (gpu.name, price.gpu_count)
+        if key not in estimates:
+            estimates[key] = _estimate_or_none(spec, settings, gpu, time_settings, price.gpu_count)
+        if estimates[key] is None:
+            continue
+        if gpu.name not in fits_by_gpu:
+            fits_by_gpu[gpu.name] = None if memory_fits is None else bool(memory_fits(gpu))
+        fits = fits_by_gpu[gpu.name]
+        options.append(_option(price, estimates[key], settings.gpus, fits, checkpoint_write_h, restart_h))
+    return sorted(options, key=lambda option: (option.usd_on_demand, option.hours))
+
+
+def _estimate_or_none(
+    spec: ModelSpec, settings: TrainingSettings, gpu: GpuSpec, time_settings: TimeSettings, gpus_per_node: int
+) -> TimeEstimate | None:
+    """The time estimate with this instance size as the node, or None when the GPU lacks the precision."""
+    node_settings = time_settings.model_copy(update={"gpus_per_node": gpus_per_node})
+    try:
+        return estimate_time(spec, settings, gpu, node_settings)
+    except ValueError:
+        return None
+
+
+def cheapest(options: Iterable[CostOption], spot: bool = False, fits_only: bool = True) -> CostOption | None:
+    """The cheapest option on demand (or by expected spot cost); by default only those known to fit."""
+    candidates = [option for option in options if not fits_only or option.fits_in_memory is not False]
+    if spot:
+        candidates = [option for option in candidates if option.usd_spot_expected is not None]
+        return min(candidates, key=lambda option: option.usd_spot_expected, default=None)
+    return min(candidates, key=lambda option: option.usd_on_demand, default=None)
+
+
+def pareto_front(options: Sequence[CostOption], spot: bool = False) -> list[CostOption]:
+    """Options no other option beats on both time and cost (hours vs USD), fastest first.
+
+    With `spot`, time is the expected spot hours and cost the expected spot USD (options
+    without a spot price are left out). Of exact ties the first in `options` is kept.
+    """
+    points = [(option, *_time_and_cost(option, spot)) for option in options]
+    points = [(option, hours, usd) for option, hours, usd in points if hours is not None and usd is not None]
+    front: list[CostOption] = []
+    best_usd = math.inf
+    for option, _, usd in sorted(points, key=lambda point: (point[1], point[2])):
+        if usd < best_usd:
+            front.append(option)
+            best_usd = usd
+    return front
+
+
+def _time_and_cost(option: CostOption, spot: bool) -> tuple[float | None, float | None]:
+    """(hours, usd) of an option on demand or on spot."""
+    if spot:
+        return option.spot_hours_expected, option.usd_spot_expected
+    return option.hours, option.usd_on_demand
+
+
+# --- buying instead of renting --------------------------------------------------------
+
+
+class OwnershipSettings(BaseModel):
+    """What owning GPUs costs; each default is a stated assumption the caller may change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    purchase_usd_per_gpu: float | None = Field(
+        default=None, gt=0, description="None: the catalogue's price_usd (street or MSRP, GPU only)"
+    )
+    host_overhead_fraction: float = Field(
+        default=0.0, ge=0, le=10, description="server, network, storage as a fraction of GPU capex; 0 = GPUs only"
+    )
+    years: float = Field(default=3.0, gt=0, le=30, description="amortisation period, used around the clock")
+    pue: float = Field(default=1.5, ge=1, le=5, description="power usage effectiveness (facility / IT power)")
+    electricity_usd_per_kwh: float = Field(default=0.13, ge=0, le=10)
+
+
+class BuyVsRent(BaseModel):
+    """Owning `gpus` GPUs versus renting them, for this run and in general."""
+
+    gpu: str
+    gpus: int
+    purchase_usd_per_gpu: float
+    capex_usd: float = Field(description="GPUs x price x (1 + host overhead)")
+    years: float
+    power_kw: float = Field(description="GPUs x TDP x PUE")
+    energy_usd_per_hour: float
+    amortised_usd_per_hour: float = Field(description="capex spread over every hour of `years`")
+    owned_usd_per_hour: float = Field(description="amortised capex + energy")
+    rent_usd_per_hour: float
+    break_even_hours: float | None = Field(description="hours of use at which buying costs what renting does")
+    run_hours: float
+    run_usd_owned: float = Field(description="amortised capex x run hours + energy")
+    run_usd_rented: float
+    assumptions: list[str]
+
+
+def energy_usd_per_hour(tdp_w: float, gpus: int, pue: float, electricity_usd_per_kwh: float) -> float:
+    """Electricity per hour at full power: GPUs x TDP x PUE x price per kWh (GPU TDP only)."""
+    return gpus * tdp_w / 1000 * pue * electricity_usd_per_kwh
+
+
+def break_even_hours(capex_usd: float, rent_usd_per_hour: float, energy_usd_per_hour: float) -> float | None:
+    """Hours h with capex + energy x h = rent x h; None when renting costs no more than the power."""
+    saving_per_hour = rent_usd_per_hour - energy_usd_per_hour
+    return capex_usd / saving_per_hour if saving_per_hour > 0 else None
+
+
+def buy_vs_rent(
+    gpu: GpuSpec,
+    gpus: int,
+    rent_usd_per_hour: float,
+    run_hours: float,
+    ownership: OwnershipSettings | None = None,
+) -> BuyVsRent:
+    """Compare owning `gpus` of `gpu` with renting them at `rent_usd_per_hour` (all of them).
+
+    Raises ValueError when there is no purchase price (none given, none in the catalogue) or
+    the catalogue has no TDP for the GPU.
+    """
+    ownership = ownership or OwnershipSettings()
+    price = ownership.purchase_usd_per_gpu or gpu.price_usd
+    if price is None:
+        raise ValueError(f"{gpu.name} has no price in the catalogue; give purchase_usd_per_gpu")
+    if gpu.tdp_w is None:
+        raise ValueError(f"{gpu.name} has no TDP in the catalogue; its power cost is unknown")
+    capex = gpus * price * (1 + ownership.host_overhead_fraction)
+    energy = energy_usd_per_hour(gpu.tdp_w, gpus, ownership.pue, ownership.electricity_usd_per_kwh)
+    amortised = capex / (ownership.years * HOURS_PER_YEAR)
+    return BuyVsRent(
+        gpu=gpu.name,
+        gpus=gpus,
+        purchase_usd_per_gpu=price,
+        capex_usd=capex,
+        years=ownership.years,
+        power_kw=gpus * gpu.tdp_w / 1000 * ownership.pue,
+        energy_usd_per_hour=energy,
+        amortised_usd_per_hour=amortised,
+        owned_usd_per_hour=amortised + energy,
+        rent_usd_per_hour=rent_usd_per_hour,
+        break_even_hours=break_even_hours(capex, rent_usd_per_hour, energy),
+        run_hours=run_hours,
+        run_usd_owned=(amortised + energy) * run_hours,
+        run_usd_rented=rent_usd_per_hour * run_hours,
+        assumptions=_ownership_assumptions(gpu, ownership, price),
+    )
+
+
+def _ownership_assumptions(gpu: GpuSpec, ownership: OwnershipSettings, price: float) -> list[str]:
+    """Plain-language list of what the buy-vs-rent comparison assumes."""
+    kind = "given" if ownership.purchase_usd_per_gpu else f"catalogue {gpu.price_kind or 'price'}"
+    return [
+        f"purchase {price:,.0f} USD per GPU ({kind}), host overhead {ownership.host_overhead_fraction:.0%} of it",
+        f"amortised over {ownership.years:g} years of every hour (idle hours are paid for too)",
+        f"power at TDP {gpu.tdp_w:g} W per GPU x PUE {ownership.pue:g} (Uptime Institute surveys: about 1.5-1.6 "
+        f"average), electricity {ownership.electricity_usd_per_kwh:g} USD/kWh (about the US commercial average)",
+        "no staff, space, maintenance, financing or resale value",
+    ]
+
+
+# --- the user's own terms -----------------------------------------------------------
+
+
+def adjusted_prices(
+    prices: Iterable[CloudPrice], discount_fraction: float = 0.0, interruptions_per_hour: float | None = None
+) -> list[CloudPrice]:
+    """Prices with a negotiated discount taken off both on-demand and spot, and, when given,
+    one interruption rate (per instance-hour) for every row that has a spot price."""
+    if not 0 <= discount_fraction < 1:
+        raise ValueError(f"discount must be in [0, 1), got {discount_fraction}")
+    adjusted = []
+    for price in prices:
+        update: dict[str, float | None] = {
+            "on_demand_usd_per_hour": price.on_demand_usd_per_hour * (1 - discount_fraction)
+        }
+        if price.spot_usd_per_hour is not None:
+            update["spot_usd_per_hour"] = price.spot_usd_per_hour * (1 - discount_fraction)
+            if interruptions_per_hour is not None:
+                update["interruptions_per_hour"] = interruptions_per_hour
+        adjusted.append(price.model_copy(update=update))
+    return adjusted

@@ -1,0 +1,231 @@
+"""Tests for calculators.cost: cost options, spot costs, the Pareto front and buy-vs-rent."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from calculators.cost import (
+    CostOption,
+    OwnershipSettings,
+    break_even_hours,
+    buy_vs_rent,
+    cheapest,
+    cost_options,
+    instances_needed,
+    pareto_front,
+    run_cost_usd,
+)
+from calculators.gpu_catalogue import find_gpu, load_gpu_catalogue
+from calculators.presets import get_preset
+from calculators.prices import CloudPrice, load_prices
+from calculators.spot import expected_spot_hours
+from calculators.time_model import TimeSettings, estimate_time
+from calculators.training import TrainingSettings
+
+CATALOGUE = load_gpu_catalogue()
+LLAMA2_7B = get_preset("llama-2-7b")
+H100 = find_gpu("H100-SXM5-80GB")
+# Llama-2-7B, bf16-mixed, micro-batch 1 x 4096 tokens on one H100 at utilisation 0.5:
+# 46,084,915,200 FLOPs/token x 4096 / 494.5e12 = 0.381727 s per step; 1e9 tokens = 244,141 steps
+# -> 244,141 x 0.381727 / 3600 = 25.8875 h.
+ONE_GPU_HOURS = 25.8875
+TIME = TimeSettings(dataset_tokens=1e9, utilisation=0.5)
+
+
+def settings(**changes) -> TrainingSettings:
+    return TrainingSettings(**({"micro_batch": 1, "seq_len": 4096, "precision": "bf16-mixed"} | changes))
+
+
+def price(**changes) -> CloudPrice:
+    base = {
+        "provider": "TestCloud",
+        "instance_type": "h100x1",
+        "gpu": "H100-SXM5-80GB",
+        "gpu_count": 1,
+        "region": "r1",
+        "on_demand_usd_per_hour": 3.0,
+        "source": "test",
+        "as_of": dt.date(2026, 1, 1),
+    }
+    return CloudPrice(**(base | changes))
+
+
+def option(hours: float, usd: float, **changes) -> CostOption:
+    """A CostOption with only time and cost that matter (for the Pareto front and cheapest)."""
+    base = {
+        "gpu": "H100-SXM5-80GB", "provider": "P", "instance_type": "i", "region": "r", "gpus": 8,
+        "gpus_per_instance": 8, "instances": 1, "step_s": 1.0, "hours": hours, "on_demand_usd_per_hour": usd / hours,
+        "spot_usd_per_hour": None, "usd_on_demand": usd, "usd_per_epoch_on_demand": usd,
+        "usd_per_million_tokens_on_demand": usd, "interruptions_per_hour": None, "spot_hours_expected": None,
+        "usd_spot_expected": None, "usd_spot_low": None, "usd_spot_high": None, "usd_per_epoch_spot": None,
+        "fits_in_memory": None, "price_as_of": dt.date(2026, 1, 1), "source": "test",
+    }  # fmt: skip
+    return CostOption(**(base | changes))
+
+
+def test_instances_round_up():
+    assert instances_needed(8, 8) == 1
+    assert instances_needed(9, 8) == 2
+    assert instances_needed(1, 8) == 1
+    assert instances_needed(8, 1) == 8
+
+
+def test_cost_is_instances_times_price_times_hours():
+    # 25.8875 h x 3.00 USD/h x 1 instance = 77.66 USD.
+    (only,) = cost_options(LLAMA2_7B, settings(), TIME, [price()], CATALOGUE)
+    assert only.hours == pytest.approx(ONE_GPU_HOURS, rel=1e-4)
+    assert only.usd_on_demand == pytest.approx(77.66, rel=1e-3)
+    assert only.usd_on_demand == run_cost_usd(1, 3.0, only.hours)
+    # 1e9 tokens: 77.66 USD / 1000 million tokens = 0.0777 USD per million tokens.
+    assert only.usd_per_million_tokens_on_demand == pytest.approx(only.usd_on_demand / 1000)
+
+
+def test_eight_gpus_on_one_gpu_instances_rent_eight_instances_and_use_the_network():
+    (only,) = cost_options(LLAMA2_7B, settings(gpus=8), TIME, [price()], CATALOGUE)
+    assert only.instances == 8
+    # 8 x 3.00 USD/h x hours
+    assert only.usd_on_demand == pytest.approx(8 * 3.0 * only.hours)
+    network = estimate_time(LLAMA2_7B, settings(gpus=8), H100, TIME.model_copy(update={"gpus_per_node": 1}))
+    assert only.step_s == pytest.approx(network.step_s)
+
+
+def test_a_partly_used_instance_is_paid_in_full():
+    (only,) = cost_options(
+        LLAMA2_7B, settings(gpus=2), TIME, [price(gpu_count=8, on_demand_usd_per_hour=24.0)], CATALOGUE
+    )
+    assert only.instances == 1 and only.gpus == 2
+    assert only.usd_on_demand == pytest.approx(24.0 * only.hours)
+
+
+def test_options_are_ranked_by_on_demand_cost():
+    rows = [price(instance_type=f"i{usd}", on_demand_usd_per_hour=usd) for usd in (5.0, 2.0, 9.0)]
+    options = cost_options(LLAMA2_7B, settings(), TIME, rows, CATALOGUE)
+    assert [o.on_demand_usd_per_hour for o in options] == [2.0, 5.0, 9.0]
+
+
+def test_spot_with_no_interruptions_is_the_spot_price_times_the_hours():
+    row = price(spot_usd_per_hour=1.2, interruptions_per_hour=0.0)
+    (only,) = cost_options(LLAMA2_7B, settings(), TIME, [row], CATALOGUE)
+    assert only.spot_hours_expected == only.hours
+    assert only.usd_spot_expected == only.usd_spot_low == only.usd_spot_high == 1.2 * only.hours
+
+
+def test_spot_cost_uses_the_expected_spot_hours():
+    row = price(spot_usd_per_hour=1.2, interruptions_per_hour=0.5)
+    (only,) = cost_options(LLAMA2_7B, settings(), TIME, [row], CATALOGUE, checkpoint_write_h=0.05, restart_h=0.25)
+    spot = expected_spot_hours(only.hours, 0.5, 0.05, 0.25)
+    assert only.usd_spot_expected == pytest.approx(1.2 * spot.expected_hours)
+    assert only.usd_spot_low < only.usd_spot_expected < only.usd_spot_high
+
+
+def test_a_multi_instance_job_is_interrupted_by_any_instance():
+    row = price(spot_usd_per_hour=1.2, interruptions_per_hour=0.1)
+    (only,) = cost_options(LLAMA2_7B, settings(gpus=4), TIME, [row], CATALOGUE)
+    assert only.instances == 4
+    assert only.interruptions_per_hour == pytest.approx(0.4)  # 4 instances x 0.1/h
+
+
+def test_more_interruptions_never_cost_less():
+    rows = [
+        price(instance_type=f"i{rate}", spot_usd_per_hour=1.2, interruptions_per_hour=rate)
+        for rate in (0.0, 0.01, 0.1, 0.5, 1.0, 3.0)
+    ]
+    options = cost_options(LLAMA2_7B, settings(), TIME, rows, CATALOGUE)
+    by_rate = sorted(options, key=lambda o: o.interruptions_per_hour)
+    costs = [o.usd_spot_expected for o in by_rate]
+    assert costs == sorted(costs)
+
+
+def test_no_spot_price_means_no_spot_figures():
+    (only,) = cost_options(LLAMA2_7B, settings(), TIME, [price()], CATALOGUE)
+    assert only.usd_spot_expected is None and only.spot_hours_expected is None and only.interruptions_per_hour is None
+
+
+def test_unusable_rows_are_left_out():
+    rows = [
+        price(gpu="V100-SXM2-16GB", instance_type="v100"),  # no bf16 rate
+        price(gpu="Not-In-This-Catalogue", instance_type="x"),
+        price(),
+    ]
+    options = cost_options(LLAMA2_7B, settings(), TIME, rows, CATALOGUE)
+    assert [o.instance_type for o in options] == ["h100x1"]
+
+
+def test_memory_check_marks_options_and_cheapest_skips_what_does_not_fit():
+    rows = [price(), price(gpu="B200-SXM-180GB", instance_type="b200", on_demand_usd_per_hour=20.0)]
+    options = cost_options(LLAMA2_7B, settings(), TIME, rows, CATALOGUE, memory_fits=lambda gpu: gpu.memory_gb > 100)
+    assert {o.gpu: o.fits_in_memory for o in options} == {"H100-SXM5-80GB": False, "B200-SXM-180GB": True}
+    assert cheapest(options).gpu == "B200-SXM-180GB"
+    assert cheapest(options, fits_only=False).gpu == "H100-SXM5-80GB"
+    assert cheapest(options, spot=True) is None
+
+
+def test_per_epoch_costs_divide_by_epochs():
+    two = TIME.model_copy(update={"epochs": 2.0})
+    (only,) = cost_options(
+        LLAMA2_7B, settings(), two, [price(spot_usd_per_hour=1.0, interruptions_per_hour=0.0)], CATALOGUE
+    )
+    assert only.usd_per_epoch_on_demand == pytest.approx(only.usd_on_demand / 2)
+    assert only.usd_per_epoch_spot == pytest.approx(only.usd_spot_expected / 2)
+
+
+def test_pareto_front_keeps_the_non_dominated_options_fastest_first():
+    fast_dear, slow_cheap = option(1.0, 10.0), option(2.0, 5.0)
+    dominated, tie = option(3.0, 6.0), option(2.0, 5.0, provider="Q")
+    assert pareto_front([dominated, slow_cheap, fast_dear, tie]) == [fast_dear, slow_cheap]
+
+
+def test_pareto_front_on_spot_skips_options_without_spot():
+    with_spot = option(2.0, 10.0, spot_hours_expected=2.5, usd_spot_expected=4.0)
+    assert pareto_front([option(1.0, 1.0), with_spot], spot=True) == [with_spot]
+    assert pareto_front([]) == []
+
+
+def test_llama31_8b_sample_cheapest_h100_is_an_8_gpu_instance():
+    # 8 x H100, ZeRO-3, full checkpointing (it fits 80 GB then), 1e9 tokens.
+    spec = get_preset("llama-3.1-8b")
+    work = settings(micro_batch=4, gpus=8, zero=3, checkpointing="full")
+    h100_rows = [row for row in load_prices() if row.gpu == "H100-SXM5-80GB"]
+    options = cost_options(spec, work, TimeSettings(dataset_tokens=1e9), h100_rows, CATALOGUE)
+    best = cheapest(options)
+    assert best.gpus_per_instance == 8 and best.instances == 1
+    assert best.usd_on_demand == pytest.approx(best.on_demand_usd_per_hour * best.hours)
+
+
+# --- buy vs rent ----------------------------------------------------------------------
+
+
+def test_buy_vs_rent_by_hand():
+    # 8 H100 at 30,000 USD = 240,000 USD capex; over 3 years x 8760 h: 9.1324 USD/h.
+    # Power 8 x 0.7 kW x PUE 1.5 = 8.4 kW x 0.13 USD/kWh = 1.092 USD/h.
+    # Renting at 23.60 USD/h: break-even 240,000 / (23.60 - 1.092) = 10,662.9 h.
+    # A 10 h run owned: (9.1324 + 1.092) x 10 = 102.24 USD; rented 236 USD.
+    result = buy_vs_rent(H100, 8, rent_usd_per_hour=23.6, run_hours=10.0)
+    assert result.capex_usd == 240_000
+    assert result.amortised_usd_per_hour == pytest.approx(9.1324, rel=1e-4)
+    assert result.energy_usd_per_hour == pytest.approx(1.092)
+    assert result.power_kw == pytest.approx(8.4)
+    assert result.break_even_hours == pytest.approx(10_662.9, rel=1e-4)
+    assert result.run_usd_owned == pytest.approx(102.24, rel=1e-4)
+    assert result.run_usd_rented == pytest.approx(236.0)
+
+
+def test_buy_vs_rent_with_own_settings():
+    # 20,000 USD + 30% host = 26,000 per GPU x 2 = 52,000 USD; 5 years: 52,000 / 43,800 = 1.1872 USD/h.
+    ownership = OwnershipSettings(purchase_usd_per_gpu=20_000, host_overhead_fraction=0.3, years=5, pue=1.2)
+    result = buy_vs_rent(H100, 2, rent_usd_per_hour=6.0, run_hours=1.0, ownership=ownership)
+    assert result.capex_usd == pytest.approx(52_000)
+    assert result.amortised_usd_per_hour == pytest.approx(1.18721, rel=1e-5)
+    # 2 x 0.7 kW x 1.2 x 0.13 = 0.2184 USD/h
+    assert result.energy_usd_per_hour == pytest.approx(0.2184)
+
+
+def test_renting_cheaper_than_power_never_breaks_even():
+    assert break_even_hours(1000.0, rent_usd_per_hour=1.0, energy_usd_per_hour=1.5) is None
+
+
+def test_buy_vs_rent_needs_a_price():
+    with pytest.raises(ValueError, match="purchase_usd_per_gpu"):
+        buy_vs_rent(find_gpu("A100-SXM4-80GB"), 8, 20.0, 10.0)
