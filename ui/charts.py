@@ -100,3 +100,36 @@ def roofline_figure(points: list, intensity_flops_per_byte: float, format_label:
         margin=dict(l=10, r=10, t=30, b=10),
     )
     return figure
+
+
+def time_cost_figure(rows: pd.DataFrame) -> go.Figure:
+    """Hours against USD for every option, on demand and spot, with each Pareto front as a line."""
+    figure = go.Figure()
+    for pricing, group in rows.groupby("pricing", sort=True):
+        label = group["gpu"] + " · " + group["provider"] + " " + group["instance"]
+        figure.add_scatter(
+            x=group["hours"],
+            y=group["usd"],
+            mode="markers",
+            name=str(pricing),
+            text=label,
+            marker=dict(size=8, opacity=0.6),
+            hovertemplate="%{text}<br>%{x:.1f} h, $%{y:,.0f}<extra></extra>",
+        )
+        front = group[group["pareto"]].sort_values("hours")
+        figure.add_scatter(
+            x=front["hours"],
+            y=front["usd"],
+            mode="lines+markers",
+            name=f"Pareto front ({pricing})",
+            text=front["gpu"] + " · " + front["provider"],
+            line=dict(dash="dot"),
+            hovertemplate="%{text}<br>%{x:.1f} h, $%{y:,.0f}<extra></extra>",
+        )
+    figure.update_layout(
+        xaxis=dict(type="log", title="Hours (wall clock)"),
+        yaxis=dict(type="log", title="USD for the run"),
+        height=460,
+        margin=dict(l=10, r=10, t=30, b=10),
+    )
+    return figure

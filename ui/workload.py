@@ -34,6 +34,7 @@ from calculators.training import (
     ZERO_STAGES,
     TrainingSettings,
 )
+from ui.remember import SAVED_PREFIX
 from ui.user_gpus import user_gpus
 
 MODEL_SOURCES = ("Preset", "Custom architecture", "config.json", "Parameter count")
@@ -93,6 +94,25 @@ FIELDS: list[tuple[str, str, type, object, object]] = [
 ]
 
 
+# Controls drawn by one page only (the Cost page). Streamlit forgets a widget's value
+# while another page runs, so these are kept under ui.remember's saved copy as well.
+PAGE_FIELDS: list[tuple[str, str, type, object, object]] = [
+    ("cost_dataset_unit", "unit", str, "tokens", ("tokens", "samples")),
+    ("cost_tokens_billion", "tokens_b", float, 1.0, Between(1e-6, 1e6)),
+    ("cost_samples", "samples", int, 100_000, Between(1, 10**12)),
+    ("cost_epochs", "epochs", float, 1.0, Between(0.01, 100_000.0)),
+    ("cost_utilisation_pct", "mfu", float, 0.0, Between(0.0, 100.0)),
+    ("cost_inter_node_gbps", "net_gbps", float, 400.0, Between(1.0, 100_000.0)),
+    ("cost_overlap_pct", "overlap", float, 50.0, Between(0.0, 100.0)),
+    ("cost_checkpoint_min", "ckpt_min", float, 3.0, Between(0.0, 1440.0)),
+    ("cost_restart_min", "restart_min", float, 15.0, Between(0.0, 1440.0)),
+    ("cost_override_rate", "rate_set", bool, False, None),
+    ("cost_interruptions_per_hour", "rate", float, 0.5, Between(0.0, 100.0)),
+    ("cost_discount_pct", "discount", float, 0.0, Between(0.0, 99.0)),
+    ("cost_fits_only", "fits_only", bool, True, None),
+]
+
+
 def _parse(raw: str, kind: type, allowed: object) -> object:
     """A query value converted and checked against its range or choices."""
     if kind is bool:
@@ -114,12 +134,15 @@ def load_from_url() -> list[str]:
     st.session_state["_url_loaded"] = True
     warnings = []
     params = st.query_params
-    for key, query_key, kind, default, allowed in FIELDS:
-        st.session_state.setdefault(key, default)
+    for key, query_key, kind, default, allowed in FIELDS + PAGE_FIELDS:
+        is_page_field = (key, query_key, kind, default, allowed) in PAGE_FIELDS
+        if not is_page_field:
+            st.session_state.setdefault(key, default)
         if query_key not in params:
             continue
         try:
-            st.session_state[key] = _parse(params[query_key], kind, allowed)
+            value = _parse(params[query_key], kind, allowed)
+            st.session_state[SAVED_PREFIX + key if is_page_field else key] = value
         except (TypeError, ValueError):
             warnings.append(f"Ignored `{query_key}={params[query_key]}` from the link: not a valid value.")
     return warnings
@@ -128,8 +151,8 @@ def load_from_url() -> list[str]:
 def save_to_url() -> None:
     """Mirror the controls into the query string (only values that differ from defaults)."""
     wanted = {}
-    for key, query_key, kind, default, _ in FIELDS:
-        value = st.session_state.get(key, default)
+    for key, query_key, kind, default, _ in FIELDS + PAGE_FIELDS:
+        value = st.session_state.get(key, st.session_state.get(SAVED_PREFIX + key, default))
         if value != default:
             wanted[query_key] = ("1" if value else "0") if kind is bool else str(value)
     if dict(st.query_params) != wanted:

@@ -45,3 +45,18 @@ def test_compare_page_filters_by_vendor_and_shows_the_fit_matrix(page, app_url):
     page.keyboard.press("Escape")
     expect(count).to_have_text(re.compile(rf"^[3-9] of {total} GPUs"))
     expect(main.get_by_test_id("stDataFrame").first).to_be_visible()
+
+
+def test_cost_page_ranks_options_and_downloads_a_csv(page, app_url):
+    import pandas as pd
+
+    page.goto(f"{app_url}/cost?model=gpt2&tokens_b=2")
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_text("Cheapest on demand:", exact=False)).to_be_visible(timeout=60_000)
+    with page.expect_download() as download_info:
+        main.get_by_role("button", name="Download CSV").click()
+    path = download_info.value.path()
+    options = pd.read_csv(path)
+    assert len(options) > 10
+    assert {"gpu", "provider", "hours", "usd_on_demand", "usd_spot_expected"} <= set(options.columns)
+    assert list(options["usd_on_demand"]) == sorted(options["usd_on_demand"])

@@ -1,0 +1,150 @@
+"""Time and cost: hours and dollars of the workload on every priced cloud option."""
+
+import streamlit as st
+
+from calculators.cost import OwnershipSettings, buy_vs_rent, cheapest, cost_options
+from calculators.exports import options_csv_bytes, options_excel_bytes
+from calculators.fit_matrix import gpu_memory_gib
+from calculators.gpu_catalogue import load_gpu_catalogue
+from calculators.memory import estimate_memory
+from calculators.time_model import estimate_time
+from ui.charts import time_cost_figure
+from ui.cost_inputs import cost_inputs
+from ui.cost_table import FORMULAS, catalogue_dates, ranked_rows
+from ui.remember import remember
+from ui.user_gpus import user_gpus
+
+st.title("Time and cost")
+workload = st.session_state["workload"]
+if not workload.ready:
+    st.error("The workload in the sidebar has an error; fix it to see times and costs.")
+    st.stop()
+spec, settings = workload.spec, workload.settings
+catalogue = list(load_gpu_catalogue()) + user_gpus()
+inputs = cost_inputs(catalogue)
+for message in inputs.errors:
+    st.error(message)
+for note in inputs.notes:
+    st.caption(note)
+if inputs.time_settings is None:
+    st.stop()
+
+peak_gib = estimate_memory(spec, settings).peak_gib
+options = cost_options(
+    spec,
+    settings,
+    inputs.time_settings,
+    inputs.prices,
+    catalogue,
+    memory_fits=lambda gpu: peak_gib <= gpu_memory_gib(gpu),
+    checkpoint_write_h=inputs.checkpoint_write_h,
+    restart_h=inputs.restart_h,
+)
+shown = [option for option in options if option.fits_in_memory or not inputs.fits_only]
+
+chosen_gpu = next((gpu for gpu in catalogue if gpu.name == workload.gpu_name), None)
+if chosen_gpu is not None:
+    try:
+        estimate = estimate_time(spec, settings, chosen_gpu, inputs.time_settings)
+    except ValueError as error:
+        st.warning(str(error))
+        estimate = None
+    if estimate is not None:
+        st.subheader(f"On {settings.gpus} x {chosen_gpu.name}")
+        cols = st.columns(5)
+        cols[0].metric("Step", f"{estimate.step_s:.2f} s", help=f"compute {estimate.compute_s:.2f} s")
+        cols[1].metric("Tokens/s", f"{estimate.tokens_per_s:,.0f}")
+        cols[2].metric("Hours per epoch", f"{estimate.hours_per_epoch:,.1f}")
+        cols[3].metric("Hours in all", f"{estimate.hours_total:,.1f}")
+        cols[4].metric("Utilisation", f"{estimate.utilisation:.0%}", help=f"of {estimate.peak_tflops:g} dense TFLOPS")
+
+st.subheader("Options, cheapest first")
+if not shown:
+    st.warning(
+        f"No priced option fits a peak of {peak_gib:.1f} GiB per GPU. Change the workload (see the Memory page) "
+        "or untick 'Only GPUs the workload fits on'."
+    )
+    st.stop()
+best, best_spot = cheapest(shown, fits_only=inputs.fits_only), cheapest(shown, spot=True, fits_only=inputs.fits_only)
+if best is not None:
+    line = f"Cheapest on demand: **{best.gpu}** on {best.provider} ({best.instance_type}), {best.hours:,.1f} h, "
+    line += f"**${best.usd_on_demand:,.0f}**."
+    if best_spot is not None:
+        line += f" Cheapest on spot (expected): **{best_spot.gpu}** on {best_spot.provider}, "
+        line += f"{best_spot.spot_hours_expected:,.1f} h, **${best_spot.usd_spot_expected:,.0f}** "
+        line += f"(range ${best_spot.usd_spot_low:,.0f} to ${best_spot.usd_spot_high:,.0f})."
+    st.markdown(line)
+rows = ranked_rows(shown)
+st.dataframe(
+    rows,
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "hours": st.column_config.NumberColumn(format="%.1f"),
+        "usd": st.column_config.NumberColumn("USD", format="$%.0f"),
+        "usd per epoch": st.column_config.NumberColumn(format="$%.0f"),
+        "usd per M tokens": st.column_config.NumberColumn(format="$%.3f"),
+        "interruptions per hour": st.column_config.NumberColumn(format="%.4f"),
+    },
+)
+st.plotly_chart(time_cost_figure(rows), width="stretch")
+st.caption("Dotted lines join the Pareto front: options that nothing else beats on both time and cost.")
+
+assumptions = {
+    "model": spec.name,
+    "workload": ", ".join(f"{k}={v}" for k, v in settings.model_dump(exclude={"overheads"}).items()),
+    "peak memory per GPU (GiB)": f"{peak_gib:.2f}",
+    **{k: str(v) for k, v in inputs.time_settings.model_dump().items()},
+    "checkpoint write (h)": f"{inputs.checkpoint_write_h:g}",
+    "restart (h)": f"{inputs.restart_h:g}",
+}
+gpu_dates = sorted(gpu.as_of.isoformat() for gpu in catalogue)
+dates = catalogue_dates(inputs.prices, f"{gpu_dates[0]} to {gpu_dates[-1]}")
+left, right = st.columns(2)
+left.download_button("Download CSV", options_csv_bytes(shown), "gpu-cost-options.csv", "text/csv")
+right.download_button(
+    "Download Excel",
+    options_excel_bytes(shown, assumptions, dates, FORMULAS),
+    "gpu-cost-options.xlsx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+)
+
+st.subheader("Buy instead of rent?")
+gpu_names = sorted({option.gpu for option in shown})
+default_gpu = workload.gpu_name if workload.gpu_name in gpu_names else gpu_names[0]
+buy_gpu_name = st.selectbox("GPU", gpu_names, key=remember("cost_buy_gpu", default_gpu, gpu_names))
+buy_gpu = next(gpu for gpu in catalogue if gpu.name == buy_gpu_name)
+rent = cheapest([o for o in shown if o.gpu == buy_gpu_name], fits_only=False)
+cols = st.columns(4)
+purchase = cols[0].number_input(
+    "Price per GPU (USD, 0 = catalogue)", 0.0, 10_000_000.0, step=1000.0, key=remember("cost_buy_price", 0.0)
+)
+years = cols[1].number_input("Years of use", 0.5, 30.0, step=0.5, key=remember("cost_buy_years", 3.0))
+pue = cols[2].number_input("PUE", 1.0, 5.0, step=0.1, key=remember("cost_buy_pue", 1.5))
+kwh = cols[3].number_input("Electricity (USD/kWh)", 0.0, 10.0, step=0.01, key=remember("cost_buy_kwh", 0.13))
+try:
+    ownership = OwnershipSettings(
+        purchase_usd_per_gpu=purchase or None, years=years, pue=pue, electricity_usd_per_kwh=kwh
+    )
+    rent_usd_per_hour = rent.instances * rent.on_demand_usd_per_hour
+    verdict = buy_vs_rent(buy_gpu, rent.instances * rent.gpus_per_instance, rent_usd_per_hour, rent.hours, ownership)
+except ValueError as error:
+    st.info(f"Buy vs rent not available: {error}")
+else:
+    cols = st.columns(4)
+    cols[0].metric("Run, rented", f"${verdict.run_usd_rented:,.0f}", help=f"{rent.provider} {rent.instance_type}")
+    cols[1].metric("Run, owned", f"${verdict.run_usd_owned:,.0f}", help="amortised purchase + energy")
+    cols[2].metric("Owned, per hour", f"${verdict.owned_usd_per_hour:,.2f}", help=f"rented ${rent_usd_per_hour:,.2f}")
+    even = verdict.break_even_hours
+    cols[3].metric(
+        "Break-even", "never" if even is None else f"{even:,.0f} h", help="hours of use at which buying pays"
+    )
+    st.caption("; ".join(verdict.assumptions))
+
+with st.expander("Assumptions, formulas and sources"):
+    if chosen_gpu is not None and estimate is not None:
+        for line in estimate.assumptions:
+            st.markdown(f"- {line}")
+    for number, formula in enumerate(FORMULAS, start=1):
+        st.markdown(f"{number}. {formula}")
+    st.markdown("Catalogue dates: " + "; ".join(f"{k}: {v}" for k, v in dates.items()))

@@ -1,0 +1,77 @@
+"""The Cost page's ranked table and the export's assumptions (pandas only, no streamlit)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from calculators.cost import CostOption, pareto_front
+from calculators.prices import CloudPrice, prices_as_of
+
+FORMULAS = [
+    "training FLOPs per token = 6 N + 12 L s h_attn (+ 2 N + attention forward with full checkpointing) "
+    "(Kaplan et al. 2020; PaLM appendix B; Korthikanti et al. 2022)",
+    "step compute s = FLOPs per token x tokens per step / (GPUs x dense peak TFLOPS x utilisation)",
+    "all-reduce bytes per GPU = 2 (n - 1) / n x gradient bytes (ring; nccl-tests PERFORMANCE.md); ZeRO-3 x 1.5",
+    "step s = compute s + communication s not hidden under compute",
+    "hours = steps per epoch x epochs x step s / 3600",
+    "cost on demand = instances x USD per instance-hour x hours; instances = ceil(GPUs / GPUs per instance)",
+    "checkpoint interval = sqrt(2 x checkpoint write time x mean time between interruptions) (Young 1974, Daly 2006)",
+    "expected spot hours: Daly 2006 (exponential interruptions), with restart time and lost work",
+    "cost per epoch = cost x hours per epoch / hours; per million tokens = cost / (tokens / 1e6)",
+]
+
+
+def ranked_rows(options: list[CostOption]) -> pd.DataFrame:
+    """One row per option and pricing (on demand, spot), cheapest first."""
+    front_on_demand = {id(option) for option in pareto_front(options)}
+    front_spot = {id(option) for option in pareto_front(options, spot=True)}
+    rows = []
+    for option in options:
+        common = {
+            "gpu": option.gpu,
+            "provider": option.provider,
+            "instance": option.instance_type,
+            "region": option.region,
+            "gpus": option.gpus,
+            "instances": option.instances,
+            "fits": option.fits_in_memory,
+            "prices as of": option.price_as_of,
+        }
+        rows.append(
+            common
+            | {
+                "pricing": "on demand",
+                "hours": option.hours,
+                "usd": option.usd_on_demand,
+                "usd range": "",
+                "usd per epoch": option.usd_per_epoch_on_demand,
+                "usd per M tokens": option.usd_per_million_tokens_on_demand,
+                "interruptions per hour": None,
+                "pareto": id(option) in front_on_demand,
+            }
+        )
+        if option.usd_spot_expected is not None:
+            rows.append(
+                common
+                | {
+                    "pricing": "spot",
+                    "hours": option.spot_hours_expected,
+                    "usd": option.usd_spot_expected,
+                    "usd range": f"{option.usd_spot_low:,.0f} - {option.usd_spot_high:,.0f}",
+                    "usd per epoch": option.usd_per_epoch_spot,
+                    "usd per M tokens": option.usd_per_million_tokens_spot,
+                    "interruptions per hour": option.interruptions_per_hour,
+                    "pareto": id(option) in front_spot,
+                }
+            )
+    table = pd.DataFrame(rows)
+    return table.sort_values("usd", kind="stable").reset_index(drop=True) if rows else table
+
+
+def catalogue_dates(prices: list[CloudPrice], gpu_as_of: str) -> dict[str, str]:
+    """As-of dates for the export: prices (oldest to newest) and the GPU catalogue."""
+    span = prices_as_of(prices)
+    dates = {"GPU catalogue": gpu_as_of}
+    if span is not None:
+        dates["cloud prices"] = f"{span[0].isoformat()} to {span[1].isoformat()}"
+    return dates
