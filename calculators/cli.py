@@ -1,4 +1,4 @@
-"""Command line: `python -m calculators memory|fit|gpus|presets ...`.
+"""Command line: `python -m calculators memory|fit|gpus|cost|presets ...`.
 
 Pure functions compute; this module only parses arguments and prints. Bad input
 prints one line starting with 'error:' and exits with code 2.
@@ -13,8 +13,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from calculators.cost import adjusted_prices, cost_options
 from calculators.fit import check_fit, suggestions
-from calculators.fit_matrix import fit_matrix
+from calculators.fit_matrix import fit_matrix, gpu_memory_gib
 from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
 from calculators.memory import COMPONENT_LABEL, estimate_memory
 from calculators.model_input import (
@@ -25,6 +26,8 @@ from calculators.model_input import (
 )
 from calculators.model_spec import ModelSpec
 from calculators.presets import get_preset, load_presets
+from calculators.prices import PriceCatalogueError, load_prices, parse_price_csv
+from calculators.time_model import TimeSettings
 from calculators.training import (
     ATTENTION,
     CHECKPOINTING,
@@ -153,6 +156,69 @@ def fit_command(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def _time_settings_from_args(args: argparse.Namespace) -> TimeSettings:
+    if (args.dataset_tokens is None) == (args.dataset_samples is None):
+        raise UsageError("give exactly one of --dataset-tokens or --dataset-samples")
+    try:
+        return TimeSettings(
+            dataset_tokens=args.dataset_tokens,
+            dataset_samples=args.dataset_samples,
+            epochs=args.epochs,
+            utilisation=args.utilisation,
+            inter_node_gbps=args.inter_node_gbps,
+        )
+    except ValidationError as error:
+        raise UsageError(describe_validation_error(error)) from None
+
+
+def _prices_from_args(args: argparse.Namespace, catalogue) -> list:
+    if args.prices is None:
+        prices = list(load_prices())
+    else:
+        try:
+            prices = parse_price_csv(args.prices.read_bytes(), args.prices.name, catalogue)
+        except OSError as error:
+            raise UsageError(f"cannot read {args.prices}: {error.strerror}") from None
+        except PriceCatalogueError as error:
+            raise UsageError(str(error)) from None
+    if not 0 <= args.discount_pct < 100:
+        raise UsageError("--discount-pct must be between 0 and 100")
+    if args.interruptions_per_hour is not None and not 0 <= args.interruptions_per_hour <= 100:
+        raise UsageError("--interruptions-per-hour must be between 0 and 100")
+    return adjusted_prices(prices, args.discount_pct / 100, args.interruptions_per_hour)
+
+
+def cost_command(args: argparse.Namespace) -> str:
+    spec = model_from_args(args)
+    settings = settings_from_args(args)
+    time_settings = _time_settings_from_args(args)
+    catalogue = list(load_gpu_catalogue())
+    prices = _prices_from_args(args, catalogue)
+    peak = estimate_memory(spec, settings).peak_gib
+    options = cost_options(
+        spec,
+        settings,
+        time_settings,
+        prices,
+        catalogue,
+        memory_fits=lambda gpu: peak <= gpu_memory_gib(gpu),
+        checkpoint_write_h=args.checkpoint_write_min / 60,
+        restart_h=args.restart_min / 60,
+    )
+    if args.fits_only:
+        options = [option for option in options if option.fits_in_memory]
+    if args.json:
+        return json.dumps([option.model_dump(mode="json") for option in options], indent=2)
+    lines = [f"{spec.name}: peak {peak:.1f} GiB per GPU; {len(options)} options, cheapest on demand first"]
+    for option in options[: args.top]:
+        spot = "-" if option.usd_spot_expected is None else f"${option.usd_spot_expected:,.0f}"
+        lines.append(
+            f"  {option.gpu:<24}{option.provider:<11}{option.instance_type:<26}{option.hours:>9.1f} h"
+            f"  on demand ${option.usd_on_demand:>12,.0f}  spot {spot:>12}  fits {option.fits_in_memory}"
+        )
+    return "\n".join(lines)
+
+
 def presets_command(args: argparse.Namespace) -> str:
     presets = load_presets()
     if args.json:
@@ -173,6 +239,22 @@ def build_parser() -> OneLineParser:
     fit = commands.add_parser("fit", help="the workload on every GPU of the catalogue")
     add_workload_arguments(fit)
     fit.set_defaults(handler=fit_command)
+    cost = commands.add_parser("cost", help="time and cost of the run on every priced cloud option")
+    add_workload_arguments(cost)
+    dataset = cost.add_argument_group("run")
+    dataset.add_argument("--dataset-tokens", type=float, help="tokens per epoch, e.g. 1e9")
+    dataset.add_argument("--dataset-samples", type=int, help="sequences of --seq-len per epoch")
+    dataset.add_argument("--epochs", type=float, default=1.0)
+    dataset.add_argument("--utilisation", type=float, help="fraction of dense peak (default: per GPU family)")
+    dataset.add_argument("--inter-node-gbps", type=float, default=400.0, help="network per GPU between nodes")
+    dataset.add_argument("--prices", type=Path, help="a price sheet CSV instead of data/cloud_prices.csv")
+    dataset.add_argument("--discount-pct", type=float, default=0.0, help="negotiated discount on every price")
+    dataset.add_argument("--interruptions-per-hour", type=float, help="spot interruptions per instance-hour")
+    dataset.add_argument("--checkpoint-write-min", type=float, default=3.0)
+    dataset.add_argument("--restart-min", type=float, default=15.0)
+    dataset.add_argument("--fits-only", action="store_true", help="only GPUs the workload fits on")
+    dataset.add_argument("--top", type=int, default=20, help="rows in the readable table")
+    cost.set_defaults(handler=cost_command)
     presets = commands.add_parser("presets", help="list the model presets")
     presets.add_argument("--json", action="store_true")
     presets.set_defaults(handler=presets_command)
@@ -183,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         print(args.handler(args))
+    except BrokenPipeError:  # e.g. piped into `head`: the reader has what it wanted
+        sys.stdout = None
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -111,3 +111,63 @@ def test_presets_lists_every_required_family(capsys):
     assert code == 0
     for required in ("gpt2", "bert-large-uncased", "llama-2-70b", "llama-3.1-405b", "mixtral-8x7b", "phi-3-mini-4k"):
         assert required in names
+
+
+def test_gpus_json_lists_the_catalogue_with_datasheet_figures(capsys):
+    code, out, _ = run_cli(capsys, "gpus", "--json")
+    gpus = {row["name"]: row for row in json.loads(out)}
+    assert code == 0 and len(gpus) >= 40
+    assert (gpus["H100-SXM5-80GB"]["memory_gb"], gpus["H100-SXM5-80GB"]["bf16_tflops"]) == (80, 989)
+
+
+def test_fit_json_has_one_entry_per_gpu_with_the_contract_keys(capsys):
+    code, out, _ = run_cli(
+        capsys, "fit", "--model", "llama-3.1-8b", "--zero", "3", "--gpus", "8", "--checkpointing", "full", "--json"
+    )
+    rows = {row["gpu"]: row for row in json.loads(out)}
+    assert code == 0 and len(rows) >= 40
+    for row in rows.values():
+        assert {"gpu", "fits", "max_micro_batch", "min_gpus"} <= set(row)
+    assert rows["MI300X-192GB"]["fits"] and not rows["T4-16GB"]["fits"]
+    assert rows["T4-16GB"]["min_gpus"] > 8  # ZeRO-3 spreads the states over more T4s until they fit
+
+
+def test_cost_json_ranks_options_with_the_contract_keys(capsys):
+    code, out, _ = run_cli(
+        capsys, "cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--fits-only", "--json"
+    )  # fmt: skip
+    options = json.loads(out)
+    assert code == 0 and len(options) > 20
+    for option in options:
+        assert {"gpu", "provider", "gpus", "hours", "usd_on_demand", "usd_spot_expected"} <= set(option)
+    costs = [option["usd_on_demand"] for option in options]
+    assert costs == sorted(costs)
+
+
+def test_cost_discount_scales_every_price(capsys):
+    _, full, _ = run_cli(capsys, "cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--json")
+    _, cut, _ = run_cli(capsys, "cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--discount-pct", "25", "--json")
+    assert json.loads(cut)[0]["usd_on_demand"] == pytest.approx(0.75 * json.loads(full)[0]["usd_on_demand"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["cost", "--model", "gpt2"], "exactly one of --dataset-tokens or --dataset-samples"),
+        (["cost", "--model", "gpt2", "--dataset-tokens", "-5"], "dataset_tokens"),
+        (["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--discount-pct", "120"], "--discount-pct"),
+        (["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--utilisation", "3"], "utilisation"),
+        (["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--prices", "/no/file.csv"], "cannot read"),
+        (["fit", "--model", "gpt2", "--gpus", "0"], "gpus"),
+    ],
+)
+def test_bad_cost_and_fit_arguments_exit_2(capsys, argv, message):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1
+
+
+def test_a_malformed_price_sheet_is_a_usage_error(capsys, tmp_path):
+    sheet = tmp_path / "prices.csv"
+    sheet.write_text("provider,instance_type\nAWS,p5\n")
+    code, _, err = run_cli(capsys, "cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--prices", str(sheet))
+    assert code == 2 and "prices.csv" in err and "missing column" in err
