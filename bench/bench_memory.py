@@ -53,6 +53,6 @@ def bench_page(page: str, repeats: int = 20) -> None:
 
 if __name__ == "__main__":
     bench_calculators()
-    for page_path in ("app_pages/memory.py", "app_pages/validation.py"):
+    for page_path in ("app_pages/memory.py", "app_pages/compare.py", "app_pages/cost.py", "app_pages/validation.py"):
         bench_page(page_path)
     print(f"torch imported by the pages: {'torch' in sys.modules}")
