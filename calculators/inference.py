@@ -1,0 +1,581 @@
+"""Serving: GPU memory of an inference server and its decode speed (issue #7).
+
+Memory per GPU is what a vLLM-style server holds: the weights (sharded across
+tensor-parallel ranks), the paged KV cache of every running sequence, a prefill
+activation workspace, and framework overhead. Decode speed is a roofline: every
+step reads the weights and every sequence's KV cache from memory, and does
+2 FLOPs per active weight per sequence plus the attention over the context.
+
+Sources, cited in each function's docstring:
+- KV cache and paged blocks: Kwon et al. 2023, *PagedAttention* (arXiv 2309.06180).
+- Tensor parallelism: Shoeybi et al. 2019, *Megatron-LM* (arXiv 1909.08053); kv-head
+  replication when tp > kv-heads as vLLM's `QKVParallelLinear` does it.
+- 4-/8-bit weights: Frantar et al. 2022, *GPTQ* (arXiv 2210.17323) and Lin et al. 2023,
+  *AWQ* (arXiv 2306.00978), stored as vLLM's GPTQ/AWQ kernels load them.
+- Mixture of experts: Jiang et al. 2024, *Mixtral of Experts* (arXiv 2401.04088).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Literal, NamedTuple
+
+from pydantic import BaseModel, Field
+
+from calculators.fit_matrix import gpu_memory_gib
+from calculators.gpu_catalogue import GpuSpec
+from calculators.memory import GIB
+from calculators.model_spec import ModelSpec, attention_params, mlp_params, parameter_count
+from calculators.training import Overheads
+
+WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+KvPrecision = Literal["fp16", "bf16", "fp8", "int8", "fp32"]
+DecodeBound = Literal["memory bandwidth", "compute"]
+
+WEIGHT_PRECISIONS: tuple[str, ...] = WeightPrecision.__args__
+KV_PRECISIONS: tuple[str, ...] = KvPrecision.__args__
+TENSOR_PARALLEL_SIZES: tuple[int, ...] = (1, 2, 4, 8)
+
+WEIGHT_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
+KV_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
+GROUP_QUANTISED = ("int8", "int4")
+SCALE_BYTES = 2  # one fp16 scale per group (GPTQ/AWQ `scales` tensor)
+MAX_SEQUENCES_SEARCHED = 1 << 24
+
+
+class ServingSettings(BaseModel):
+    """One serving workload on each of `tensor_parallel` GPUs."""
+
+    weight_precision: WeightPrecision = "bf16"
+    quant_group_size: int = Field(
+        default=128,
+        gt=0,
+        le=1_000_000,
+        description="int4/int8: input channels sharing one fp16 scale (and zero point); GPTQ/AWQ use 128",
+    )
+    quant_zero_points: bool = Field(
+        default=True,
+        description="int4/int8: one zero point per group, packed at the weight's bit width "
+        "(AWQ and GPTQ checkpoints both store a `qzeros` tensor)",
+    )
+    kv_cache_precision: KvPrecision = "bf16"
+    context_len: int = Field(default=8192, gt=0, le=100_000_000, description="tokens per sequence: prompt + generated")
+    concurrent_sequences: int = Field(default=1, gt=0, le=MAX_SEQUENCES_SEARCHED)
+    tensor_parallel: int = Field(default=1, gt=0, le=1024)
+    gpu_memory_utilization: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="vLLM's cap on the fraction of GPU memory used (its default is 0.9); None = all of it",
+    )
+    max_batched_tokens: int = Field(
+        default=2048, gt=0, le=10_000_000, description="tokens in one prefill chunk (vLLM max_num_batched_tokens)"
+    )
+    kv_block_tokens: int = Field(default=16, gt=0, le=65_536, description="tokens per paged KV block (vLLM: 16)")
+    cuda_graphs_gib: float = Field(
+        default=0.5,
+        ge=0,
+        le=64,
+        description="decode CUDA graphs; vLLM logs 0.13-0.21 GiB for 1B models, 0.5 GiB assumed",
+    )
+    memory_bandwidth_efficiency: float = Field(
+        default=0.8, gt=0, le=1, description="achieved fraction of datasheet memory bandwidth"
+    )
+    compute_efficiency: float = Field(default=0.8, gt=0, le=1, description="achieved fraction of dense tensor peak")
+    overheads: Overheads = Field(default_factory=Overheads)
+
+
+class ServingEstimate(BaseModel):
+    """Memory on each GPU of the tensor-parallel group, in GiB."""
+
+    weights_gib: float
+    kv_cache_gib: float
+    activations_gib: float
+    overhead_gib: float
+    total_gib: float
+    kv_cache_per_sequence_gib: float
+    kv_cache_bytes_per_token: int
+    kv_heads_per_gpu: int
+    tensor_parallel: int
+    parameters: int
+    active_parameters: int
+    assumptions: list[str]
+
+
+class DecodeSpeed(BaseModel):
+    """One decode step of `concurrency` sequences on each GPU of the group."""
+
+    concurrency: int
+    step_time_s: float
+    memory_time_s: float
+    compute_time_s: float
+    bound: DecodeBound
+    bytes_read_per_step: float
+    flops_per_step: float
+    tokens_per_s_per_sequence: float
+    tokens_per_s_aggregate: float
+
+
+class ServingFit(BaseModel):
+    """One GPU of the catalogue at the chosen settings (tensor_parallel GPUs of it)."""
+
+    gpu: str
+    memory_gib: float
+    tensor_parallel: int
+    total_gib: float
+    budget_gib: float
+    fits: bool
+    weights_fit: bool
+    max_concurrency: int
+    max_context_len: int
+    decode_tokens_per_s_per_sequence: float | None
+    decode_tokens_per_s_aggregate: float | None
+    decode_bound: DecodeBound | None
+    gpus_needed: int | None = Field(description="fewest tensor-parallel GPUs (1, 2, 4, 8) that fit; None if none")
+
+
+# --- Tensor parallelism -----------------------------------------------------------------
+
+
+def tensor_parallel_problem(spec: ModelSpec, tp: int) -> str | None:
+    """Why `tp` cannot shard this model, or None. vLLM requires tp to divide the attention
+    heads, and the kv-heads to be a multiple or a divisor of tp (Megatron-LM head split)."""
+    if spec.n_heads % tp:
+        return f"tensor parallel {tp} does not divide the {spec.n_heads} attention heads"
+    if spec.n_kv_heads % tp and tp % spec.n_kv_heads:
+        return f"tensor parallel {tp} and the {spec.n_kv_heads} kv-heads do not divide one another"
+    return None
+
+
+def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
+    """Raise ValueError when `tp` cannot shard this model (see tensor_parallel_problem)."""
+    problem = tensor_parallel_problem(spec, tp)
+    if problem:
+        raise ValueError(problem)
+
+
+def kv_heads_per_rank(spec: ModelSpec, tp: int = 1) -> int:
+    """kv-heads held by each rank: n_kv_heads / tp, at least 1. With tp > n_kv_heads each
+    head is replicated on tp / n_kv_heads ranks (vLLM QKVParallelLinear: num_kv_heads = 1,
+    num_kv_head_replicas = tp // total_num_kv_heads)."""
+    return max(1, math.ceil(spec.n_kv_heads / tp))
+
+
+# --- KV cache ---------------------------------------------------------------------------
+
+
+def kv_cache_bytes_per_token(spec: ModelSpec, kv_precision: str = "bf16", tp: int = 1) -> int:
+    """2 (K and V) x layers x kv-heads per rank x head_dim x bytes per element
+    (PagedAttention, arXiv 2309.06180, Sec. 3; grouped-query attention shares K/V)."""
+    return 2 * spec.n_layers * kv_heads_per_rank(spec, tp) * spec.attention_head_dim * KV_BYTES[kv_precision]
+
+
+def kv_cache_tokens(settings: ServingSettings, context_len: int | None = None) -> int:
+    """Token slots one sequence holds: the context rounded up to whole KV blocks
+    (vLLM allocates the cache in blocks of 16 tokens; PagedAttention Sec. 4.1)."""
+    tokens = context_len or settings.context_len
+    return math.ceil(tokens / settings.kv_block_tokens) * settings.kv_block_tokens
+
+
+def kv_cache_bytes(spec: ModelSpec, settings: ServingSettings) -> int:
+    """KV cache of all concurrent sequences on one rank, at the full context length."""
+    per_token = kv_cache_bytes_per_token(spec, settings.kv_cache_precision, settings.tensor_parallel)
+    return per_token * kv_cache_tokens(settings) * settings.concurrent_sequences
+
+
+# --- Weights ----------------------------------------------------------------------------
+
+
+class WeightSplit(NamedTuple):
+    """Parameters on one rank: the layers' linear weights (quantisable), the input
+    embedding table, and the rest (LM head, norms, biases, MoE router)."""
+
+    linear: float
+    input_embedding: float
+    rest: float
+
+
+def expert_weights_per_layer(spec: ModelSpec) -> int:
+    """Matmul weights of all experts' MLPs in one layer (the router excluded)."""
+    _, mlp_weights = mlp_params(spec)
+    router = spec.hidden_size * spec.n_experts if spec.n_experts > 1 else 0
+    return mlp_weights - router
+
+
+def kv_projection_weights(spec: ModelSpec, kv_heads: int) -> int:
+    """k_proj and v_proj weights for `kv_heads` heads: 2 x hidden x heads x head_dim."""
+    return 2 * spec.hidden_size * kv_heads * spec.attention_head_dim
+
+
+def lm_head_params(spec: ModelSpec) -> int:
+    """An untied LM head has its own vocab x hidden matrix; a tied one reuses the embedding."""
+    return spec.vocab_size * spec.hidden_size if spec.head == "lm" and not spec.tied_embeddings else 0
+
+
+def weight_split_per_rank(spec: ModelSpec, tp: int = 1, expert_fraction: float = 1.0) -> WeightSplit:
+    """Parameters one tensor-parallel rank holds (or reads, with expert_fraction < 1).
+
+    Megatron-LM (arXiv 1909.08053, Sec. 3) splits q/o and MLP weights across ranks and
+    vLLM shards the vocabulary (VocabParallelEmbedding, ParallelLMHead); k/v projections
+    follow the kv-heads per rank, replicated when tp > kv-heads. Norms, biases and the MoE
+    router are counted whole on every rank (replicated, and tiny)."""
+    _, attention_weights = attention_params(spec)
+    kv_full = kv_projection_weights(spec, spec.n_kv_heads)
+    experts = expert_weights_per_layer(spec)
+    linear_full = attention_weights + experts
+    linear = (attention_weights - kv_full + experts * expert_fraction) / tp
+    linear += kv_projection_weights(spec, kv_heads_per_rank(spec, tp))
+    embedding = spec.vocab_size * spec.hidden_size
+    lm_head = lm_head_params(spec)
+    replicated = parameter_count(spec).total - spec.n_layers * linear_full - embedding - lm_head
+    if spec.head == "lm" and spec.tied_embeddings:  # the table is the LM head, read every step
+        embedding, lm_head = 0, embedding
+    return WeightSplit(
+        linear=spec.n_layers * linear,
+        input_embedding=embedding / tp,
+        rest=lm_head / tp + replicated,
+    )
+
+
+def quantised_weight_bytes(settings: ServingSettings) -> float:
+    """Bytes per linear weight in the layers.
+
+    fp32/fp16/bf16/fp8: the element size (fp8 per-tensor or per-channel scales are
+    negligible). int4/int8 (GPTQ arXiv 2210.17323, AWQ arXiv 2306.00978, as vLLM loads
+    them): bits/8 for the packed `qweight`, plus per group of `quant_group_size` input
+    channels one fp16 `scales` entry and, with zero points, one `qzeros` entry packed at
+    the same bit width. int4 g128: 0.5 + (2 + 0.5) / 128 = 0.51953125 B."""
+    bits = WEIGHT_BITS[settings.weight_precision]
+    per_weight = bits / 8
+    if settings.weight_precision in GROUP_QUANTISED:
+        zero_bytes = bits / 8 if settings.quant_zero_points else 0.0
+        per_weight += (SCALE_BYTES + zero_bytes) / settings.quant_group_size
+    return per_weight
+
+
+def unquantised_weight_bytes(weight_precision: str) -> int:
+    """Bytes per weight of the tensors quantisation leaves alone: embeddings, LM head,
+    norms, router. GPTQ/AWQ and fp8 checkpoints keep them in fp16/bf16 (AutoAWQ and
+    llm-compressor skip `lm_head`; embeddings are not linear layers)."""
+    return 4 if weight_precision == "fp32" else 2
+
+
+def _weight_bytes(split: WeightSplit, settings: ServingSettings, include_embedding: bool = True) -> float:
+    """Bytes of a weight split: quantisable linear weights and 16-bit everything else."""
+    other = split.rest + (split.input_embedding if include_embedding else 0.0)
+    return split.linear * quantised_weight_bytes(settings) + other * unquantised_weight_bytes(settings.weight_precision)
+
+
+def serving_weight_bytes(spec: ModelSpec, settings: ServingSettings) -> float:
+    """Weight bytes held by one GPU of the tensor-parallel group."""
+    return _weight_bytes(weight_split_per_rank(spec, settings.tensor_parallel), settings)
+
+
+def active_parameters(spec: ModelSpec) -> int:
+    """Parameters one token uses: all of a dense model; a MoE uses experts_per_token of
+    n_experts expert MLPs (Mixtral 8x7B: 46.7B total, 12.9B active, arXiv 2401.04088)."""
+    unused_experts = spec.n_experts - spec.experts_per_token
+    mlp_all, _ = mlp_params(spec)
+    router = spec.hidden_size * spec.n_experts if spec.n_experts > 1 else 0
+    per_expert = (mlp_all - router) // spec.n_experts
+    return parameter_count(spec).total - spec.n_layers * unused_experts * per_expert
+
+
+def active_matmul_parameters(spec: ModelSpec) -> int:
+    """Matmul weights one token multiplies by (the embedding lookup is no matmul)."""
+    unused_experts = spec.n_experts - spec.experts_per_token
+    per_expert = expert_weights_per_layer(spec) // spec.n_experts
+    return parameter_count(spec).matmul_total - spec.n_layers * unused_experts * per_expert
+
+
+# --- Activations and overhead -----------------------------------------------------------
+
+
+def activation_element_bytes(weight_precision: str) -> int:
+    """Activations run in fp32 for fp32 weights and in 16 bits otherwise (W4A16/W8A16 kernels)."""
+    return 4 if weight_precision == "fp32" else 2
+
+
+def prefill_activation_bytes(spec: ModelSpec, settings: ServingSettings) -> float:
+    """Workspace of one prefill chunk, a stated estimate: max_batched_tokens x (residual
+    + normed input, 2 x hidden, + the MLP's up/gate and activation outputs, 3 x ffn for a
+    gated MLP or 2 x ffn, times experts_per_token, split across ranks) x element bytes.
+    vLLM measures the real peak with a profiling forward pass at startup."""
+    mlp_outputs = (3 if spec.is_gated_mlp else 2) * spec.ffn_hidden_size * spec.experts_per_token
+    width = 2 * spec.hidden_size + mlp_outputs / settings.tensor_parallel
+    return settings.max_batched_tokens * width * activation_element_bytes(settings.weight_precision)
+
+
+def logits_bytes(spec: ModelSpec, settings: ServingSettings) -> float:
+    """fp32 logits and probabilities of the last token of each sequence in the batch
+    (vLLM's sampler upcasts logits to fp32): 2 x rows x vocab x 4 B."""
+    rows = min(settings.concurrent_sequences, settings.max_batched_tokens)
+    return 2 * rows * spec.vocab_size * 4
+
+
+def activation_bytes(spec: ModelSpec, settings: ServingSettings) -> float:
+    return prefill_activation_bytes(spec, settings) + logits_bytes(spec, settings)
+
+
+def overhead_bytes(activations_bytes: float, settings: ServingSettings) -> float:
+    """CUDA context, cuBLAS workspace, NCCL buffers (tp > 1), CUDA graphs, and the caching
+    allocator's reserve on the transient activations (weights and the KV cache are
+    allocated once, in large blocks). Overheads defaults: shared/reference README."""
+    o = settings.overheads
+    nccl_gib = o.nccl_gib if settings.tensor_parallel > 1 else 0.0
+    fixed_gib = o.cuda_context_gib + o.cublas_workspace_gib + nccl_gib + settings.cuda_graphs_gib
+    return fixed_gib * GIB + activations_bytes * o.allocator_reserve_fraction
+
+
+# --- Memory estimate --------------------------------------------------------------------
+
+
+def _memory_parts_bytes(spec: ModelSpec, settings: ServingSettings) -> dict[str, float]:
+    """Bytes on one GPU of the group, by part."""
+    check_tensor_parallel(spec, settings.tensor_parallel)
+    activations = activation_bytes(spec, settings)
+    return {
+        "weights": serving_weight_bytes(spec, settings),
+        "kv_cache": float(kv_cache_bytes(spec, settings)),
+        "activations": activations,
+        "overhead": overhead_bytes(activations, settings),
+    }
+
+
+def total_gib(spec: ModelSpec, settings: ServingSettings) -> float:
+    """Memory of one GPU of the group (weights + KV cache + activations + overhead), GiB."""
+    return sum(_memory_parts_bytes(spec, settings).values()) / GIB
+
+
+def budget_gib(gpu_memory_gib: float, settings: ServingSettings) -> float:
+    """Memory the server may use: capacity x gpu_memory_utilization (vLLM), or all of it."""
+    return gpu_memory_gib * (settings.gpu_memory_utilization or 1.0)
+
+
+def _assumptions(spec: ModelSpec, settings: ServingSettings) -> list[str]:
+    tp = settings.tensor_parallel
+    lines = [f"Weights: {_weight_storage_text(settings)}.", _kv_text(spec, settings)]
+    if tp > 1:
+        lines.append(f"Tensor parallel {tp}: {_tp_text(spec, tp)}; NCCL adds {settings.overheads.nccl_gib} GiB.")
+    lines += [
+        f"Activations: one prefill chunk of {settings.max_batched_tokens} tokens plus fp32 logits for "
+        f"{min(settings.concurrent_sequences, settings.max_batched_tokens)} sequence(s), an estimate "
+        "(vLLM profiles the real peak at startup).",
+        f"Overhead: CUDA context {settings.overheads.cuda_context_gib} GiB, cuBLAS "
+        f"{settings.overheads.cublas_workspace_gib} GiB, CUDA graphs {settings.cuda_graphs_gib} GiB, "
+        f"{settings.overheads.allocator_reserve_fraction:.0%} allocator reserve on activations.",
+    ]
+    if settings.context_len > spec.max_position_embeddings:
+        lines.append(f"The context exceeds the model's {spec.max_position_embeddings} trained positions.")
+    return lines
+
+
+def _weight_storage_text(settings: ServingSettings) -> str:
+    precision = settings.weight_precision
+    if precision not in GROUP_QUANTISED and precision != "fp8":
+        return f"{precision}, {quantised_weight_bytes(settings):g} B per parameter"
+    if precision == "fp8":
+        layout = "fp8 linear weights (per-tensor scales)"
+    else:
+        zero = f" and one {WEIGHT_BITS[precision]}-bit zero point" if settings.quant_zero_points else ""
+        layout = (
+            f"{precision} linear weights with one fp16 scale{zero} per group of {settings.quant_group_size} "
+            "(GPTQ/AWQ checkpoint layout)"
+        )
+    return (
+        f"{layout} = {quantised_weight_bytes(settings):.6g} B per weight; embeddings, LM head, norms "
+        "and router stay 16-bit"
+    )
+
+
+def _kv_text(spec: ModelSpec, settings: ServingSettings) -> str:
+    tp = settings.tensor_parallel
+    per_token = kv_cache_bytes_per_token(spec, settings.kv_cache_precision, tp)
+    return (
+        f"KV cache {settings.kv_cache_precision}: 2 x {spec.n_layers} layers x {kv_heads_per_rank(spec, tp)} "
+        f"kv-heads per GPU x {spec.attention_head_dim} x {KV_BYTES[settings.kv_cache_precision]} B = "
+        f"{per_token:,} B per token; contexts rounded up to {settings.kv_block_tokens}-token blocks."
+    )
+
+
+def _tp_text(spec: ModelSpec, tp: int) -> str:
+    if tp > spec.n_kv_heads:
+        return f"the {spec.n_kv_heads} kv-heads are replicated, one per GPU (vLLM QKVParallelLinear)"
+    return f"weights and the {spec.n_kv_heads} kv-heads split {tp} ways"
+
+
+def estimate_serving(spec: ModelSpec, settings: ServingSettings) -> ServingEstimate:
+    """Memory on each GPU of the tensor-parallel group serving `settings`."""
+    parts = _memory_parts_bytes(spec, settings)
+    per_token = kv_cache_bytes_per_token(spec, settings.kv_cache_precision, settings.tensor_parallel)
+    return ServingEstimate(
+        weights_gib=parts["weights"] / GIB,
+        kv_cache_gib=parts["kv_cache"] / GIB,
+        activations_gib=parts["activations"] / GIB,
+        overhead_gib=parts["overhead"] / GIB,
+        total_gib=sum(parts.values()) / GIB,
+        kv_cache_per_sequence_gib=per_token * kv_cache_tokens(settings) / GIB,
+        kv_cache_bytes_per_token=per_token,
+        kv_heads_per_gpu=kv_heads_per_rank(spec, settings.tensor_parallel),
+        tensor_parallel=settings.tensor_parallel,
+        parameters=parameter_count(spec).total,
+        active_parameters=active_parameters(spec),
+        assumptions=_assumptions(spec, settings),
+    )
+
+
+# --- Capacity ---------------------------------------------------------------------------
+
+
+def _largest_passing(lower: int, upper: int, passes: Callable[[int], bool]) -> int:
+    """Largest x in [lower, upper] with passes(x), for a predicate true up to a point
+    and false after it; lower - 1 when passes(lower) is false."""
+    if not passes(lower):
+        return lower - 1
+    while lower < upper:
+        middle = (lower + upper + 1) // 2
+        if passes(middle):
+            lower = middle
+        else:
+            upper = middle - 1
+    return lower
+
+
+def _fits(spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: float, **changes) -> bool:
+    return total_gib(spec, settings.model_copy(update=changes)) <= budget_gib(gpu_memory_gib, settings)
+
+
+def max_concurrency(spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: float) -> int:
+    """Most sequences of settings.context_len tokens whose KV cache fits next to the
+    weights, activations and overhead; 0 when not even one fits. Memory only: vLLM also
+    caps the batch at max_num_seqs (256 by default)."""
+    per_sequence = kv_cache_bytes_per_token(spec, settings.kv_cache_precision, settings.tensor_parallel)
+    per_sequence *= kv_cache_tokens(settings)
+    upper = int(budget_gib(gpu_memory_gib, settings) * GIB // per_sequence) + 1
+    upper = min(max(upper, 1), MAX_SEQUENCES_SEARCHED)
+    return _largest_passing(1, upper, lambda n: _fits(spec, settings, gpu_memory_gib, concurrent_sequences=n))
+
+
+def max_context_len(spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: float) -> int:
+    """Longest context (tokens) for settings.concurrent_sequences sequences that fits, at
+    most the model's max_position_embeddings; 0 when not even one token fits."""
+    upper = spec.max_position_embeddings
+    return _largest_passing(1, upper, lambda tokens: _fits(spec, settings, gpu_memory_gib, context_len=tokens))
+
+
+def min_tensor_parallel(
+    spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: float, sizes: Iterable[int] = TENSOR_PARALLEL_SIZES
+) -> int | None:
+    """Fewest tensor-parallel GPUs among `sizes` that shard this model and fit; None if none."""
+    for tp in sizes:
+        if tensor_parallel_problem(spec, tp) is None and _fits(spec, settings, gpu_memory_gib, tensor_parallel=tp):
+            return tp
+    return None
+
+
+# --- Decode speed -----------------------------------------------------------------------
+
+
+def expected_experts_read(spec: ModelSpec, concurrency: int) -> float:
+    """Distinct experts a decode step reads per layer, routing taken as uniform:
+    E x (1 - (1 - k/E)^B). One sequence reads k; a large batch reads all E."""
+    unused = 1 - spec.experts_per_token / spec.n_experts
+    return spec.n_experts * (1 - unused**concurrency)
+
+
+def decode_weight_read_bytes(spec: ModelSpec, settings: ServingSettings, concurrency: int) -> float:
+    """Weight bytes one rank reads per decode step: its weights once, the experts the batch
+    routes to, and not the input embedding table (a lookup of one row per sequence)."""
+    fraction = expected_experts_read(spec, concurrency) / spec.n_experts
+    split = weight_split_per_rank(spec, settings.tensor_parallel, expert_fraction=fraction)
+    return _weight_bytes(split, settings, include_embedding=False)
+
+
+def decode_kv_read_bytes(spec: ModelSpec, settings: ServingSettings, concurrency: int) -> float:
+    """KV bytes one rank reads per decode step: every sequence's cache at the full context
+    (the last step of generation, the slowest)."""
+    per_token = kv_cache_bytes_per_token(spec, settings.kv_cache_precision, settings.tensor_parallel)
+    return concurrency * settings.context_len * per_token
+
+
+def decode_flops(spec: ModelSpec, settings: ServingSettings, concurrency: int) -> float:
+    """FLOPs one rank does per decode step: 2 per active matmul weight per sequence, plus
+    attention over the context, 4 x layers x context x (heads x head_dim) per sequence
+    (QK^T and softmax x V; Kaplan et al. 2020, arXiv 2001.08361, Table 1)."""
+    matmul = 2 * active_matmul_parameters(spec)
+    attention = 4 * spec.n_layers * settings.context_len * spec.q_dim
+    return concurrency * (matmul + attention) / settings.tensor_parallel
+
+
+def matmul_tflops(gpu: GpuSpec, weight_precision: str) -> float | None:
+    """Dense rate the matmuls run at: fp8 on fp8 tensor cores; int4/int8 weight-only kernels
+    (W4A16/W8A16, GPTQ/AWQ/Marlin) dequantise to fp16; falls back to fp16, bf16, fp32."""
+    first = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8"}.get(weight_precision, "fp16")
+    for precision in (first, "fp16", "bf16", "fp32"):
+        rate = gpu.dense_tflops(precision)
+        if rate:
+            return rate
+    return None
+
+
+def decode_tokens_per_s(spec: ModelSpec, settings: ServingSettings, gpu: GpuSpec, concurrency: int) -> DecodeSpeed:
+    """Roofline of one decode step: the longer of reading the weights and KV cache at
+    memory_bandwidth_efficiency x datasheet bandwidth, and doing its FLOPs at
+    compute_efficiency x dense peak. Defaults 0.8 and 0.8: memory-bound kernels reach
+    80-90% of datasheet bandwidth (A100 read kernel 88%, NVIDIA developer forum), and
+    bf16 matmuls 80-87% of dense peak (H100 80.3%, A100 86.9%; shared/reference README).
+    Tensor-parallel all-reduces are not counted."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    check_tensor_parallel(spec, settings.tensor_parallel)
+    bytes_read = decode_weight_read_bytes(spec, settings, concurrency)
+    bytes_read += decode_kv_read_bytes(spec, settings, concurrency)
+    memory_time = bytes_read / (gpu.memory_bandwidth_tbps * 1e12 * settings.memory_bandwidth_efficiency)
+    flops = decode_flops(spec, settings, concurrency)
+    tflops = matmul_tflops(gpu, settings.weight_precision)
+    compute_time = flops / (tflops * 1e12 * settings.compute_efficiency) if tflops else 0.0
+    step = max(memory_time, compute_time)
+    return DecodeSpeed(
+        concurrency=concurrency,
+        step_time_s=step,
+        memory_time_s=memory_time,
+        compute_time_s=compute_time,
+        bound="memory bandwidth" if memory_time >= compute_time else "compute",
+        bytes_read_per_step=bytes_read,
+        flops_per_step=flops,
+        tokens_per_s_per_sequence=1 / step,
+        tokens_per_s_aggregate=concurrency / step,
+    )
+
+
+# --- Table over the catalogue -----------------------------------------------------------
+
+
+def serving_fit(spec: ModelSpec, settings: ServingSettings, gpu: GpuSpec) -> ServingFit:
+    """The serving answers for one GPU at the chosen settings."""
+    capacity = gpu_memory_gib(gpu)
+    budget = budget_gib(capacity, settings)
+    estimate = estimate_serving(spec, settings)
+    fits = estimate.total_gib <= budget
+    speed = decode_tokens_per_s(spec, settings, gpu, settings.concurrent_sequences) if fits else None
+    return ServingFit(
+        gpu=gpu.name,
+        memory_gib=capacity,
+        tensor_parallel=settings.tensor_parallel,
+        total_gib=estimate.total_gib,
+        budget_gib=budget,
+        fits=fits,
+        weights_fit=estimate.weights_gib <= budget,
+        max_concurrency=max_concurrency(spec, settings, capacity),
+        max_context_len=max_context_len(spec, settings, capacity),
+        decode_tokens_per_s_per_sequence=speed.tokens_per_s_per_sequence if speed else None,
+        decode_tokens_per_s_aggregate=speed.tokens_per_s_aggregate if speed else None,
+        decode_bound=speed.bound if speed else None,
+        gpus_needed=min_tensor_parallel(spec, settings, capacity),
+    )
+
+
+def serving_table(spec: ModelSpec, settings: ServingSettings, catalogue: Iterable[GpuSpec]) -> list[ServingFit]:
+    """One row per GPU of the catalogue, in its order."""
+    return [serving_fit(spec, settings, gpu) for gpu in catalogue]
