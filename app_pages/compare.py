@@ -5,9 +5,10 @@ import streamlit as st
 
 from calculators.fit_matrix import fit_matrix
 from calculators.gpu_catalogue import load_gpu_catalogue
+from calculators.inference import tensor_parallel_problem
 from calculators.roofline import matmul_format, roofline_point, workload_intensity_flops_per_byte
 from ui.charts import memory_bandwidth_figure, roofline_figure, tflops_price_figure
-from ui.gpu_table import gpu_table, side_by_side
+from ui.gpu_table import gpu_table, serving_fit_rows, side_by_side
 from ui.host_gpus import detected_gpu_names
 from ui.remember import remember
 from ui.user_gpus import user_gpu_controls, user_gpus
@@ -18,6 +19,7 @@ SPEC_FIELDS = [
     "pcie_gen", "launch_year", "price_usd", "source", "as_of",
 ]  # fmt: skip
 FIT_FIELDS = ["verdict", "headroom_gib", "max_micro_batch", "min_gpus"]
+SERVING_FIELDS = ["verdict", "headroom_gib", "max_concurrency", "max_context_len", "decode_tokens_per_s", "min_gpus"]
 
 st.title("Compare GPUs")
 workload = st.session_state["workload"]
@@ -30,9 +32,17 @@ if detected:
 else:
     st.caption(detection_message)
 
-fits = fit_matrix(workload.spec, workload.settings, gpus) if workload.ready else None
-if fits is None:
+fits = None
+if not workload.ready:
     st.warning("The workload in the sidebar has an error, so the fit columns are left out.")
+elif workload.is_inference:
+    problem = tensor_parallel_problem(workload.spec, workload.serving.tensor_parallel)
+    if problem:
+        st.warning(f"Serving settings: {problem}; the fit columns are left out.")
+    else:
+        fits = serving_fit_rows(workload.spec, workload.serving, gpus)
+else:
+    fits = fit_matrix(workload.spec, workload.settings, gpus)
 table = gpu_table(gpus, fits, detected, {gpu.name for gpu in user_gpus()})
 
 with st.container(horizontal=True):
@@ -53,7 +63,8 @@ shown = table[
 if fits_only and fits is not None:
     shown = shown[shown["verdict"] != "does not fit"]
 st.caption(f"{len(shown)} of {len(table)} GPUs. Click a column header to sort. Tensor TFLOPS are dense (no sparsity).")
-columns = ["name", *(FIT_FIELDS if fits is not None else []), *SPEC_FIELDS, "detected", "yours"]
+fit_fields = [] if fits is None else (SERVING_FIELDS if workload.is_inference else FIT_FIELDS)
+columns = ["name", *fit_fields, *SPEC_FIELDS, "detected", "yours"]
 st.dataframe(
     shown[columns],
     hide_index=True,
@@ -62,6 +73,9 @@ st.dataframe(
         "headroom_gib": st.column_config.NumberColumn("headroom GiB", format="%.1f"),
         "max_micro_batch": st.column_config.NumberColumn("max micro-batch"),
         "min_gpus": st.column_config.NumberColumn("fewest GPUs"),
+        "max_concurrency": st.column_config.NumberColumn("most sequences"),
+        "max_context_len": st.column_config.NumberColumn("longest context"),
+        "decode_tokens_per_s": st.column_config.NumberColumn("decode tok/s per seq.", format="%.0f"),
         "price_usd": st.column_config.NumberColumn("price USD", format="$%d"),
         "as_of": st.column_config.DateColumn("as of"),
     },
@@ -72,18 +86,18 @@ names = list(table["name"])
 default_pick = [name for name in ("H100-SXM5-80GB", "A100-SXM4-80GB") if name in names]
 picked = st.multiselect("Pick 2 to 4 GPUs", names, max_selections=4, key=remember("cmp_pick", default_pick, names))
 if len(picked) >= 2:
-    fields = (FIT_FIELDS if fits is not None else []) + SPEC_FIELDS
+    fields = fit_fields + SPEC_FIELDS
     st.dataframe(side_by_side(table, picked, fields), width="stretch")
 else:
     st.info("Pick at least two GPUs to compare them side by side.")
 
 st.subheader("Charts")
-fmt = matmul_format(workload.settings.precision) if workload.ready else "bf16"
+fmt = matmul_format(workload.settings.precision) if workload.ready and not workload.is_inference else "bf16"
 tflops_column = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp32": "fp32_tflops"}[fmt]
 left, right = st.columns(2)
 left.plotly_chart(memory_bandwidth_figure(shown), width="stretch")
 right.plotly_chart(tflops_price_figure(shown, tflops_column, fmt.upper()), width="stretch")
-if workload.ready:
+if workload.ready and not workload.is_inference:
     intensity = workload_intensity_flops_per_byte(workload.spec, workload.settings)
     roofline_gpus = [gpu for gpu in gpus if gpu.name in (picked or default_pick)]
     points = [p for p in (roofline_point(gpu, fmt, intensity) for gpu in roofline_gpus) if p is not None]

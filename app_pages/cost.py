@@ -19,6 +19,9 @@ workload = st.session_state["workload"]
 if not workload.ready:
     st.error("The workload in the sidebar has an error; fix it to see times and costs.")
     st.stop()
+if workload.is_inference:
+    st.info("Times and costs are for training runs: pick a training or fine-tuning mode in the sidebar.")
+    st.stop()
 spec, settings = workload.spec, workload.settings
 catalogue = list(load_gpu_catalogue()) + user_gpus()
 inputs = cost_inputs(catalogue)

@@ -4,9 +4,12 @@ import pandas as pd
 import streamlit as st
 
 from calculators.fit import check_fit, suggestions
+from calculators.gpu_catalogue import load_gpu_catalogue
 from calculators.memory import COMPONENT_LABEL, estimate_memory
 from calculators.model_spec import parameter_count
 from ui.charts import phase_breakdown_figure
+from ui.serving_view import show_serving
+from ui.user_gpus import user_gpus
 
 st.title("Will it fit?")
 workload = st.session_state["workload"]
@@ -16,6 +19,11 @@ for note in workload.notes:
     st.info(note)
 if not workload.ready:
     st.info("Fix the inputs in the sidebar to see the estimate.")
+    st.stop()
+
+if workload.is_inference:
+    chosen = next((g for g in list(load_gpu_catalogue()) + user_gpus() if g.name == workload.gpu_name), None)
+    show_serving(workload.spec, workload, chosen)
     st.stop()
 
 spec, settings = workload.spec, workload.settings

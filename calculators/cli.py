@@ -14,9 +14,18 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from calculators.cost import adjusted_prices, cost_options
-from calculators.fit import check_fit, suggestions
+from calculators.fit import check_fit, suggestions, verdict
 from calculators.fit_matrix import fit_matrix, gpu_memory_gib
 from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
+from calculators.inference import (
+    KV_PRECISIONS,
+    WEIGHT_PRECISIONS,
+    ServingSettings,
+    estimate_serving,
+    max_concurrency,
+    max_context_len,
+    tensor_parallel_problem,
+)
 from calculators.memory import COMPONENT_LABEL, estimate_memory
 from calculators.model_input import (
     ModelInputError,
@@ -25,6 +34,7 @@ from calculators.model_input import (
     spec_from_parameter_count,
 )
 from calculators.model_spec import ModelSpec
+from calculators.modes import METHOD_OF_MODE, MODES
 from calculators.presets import get_preset, load_presets
 from calculators.prices import PriceCatalogueError, load_prices, parse_price_csv
 from calculators.time_model import TimeSettings
@@ -65,6 +75,15 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0)
     run.add_argument("--checkpointing", choices=CHECKPOINTING, default="none")
     run.add_argument("--attention", choices=ATTENTION, default="fused")
+    mode = parser.add_argument_group("fine-tuning and serving")
+    mode.add_argument("--mode", choices=MODES, default="train")
+    mode.add_argument("--lora-rank", type=int, default=16)
+    mode.add_argument("--lora-targets", choices=("attention", "all-linear"), default="all-linear")
+    mode.add_argument("--weight-precision", choices=WEIGHT_PRECISIONS, default="bf16", help="inference weights")
+    mode.add_argument("--kv-cache-precision", choices=KV_PRECISIONS, default="bf16")
+    mode.add_argument("--context-len", type=int, default=8192, help="inference: tokens per sequence")
+    mode.add_argument("--concurrency", type=int, default=1, help="inference: sequences served at once")
+    mode.add_argument("--tensor-parallel", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -87,17 +106,82 @@ def model_from_args(args: argparse.Namespace) -> ModelSpec:
 
 
 def settings_from_args(args: argparse.Namespace) -> TrainingSettings:
+    fields = {name: getattr(args, name) for name in USER_SETTING_FIELDS}
+    if args.mode != "train":
+        fields |= {"method": METHOD_OF_MODE[args.mode], "lora_rank": args.lora_rank, "lora_targets": args.lora_targets}
+    if args.tensor_parallel != 1:
+        fields["tensor_parallel"] = args.tensor_parallel
     try:
-        return TrainingSettings(**{name: getattr(args, name) for name in USER_SETTING_FIELDS})
+        return TrainingSettings(**fields)
     except ValidationError as error:
         raise UsageError(describe_validation_error(error)) from None
 
 
+def serving_from_args(args: argparse.Namespace, spec: ModelSpec) -> ServingSettings:
+    try:
+        settings = ServingSettings(
+            weight_precision=args.weight_precision,
+            kv_cache_precision=args.kv_cache_precision,
+            context_len=args.context_len,
+            concurrent_sequences=args.concurrency,
+            tensor_parallel=args.tensor_parallel,
+        )
+    except ValidationError as error:
+        raise UsageError(describe_validation_error(error)) from None
+    problem = tensor_parallel_problem(spec, settings.tensor_parallel)
+    if problem:
+        raise UsageError(f"--tensor-parallel: {problem}")
+    return settings
+
+
+def serving_result(spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: float | None) -> dict:
+    """The inference mode's answer, shaped like the training one (peak_gib, components_gib)."""
+    estimate = estimate_serving(spec, settings)
+    result = {
+        "model": spec.name,
+        "mode": "inference",
+        "settings": settings.model_dump(exclude={"overheads"}),
+        "peak_gib": estimate.total_gib,
+        "components_gib": {
+            "weights": estimate.weights_gib,
+            "kv_cache": estimate.kv_cache_gib,
+            "activations": estimate.activations_gib,
+            "framework_overhead": estimate.overhead_gib,
+        },
+    } | estimate.model_dump()
+    if gpu_memory_gib is not None:
+        result["fit"] = {
+            "gpu_memory_gib": gpu_memory_gib,
+            "verdict": verdict(estimate.total_gib, gpu_memory_gib),
+            "headroom_gib": gpu_memory_gib - estimate.total_gib,
+            "max_concurrency": max_concurrency(spec, settings, gpu_memory_gib),
+            "max_context_len": max_context_len(spec, settings, gpu_memory_gib),
+        }
+    return result
+
+
+def format_serving_table(result: dict) -> str:
+    lines = [f"{result['model']} (inference): {result['peak_gib']:.2f} GiB per GPU"]
+    for name, gib in result["components_gib"].items():
+        lines.append(f"  {name.replace('_', ' '):<32}{gib:>10.2f} GiB")
+    lines.append(f"  {'KV cache per sequence':<32}{result['kv_cache_per_sequence_gib']:>10.3f} GiB")
+    if "fit" in result:
+        fit = result["fit"]
+        lines.append(
+            f"On {fit['gpu_memory_gib']:g} GiB: {fit['verdict']} (headroom {fit['headroom_gib']:.2f} GiB); "
+            f"most sequences {fit['max_concurrency']}, longest context {fit['max_context_len']:,}"
+        )
+    return "\n".join(lines)
+
+
 def memory_command(args: argparse.Namespace) -> str:
     spec = model_from_args(args)
-    settings = settings_from_args(args)
     if args.gpu_memory_gib is not None and not 0 < args.gpu_memory_gib < 100_000:
         raise UsageError("--gpu-memory-gib must be a positive number of GiB")
+    if args.mode == "inference":
+        result = serving_result(spec, serving_from_args(args, spec), args.gpu_memory_gib)
+        return json.dumps(result, indent=2) if args.json else format_serving_table(result)
+    settings = settings_from_args(args)
     estimate = estimate_memory(spec, settings)
     result = {"model": spec.name, "settings": settings.model_dump(exclude={"overheads"})} | estimate.model_dump()
     if args.gpu_memory_gib is not None:

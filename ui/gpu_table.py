@@ -3,24 +3,63 @@
 from __future__ import annotations
 
 import pandas as pd
+from pydantic import BaseModel
 
+from calculators.fit import verdict
 from calculators.fit_matrix import GpuFit
 from calculators.gpu_catalogue import GpuSpec
+from calculators.inference import ServingSettings, serving_table
+from calculators.model_spec import ModelSpec
 
 FIT_COLUMNS = ("verdict", "headroom_gib", "max_micro_batch", "min_gpus")
+SERVING_COLUMNS = ("verdict", "headroom_gib", "max_concurrency", "max_context_len", "decode_tokens_per_s", "min_gpus")
 
 
-def gpu_table(gpus: list[GpuSpec], fits: list[GpuFit] | None, detected: set[str], user_names: set[str]) -> pd.DataFrame:
+class ServingRow(BaseModel):
+    """A serving answer shaped like a fit-matrix row, so the table treats both alike."""
+
+    gpu: str
+    verdict: str
+    headroom_gib: float
+    max_concurrency: int
+    max_context_len: int
+    decode_tokens_per_s: float | None
+    min_gpus: int | None
+
+
+def serving_fit_rows(spec: ModelSpec, settings: ServingSettings, gpus: list[GpuSpec]) -> list[ServingRow]:
+    """The inference mode's matrix: fit, concurrency, context and decode speed on every GPU."""
+    rows = []
+    for fit in serving_table(spec, settings, gpus):
+        rows.append(
+            ServingRow(
+                gpu=fit.gpu,
+                verdict=verdict(fit.total_gib, fit.budget_gib),
+                headroom_gib=fit.budget_gib - fit.total_gib,
+                max_concurrency=fit.max_concurrency,
+                max_context_len=fit.max_context_len,
+                decode_tokens_per_s=fit.decode_tokens_per_s_per_sequence,
+                min_gpus=fit.gpus_needed,
+            )
+        )
+    return rows
+
+
+def gpu_table(
+    gpus: list[GpuSpec], fits: list[GpuFit] | list[ServingRow] | None, detected: set[str], user_names: set[str]
+) -> pd.DataFrame:
     """One row per GPU with its figures and, when a workload is set, its fit answers."""
     table = pd.DataFrame([gpu.model_dump() for gpu in gpus])
     table["detected"] = table["name"].isin(detected)
     table["yours"] = table["name"].isin(user_names)
     if fits is not None:
         by_name = {row.gpu: row for row in fits}
-        for column in FIT_COLUMNS:
+        columns = SERVING_COLUMNS if fits and isinstance(fits[0], ServingRow) else FIT_COLUMNS
+        for column in columns:
             table[column] = [getattr(by_name[name], column) for name in table["name"]]
-        table["max_micro_batch"] = table["max_micro_batch"].astype("Int64")
-        table["min_gpus"] = table["min_gpus"].astype("Int64")
+        for column in ("max_micro_batch", "min_gpus"):
+            if column in table:
+                table[column] = table[column].astype("Int64")
     return table
 
 

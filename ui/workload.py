@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from calculators.fit_matrix import gpu_memory_gib
 from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
+from calculators.inference import KV_PRECISIONS, WEIGHT_PRECISIONS, ServingSettings
 from calculators.model_input import (
     ModelInputError,
     describe_validation_error,
@@ -21,6 +22,7 @@ from calculators.model_input import (
     spec_from_parameter_count,
 )
 from calculators.model_spec import ModelSpec
+from calculators.modes import METHOD_OF_MODE, MODE_LABEL, MODES
 from calculators.presets import load_presets
 from calculators.training import (
     ATTENTION,
@@ -45,7 +47,8 @@ DEFAULT_GPU = "H100-SXM5-80GB"
 
 @dataclass
 class Workload:
-    """What the pages need: a model and settings, or the reasons there are none."""
+    """What the pages need: a model and settings, or the reasons there are none.
+    Training modes fill `settings`; the inference mode fills `serving`."""
 
     spec: ModelSpec | None
     settings: TrainingSettings | None
@@ -53,9 +56,17 @@ class Workload:
     gpu_memory_gib: float
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    mode: str = "train"
+    serving: ServingSettings | None = None
+
+    @property
+    def is_inference(self) -> bool:
+        return self.mode == "inference"
 
     @property
     def ready(self) -> bool:
+        if self.is_inference:
+            return self.spec is not None and self.serving is not None
         return self.spec is not None and self.settings is not None
 
 
@@ -67,6 +78,7 @@ class Between:
 
 # (session key, query key, type, default, allowed choices or a Between range)
 FIELDS: list[tuple[str, str, type, object, object]] = [
+    ("mode", "mode", str, "train", MODES),
     ("model_source", "src", str, "Preset", MODEL_SOURCES),
     ("preset", "model", str, DEFAULT_PRESET, None),
     ("params_billion", "params_b", float, 7.0, Between(0.001, 100_000.0)),
@@ -89,6 +101,13 @@ FIELDS: list[tuple[str, str, type, object, object]] = [
     ("zero", "zero", int, 0, ZERO_STAGES),
     ("checkpointing", "ckpt", str, "none", CHECKPOINTING),
     ("attention", "attn", str, "fused", ATTENTION),
+    ("lora_rank", "rank", int, 16, Between(1, 4096)),
+    ("lora_targets", "targets", str, "all-linear", ("attention", "all-linear")),
+    ("s_weight_precision", "wprec", str, "bf16", WEIGHT_PRECISIONS),
+    ("s_kv_precision", "kvprec", str, "bf16", KV_PRECISIONS),
+    ("s_context_len", "ctx", int, 8192, Between(1, 10_000_000)),
+    ("s_concurrency", "conc", int, 1, Between(1, 100_000)),
+    ("s_tensor_parallel", "tp_serve", int, 1, Between(1, 1024)),
     ("gpu", "gpu", str, DEFAULT_GPU, None),
     ("gpu_memory_gib", "gib", float, 80.0, Between(0.1, 100_000.0)),
 ]
@@ -97,6 +116,7 @@ FIELDS: list[tuple[str, str, type, object, object]] = [
 # Controls drawn by one page only (the Cost page). Streamlit forgets a widget's value
 # while another page runs, so these are kept under ui.remember's saved copy as well.
 PAGE_FIELDS: list[tuple[str, str, type, object, object]] = [
+    ("mode", "mode", str, "train", MODES),
     ("cost_dataset_unit", "unit", str, "tokens", ("tokens", "samples")),
     ("cost_tokens_billion", "tokens_b", float, 1.0, Between(1e-6, 1e6)),
     ("cost_samples", "samples", int, 100_000, Between(1, 10**12)),
@@ -259,14 +279,72 @@ def _gpu_controls(catalogue: list[GpuSpec]) -> tuple[str, float]:
     return name, gpu_memory_gib(gpu)
 
 
+WEIGHT_PRECISION_LABEL = {
+    "fp32": "FP32",
+    "fp16": "FP16",
+    "bf16": "BF16",
+    "fp8": "FP8",
+    "int8": "INT8 (GPTQ/AWQ-style groups)",
+    "int4": "INT4 (GPTQ/AWQ-style groups)",
+}
+
+
+def _serving_controls() -> dict:
+    sidebar = st.sidebar
+    sidebar.subheader("Serving")
+    col1, col2 = sidebar.columns(2)
+    col1.selectbox("Weights", WEIGHT_PRECISIONS, format_func=WEIGHT_PRECISION_LABEL.get, key="s_weight_precision")
+    col2.selectbox("KV cache", KV_PRECISIONS, key="s_kv_precision")
+    col1.number_input("Context (tokens)", min_value=1, max_value=10_000_000, step=1024, key="s_context_len")
+    col2.number_input("Concurrent sequences", min_value=1, max_value=100_000, key="s_concurrency")
+    sidebar.number_input("Tensor-parallel GPUs", min_value=1, max_value=1024, key="s_tensor_parallel")
+    return {
+        "weight_precision": st.session_state.s_weight_precision,
+        "kv_cache_precision": st.session_state.s_kv_precision,
+        "context_len": st.session_state.s_context_len,
+        "concurrent_sequences": st.session_state.s_concurrency,
+        "tensor_parallel": st.session_state.s_tensor_parallel,
+    }
+
+
+def _lora_controls() -> dict:
+    col1, col2 = st.sidebar.columns(2)
+    col1.number_input("LoRA rank", min_value=1, max_value=4096, key="lora_rank")
+    col2.selectbox("LoRA on", ("attention", "all-linear"), key="lora_targets")
+    return {"lora_rank": st.session_state.lora_rank, "lora_targets": st.session_state.lora_targets}
+
+
+def _restore_hidden_fields() -> None:
+    """Streamlit drops the state of widgets a run does not draw (the training controls
+    while serving, say); bring back their last values, kept under ui.remember's prefix."""
+    for key, *_ in FIELDS:
+        if key not in st.session_state and SAVED_PREFIX + key in st.session_state:
+            st.session_state[key] = st.session_state[SAVED_PREFIX + key]
+
+
+def _keep_fields() -> None:
+    for key, *_ in FIELDS:
+        if key in st.session_state:
+            st.session_state[SAVED_PREFIX + key] = st.session_state[key]
+
+
 def workload_sidebar() -> Workload:
     """Draw the shared controls and return the workload they describe."""
     warnings = load_from_url()
+    _restore_hidden_fields()
     presets = load_presets()
     catalogue = list(load_gpu_catalogue()) + user_gpus()
+    mode = st.sidebar.selectbox("Mode", MODES, format_func=MODE_LABEL.get, key="mode")
     spec, errors, notes = _model_controls(presets)
-    training = _training_controls()
+    training, serving = None, None
+    if mode == "inference":
+        serving = _serving_controls()
+    else:
+        training = _training_controls() | {"method": METHOD_OF_MODE[mode]}
+        if mode != "train":
+            training |= _lora_controls()
     gpu_name, gpu_gib = _gpu_controls(catalogue)
+    _keep_fields()
     save_to_url()
     errors = warnings + errors
     if isinstance(spec, dict):
@@ -275,9 +353,27 @@ def workload_sidebar() -> Workload:
         except ValidationError as error:
             errors.append(f"Custom architecture: {describe_validation_error(error)}")
             spec = None
+    settings = _validated(TrainingSettings, training, "Training settings", errors)
+    serving_settings = _validated(ServingSettings, serving, "Serving settings", errors)
+    return Workload(
+        spec=spec,
+        settings=settings,
+        gpu_name=gpu_name,
+        gpu_memory_gib=gpu_gib,
+        errors=errors,
+        notes=notes,
+        mode=mode,
+        serving=serving_settings,
+    )
+
+
+def _validated(model: type, fields: dict | None, label: str, errors: list[str]):
+    """The pydantic model built from `fields`, or None with the reason added to `errors`."""
+    if fields is None:
+        return None
     try:
-        settings = TrainingSettings(**training)
-    except ValidationError as error:
-        errors.append(f"Training settings: {describe_validation_error(error)}")
-        settings = None
-    return Workload(spec=spec, settings=settings, gpu_name=gpu_name, gpu_memory_gib=gpu_gib, errors=errors, notes=notes)
+        return model(**fields)
+    except (ValidationError, ValueError) as error:
+        reason = describe_validation_error(error) if isinstance(error, ValidationError) else str(error)
+        errors.append(f"{label}: {reason}")
+        return None

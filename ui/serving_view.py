@@ -1,0 +1,76 @@
+"""The Memory page in the inference mode: weights, KV cache, concurrency and decode speed."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from calculators.fit import verdict
+from calculators.gpu_catalogue import GpuSpec
+from calculators.inference import (
+    decode_tokens_per_s,
+    estimate_serving,
+    max_concurrency,
+    max_context_len,
+    min_tensor_parallel,
+    tensor_parallel_problem,
+)
+from calculators.model_spec import ModelSpec
+
+
+def serving_breakdown_figure(parts_gib: dict[str, float], capacity_gib: float) -> go.Figure:
+    figure = go.Figure()
+    for name, gib in parts_gib.items():
+        figure.add_bar(name=name, x=["per GPU"], y=[gib], hovertemplate="%{y:.2f} GiB")
+    figure.add_hline(y=capacity_gib, line_dash="dash", line_color="red", annotation_text=f"GPU {capacity_gib:g} GiB")
+    figure.update_layout(barmode="stack", yaxis_title="GiB", height=380, margin=dict(l=10, r=10, t=30, b=10))
+    return figure
+
+
+def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
+    """Draw the serving answers for the workload's model and serving settings."""
+    settings, capacity = workload.serving, workload.gpu_memory_gib
+    problem = tensor_parallel_problem(spec, settings.tensor_parallel)
+    if problem:
+        st.error(f"Serving settings: {problem}")
+        return
+    estimate = estimate_serving(spec, settings)
+    result = verdict(estimate.total_gib, capacity)
+    summary = (
+        f"**{estimate.total_gib:.1f} GiB** per GPU for {settings.concurrent_sequences} sequence(s) of "
+        f"{settings.context_len:,} tokens on **{workload.gpu_name}** ({capacity:g} GiB)"
+    )
+    if result == "fits":
+        st.success(f"Fits: {summary}", icon=":material/check_circle:")
+    elif result == "tight":
+        st.warning(f"Tight fit (under 5% free): {summary}", icon=":material/warning:")
+    else:
+        st.error(f"Does not fit: {summary}", icon=":material/block:")
+
+    cols = st.columns(4)
+    cols[0].metric("KV cache per sequence", f"{estimate.kv_cache_per_sequence_gib:.3f} GiB")
+    cols[1].metric("Most sequences that fit", max_concurrency(spec, settings, capacity))
+    cols[2].metric("Longest context that fits", f"{max_context_len(spec, settings, capacity):,}")
+    fewest = min_tensor_parallel(spec, settings, capacity)
+    cols[3].metric("Fewest GPUs (tensor parallel)", fewest if fewest else "over 8")
+    if gpu is not None and result != "does not fit":
+        speed = decode_tokens_per_s(spec, settings, gpu, settings.concurrent_sequences)
+        cols = st.columns(3)
+        cols[0].metric("Decode tokens/s per sequence", f"{speed.tokens_per_s_per_sequence:,.0f}")
+        cols[1].metric("Decode tokens/s in all", f"{speed.tokens_per_s_aggregate:,.0f}")
+        cols[2].metric("Bound by", speed.bound, help=f"step {speed.step_time_s * 1000:.2f} ms at the full context")
+
+    parts = {
+        "Weights": estimate.weights_gib,
+        "KV cache": estimate.kv_cache_gib,
+        "Activations": estimate.activations_gib,
+        "Overhead": estimate.overhead_gib,
+    }
+    st.plotly_chart(serving_breakdown_figure(parts, capacity), width="stretch")
+    st.dataframe(
+        pd.DataFrame([{"part": k, "GiB": round(v, 3)} for k, v in parts.items()]), hide_index=True, width="content"
+    )
+    with st.expander("Assumptions and sources"):
+        for line in estimate.assumptions:
+            st.markdown(f"- {line}")
