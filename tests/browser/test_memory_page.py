@@ -60,3 +60,10 @@ def test_cost_page_ranks_options_and_downloads_a_csv(page, app_url):
     assert len(options) > 10
     assert {"gpu", "provider", "hours", "usd_on_demand", "usd_spot_expected"} <= set(options.columns)
     assert list(options["usd_on_demand"]) == sorted(options["usd_on_demand"])
+
+
+def test_inference_mode_shows_the_serving_answers(page, app_url):
+    page.goto(f"{app_url}/?mode=inference&gpu=RTX-4090-24GB")
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_text("Most sequences that fit")).to_be_visible(timeout=60_000)
+    expect(main.get_by_text("KV cache per sequence")).to_be_visible()
