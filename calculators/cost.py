@@ -54,7 +54,7 @@ class CostOption(BaseModel):
     usd_spot_low: float | None
     usd_spot_high: float | None
     usd_per_epoch_spot: float | None
-    usd_per_million_tokens_spot: float | None
+    usd_per_million_tokens_spot: float | None = None
     fits_in_memory: bool | None = Field(description="None when no memory check was given")
     price_as_of: dt.date
     source: str

@@ -18,16 +18,16 @@ is reported as a `CatalogueError` that names the file, row, GPU and field.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import difflib
-import io
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from calculators import csv_rows
 
 DEFAULT_CATALOGUE_PATH = Path(__file__).resolve().parent.parent / "data" / "gpus.csv"
 
@@ -136,39 +136,15 @@ class CatalogueError(ValueError):
     """A GPU catalogue (or uploaded CSV) is malformed; the message names file, row, GPU and field."""
 
 
-def _where(origin: str, row_number: int, name: str = "") -> str:
-    """Prefix for messages: 'gpus.csv row 7 (A100-SXM4-80GB)'. Rows count data rows from 1."""
-    place = f"{origin} row {row_number}"
-    name = " ".join(name.split())[:60]  # keep the message on one short line
-    return f"{place} ({name})" if name else place
-
-
-def _shorten(value: object, limit: int = 40) -> str:
-    """repr() of a bad value, cut to `limit` characters so a message stays one short line."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _describe_validation_error(exc: ValidationError, values: Mapping[str, object]) -> str:
-    """'field: message (got value)' for the first problem pydantic found."""
-    error = exc.errors()[0]
-    field = ".".join(str(part) for part in error["loc"]) or "row"
-    if error["type"] == "missing":
-        return f"{field}: required, but the cell is empty"
-    message = error["msg"].removeprefix("Value error, ")
-    got = f" (got {_shorten(values[field])})" if field in values else ""
-    return f"{field}: {message}{got}"
+def _label(row: Mapping[object, object]) -> str:
+    """The GPU name of a raw row, for messages."""
+    name = row.get("name")
+    return name.strip() if isinstance(name, str) else ""
 
 
 def _check_columns(columns: Iterable[object], where: str) -> None:
     """Raise CatalogueError for an unknown or a missing column."""
-    present = list(columns)
-    unknown = [column for column in present if column not in COLUMNS]
-    if unknown:
-        raise CatalogueError(f"{where}: unknown column {_shorten(unknown[0])}")
-    missing = [column for column in COLUMNS if column not in present]
-    if missing:
-        raise CatalogueError(f"{where}: missing column {missing[0]!r}")
+    csv_rows.check_columns(columns, where, CatalogueError, known=COLUMNS, required=COLUMNS)
 
 
 def _cell_text(value: object) -> object:
@@ -178,11 +154,7 @@ def _cell_text(value: object) -> object:
 
 def _parse_row(row: object, origin: str, row_number: int) -> GpuSpec:
     """Validate one row (a mapping of column to cell); blank cells mean 'not set'."""
-    if not isinstance(row, Mapping):
-        raise CatalogueError(f"{_where(origin, row_number)}: expected a mapping of column to value")
-    raw_name = row.get("name")
-    name = raw_name.strip() if isinstance(raw_name, str) else ""
-    where = _where(origin, row_number, name)
+    where = csv_rows.row_where(row, origin, row_number, _label, CatalogueError)
     if None in row:  # csv.DictReader files surplus cells under the key None
         raise CatalogueError(f"{where}: more cells than header columns")
     _check_columns(row.keys(), where)
@@ -191,10 +163,7 @@ def _parse_row(row: object, origin: str, row_number: int) -> GpuSpec:
         raise CatalogueError(f"{where}: {short[0]}: row ends before this column")
     values = {column: _cell_text(value) for column, value in row.items()}
     values = {column: value for column, value in values.items() if value != ""}
-    try:
-        return GpuSpec.model_validate(values)
-    except ValidationError as exc:
-        raise CatalogueError(f"{where}: {_describe_validation_error(exc, values)}") from None
+    return csv_rows.validate_row(GpuSpec, values, where, CatalogueError)
 
 
 def parse_gpu_rows(rows: Sequence[Mapping[str, str]], origin: str = "gpus.csv") -> list[GpuSpec]:
@@ -210,66 +179,30 @@ def parse_gpu_rows(rows: Sequence[Mapping[str, str]], origin: str = "gpus.csv") 
         spec = _parse_row(row, origin, row_number)
         key = spec.name.casefold()
         if key in first_row_of:
-            where = _where(origin, row_number, spec.name)
+            where = csv_rows.where(origin, row_number, spec.name)
             raise CatalogueError(f"{where}: name: duplicate of row {first_row_of[key]}")
         first_row_of[key] = row_number
         specs.append(spec)
     return specs
 
 
-def _read_table(text: str, origin: str) -> list[list[str]]:
-    """Split CSV text into rows of stripped cells, leaving out blank lines."""
-    try:
-        table = list(csv.reader(io.StringIO(text)))
-    except csv.Error as exc:
-        raise CatalogueError(f"{origin}: not a readable CSV file: {exc}") from None
-    stripped = [[cell.strip() for cell in cells] for cells in table]
-    return [cells for cells in stripped if any(cells)]
-
-
-def _rows_from_table(header: list[str], body: list[list[str]], origin: str) -> list[dict[str, str]]:
-    """Pair each data row with the header; a row with too few or too many cells is an error."""
-    name_index = header.index("name")
-    rows = []
-    for row_number, cells in enumerate(body, start=1):
-        if len(cells) != len(header):
-            name = cells[name_index] if name_index < len(cells) else ""
-            where = _where(origin, row_number, name)
-            raise CatalogueError(f"{where}: {len(cells)} cells but the header has {len(header)} columns")
-        rows.append(dict(zip(header, cells, strict=True)))
-    return rows
-
-
 def parse_gpu_csv(text: str | bytes, origin: str = "uploaded CSV") -> list[GpuSpec]:
     """Parse CSV text (header + one GPU per row) into GpuSpecs; raise CatalogueError if anything is wrong."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise CatalogueError(f"{origin}: not UTF-8 text") from None
-    if not isinstance(text, str):
-        raise CatalogueError(f"{origin}: expected CSV text, got {type(text).__name__}")
-    table = _read_table(text.lstrip("\ufeff"), origin)
-    if not table:
-        raise CatalogueError(f"{origin}: the file is empty (expected a header row and GPU rows)")
-    header, body = table[0], table[1:]
-    duplicates = sorted({column for column in header if header.count(column) > 1})
-    if duplicates:
-        raise CatalogueError(f"{origin} header: column {duplicates[0]!r} appears twice")
-    _check_columns(header, f"{origin} header")
-    if not body:
-        raise CatalogueError(f"{origin}: no GPU rows below the header")
-    return parse_gpu_rows(_rows_from_table(header, body, origin), origin)
+    rows = csv_rows.parse_table(
+        text,
+        origin,
+        CatalogueError,
+        rows_name="GPU rows",
+        check_header=_check_columns,
+        label=_label,
+        byte_types=(bytes,),  # a bytearray is reported as not CSV text
+    )
+    return parse_gpu_rows(rows, origin)
 
 
 def _read_catalogue(path: Path) -> tuple[GpuSpec, ...]:
     """Read and validate one catalogue file."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise CatalogueError(f"GPU catalogue not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogueError(f"GPU catalogue {path} cannot be read: {exc}") from None
+    text = csv_rows.read_csv_file(path, CatalogueError, "GPU catalogue")
     return tuple(parse_gpu_csv(text, origin=path.name))
 
 

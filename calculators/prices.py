@@ -17,18 +17,17 @@ reported as a `PriceCatalogueError` naming the file, row, instance and field on 
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import difflib
-import io
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from calculators import csv_rows
 from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
 
 DEFAULT_PRICES_PATH = Path(__file__).resolve().parent.parent / "data" / "cloud_prices.csv"
@@ -91,19 +90,6 @@ def prices_as_of(prices: Iterable[CloudPrice]) -> tuple[dt.date, dt.date] | None
 # --- parsing -------------------------------------------------------------------
 
 
-def _shorten(value: object, limit: int = 40) -> str:
-    """repr() of a bad value, cut to `limit` characters so a message stays one short line."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _where(origin: str, row_number: int, label: str = "") -> str:
-    """Prefix for messages: 'cloud_prices.csv row 7 (AWS p5.48xlarge)'. Rows count data rows from 1."""
-    label = " ".join(label.split())[:60]
-    place = f"{origin} row {row_number}"
-    return f"{place} ({label})" if label else place
-
-
 def _label(row: Mapping[object, object]) -> str:
     """'provider instance_type' of a raw row, for messages."""
     parts = [row.get("provider"), row.get("instance_type")]
@@ -121,24 +107,14 @@ def _is_blank(value: object) -> bool:
 
 def _check_columns(columns: Iterable[object], where: str) -> None:
     """Raise PriceCatalogueError for an unknown or a missing required column."""
-    present = list(columns)
-    unknown = [column for column in present if column not in COLUMNS]
-    if unknown:
-        raise PriceCatalogueError(f"{where}: unknown column {_shorten(unknown[0])}; expected {', '.join(COLUMNS)}")
-    missing = [column for column in REQUIRED_COLUMNS if column not in present]
-    if missing:
-        raise PriceCatalogueError(f"{where}: missing column {missing[0]!r}")
-
-
-def _describe_validation_error(exc: ValidationError, values: Mapping[str, object]) -> str:
-    """'field: message (got value)' for the first problem pydantic found."""
-    error = exc.errors()[0]
-    field = ".".join(str(part) for part in error["loc"]) or "row"
-    if error["type"] == "missing":
-        return f"{field}: required, but the cell is empty"
-    message = error["msg"].removeprefix("Value error, ")
-    got = f" (got {_shorten(values[field])})" if field in values else ""
-    return f"{field}: {message}{got}"
+    csv_rows.check_columns(
+        columns,
+        where,
+        PriceCatalogueError,
+        known=COLUMNS,
+        required=REQUIRED_COLUMNS,
+        unknown_hint=f"; expected {', '.join(COLUMNS)}",
+    )
 
 
 def _gpu_names(catalogue: Iterable[GpuSpec] | None) -> dict[str, str]:
@@ -154,23 +130,18 @@ def _canonical_gpu(name: str, names: Mapping[str, str], where: str) -> str:
         return names[key]
     close = [names[match] for match in difflib.get_close_matches(key, list(names), n=3, cutoff=0.4)]
     hint = f"close catalogue names: {', '.join(close)}" if close else f"{len(names)} GPUs are in the catalogue"
-    raise PriceCatalogueError(f"{where}: gpu: unknown GPU {_shorten(name)}; {hint}")
+    raise PriceCatalogueError(f"{where}: gpu: unknown GPU {csv_rows.shorten(name)}; {hint}")
 
 
 def _parse_row(row: object, origin: str, row_number: int, gpu_names: Mapping[str, str]) -> CloudPrice:
     """Validate one row (a mapping of column to cell); blank cells mean 'not set'."""
-    if not isinstance(row, Mapping):
-        raise PriceCatalogueError(f"{_where(origin, row_number)}: expected a mapping of column to value")
-    where = _where(origin, row_number, _label(row))
+    where = csv_rows.row_where(row, origin, row_number, _label, PriceCatalogueError)
     _check_columns(row.keys(), where)
     values = {column: value.strip() if isinstance(value, str) else value for column, value in row.items()}
     values = {column: value for column, value in values.items() if not _is_blank(value)}
     if isinstance(values.get("gpu"), str):
         values["gpu"] = _canonical_gpu(values["gpu"], gpu_names, where)
-    try:
-        return CloudPrice.model_validate(values)
-    except ValidationError as exc:
-        raise PriceCatalogueError(f"{where}: {_describe_validation_error(exc, values)}") from None
+    return csv_rows.validate_row(CloudPrice, values, where, PriceCatalogueError)
 
 
 def parse_price_rows(
@@ -192,45 +163,11 @@ def parse_price_rows(
         price = _parse_row(row, origin, row_number, gpu_names)
         key = (price.provider.casefold(), price.instance_type.casefold(), price.region.casefold())
         if key in first_row_of:
-            where = _where(origin, row_number, f"{price.provider} {price.instance_type}")
+            where = csv_rows.where(origin, row_number, f"{price.provider} {price.instance_type}")
             raise PriceCatalogueError(f"{where}: instance_type: duplicate of row {first_row_of[key]} (same region)")
         first_row_of[key] = row_number
         prices.append(price)
     return prices
-
-
-def _read_table(text: str, origin: str) -> list[list[str]]:
-    """Split CSV text into rows of stripped cells, leaving out blank lines."""
-    try:
-        table = list(csv.reader(io.StringIO(text)))
-    except csv.Error as exc:
-        raise PriceCatalogueError(f"{origin}: not a readable CSV file: {exc}") from None
-    stripped = [[cell.strip() for cell in cells] for cells in table]
-    return [cells for cells in stripped if any(cells)]
-
-
-def _rows_from_table(header: list[str], body: list[list[str]], origin: str) -> list[dict[str, str]]:
-    """Pair each data row with the header; a row with too few or too many cells is an error."""
-    rows = []
-    for row_number, cells in enumerate(body, start=1):
-        if len(cells) != len(header):
-            label = _label(dict(zip(header, cells, strict=False)))
-            where = _where(origin, row_number, label)
-            raise PriceCatalogueError(f"{where}: {len(cells)} cells but the header has {len(header)} columns")
-        rows.append(dict(zip(header, cells, strict=True)))
-    return rows
-
-
-def _decode(text: object, origin: str) -> str:
-    """CSV text from str or UTF-8 bytes (a byte-order mark is dropped)."""
-    if isinstance(text, bytes | bytearray):
-        try:
-            text = bytes(text).decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise PriceCatalogueError(f"{origin}: not UTF-8 text") from None
-    if not isinstance(text, str):
-        raise PriceCatalogueError(f"{origin}: expected CSV text, got {type(text).__name__}")
-    return text.lstrip("\ufeff")
 
 
 def parse_price_csv(
@@ -244,27 +181,21 @@ def parse_price_csv(
     provider, instance_type, gpu, gpu_count, region, on_demand_usd_per_hour, source, as_of;
     spot_usd_per_hour, interruptions_per_hour and notes may be left out.
     """
-    table = _read_table(_decode(text, origin), origin)
-    if not table:
-        raise PriceCatalogueError(f"{origin}: the file is empty (expected a header row and price rows)")
-    header, body = table[0], table[1:]
-    duplicates = sorted({column for column in header if header.count(column) > 1})
-    if duplicates:
-        raise PriceCatalogueError(f"{origin} header: column {_shorten(duplicates[0])} appears twice")
-    _check_columns(header, f"{origin} header")
-    if not body:
-        raise PriceCatalogueError(f"{origin}: no price rows below the header")
-    return parse_price_rows(_rows_from_table(header, body, origin), origin, catalogue)
+    rows = csv_rows.parse_table(
+        text,
+        origin,
+        PriceCatalogueError,
+        rows_name="price rows",
+        check_header=_check_columns,
+        label=_label,
+        quote_column=csv_rows.shorten,
+    )
+    return parse_price_rows(rows, origin, catalogue)
 
 
 def _read_prices(path: Path) -> tuple[CloudPrice, ...]:
     """Read and validate one price file."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise PriceCatalogueError(f"price sheet not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PriceCatalogueError(f"price sheet {path} cannot be read: {exc}") from None
+    text = csv_rows.read_csv_file(path, PriceCatalogueError, "price sheet")
     return tuple(parse_price_csv(text, origin=path.name))
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from calculators.gpu_catalogue import GpuSpec
 from calculators.model_spec import ModelSpec
+from calculators.time_model import compute_format
 from calculators.training import TrainingSettings
 
 
@@ -18,11 +19,7 @@ def matmul_format(precision: str) -> str:
     """The tensor-core format the step's matmuls run in for a precision mode:
     bf16 or fp16 under mixed precision and autocast, and fp32 under fp32 (PyTorch
     keeps TF32 off for matmuls by default: torch.backends.cuda.matmul.allow_tf32)."""
-    if "bf16" in precision:
-        return "bf16"
-    if "fp16" in precision:
-        return "fp16"
-    return "fp32"
+    return compute_format(precision, fp32_uses_tf32=False)
 
 
 def matmul_element_bytes(precision: str) -> int:

@@ -229,3 +229,21 @@ def test_renting_cheaper_than_power_never_breaks_even():
 def test_buy_vs_rent_needs_a_price():
     with pytest.raises(ValueError, match="purchase_usd_per_gpu"):
         buy_vs_rent(find_gpu("A100-SXM4-80GB"), 8, 20.0, 10.0)
+
+
+def test_spot_cost_per_million_tokens_is_the_expected_spot_cost_over_the_tokens():
+    """2e9 tokens: USD per million tokens = expected spot USD / 2000."""
+    from calculators.cost import cost_options as options_for
+    from calculators.gpu_catalogue import load_gpu_catalogue
+    from calculators.presets import get_preset
+    from calculators.prices import load_prices
+    from calculators.time_model import TimeSettings
+    from calculators.training import TrainingSettings
+
+    options = options_for(
+        get_preset("gpt2"), TrainingSettings(), TimeSettings(dataset_tokens=2e9), load_prices(), load_gpu_catalogue()
+    )
+    spot = [option for option in options if option.usd_spot_expected is not None]
+    assert spot
+    for option in spot:
+        assert option.usd_per_million_tokens_spot == pytest.approx(option.usd_spot_expected / 2000)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import io
 import random
 
 import pytest
 
+from calculators.csv_rows import csv_text as write_csv_text
 from calculators.gpu_catalogue import (
     COLUMNS,
     DEFAULT_CATALOGUE_PATH,
@@ -26,11 +26,7 @@ BY_NAME = {gpu.name: gpu for gpu in CATALOGUE}
 
 def csv_text(rows: list[dict[str, str]], columns: tuple[str, ...] | list[str] = COLUMNS) -> str:
     """Write rows as CSV text with the given header."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
+    return write_csv_text(rows, columns)
 
 
 def catalogue_rows() -> list[dict[str, str]]:

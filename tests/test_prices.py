@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import io
 import math
 import random
 
 import pytest
 
+from calculators.csv_rows import csv_text as write_csv_text
 from calculators.gpu_catalogue import load_gpu_catalogue
 from calculators.prices import (
     COLUMNS,
@@ -34,11 +34,8 @@ def raw_rows() -> list[dict[str, str]]:
 
 
 def csv_text(rows: list[dict[str, str]], columns: tuple[str, ...] | list[str] = COLUMNS) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
+    """Write rows as CSV text with the given header."""
+    return write_csv_text(rows, columns)
 
 
 def good_row(**changes: str) -> dict[str, str]:
