@@ -183,10 +183,7 @@ def _candidate_changes(spec: ModelSpec, settings: TrainingSettings, gpu_memory_g
         changes.append(("Turn on full activation checkpointing", {"checkpointing": "full"}))
     if settings.attention == "eager":
         changes.append(("Use fused attention (SDPA/flash)", {"attention": "fused"}))
-    if settings.optimizer in ("adamw", "sgd"):
-        changes.append(("Use an 8-bit AdamW optimizer (bitsandbytes)", {"optimizer": "adamw-8bit"}))
-    if settings.optimizer == "adamw" and settings.optimizer_impl == "foreach":
-        changes.append(("Use the fused AdamW implementation (fused=True)", {"optimizer_impl": "fused"}))
+    changes += _optimizer_changes(settings)
     if settings.precision == "fp32":
         changes.append(("Train in BF16 mixed precision with autocast", {"precision": "amp-bf16"}))
     if settings.precision != "bf16":
@@ -207,7 +204,67 @@ def _candidate_changes(spec: ModelSpec, settings: TrainingSettings, gpu_memory_g
             )
     for stage in range(settings.zero + 1, 4):
         changes.append(_zero_change(spec, settings, gpu_memory_gib, stage))
+    changes += _offload_changes(settings)
+    tensor_parallel = _tensor_parallel_change(spec, settings, gpu_memory_gib)
+    if tensor_parallel is not None:
+        changes.append(tensor_parallel)
+    return changes + _method_changes(settings)
+
+
+def _optimizer_changes(settings: TrainingSettings) -> list[tuple[str, dict]]:
+    """8-bit AdamW (paged for adapters, as QLoRA trains) and the fused AdamW kernel."""
+    changes: list[tuple[str, dict]] = []
+    if settings.optimizer in ("adamw", "sgd"):
+        if settings.method == "full":
+            changes.append(("Use an 8-bit AdamW optimizer (bitsandbytes)", {"optimizer": "adamw-8bit"}))
+        else:
+            changes.append(("Use paged 8-bit AdamW (bitsandbytes, as QLoRA)", {"optimizer": "paged-adamw-8bit"}))
+    if settings.optimizer == "adamw" and settings.optimizer_impl == "foreach":
+        changes.append(("Use the fused AdamW implementation (fused=True)", {"optimizer_impl": "fused"}))
     return changes
+
+
+def _offload_changes(settings: TrainingSettings) -> list[tuple[str, dict]]:
+    """CPU offload: ZeRO-Offload for the optimizer (worth it when all weights train),
+    ZeRO-Infinity for the parameters (ZeRO-3)."""
+    changes: list[tuple[str, dict]] = []
+    if not settings.offload_optimizer and settings.method == "full":
+        changes.append(("Offload the optimizer states and step to the CPU (ZeRO-Offload)", {"offload_optimizer": True}))
+    if settings.zero == 3 and not settings.offload_parameters:
+        changes.append(("Offload the parameters to the CPU too (ZeRO-Infinity)", {"offload_parameters": True}))
+    return changes
+
+
+def _method_changes(settings: TrainingSettings) -> list[tuple[str, dict]]:
+    """Fine-tune adapters instead of every weight (changes what is trained)."""
+    if settings.method == "full":
+        return [
+            ("Fine-tune LoRA adapters instead of all weights (rank 16, all linears)", {"method": "lora"}),
+            ("Fine-tune with QLoRA (4-bit base, rank 16 adapters)", {"method": "qlora"}),
+        ]
+    if settings.method == "lora":
+        return [("Quantise the frozen base to 4-bit NF4 (QLoRA)", {"method": "qlora"})]
+    return []
+
+
+def _tensor_parallel_change(
+    spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float
+) -> tuple[str, dict] | None:
+    """Trade data parallelism for tensor parallelism on the same GPUs: the smallest degree
+    of 2, 4 or 8 (within a node) that fits, or the largest one possible."""
+    best = None
+    for factor in (2, 4, 8):
+        tensor_parallel = settings.tensor_parallel * factor
+        if settings.gpus % factor or spec.n_heads % tensor_parallel or tensor_parallel > 8:
+            continue
+        data_parallel = settings.gpus // factor
+        best = (
+            f"Tensor parallel {tensor_parallel} x data parallel {data_parallel} (same {settings.total_gpus} GPUs)",
+            {"tensor_parallel": tensor_parallel, "gpus": data_parallel},
+        )
+        if peak_gib(spec, settings, **best[1]) <= gpu_memory_gib:
+            break
+    return best
 
 
 def _zero_change(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float, stage: int) -> tuple[str, dict]:
@@ -244,13 +301,15 @@ def combined_suggestion(
     spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float, max_changes: int = 5
 ) -> Suggestion | None:
     """Greedy: apply the change that lowers the peak most, again and again, until
-    the step fits or nothing helps. Returns the combination when it has 2+ steps."""
+    the step fits or nothing helps. Returns the combination when it has 2+ steps.
+    Switching to LoRA/QLoRA is left out: it changes what is trained, not how."""
     steps: list[str] = []
     current_settings, current_peak = settings, peak_gib(spec, settings)
     while current_peak > gpu_memory_gib and len(steps) < max_changes:
         options = [
             (peak_gib(spec, current_settings, **update), description, update)
             for description, update in _candidate_changes(spec, current_settings, gpu_memory_gib)
+            if "method" not in update
         ]
         if not options:
             break

@@ -13,17 +13,43 @@ Sources:
   and the log-sum-exp (Dao et al. 2022, arXiv 2205.14135).
 - Logits and cross-entropy in fp32: b*s*V*4 bytes for the log-probabilities and
   the same again for each of their gradients.
+- Fine-tuning: LoRA (Hu et al. 2021, arXiv 2106.09685) and QLoRA (Dettmers et al. 2023,
+  arXiv 2305.14314), see calculators/finetune.py; frozen layers save no activations
+  (autograd records nothing before the first tensor that requires grad).
+- CPU offload: ZeRO-Offload (Ren et al. 2021, arXiv 2101.06840) and ZeRO-Infinity
+  (Rajbhandari et al. 2021, arXiv 2104.07857), as DeepSpeed implements them.
+- Model parallelism: Megatron-LM tensor parallelism (Shoeybi et al. 2019, arXiv 1909.08053)
+  with sequence parallelism (Korthikanti et al. 2022, Sec. 4.2.2), and the 1F1B pipeline
+  schedule (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2).
 """
 
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
 from pydantic import BaseModel
 
+from calculators.finetune import (
+    ALL_LINEARS,
+    LORA_TARGET_MODULES,
+    NF4_BITS_PER_WEIGHT,
+    adapted_linears,
+    kv_heads_per_rank,
+    layer_matmul_elements,
+    lora_matrix_shapes,
+    lora_parameters_per_layer,
+    nf4_bytes,
+    qlora_dequantised_weight_bytes,
+)
 from calculators.model_spec import ModelSpec, ParameterCount, parameter_count
 from calculators.training import (
+    LORA_TARGET_LABEL,
     TrainingSettings,
     compute_bytes,
+    frozen_weight_bytes,
     gradient_bytes,
+    is_adapter_method,
     is_autocast,
     master_weight_bytes,
     optimizer_state_element_bytes,
@@ -86,6 +112,228 @@ class MemoryEstimate(BaseModel):
     trainable_parameters: int
     tokens_per_micro_batch: int
     assumptions: list[str]
+    host_memory_gib: float = 0.0
+    pipeline_stage: str = "only"
+
+
+# --- What one GPU holds: its pipeline stage, tensor-parallel shard and trainable part ---
+
+
+class StageLayout(NamedTuple):
+    """Parameters on one GPU (one pipeline stage, one tensor-parallel rank) before ZeRO
+    sharding, and the counts the model states are built from."""
+
+    stage: str  # "only", "first" or "last"
+    layers: int  # transformer layers this stage holds
+    active_layers: int  # of those, the layers that run backward (index >= frozen_layers)
+    in_flight: int  # micro-batches whose activations are alive at once (1F1B)
+    has_embedding: bool
+    has_head: bool
+    trainable: float  # trainable parameters
+    trainable_per_layer: float
+    weight_bytes: float  # every weight, trainable and frozen, in its storage dtype
+    layer_weight_bytes: float  # one layer's weights (what ZeRO-3 gathers)
+    cast_elements: float  # matmul weights whose autocast casts are kept for backward
+    cast_elements_per_layer: float
+    largest_trainable: float  # elements of the largest trainable tensor
+    adafactor_elements: float  # Adafactor's factored state elements
+
+
+def pipeline_stages(settings: TrainingSettings) -> tuple[str, ...]:
+    """The stages that can hold the peak: the first (most micro-batches in flight) and the
+    last (LM head, logits and loss); a single stage without pipeline parallelism."""
+    return ("only",) if settings.pipeline_parallel == 1 else ("first", "last")
+
+
+def stage_layer_counts(spec: ModelSpec, settings: TrainingSettings, stage: str) -> tuple[int, int]:
+    """(layers, layers that run backward) of a stage. Each stage holds ceil(L/p) layers
+    (Narayanan et al. 2021, Sec. 2.2); the first k layers are frozen."""
+    n_layers, frozen = spec.n_layers, settings.frozen_layers
+    if stage == "only":
+        return n_layers, n_layers - frozen
+    per_stage = math.ceil(n_layers / settings.pipeline_parallel)
+    if stage == "first":
+        return per_stage, per_stage - min(frozen, per_stage)
+    return per_stage, max(0, min(per_stage, n_layers - frozen))
+
+
+def in_flight_micro_batches(settings: TrainingSettings, stage: str) -> int:
+    """Under 1F1B stage i keeps the activations of p - i micro-batches (Narayanan et al.
+    2021, Sec. 2.2), never more than the micro-batches of the step: min(p, m) on the first
+    stage, one on the last."""
+    if stage == "first":
+        return min(settings.pipeline_parallel, settings.grad_accum)
+    return 1
+
+
+def embedding_trainable(settings: TrainingSettings) -> bool:
+    """Embeddings train in full training unless layers are frozen (then they are too)."""
+    return settings.method == "full" and settings.frozen_layers == 0
+
+
+def head_trainable(spec: ModelSpec, settings: TrainingSettings) -> bool:
+    """The LM head trains in full training; a tied head is the embedding matrix itself."""
+    return settings.method == "full" and (not spec.tied_embeddings or embedding_trainable(settings))
+
+
+def _split(value: float, tensor_parallel: int) -> float:
+    """One tensor-parallel rank's share of a split tensor (the value itself without TP)."""
+    return value / tensor_parallel if tensor_parallel > 1 else value
+
+
+def local_layer_parameters(spec: ModelSpec, params: ParameterCount, tensor_parallel: int) -> tuple[float, float]:
+    """(all, matmul) parameters of one layer on one tensor-parallel rank: matmul weights
+    are split (Megatron-LM Sec. 3), norms and biases replicated (an upper bound for biases)."""
+    if tensor_parallel == 1:
+        return params.per_layer, params.matmul_per_layer
+    matmul = layer_matmul_elements(spec, tensor_parallel)
+    return params.per_layer - params.matmul_per_layer + matmul, matmul
+
+
+def local_embedding_parameters(spec: ModelSpec, params: ParameterCount, tensor_parallel: int) -> float:
+    """Embedding parameters on one rank: the word embedding is vocab-parallel (split by t),
+    position and token-type embeddings and the embedding norm are replicated."""
+    if tensor_parallel == 1:
+        return params.embedding
+    vocab_matrix = spec.vocab_size * spec.hidden_size
+    return params.embedding - vocab_matrix + _split(vocab_matrix, tensor_parallel)
+
+
+def local_head_parameters(
+    spec: ModelSpec, params: ParameterCount, tensor_parallel: int, stage: str
+) -> tuple[float, float, float]:
+    """(other, vocab matrix held, matmul) head parameters on one rank: the final norm (or a
+    classifier) replicated, the LM head vocab-parallel. A tied LM head is the embedding
+    matrix itself, except on the last pipeline stage, which keeps its own copy for the LM
+    head (Megatron-LM, Narayanan et al. 2021)."""
+    if spec.head != "lm":
+        return params.head, 0, params.matmul_head
+    vocab_matrix = spec.vocab_size * spec.hidden_size
+    other = params.head - (0 if spec.tied_embeddings else vocab_matrix)
+    matrix = _split(vocab_matrix, tensor_parallel)
+    holds_matrix = not spec.tied_embeddings or stage == "last"
+    return other, (matrix if holds_matrix else 0), matrix
+
+
+def adafactor_layer_elements(spec: ModelSpec, params: ParameterCount, tensor_parallel: int = 1) -> float:
+    """Adafactor state of one layer: row + column vectors per weight matrix and the full
+    second moment of every vector (Shazeer & Stern 2018, arXiv 1804.04235, Alg. 4)."""
+    t = tensor_parallel
+    h, n_exp = spec.hidden_size, spec.n_experts
+    q, kv, f = spec.q_dim, spec.kv_dim, spec.ffn_hidden_size
+    if t > 1:
+        q, kv, f = _split(q, t), kv_heads_per_rank(spec, t) * spec.attention_head_dim, _split(f, t)
+    n_mlp_mats = 3 if spec.is_gated_mlp else 2
+    matrices = [(h, q), (h, kv), (h, kv), (q, h)] + [(h, f)] * (n_mlp_mats * n_exp)
+    matrix_elements = sum(r * c for r, c in matrices)
+    layer_all, _ = local_layer_parameters(spec, params, t)
+    return sum(r + c for r, c in matrices) + layer_all - matrix_elements
+
+
+def adafactor_state_elements(spec: ModelSpec, params: ParameterCount) -> float:
+    """Adafactor keeps one row and one column second-moment vector per weight matrix,
+    and a full second moment for vectors; no first moment by default (Shazeer & Stern
+    2018, arXiv 1804.04235, Alg. 4; HF transformers Adafactor with beta1=None). The
+    embedding is factored; the head is kept as it is."""
+    embedding_factored = spec.vocab_size + spec.hidden_size + params.embedding - spec.vocab_size * spec.hidden_size
+    return spec.n_layers * adafactor_layer_elements(spec, params) + embedding_factored + params.head
+
+
+def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSettings, stage: str) -> StageLayout:
+    """Full training: every weight of the layers from frozen_layers on trains, stored in the
+    precision's weight dtype; frozen layers keep that dtype but have no gradient or state."""
+    t = settings.tensor_parallel
+    layers, active = stage_layer_counts(spec, settings, stage)
+    has_embedding, has_head = stage in ("only", "first"), stage in ("only", "last")
+    layer_all, layer_matmul = local_layer_parameters(spec, params, t)
+    embedding = local_embedding_parameters(spec, params, t) if has_embedding else 0
+    head_other, head_matrix, head_matmul = local_head_parameters(spec, params, t, stage) if has_head else (0, 0, 0)
+    train_embedding, train_head = embedding_trainable(settings), head_trainable(spec, settings)
+
+    trainable = active * layer_all + (embedding if train_embedding else 0) + head_other
+    trainable += head_matrix if train_head else 0
+    frozen = (layers - active) * layer_all + (0 if train_embedding else embedding) + (0 if train_head else head_matrix)
+    weight = weight_bytes(settings.precision)
+    vocab_matrix = _split(spec.vocab_size * spec.hidden_size, t)
+    largest = [_split(spec.hidden_size * spec.ffn_hidden_size * (2 if spec.fused_gate_up else 1), t)]
+    if (has_embedding and train_embedding) or (has_head and train_head and spec.head == "lm"):
+        largest.append(vocab_matrix)
+    adafactor = active * adafactor_layer_elements(spec, params, t)
+    if has_embedding and train_embedding:
+        # the word embedding is factored (row + column), the rest of the embedding kept as is
+        adafactor += _split(spec.vocab_size, t) + spec.hidden_size + embedding - vocab_matrix
+    adafactor += head_other + (head_matrix if train_head else 0)  # the head is kept as it is
+    return StageLayout(
+        stage=stage,
+        layers=layers,
+        active_layers=active,
+        in_flight=in_flight_micro_batches(settings, stage),
+        has_embedding=has_embedding,
+        has_head=has_head,
+        trainable=trainable,
+        trainable_per_layer=layer_all,
+        weight_bytes=weight * trainable + weight * frozen,
+        layer_weight_bytes=weight * layer_all,
+        # autocast keeps casts of the trained layers' weights, and the head's (its matmul needs it)
+        cast_elements=active * layer_matmul + head_matmul,
+        cast_elements_per_layer=layer_matmul,
+        largest_trainable=max(largest),
+        adafactor_elements=adafactor,
+    )
+
+
+def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSettings, stage: str) -> StageLayout:
+    """LoRA/QLoRA: a frozen base in the half compute dtype (NF4 linear weights for QLoRA),
+    and adapters in the layers from frozen_layers on, stored in the precision's weight
+    dtype (fp32 under fp32/AMP: PEFT keeps adapters fp32; half + fp32 master under *-mixed)."""
+    t, rank, targets = settings.tensor_parallel, settings.lora_rank, settings.lora_targets
+    layers, active = stage_layer_counts(spec, settings, stage)
+    has_embedding, has_head = stage in ("only", "first"), stage in ("only", "last")
+    layer_all, layer_matmul = local_layer_parameters(spec, params, t)
+    embedding = local_embedding_parameters(spec, params, t) if has_embedding else 0
+    head_all = sum(local_head_parameters(spec, params, t, stage)[:2]) if has_head else 0
+    frozen = frozen_weight_bytes(settings.precision)
+
+    linear_bytes = nf4_bytes(layer_matmul) if settings.method == "qlora" else frozen * layer_matmul
+    layer_base_bytes = frozen * (layer_all - layer_matmul) + linear_bytes
+    adapters_per_layer = lora_parameters_per_layer(spec, rank, targets, t)
+    trainable = active * adapters_per_layer
+    weight = weight_bytes(settings.precision)
+    shapes = lora_matrix_shapes(spec, rank, targets, t)
+    return StageLayout(
+        stage=stage,
+        layers=layers,
+        active_layers=active,
+        in_flight=in_flight_micro_batches(settings, stage),
+        has_embedding=has_embedding,
+        has_head=has_head,
+        trainable=trainable,
+        trainable_per_layer=adapters_per_layer,
+        weight_bytes=weight * trainable + layers * layer_base_bytes + frozen * (embedding + head_all),
+        layer_weight_bytes=layer_base_bytes + weight * adapters_per_layer,
+        # only the fp32 adapters are cast under autocast; the base is already half
+        cast_elements=trainable,
+        cast_elements_per_layer=adapters_per_layer,
+        largest_trainable=max((r * c for r, c in shapes), default=0),
+        adafactor_elements=active * sum(r + c for r, c in shapes),
+    )
+
+
+def stage_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSettings, stage: str) -> StageLayout:
+    if is_adapter_method(settings.method):
+        return _adapter_layout(spec, params, settings, stage)
+    return _full_layout(spec, params, settings, stage)
+
+
+def trainable_parameter_count(spec: ModelSpec, params: ParameterCount, settings: TrainingSettings) -> int:
+    """Trainable parameters of the whole model: adapters for LoRA/QLoRA, otherwise every
+    parameter but the frozen layers and, when layers are frozen, the embeddings."""
+    active = spec.n_layers - settings.frozen_layers
+    if is_adapter_method(settings.method):
+        return round(active * lora_parameters_per_layer(spec, settings.lora_rank, settings.lora_targets))
+    if settings.frozen_layers == 0:
+        return params.total
+    return params.total - settings.frozen_layers * params.per_layer - params.embedding
 
 
 # --- Per-parameter state (ZeRO paper, Sec. 3 and 5) ---------------------------------
@@ -97,42 +345,29 @@ def shard_divisor(zero: int, stage_that_shards: int, gpus: int) -> int:
     return gpus if zero >= stage_that_shards else 1
 
 
-def adafactor_state_elements(spec: ModelSpec, params: ParameterCount) -> int:
-    """Adafactor keeps one row and one column second-moment vector per weight matrix,
-    and a full second moment for vectors; no first moment by default (Shazeer & Stern
-    2018, arXiv 1804.04235, Alg. 4; HF transformers Adafactor with beta1=None)."""
-    h, f, n_exp = spec.hidden_size, spec.ffn_hidden_size, spec.n_experts
-    n_mlp_mats = 3 if spec.is_gated_mlp else 2
-    matrices = [(h, spec.q_dim), (h, spec.kv_dim), (h, spec.kv_dim), (spec.q_dim, h)]
-    matrices += [(h, f)] * (n_mlp_mats * n_exp)
-    matrix_elements = sum(r * c for r, c in matrices)
-    factored = sum(r + c for r, c in matrices) * spec.n_layers
-    vectors = params.per_layer - matrix_elements
-    embedding_factored = spec.vocab_size + h
-    other = params.total - spec.n_layers * params.per_layer - spec.vocab_size * h
-    return factored + spec.n_layers * vectors + embedding_factored + other
-
-
-def optimizer_state_bytes(spec: ModelSpec, params: ParameterCount, settings: TrainingSettings) -> float:
-    """Optimizer state bytes for all trainable parameters, before sharding.
+def optimizer_state_bytes(settings: TrainingSettings, layout: StageLayout) -> float:
+    """Optimizer state bytes for the trainable parameters on one GPU, before sharding.
 
     AdamW: exp_avg and exp_avg_sq (Loshchilov & Hutter 2019), 2 states.
     SGD with momentum: 1 state. Adafactor: factored second moment (see above).
     8-bit AdamW: 2 states of 1 byte plus one fp32 absmax per 2048-element block
     (Dettmers et al. 2021, arXiv 2110.02861; bitsandbytes blockwise quantisation).
+    Paged 8-bit AdamW (QLoRA paper Sec. 3) allocates the same states in CUDA unified
+    memory, paged to the host only under memory pressure: counted as 8-bit AdamW, an
+    upper bound on what stays on the GPU.
     """
-    n = params.total
+    n = layout.trainable
     element = optimizer_state_element_bytes(settings.precision)
     if settings.optimizer == "adamw":
         return 2 * element * n
     if settings.optimizer == "sgd":
         return element * n
     if settings.optimizer == "adafactor":
-        return element * adafactor_state_elements(spec, params)
-    return 2 * (1 + 4 / 2048) * n  # adamw-8bit
+        return element * layout.adafactor_elements
+    return 2 * (1 + 4 / 2048) * n  # adamw-8bit, paged-adamw-8bit
 
 
-def optimizer_step_temporary_bytes(params: ParameterCount, settings: TrainingSettings, divisor: int) -> float:
+def optimizer_step_temporary_bytes(layout: StageLayout, settings: TrainingSettings, divisor: int) -> float:
     """Transient memory of optimizer.step().
 
     torch AdamW with foreach=True (the default on CUDA) computes
@@ -145,44 +380,139 @@ def optimizer_step_temporary_bytes(params: ParameterCount, settings: TrainingSet
     fp32 and updates the master copy with fused kernels, so only that copy counts.
     """
     if master_weight_bytes(settings.precision):
-        return 4 * params.total / divisor
+        return 4 * layout.trainable / divisor
     element = optimizer_state_element_bytes(settings.precision)
     temporary = 0.0
     if settings.optimizer == "adamw":
         if settings.optimizer_impl == "foreach":
-            temporary = element * params.total / divisor
+            temporary = element * layout.trainable / divisor
         elif settings.optimizer_impl == "for-loop":
-            temporary = element * params.largest_tensor
+            temporary = element * layout.largest_trainable
     elif settings.optimizer == "adafactor":
-        temporary = 2 * 4 * params.largest_tensor
+        temporary = 2 * 4 * layout.largest_trainable
     return temporary
+
+
+# DeepSpeed's zero_optimization.reduce_bucket_size default: 5e8 elements.
+REDUCE_BUCKET_ELEMENTS = 500_000_000
+
+
+def offload_gradient_bucket_bytes(settings: TrainingSettings, layout: StageLayout) -> float:
+    """GPU gradient memory under ZeRO-Offload: gradients leave for the CPU bucket by
+    bucket as backward produces them (Ren et al. 2021, Sec. 4.1), so one reduce bucket of
+    5e8 elements (DeepSpeed's default reduce_bucket_size) is in flight, capped at the
+    size of all the gradients."""
+    element = gradient_bytes(settings.precision)
+    return min(REDUCE_BUCKET_ELEMENTS * element, element * layout.trainable)
+
+
+def offloaded_optimizer_host_bytes(settings: TrainingSettings, layout: StageLayout, state_div: int) -> float:
+    """Host RAM per GPU under ZeRO-Offload (Ren et al. 2021, Sec. 4.1; DeepSpeed
+    stage_1_and_2.py with cpu_offload): for this GPU's partition, the fp32 master copy
+    (a copy in the weights' dtype without mixed precision), its fp32 gradient, the
+    optimizer states, a pinned half-precision copy of the partition for the copy back to
+    the GPU (mixed precision only), a pinned staging buffer the size of the largest
+    parameter, and, when accumulating, the gradients accumulated on the CPU."""
+    precision = settings.precision
+    partition = layout.trainable / state_div
+    mixed = master_weight_bytes(precision) > 0
+    parameter_copy = master_weight_bytes(precision) if mixed else weight_bytes(precision)
+    gradient = 4 if mixed else gradient_bytes(precision)
+    half_copy = weight_bytes(precision) if mixed else 0
+    staging = gradient_bytes(precision) * layout.largest_trainable
+    accumulated = gradient_bytes(precision) * partition if settings.grad_accum > 1 else 0.0
+    states = optimizer_state_bytes(settings, layout) / state_div
+    return (parameter_copy + gradient + half_copy) * partition + states + staging + accumulated
+
+
+class ModelStates(NamedTuple):
+    """Bytes of the model states on one GPU, and on the host for offload."""
+
+    weights: float
+    master: float
+    states: float
+    gradients: float  # when all of them are alive (end of backward, optimizer step)
+    autocast_copies: float
+    autocast_first_layer: float
+    step_temporaries: float
+    host: float
+
+
+def model_state_bytes(settings: TrainingSettings, layout: StageLayout) -> ModelStates:
+    """Weights, master copy, gradients and optimizer states per GPU after ZeRO sharding
+    over the data-parallel GPUs (ZeRO paper Sec. 5), with CPU offload applied."""
+    gpus, zero, precision = settings.gpus, settings.zero, settings.precision
+    state_div = shard_divisor(zero, 1, gpus)
+    grad_div = shard_divisor(zero, 2, gpus)
+    weight_div = shard_divisor(zero, 3, gpus)
+
+    weights = layout.weight_bytes / weight_div
+    if settings.offload_parameters:
+        # ZeRO-Infinity: parameters live on the host; the layer in use and the prefetched one are on the GPU.
+        weights = 2 * layout.layer_weight_bytes
+    elif zero == 3 and gpus > 1:
+        # FSDP/ZeRO-3 gathers the layer in use and prefetches the next one.
+        weights += 2 * layout.layer_weight_bytes
+    master = master_weight_bytes(precision) * layout.trainable / state_div
+    states = optimizer_state_bytes(settings, layout) / state_div
+    gradients = gradient_bytes(precision) * layout.trainable / grad_div
+    if gpus > 1 and zero == 0:
+        gradients *= 2  # DDP gradient buckets
+    if zero >= 2 and gpus > 1:
+        gradients += gradient_bytes(precision) * layout.trainable_per_layer  # one unsharded layer before reduce-scatter
+    autocast_copies = 2.0 * layout.cast_elements if is_autocast(precision) else 0.0
+    # only the first layer's autocast casts are still saved when backward reaches it
+    autocast_first_layer = 2.0 * layout.cast_elements_per_layer if autocast_copies else 0.0
+    step_temporaries = optimizer_step_temporary_bytes(layout, settings, state_div)
+
+    host = 0.0
+    if settings.offload_optimizer:
+        host += offloaded_optimizer_host_bytes(settings, layout, state_div)
+        master = states = step_temporaries = 0.0
+        gradients = offload_gradient_bucket_bytes(settings, layout)
+    if settings.offload_parameters:
+        host += layout.weight_bytes / weight_div
+    return ModelStates(
+        weights, master, states, gradients, autocast_copies, autocast_first_layer, step_temporaries, host
+    )
 
 
 # --- Activations (Korthikanti et al. 2022, adjusted to PyTorch) --------------------
 
 
-def norm_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+def trained_linear_names(settings: TrainingSettings) -> frozenset[str]:
+    """Linears whose weight (full training) or adapter (LoRA) trains. Only those save their
+    input: the gradient with respect to a frozen linear's input needs its weight alone
+    (PyTorch saves an op's inputs only for the gradients it must compute)."""
+    if is_adapter_method(settings.method):
+        return LORA_TARGET_MODULES[settings.lora_targets]
+    return ALL_LINEARS
+
+
+def norm_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, weight_trainable: bool = True) -> float:
     """Bytes one norm saves for backward.
 
     LayerNorm (native op) saves its input plus fp32 mean and rstd per token.
     RMSNorm as written in HF Llama upcasts to fp32 (saved), keeps fp32 rstd, and
-    saves the normalised tensor cast back to the input dtype for the weight multiply.
+    saves the normalised tensor cast back to the input dtype for the weight multiply,
+    which only a trainable weight needs (LoRA freezes it).
     """
     h = spec.hidden_size
     r = residual_bytes(settings.precision)
     if spec.norm == "layernorm":
         return r * tokens * h + 8 * tokens
-    return 4 * tokens * h + r * tokens * h + 4 * tokens
+    normalised_for_weight = r * tokens * h if weight_trainable else 0
+    return 4 * tokens * h + normalised_for_weight + 4 * tokens
 
 
 def linear_inputs_saved_bytes(settings: TrainingSettings, tokens: int, width: int, n_linears: int) -> float:
-    """Inputs saved by linears that read the same tensor.
+    """Inputs saved by `n_linears` linears (with a trainable weight or adapter) that read the same tensor.
 
     Under autocast each linear casts its fp32 input to half separately and saves
     its own copy (autocast caches only weight casts); otherwise they share one tensor.
     """
     c = compute_bytes(settings.precision)
-    copies = n_linears if is_autocast(settings.precision) else 1
+    copies = n_linears if is_autocast(settings.precision) else min(n_linears, 1)
     return copies * c * tokens * width
 
 
@@ -208,21 +538,46 @@ def attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     return softmax_out + mask + probs_for_value_matmul
 
 
+def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """Per adapted linear, B saves its input, the r-wide output of A: tokens x r in the
+    compute dtype (Hu et al. 2021: h = W0 x + B A x); an expert's adapter sees only its
+    routed tokens. lora_dropout = 0 (PEFT's default) saves no mask."""
+    c, rank = compute_bytes(settings.precision), settings.lora_rank
+    routed = spec.experts_per_token if spec.n_experts > 1 else 1
+    linears = adapted_linears(spec, settings.lora_targets)
+    return sum((routed if linear.copies > 1 else 1) * c * tokens * rank for linear in linears)
+
+
 def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[str, float]:
-    """Bytes one transformer layer saves for backward, by part (no checkpointing)."""
+    """Bytes one transformer layer saves for backward, by part (no checkpointing), on one
+    tensor-parallel rank.
+
+    With LoRA the saved tensors change as follows: a linear without an adapter saves no
+    input (the q/k/v, gate/up or down inputs drop out when untargeted, o's only under eager
+    attention); the activation functions and multiplies still save theirs; the frozen norm
+    weights need no saved normalised copy; each adapter adds its r-wide intermediate
+    ('lora_adapters'). Checked against the tensors torch saves for one Llama layer.
+    With tensor parallelism and sequence parallelism every term is divided by t
+    (Korthikanti et al. 2022, Sec. 4.2.2: sbh(34/t + 5as/(ht)))."""
     b, s = settings.micro_batch, settings.seq_len
     tokens = b * s
     h, qd, f = spec.hidden_size, spec.q_dim, spec.ffn_hidden_size
     c = compute_bytes(settings.precision)
     mask = tokens * h if spec.dropout > 0 else 0  # 1-byte bool dropout masks
+    trained = trained_linear_names(settings)
 
     terms: dict[str, float] = {}
-    terms["norms"] = spec.norms_per_layer * norm_saved_bytes(spec, settings, tokens)
-    qkv_inputs = linear_inputs_saved_bytes(settings, tokens, h, 1 if spec.fused_qkv else 3)
+    norm = norm_saved_bytes(spec, settings, tokens, weight_trainable=settings.method == "full")
+    terms["norms"] = spec.norms_per_layer * norm
+    qkv_names = ("qkv",) if spec.fused_qkv else ("q", "k", "v")
+    qkv_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(qkv_names)))
     # q, k and v as attention reads them; HF repeats grouped k/v to every head
     # (repeat_kv) before the matmuls or SDPA, so they are saved at full width.
     qkv = 3 * c * tokens * qd
-    out_projection_input = c * tokens * qd
+    # Fused attention returns its output in (b, s, heads, d) layout, so o's input is a view
+    # of the output SDPA saves and stays saved, frozen o or not (counted as in full training);
+    # eager attention makes o's input a separate copy, saved only if o trains.
+    out_projection_input = c * tokens * qd if "o" in trained or settings.attention == "fused" else 0
     terms["attention_projections"] = qkv_inputs + qkv + out_projection_input + mask
     if settings.attention == "fused":
         # flash/SDPA saves its output and the fp32 log-sum-exp per head and token.
@@ -232,15 +587,20 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[
 
     routed = spec.experts_per_token if spec.n_experts > 1 else 1
     gated = spec.is_gated_mlp
-    n_in = 1 if (not gated or spec.fused_gate_up) else 2
+    in_names = ("fc1",) if not gated else (("gate_up",) if spec.fused_gate_up else ("gate", "up"))
+    n_in = len(trained.intersection(in_names))
     mlp_inputs = linear_inputs_saved_bytes(settings, tokens, h, n_in)
-    if spec.n_experts > 1:
+    if spec.n_experts > 1 and n_in:
         # each expert gathers a copy of its routed tokens (HF Mixtral sparse MoE block)
         mlp_inputs += routed * c * tokens * h
-    # GELU: its input and output. Gated: gate, act(gate), up, and their product.
-    hidden_tensors = 4 if gated else 2
+    # GELU: its input and output (fc2's input). Gated: gate, act(gate), up, and their
+    # product (down's input). The output linear's input is saved only if it trains.
+    output_input_saved = ("down" if gated else "fc2") in trained
+    hidden_tensors = (3 if gated else 1) + (1 if output_input_saved else 0)
     terms["mlp"] = mlp_inputs + routed * hidden_tensors * c * tokens * f + mask
-    return terms
+    if is_adapter_method(settings.method):
+        terms["lora_adapters"] = lora_intermediate_bytes(spec, settings, tokens)
+    return {name: _per_rank(value, settings) for name, value in terms.items()}
 
 
 def recomputed_bytes(terms: dict[str, float], settings: TrainingSettings) -> tuple[float, float]:
@@ -258,22 +618,31 @@ def recomputed_bytes(terms: dict[str, float], settings: TrainingSettings) -> tup
     return full_layer, 0.0
 
 
+def _per_rank(value: float, settings: TrainingSettings) -> float:
+    """A sequence- or vocab-parallel tensor's share on one tensor-parallel rank."""
+    return _split(value, settings.tensor_parallel)
+
+
 def embedding_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
-    """Embedding output dropout mask and embedding LayerNorm (BERT)."""
+    """Embedding output dropout mask and embedding LayerNorm (BERT). A frozen embedding
+    saves nothing: no tensor before it requires grad, so autograd records nothing."""
+    if not embedding_trainable(settings):
+        return 0.0
     tokens = settings.micro_batch * settings.seq_len
     saved = tokens * spec.hidden_size if spec.dropout > 0 else 0
     if spec.embedding_norm:
         saved += norm_saved_bytes(spec, settings, tokens)
-    return saved
+    return _per_rank(saved, settings)
 
 
 def head_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
-    """Final norm and the LM head's saved input (classifier heads read one token)."""
+    """Final norm and the LM head's saved input (classifier heads read one token); a
+    frozen LM head saves no input."""
     tokens = settings.micro_batch * settings.seq_len
-    saved = norm_saved_bytes(spec, settings, tokens) if spec.final_norm else 0.0
-    if spec.head == "lm":
+    saved = norm_saved_bytes(spec, settings, tokens, settings.method == "full") if spec.final_norm else 0.0
+    if spec.head == "lm" and head_trainable(spec, settings):
         saved += linear_inputs_saved_bytes(settings, tokens, spec.hidden_size, 1)
-    return saved
+    return _per_rank(saved, settings)
 
 
 def logits_bytes(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
@@ -282,19 +651,22 @@ def logits_bytes(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, fl
     The LM head's logits (compute dtype, kept by the model output) and the fp32
     log-softmax that cross-entropy saves: b*s*V*(c+4). In backward the gradient of
     the log-probabilities and of the fp32 logits add 2 * b*s*V*4 while the saved
-    tensors are still alive. A classifier head's logits are negligible.
+    tensors are still alive. A classifier head's logits are negligible. Under tensor
+    parallelism each rank holds its vocabulary slice (Megatron's vocab-parallel
+    cross-entropy).
     """
     if spec.head != "lm":
         tokens = settings.micro_batch
         return 4.0 * tokens * spec.num_labels, 12.0 * tokens * spec.num_labels
     elements = settings.micro_batch * settings.seq_len * spec.vocab_size
     forward = (compute_bytes(settings.precision) + 4) * elements
-    return forward, forward + 2 * 4 * elements
+    return _per_rank(forward, settings), _per_rank(forward + 2 * 4 * elements, settings)
 
 
 def backward_workspace_bytes(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:
     """While one layer runs backward, two gradient tensors the size of its largest
-    activation are alive (e.g. the grads of softmax output and of the scores)."""
+    activation are alive (e.g. the grads of softmax output and of the scores). QLoRA
+    adds the bf16 copy of one dequantised linear weight and its output."""
     b, s = settings.micro_batch, settings.seq_len
     c = compute_bytes(settings.precision)
     if settings.attention == "eager":
@@ -302,13 +674,16 @@ def backward_workspace_bytes(terms: dict[str, float], spec: ModelSpec, settings:
     else:
         largest = 0.0
     largest = max(largest, c * b * s * spec.ffn_hidden_size)
-    return 2 * largest
+    workspace = _per_rank(2 * largest, settings)
+    if settings.method == "qlora":
+        workspace += qlora_dequantised_weight_bytes(spec, c, b * s, settings.tensor_parallel)
+    return workspace
 
 
 # --- Phases of the step ------------------------------------------------------------
 
 
-def _assumptions(settings: TrainingSettings, grads_persist: bool) -> list[str]:
+def _assumptions(spec: ModelSpec, settings: TrainingSettings, grads_persist: bool) -> list[str]:
     o = settings.overheads
     notes = [
         "Weights, gradients and optimizer states per ZeRO paper (arXiv 1910.02054): "
@@ -323,9 +698,9 @@ def _assumptions(settings: TrainingSettings, grads_persist: bool) -> list[str]:
     ]
     if settings.attention == "fused":
         notes.append("Fused attention (flash/SDPA) saves q, k, v, output and log-sum-exp, no score matrix.")
-    if settings.gpus > 1:
+    if settings.total_gpus > 1:
         notes.append(f"NCCL buffers {o.nccl_gib} GiB per GPU.")
-        if settings.zero == 0:
+        if settings.zero == 0 and settings.gpus > 1:
             notes.append("DDP keeps gradient buckets equal to the gradients (gradient_as_bucket_view=False).")
     if grads_persist:
         notes.append("Gradients stay allocated through the forward pass (accumulation or set_to_none=False).")
@@ -333,50 +708,118 @@ def _assumptions(settings: TrainingSettings, grads_persist: bool) -> list[str]:
         notes.append("Gradients are freed after each step (zero_grad(set_to_none=True), torch >= 2.0).")
     if settings.optimizer == "adamw":
         notes.append(f"AdamW implementation: {settings.optimizer_impl}.")
+    return notes + _method_notes(settings) + _offload_notes(settings) + _parallel_notes(spec, settings)
+
+
+def _method_notes(settings: TrainingSettings) -> list[str]:
+    notes = []
+    if is_adapter_method(settings.method):
+        notes += [
+            f"LoRA (arXiv 2106.09685) rank {settings.lora_rank} on {LORA_TARGET_LABEL[settings.lora_targets]}: "
+            "r x (in + out) trainable parameters per adapted linear; gradients, master copy and optimizer "
+            "states for the adapters only.",
+            "Frozen base weights in the half compute dtype (fp32 under fp32); adapters in the weights' dtype "
+            "(fp32 under fp32/AMP as PEFT keeps them, half + fp32 master under *-mixed, bf16 under pure bf16).",
+            "A linear without an adapter, the frozen norms and the frozen LM head save no input for backward; "
+            "each adapter saves its r-wide intermediate; nothing before the first adapter is recorded.",
+        ]
+    if settings.method == "qlora":
+        notes.append(
+            f"QLoRA (arXiv 2305.14314): the layers' linear weights in NF4 with double quantisation, "
+            f"{NF4_BITS_PER_WEIGHT:.3f} bits each; embeddings, norms and the LM head stay in the half dtype; "
+            "one linear weight at a time is dequantised to bf16 during forward and backward."
+        )
+    if settings.frozen_layers:
+        notes.append(
+            f"The first {settings.frozen_layers} layers and the embeddings are frozen: no gradients or optimizer "
+            "states, and no saved activations (nothing before them requires grad)."
+        )
+    if settings.optimizer == "paged-adamw-8bit":
+        notes.append(
+            "Paged 8-bit AdamW (bitsandbytes, QLoRA paper Sec. 3): states in CUDA unified memory, counted as "
+            "8-bit AdamW on the GPU; an upper bound, since pages move to the host under memory pressure."
+        )
     return notes
 
 
-def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstimate:
-    """Peak memory of one training step on each GPU, phase by phase."""
-    params = parameter_count(spec)
-    n, gpus, zero = params.total, settings.gpus, settings.zero
-    precision = settings.precision
-    state_div = shard_divisor(zero, 1, gpus)
-    grad_div = shard_divisor(zero, 2, gpus)
-    weight_div = shard_divisor(zero, 3, gpus)
+def _offload_notes(settings: TrainingSettings) -> list[str]:
+    notes = []
+    if settings.offload_optimizer:
+        notes.append(
+            "ZeRO-Offload (arXiv 2101.06840): fp32 master, optimizer states and the step on the CPU; the GPU "
+            f"keeps the weights and one gradient bucket of {REDUCE_BUCKET_ELEMENTS:.0e} elements "
+            "(DeepSpeed reduce_bucket_size), capped at the gradients' size."
+        )
+    if settings.offload_parameters:
+        notes.append(
+            "ZeRO-Infinity parameter offload (arXiv 2104.07857): the parameter shards on the CPU; the GPU holds "
+            "the layer in use and the prefetched one."
+        )
+    if settings.offload_optimizer or settings.offload_parameters:
+        notes.append(
+            "Host RAM per GPU: master copy, fp32 gradients, optimizer states, a pinned half-precision copy of "
+            "the partition and a staging buffer (DeepSpeed cpu_offload), plus offloaded parameters."
+        )
+    return notes
 
-    weights = weight_bytes(precision) * n / weight_div
-    if zero == 3 and gpus > 1:
-        # FSDP/ZeRO-3 gathers the layer in use and prefetches the next one.
-        weights += 2 * weight_bytes(precision) * params.per_layer
-    master = master_weight_bytes(precision) * n / state_div
-    states = optimizer_state_bytes(spec, params, settings) / state_div
-    gradients = gradient_bytes(precision) * n / grad_div
-    if gpus > 1 and zero == 0:
-        gradients *= 2  # DDP gradient buckets
-    if zero >= 2 and gpus > 1:
-        gradients += gradient_bytes(precision) * params.per_layer  # one unsharded layer before reduce-scatter
-    autocast_copies = 2.0 * params.matmul_total if is_autocast(precision) else 0.0
-    step_temporaries = optimizer_step_temporary_bytes(params, settings, state_div)
 
+def _parallel_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
+    notes = []
+    t, p = settings.tensor_parallel, settings.pipeline_parallel
+    if t > 1:
+        notes.append(
+            f"Tensor parallel {t} (Megatron-LM, arXiv 1909.08053) with sequence parallelism (arXiv 2205.05198): "
+            "matmul weights, vocab-parallel embedding and LM head, per-layer activations and the logits "
+            f"divided by {t}; norms and biases replicated."
+        )
+    if p > 1:
+        notes.append(
+            f"Pipeline parallel {p}, 1F1B schedule (arXiv 2104.04473): {math.ceil(spec.n_layers / p)} layers per "
+            f"stage; the first stage keeps {min(p, settings.grad_accum)} micro-batch(es) of activations in flight, "
+            "the last holds the LM head, logits and loss; the larger of the two is reported."
+        )
+    if t > 1 or p > 1:
+        notes.append(f"Total GPUs: {settings.gpus} data x {t} tensor x {p} pipeline = {settings.total_gpus}.")
+    return notes
+
+
+def check_supported(spec: ModelSpec, settings: TrainingSettings) -> None:
+    """Raise ValueError for settings this model cannot take."""
+    if settings.frozen_layers > spec.n_layers:
+        raise ValueError(f"frozen_layers ({settings.frozen_layers}) cannot exceed the model's {spec.n_layers} layers")
+    if spec.n_heads % settings.tensor_parallel:
+        raise ValueError(
+            f"tensor parallel {settings.tensor_parallel} does not divide the {spec.n_heads} attention heads"
+        )
+    if settings.pipeline_parallel > spec.n_layers:
+        raise ValueError(f"pipeline parallel {settings.pipeline_parallel} exceeds the model's {spec.n_layers} layers")
+
+
+def stage_phases(
+    spec: ModelSpec, settings: TrainingSettings, layout: StageLayout, states: ModelStates, grads_persist: bool
+) -> tuple[list[PhaseMemory], dict[str, float]]:
+    """The phases of one step on one pipeline stage, and the per-layer activation terms."""
     terms = layer_activation_terms(spec, settings)
     saved_per_layer, rebuilt_per_layer = recomputed_bytes(terms, settings)
     tokens = settings.micro_batch * settings.seq_len
     if settings.checkpointing == "full":
-        saved_per_layer = residual_bytes(precision) * tokens * spec.hidden_size
-    embedding_act = embedding_activation_bytes(spec, settings)
-    head_act = head_activation_bytes(spec, settings)
-    all_activations = embedding_act + spec.n_layers * saved_per_layer + head_act
+        saved_per_layer = _per_rank(residual_bytes(settings.precision) * tokens * spec.hidden_size, settings)
     workspace = backward_workspace_bytes(terms, spec, settings)
-    logits_forward, logits_backward = logits_bytes(spec, settings)
+    if layout.active_layers == 0:
+        saved_per_layer = rebuilt_per_layer = workspace = 0.0
+    embedding_act = embedding_activation_bytes(spec, settings) if layout.has_embedding else 0.0
+    head_act = head_activation_bytes(spec, settings) if layout.has_head else 0.0
+    one_micro_batch = embedding_act + layout.active_layers * saved_per_layer + head_act
+    earlier_micro_batches = (layout.in_flight - 1) * one_micro_batch
+    all_activations = one_micro_batch + earlier_micro_batches
+    logits_forward, logits_backward = logits_bytes(spec, settings) if layout.has_head else (0.0, 0.0)
 
-    grads_persist = settings.grad_accum > 1 or not settings.grads_freed_after_step
     base = {
-        "weights": weights,
-        "master_weights": master,
-        "autocast_weight_copies": autocast_copies,
-        "gradients": gradients if grads_persist else 0.0,
-        "optimizer_states": states,
+        "weights": states.weights,
+        "master_weights": states.master,
+        "autocast_weight_copies": states.autocast_copies,
+        "gradients": states.gradients if grads_persist else 0.0,
+        "optimizer_states": states.states,
     }
     phases = [
         PhaseMemory(
@@ -395,10 +838,9 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
             name="backward, first layer",
             components=base
             | {
-                "gradients": gradients,
-                # only the first layer's autocast casts are still saved by now
-                "autocast_weight_copies": 2.0 * params.matmul_per_layer if autocast_copies else 0.0,
-                "activations": embedding_act + saved_per_layer + rebuilt_per_layer + workspace,
+                "gradients": states.gradients,
+                "autocast_weight_copies": states.autocast_first_layer,
+                "activations": embedding_act + saved_per_layer + rebuilt_per_layer + workspace + earlier_micro_batches,
             },
         ),
         PhaseMemory(
@@ -406,16 +848,40 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
             components=base
             | {
                 "autocast_weight_copies": 0.0,
-                "gradients": gradients,
-                "optimizer_step_temporaries": step_temporaries,
+                "gradients": states.gradients,
+                "optimizer_step_temporaries": states.step_temporaries,
             },
         ),
     ]
+    if not layout.has_head:
+        phases = [phase for phase in phases if phase.name != "loss backward"]
+    if layout.stage != "only":
+        phases = [PhaseMemory(name=f"{p.name}, {layout.stage} stage", components=p.components) for p in phases]
+    return phases, terms
+
+
+def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstimate:
+    """Peak memory of one training step on each GPU, phase by phase; with pipeline
+    parallelism, on the most loaded of the first and the last stage."""
+    check_supported(spec, settings)
+    params = parameter_count(spec)
+    grads_persist = settings.grad_accum > 1 or not settings.grads_freed_after_step
+    phases: list[PhaseMemory] = []
+    stage_of_phase: dict[str, str] = {}
+    host_bytes = 0.0
+    for stage in pipeline_stages(settings):
+        layout = stage_layout(spec, params, settings, stage)
+        states = model_state_bytes(settings, layout)
+        stage_phase_list, terms = stage_phases(spec, settings, layout, states, grads_persist)
+        phases += stage_phase_list
+        stage_of_phase |= {phase.name: stage for phase in stage_phase_list}
+        host_bytes = max(host_bytes, states.host)
+
     peak = max(phases, key=lambda phase: phase.total)
     allocated = peak.total
     o = settings.overheads
     reserve = allocated * o.allocator_reserve_fraction
-    framework = (o.cuda_context_gib + o.cublas_workspace_gib + (o.nccl_gib if gpus > 1 else 0.0)) * GIB
+    framework = (o.cuda_context_gib + o.cublas_workspace_gib + (o.nccl_gib if settings.total_gpus > 1 else 0.0)) * GIB
 
     def device_view(phase: PhaseMemory) -> dict[str, float]:
         """A phase's components as the device sees them, reserve and context included."""
@@ -434,8 +900,10 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
         phases_gib={phase.name: phase.total / GIB for phase in phases},
         phase_components_gib={phase.name: device_view(phase) for phase in phases},
         activations_per_layer_gib={k: v / GIB for k, v in terms.items()},
-        parameters=n,
-        trainable_parameters=n,
-        tokens_per_micro_batch=tokens,
-        assumptions=_assumptions(settings, grads_persist),
+        parameters=params.total,
+        trainable_parameters=trainable_parameter_count(spec, params, settings),
+        tokens_per_micro_batch=settings.micro_batch * settings.seq_len,
+        assumptions=_assumptions(spec, settings, grads_persist),
+        host_memory_gib=host_bytes / GIB,
+        pipeline_stage=stage_of_phase[peak.name],
     )

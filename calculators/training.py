@@ -7,19 +7,28 @@ Precision modes follow what the common frameworks really keep in memory:
 - `fp16-mixed` / `bf16-mixed`: half-precision weights and gradients plus an fp32 master
   copy and fp32 optimizer states (DeepSpeed, Megatron-LM; ZeRO paper Sec. 3.1, K=12).
 - `bf16`: pure bf16, optimizer states included (e.g. torchtune full fine-tuning).
+
+Fine-tuning methods (`method`): `full` trains every weight; `lora` freezes the base and
+trains low-rank adapters (Hu et al. 2021, arXiv 2106.09685); `qlora` also stores the base's
+linear weights in 4-bit NormalFloat (Dettmers et al. 2023, arXiv 2305.14314).
+Parallelism: `gpus` is the data-parallel degree (ZeRO shards over it); `tensor_parallel`
+and `pipeline_parallel` are Megatron-LM's (arXiv 1909.08053, 2104.04473); the job uses
+`total_gpus` = gpus x tensor_parallel x pipeline_parallel.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 Precision = Literal["fp32", "amp-fp16", "amp-bf16", "fp16-mixed", "bf16-mixed", "bf16"]
-Optimizer = Literal["adamw", "sgd", "adafactor", "adamw-8bit"]
+Optimizer = Literal["adamw", "sgd", "adafactor", "adamw-8bit", "paged-adamw-8bit"]
 OptimizerImpl = Literal["foreach", "fused", "for-loop"]
 Checkpointing = Literal["none", "selective", "full"]
 Attention = Literal["eager", "fused"]
+Method = Literal["full", "lora", "qlora"]
+LoraTargets = Literal["qv", "attention", "qvo-mlp", "all-linear"]
 
 PRECISIONS: tuple[str, ...] = Precision.__args__
 OPTIMIZERS: tuple[str, ...] = Optimizer.__args__
@@ -27,6 +36,15 @@ CHECKPOINTING: tuple[str, ...] = Checkpointing.__args__
 ATTENTION: tuple[str, ...] = Attention.__args__
 OPTIMIZER_IMPLS: tuple[str, ...] = OptimizerImpl.__args__
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
+METHODS: tuple[str, ...] = Method.__args__
+LORA_TARGETS: tuple[str, ...] = LoraTargets.__args__
+
+LORA_TARGET_LABEL = {
+    "qv": "q and v projections (PEFT's default for Llama; Hu et al. Sec. 7.1)",
+    "attention": "q, k, v and o projections",
+    "qvo-mlp": "q, v, o and the MLP (torchtune's Llama 3.2 LoRA configs)",
+    "all-linear": "every linear of the layers: q, k, v, o and the MLP (per expert)",
+}
 
 # FSDP's names for the same sharding (PyTorch FSDP ShardingStrategy). ZeRO-1 has
 # no FSDP strategy; torch's ZeroRedundancyOptimizer shards optimizer state only.
@@ -82,13 +100,47 @@ class TrainingSettings(BaseModel):
         default=True,
         description="optimizer.zero_grad(set_to_none=True), the default since torch 2.0",
     )
+    method: Method = Field(default="full", description="full training, or LoRA/QLoRA adapters on a frozen base")
+    lora_rank: int = Field(default=16, ge=1, le=4096, description="rank r of each LoRA adapter")
+    lora_targets: LoraTargets = Field(default="all-linear", description="which linears of each layer get an adapter")
+    frozen_layers: int = Field(
+        default=0, ge=0, le=1000, description="first k transformer layers (and the embeddings) frozen"
+    )
+    offload_optimizer: bool = Field(
+        default=False, description="ZeRO-Offload: fp32 master, optimizer states and the step on the CPU"
+    )
+    offload_parameters: bool = Field(
+        default=False, description="ZeRO-Infinity: parameters on the CPU, only layers in flight on the GPU (ZeRO-3)"
+    )
+    tensor_parallel: int = Field(default=1, ge=1, le=1024, description="Megatron tensor-parallel degree")
+    pipeline_parallel: int = Field(default=1, ge=1, le=1000, description="pipeline stages (1F1B schedule)")
     overheads: Overheads = Field(default_factory=Overheads)
+
+    @model_validator(mode="after")
+    def _check_offload(self) -> TrainingSettings:
+        if self.offload_parameters and self.zero != 3:
+            raise ValueError(
+                f"offloading parameters to the CPU needs ZeRO stage 3 (parameters sharded), not stage {self.zero}"
+            )
+        return self
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs of the whole job: data x tensor x pipeline parallel (Narayanan et al. 2021, Sec. 3)."""
+        return self.gpus * self.tensor_parallel * self.pipeline_parallel
 
 
 # The settings a user chooses (the rest are modelling assumptions with defaults).
 USER_SETTING_FIELDS: tuple[str, ...] = (
     "micro_batch", "seq_len", "grad_accum", "gpus", "precision",
     "optimizer", "optimizer_impl", "zero", "checkpointing", "attention",
+)  # fmt: skip
+
+# Settings added for fine-tuning, offload and model parallelism (issue #7); each default
+# gives the plain data-parallel full training of USER_SETTING_FIELDS.
+ADVANCED_SETTING_FIELDS: tuple[str, ...] = (
+    "method", "lora_rank", "lora_targets", "frozen_layers", "offload_optimizer",
+    "offload_parameters", "tensor_parallel", "pipeline_parallel",
 )  # fmt: skip
 
 
@@ -126,3 +178,14 @@ def residual_bytes(precision: str) -> int:
     """The residual stream stays fp32 under autocast: embeddings are fp32 and the
     adds promote half + fp32 to fp32 (PyTorch autocast op reference)."""
     return 4 if precision == "fp32" or is_autocast(precision) else 2
+
+
+def frozen_weight_bytes(precision: str) -> int:
+    """Bytes per frozen base weight under LoRA: the base is loaded in the half compute
+    dtype (bf16/fp16) in every mode but fp32, since no optimizer reads it (HF/PEFT
+    from_pretrained(torch_dtype=torch.bfloat16), torchtune `dtype: bf16`)."""
+    return compute_bytes(precision)
+
+
+def is_adapter_method(method: str) -> bool:
+    return method in ("lora", "qlora")

@@ -75,6 +75,14 @@ def test_a_combination_is_offered_when_no_single_change_fits():
         {},
         {"precision": "amp-bf16", "attention": "eager", "checkpointing": "selective"},
         {"precision": "fp32", "optimizer": "adafactor", "zero": 3, "gpus": 16, "checkpointing": "full"},
+        {"method": "lora", "checkpointing": "full"},
+        {"method": "qlora", "lora_rank": 64, "lora_targets": "qvo-mlp", "precision": "bf16", "attention": "eager"},
+        {"method": "lora", "precision": "amp-bf16", "lora_targets": "attention", "frozen_layers": 4},
+        {"tensor_parallel": 2, "gpus": 4, "zero": 1, "checkpointing": "selective"},
+        {"pipeline_parallel": 4, "grad_accum": 8, "checkpointing": "full", "frozen_layers": 2},
+        {"offload_optimizer": True, "zero": 2, "gpus": 8, "grad_accum": 2},
+        {"zero": 3, "gpus": 8, "offload_parameters": True, "offload_optimizer": True, "method": "qlora"},
+        {"tensor_parallel": 4, "pipeline_parallel": 2, "grad_accum": 4, "method": "lora", "optimizer": "adamw-8bit"},
     ],
 )
 @pytest.mark.parametrize("capacity_gib", [24.0, 80.0, 192.0])
