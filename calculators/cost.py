@@ -1,6 +1,6 @@
 """What a training run costs: every priced cloud instance, spot, and buying the GPUs instead.
 
-For each price row the run uses `settings.gpus` GPUs of the row's type:
+For each price row the run uses `settings.total_gpus` GPUs (data x tensor x pipeline parallel) of the row's type:
 
     instances = ceil(gpus / gpus_per_instance)            (whole instances are billed)
     usd       = instances x instance USD/hour x hours     (on demand: the time estimate's hours)
@@ -161,7 +161,7 @@ def cost_options(
         if gpu.name not in fits_by_gpu:
             fits_by_gpu[gpu.name] = None if memory_fits is None else bool(memory_fits(gpu))
         fits = fits_by_gpu[gpu.name]
-        options.append(_option(price, estimates[key], settings.gpus, fits, checkpoint_write_h, restart_h))
+        options.append(_option(price, estimates[key], settings.total_gpus, fits, checkpoint_write_h, restart_h))
     return sorted(options, key=lambda option: (option.usd_on_demand, option.hours))
 
 

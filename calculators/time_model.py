@@ -75,8 +75,22 @@ def training_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> flo
     N counts matmul weights including the LM head (embedding lookups are not matmuls). Norms,
     activations and the optimizer step are left out: they are a few percent of the total.
     """
-    matmul = 6.0 * active_matmul_params(spec)
+    matmul = matmul_flops_factor(settings) * active_matmul_params(spec)
     return matmul + attention_flops_per_token(spec, settings.seq_len) + recompute_flops_per_token(spec, settings)
+
+
+def matmul_flops_factor(settings: TrainingSettings) -> float:
+    """FLOPs per matmul weight and token: 2 forward + 2 for the input gradient + 2 for the
+    weight gradient (Kaplan et al. 2020, Sec. 2.1). A frozen base (LoRA/QLoRA) skips the
+    weight gradient: 4 (Hu et al. 2021 report the same saving); the adapters' own work,
+    r x (in + out) per linear, is under 1% at the ranks used and is left out."""
+    return 4.0 if settings.method in ("lora", "qlora") else 6.0
+
+
+def pipeline_bubble_factor(settings: TrainingSettings) -> float:
+    """1F1B pipeline schedule: idle time is (p - 1) / m of the ideal time for m micro-batches
+    per step (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2)."""
+    return 1.0 + (settings.pipeline_parallel - 1) / settings.grad_accum
 
 
 # --- throughput ------------------------------------------------------------------
@@ -328,13 +342,16 @@ def _assumptions(gpu: GpuSpec, settings: TrainingSettings, time_settings: TimeSe
     )
     _, link = link_gbytes_per_s(gpu, settings.gpus, time_settings)
     return [
-        "FLOPs/token = 6N (N = matmul weights incl. LM head) + 12*L*s*heads*head_dim attention (PaLM App. B), "
-        f"recomputation: {settings.checkpointing}",
+        f"FLOPs/token = {matmul_flops_factor(settings):g}N (N = matmul weights incl. LM head; 4N with a frozen "
+        f"LoRA/QLoRA base) + 12*L*s*heads*head_dim attention (PaLM App. B), recomputation: {settings.checkpointing}",
         f"matmuls in {fmt} at the dense peak from the GPU catalogue",
         utilisation + "; it applies to all executed FLOPs, recomputation included",
         f"data parallel over {settings.gpus} GPU(s), ZeRO-{settings.zero}; ring collectives 2(n-1)/n; {link}",
         f"{time_settings.overlap_fraction:.0%} of communication overlaps compute",
-        "no pipeline/tensor parallelism, data loading or evaluation time; checkpoint writes not included",
+        f"tensor parallel {settings.tensor_parallel} x pipeline parallel {settings.pipeline_parallel} per replica: "
+        f"work split evenly, pipeline bubble (p-1)/m = {pipeline_bubble_factor(settings) - 1:.2f} (Narayanan et al. "
+        "2021); tensor-parallel all-reduces not modelled",
+        "no data loading or evaluation time; checkpoint writes not included",
     ]
 
 
@@ -349,15 +366,19 @@ def estimate_time(
     peak, fmt = rate_and_format(gpu, settings.precision, time_settings.fp32_uses_tf32)
     achieved = peak * utilisation
     flops_per_token = training_flops_per_token(spec, settings)
-    tokens_per_gpu = settings.micro_batch * settings.seq_len * settings.grad_accum
-    tokens_per_step = tokens_per_gpu * settings.gpus
-    compute_s = flops_per_token * tokens_per_gpu / (achieved * 1e12)
+    # One data-parallel replica spans tensor_parallel x pipeline_parallel GPUs that share its
+    # tokens' work (tensor-parallel communication is not modelled; stated in the assumptions).
+    tokens_per_replica = settings.micro_batch * settings.seq_len * settings.grad_accum
+    tokens_per_step = tokens_per_replica * settings.gpus
+    gpus_per_replica = settings.tensor_parallel * settings.pipeline_parallel
+    compute_s = flops_per_token * tokens_per_replica / (achieved * 1e12 * gpus_per_replica)
+    compute_s *= pipeline_bubble_factor(settings)
     comm_s, exposed_s, comm_bytes = comm_seconds(spec, settings, gpu, time_settings, compute_s)
     step_s = compute_s + exposed_s
     dataset_tokens = time_settings.tokens_per_epoch(settings.seq_len)
     steps_per_epoch = math.ceil(dataset_tokens / tokens_per_step)
     hours_per_epoch = steps_per_epoch * step_s / 3600
-    bandwidth, _ = link_gbytes_per_s(gpu, settings.gpus, time_settings)
+    bandwidth, _ = link_gbytes_per_s(gpu, settings.total_gpus, time_settings)
     return TimeEstimate(
         gpu=gpu.name,
         compute_format=fmt,

@@ -267,3 +267,33 @@ def test_llama31_8b_on_8_h100_zero3_sample():
     assert estimate.steps_per_epoch == 7630
     assert estimate.hours_total == pytest.approx(3.864, rel=1e-3)
     assert math.isclose(estimate.tokens_per_s, 131_072 / estimate.step_s)
+
+
+def test_a_frozen_lora_base_costs_4n_instead_of_6n():
+    """Llama-2-7B, no recomputation: 6N - 4N = 2N FLOPs per token saved by skipping weight gradients."""
+    from calculators.presets import get_preset
+    from calculators.time_model import active_matmul_params, training_flops_per_token
+    from calculators.training import TrainingSettings
+
+    spec = get_preset("llama-2-7b")
+    full = training_flops_per_token(spec, TrainingSettings())
+    lora = training_flops_per_token(spec, TrainingSettings(method="lora"))
+    assert full - lora == pytest.approx(2 * active_matmul_params(spec))
+
+
+def test_tensor_and_pipeline_parallel_split_the_work_and_pay_the_bubble():
+    """TP 2 x PP 4 with 8 micro-batches: compute / 8 GPUs x (1 + 3/8) bubble."""
+    from calculators.gpu_catalogue import find_gpu
+    from calculators.presets import get_preset
+    from calculators.time_model import TimeSettings, estimate_time
+    from calculators.training import TrainingSettings
+
+    spec, gpu = get_preset("llama-2-7b"), find_gpu("H100-SXM5-80GB")
+    one = estimate_time(spec, TrainingSettings(grad_accum=8), gpu, TimeSettings(dataset_tokens=1e9, utilisation=0.5))
+    split = estimate_time(
+        spec,
+        TrainingSettings(grad_accum=8, tensor_parallel=2, pipeline_parallel=4),
+        gpu,
+        TimeSettings(dataset_tokens=1e9, utilisation=0.5),
+    )
+    assert split.compute_s == pytest.approx(one.compute_s / 8 * (1 + 3 / 8))
