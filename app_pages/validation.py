@@ -14,7 +14,7 @@ st.write(
 )
 
 table = validation_table()
-supported = [row for row in table if row.estimate_gib is not None]
+supported = [row for row in table if row.estimate_gib is not None and not row.excluded_reason]
 st.dataframe(
     pd.DataFrame(
         [
@@ -27,7 +27,7 @@ st.dataframe(
                 "estimate GiB": None if row.estimate_gib is None else round(row.estimate_gib, 2),
                 "error": None if row.error_fraction is None else f"{row.error_fraction:+.1%}",
                 "compared with": row.compared_with,
-                "not modelled because": row.unsupported_reason or "",
+                "not modelled because": row.unsupported_reason or row.excluded_reason or "",
             }
             for row in table
         ]

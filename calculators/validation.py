@@ -30,6 +30,9 @@ class RowModel(BaseModel):
     compare_to: str  # "used" (NVML) or "allocated" (torch active/allocated)
     assumptions: list[str]
     unsupported_reason: str | None = None
+    # Estimated and shown with its error, but left out of the accuracy target, because the
+    # measured run used features the engine does not model (the reason says which).
+    excluded_reason: str | None = None
 
 
 class ValidationRow(BaseModel):
@@ -44,6 +47,7 @@ class ValidationRow(BaseModel):
     compared_with: str
     assumptions: list[str]
     unsupported_reason: str | None
+    excluded_reason: str | None = None
     source: str
 
 
@@ -90,13 +94,7 @@ def _torchtune_row(row: dict) -> RowModel:
     extras = row["extras"].lower()
     common = ["torchtune full_finetune_single_device, fused AdamW, SDPA attention"]
     if row["optimizer"] in ("lora", "qlora"):
-        return RowModel(
-            preset=None,
-            settings=None,
-            compare_to="allocated",
-            assumptions=common,
-            unsupported_reason="LoRA/QLoRA fine-tuning is not modelled yet (issue 7).",
-        )
+        return _torchtune_adapter_row(row, common)
     if "unpacked" in extras:
         return RowModel(
             preset=None,
@@ -130,6 +128,36 @@ def _torchtune_row(row: dict) -> RowModel:
         settings=settings,
         compare_to="allocated",
         assumptions=common + ["packed sequences: every sample is 4096 tokens"],
+    )
+
+
+def _torchtune_adapter_row(row: dict, common: list[str]) -> RowModel:
+    """torchtune's Llama 3.2 3B LoRA/QLoRA single-device configs: rank 64 on q, v, output and
+    the MLP, pure bf16, fused AdamW, packed 4096-token samples, activation checkpointing."""
+    settings = TrainingSettings(
+        micro_batch=int(row["micro_batch"]),
+        seq_len=int(row["seq_len"]),
+        grad_accum=int(row["grad_accum"]),
+        precision="bf16",
+        optimizer="adamw",
+        optimizer_impl="fused",
+        checkpointing=row["checkpointing"],
+        attention="fused",
+        method=row["optimizer"],
+        lora_rank=64,
+        lora_targets="qvo-mlp",
+    )
+    return RowModel(
+        preset="llama-3.2-3b",
+        settings=settings,
+        compare_to="allocated",
+        assumptions=common + ["LoRA rank 64 on q, v, output projections and the MLP (torchtune llama3_2 3B configs)"],
+        excluded_reason=(
+            "torchtune's command for this row also turns on torch.compile, chunked cross-entropy and activation "
+            "offloading to the CPU, which the engine does not model (its fp32 logits alone are 13.7 GiB here). "
+            "What the engine does model checks out: the LoRA minus QLoRA difference, set only by how the frozen "
+            "linears are stored, is 3.89 GiB estimated against 3.9 GiB measured."
+        ),
     )
 
 
@@ -182,6 +210,7 @@ def validation_table(path: Path = MEASUREMENTS_PATH) -> list[ValidationRow]:
                 compared_with="peak incl. context and reserve" if model.compare_to == "used" else "allocated peak",
                 assumptions=model.assumptions,
                 unsupported_reason=model.unsupported_reason,
+                excluded_reason=model.excluded_reason,
                 source=row["source"],
             )
         )
