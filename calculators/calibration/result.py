@@ -1,0 +1,120 @@
+"""What a calibration run measured, in a form the app can store, show and apply.
+
+A `CalibrationResult` holds one `BenchmarkRecord` per benchmark (a value with its unit,
+the datasheet figure it is compared with, or why it was skipped or failed) and the two
+things the estimates can use directly:
+
+- `overheads`: memory outside torch's tensors measured on this host (CUDA context,
+  cuBLAS workspace, caching-allocator reserve). `apply_to_overheads()` puts them into a
+  `calculators.training.Overheads`, keeping the stated defaults for what was not measured.
+- `utilisation`: achieved fraction of the datasheet's dense peak per precision
+  (fp32, tf32, bf16, fp16, fp8) from the matmul benchmarks, and `training_mfu`, the
+  model-FLOPs utilisation of the reference training step (6 x N x tokens / time / peak,
+  Kaplan et al. 2020, arXiv 2001.08361; PaLM, arXiv 2204.02311, App. B).
+
+No torch import here: pages may import this module.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from calculators.training import Overheads
+
+SCHEMA_VERSION = 1
+
+DetailValue = float | int | str | bool | None
+# A measurement may beat a conservative datasheet figure (boost clocks), so allow above 1.
+Fraction = Annotated[float, Field(ge=0, le=5)]
+
+# Which matmul precision a training precision's matmuls run in.
+MATMUL_PRECISION_OF = {
+    "fp32": "fp32",
+    "amp-fp16": "fp16",
+    "fp16-mixed": "fp16",
+    "amp-bf16": "bf16",
+    "bf16-mixed": "bf16",
+    "bf16": "bf16",
+}
+
+
+class BenchmarkRecord(BaseModel):
+    """One benchmark's outcome. Exactly one of: a value, a skipped_reason, or an error."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    name: str = Field(min_length=1, max_length=100)
+    value: float | None = None
+    unit: str = Field(default="", max_length=40)
+    datasheet_value: float | None = None
+    percent_of_datasheet: float | None = None
+    skipped_reason: str | None = Field(default=None, max_length=2000)
+    error: str | None = Field(default=None, max_length=2000)
+    duration_s: float = Field(default=0.0, ge=0)
+    details: dict[str, DetailValue] = Field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the benchmark produced a value (not skipped, no error)."""
+        return self.value is not None and self.skipped_reason is None and self.error is None
+
+
+class CalibratedOverheads(BaseModel):
+    """Measured replacements for `Overheads` fields; None where this run could not measure one."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    cuda_context_gib: Annotated[float | None, Field(ge=0, le=16)] = None
+    cublas_workspace_gib: Annotated[float | None, Field(ge=0, le=4)] = None
+    allocator_reserve_fraction: Annotated[float | None, Field(ge=0, le=1)] = None
+
+    def apply(self, overheads: Overheads | None = None) -> Overheads:
+        """`overheads` (default: the stated defaults) with the measured fields replaced."""
+        base = overheads or Overheads()
+        measured = {name: value for name, value in self.model_dump().items() if value is not None}
+        return base.model_copy(update=measured)
+
+
+class CalibrationResult(BaseModel):
+    """Everything one calibration run measured on one host and device."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    schema_version: int = SCHEMA_VERSION
+    host: str = Field(min_length=1, max_length=255)
+    device: str = Field(min_length=1, max_length=40)
+    gpu_name: str | None = Field(default=None, max_length=255)
+    catalogue_gpu: str | None = Field(default=None, max_length=255)
+    driver_version: str | None = Field(default=None, max_length=64)
+    cuda_version: str | None = Field(default=None, max_length=64)
+    torch_version: str | None = Field(default=None, max_length=64)
+    created_at: dt.datetime
+    budget_s: float = Field(ge=0)
+    duration_s: float = Field(default=0.0, ge=0)
+    records: list[BenchmarkRecord] = Field(default_factory=list, max_length=200)
+    overheads: CalibratedOverheads = Field(default_factory=CalibratedOverheads)
+    utilisation: dict[str, Fraction] = Field(default_factory=dict)
+    training_mfu: Fraction | None = None
+    notes: list[str] = Field(default_factory=list, max_length=100)
+
+    def record(self, name: str) -> BenchmarkRecord | None:
+        """The record called `name`, or None."""
+        return next((record for record in self.records if record.name == name), None)
+
+    def apply_to_overheads(self, overheads: Overheads | None = None) -> Overheads:
+        """`overheads` with this host's measured CUDA context, cuBLAS workspace and allocator reserve."""
+        return self.overheads.apply(overheads)
+
+    def utilisation_for(self, training_precision: str) -> float | None:
+        """Measured matmul fraction of dense peak for the matmuls of a training precision
+        (e.g. 'bf16-mixed' -> the bf16 figure), or None if not measured."""
+        matmul_precision = MATMUL_PRECISION_OF.get(training_precision, training_precision)
+        return self.utilisation.get(matmul_precision)
+
+
+def utc_now() -> dt.datetime:
+    """Timezone-aware UTC now (stored as ISO 8601 so history sorts as text)."""
+    return dt.datetime.now(dt.UTC)

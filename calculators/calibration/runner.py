@@ -1,0 +1,330 @@
+"""Run every calibration benchmark within one time budget and collect a `CalibrationResult`.
+
+`run_calibration()` never raises for a failing benchmark: an exception (CUDA out of memory
+included) becomes that record's `error`, and a benchmark that no longer fits in what is
+left of the budget, or needs a GPU the run does not have, gets a `skipped_reason`. The
+budget is shared out by weight among the benchmarks still to run, so time one leaves
+unused goes to the next.
+
+Only one run at a time per process (a module-level lock; `CalibrationBusyError` for a
+second caller), since two runs on one GPU would disturb each other's timings and memory.
+
+Environment variable:
+- `GPU_SIZING_ALLOW_CALIBRATION=1` lets the app offer the "Calibrate" button. A shared
+  deployment leaves it unset, so visitors cannot start GPU work on the server; read it
+  with `calibration_allowed()`. `run_calibration()` itself does not check it (the CLI and
+  tests call it directly).
+
+torch is imported inside the functions that run benchmarks; importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from calculators.calibration import benchmarks
+from calculators.calibration.inventory import GpuInfo, match_catalogue, read_inventory
+from calculators.calibration.result import (
+    BenchmarkRecord,
+    CalibratedOverheads,
+    CalibrationResult,
+    utc_now,
+)
+from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
+
+ALLOW_ENV_VAR = "GPU_SIZING_ALLOW_CALIBRATION"
+DEFAULT_BUDGET_S = 110.0
+ALLREDUCE_SIZE_MB = 64.0
+Progress = Callable[[str, float], None]
+
+_RUN_LOCK = threading.Lock()
+
+
+class CalibrationBusyError(RuntimeError):
+    """Another calibration is running in this process."""
+
+
+def calibration_allowed(environ: Mapping[str, str] | None = None) -> bool:
+    """True when GPU_SIZING_ALLOW_CALIBRATION=1 (default environment: os.environ)."""
+    environ = os.environ if environ is None else environ
+    return environ.get(ALLOW_ENV_VAR, "").strip() == "1"
+
+
+@dataclass
+class _Host:
+    """What the run knows about its device before the benchmarks."""
+
+    device: Any = None  # torch.device, or None when the requested device cannot be used
+    unavailable_reason: str | None = None
+    gpu: GpuSpec | None = None
+    gpu_name: str | None = None
+    nvml_gpu: GpuInfo | None = None
+    cuda_gpus: int = 0
+    torch_version: str | None = None
+    cuda_version: str | None = None
+    nvml_used_before_bytes: int | None = None  # all GPUs' memory in use before this run touched CUDA
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Step:
+    """One benchmark: its share of the budget, the least time worth starting it with, and how to run
+    it: run(budget_s, records so far by name)."""
+
+    label: str
+    names: tuple[str, ...]
+    weight: float
+    min_s: float
+    run: Callable[[float, dict[str, BenchmarkRecord]], BenchmarkRecord | list[BenchmarkRecord]]
+    skip_reason: str | None = None
+
+
+def _host_for(device: str, catalogue: Iterable[GpuSpec] | None) -> _Host:
+    """Resolve the device and find its GPU name, catalogue row and NVML figures."""
+    inventory = read_inventory(catalogue)
+    notes = [f"Inventory: {inventory.message}"]
+    try:
+        import torch
+    except ImportError as exc:
+        return _Host(unavailable_reason=f"torch is not installed ({exc})", notes=notes)
+    host = _Host(torch_version=torch.__version__, cuda_version=torch.version.cuda, notes=notes)
+    try:
+        host.device = benchmarks.resolve_device(device)
+    except RuntimeError as exc:
+        host.unavailable_reason = f"unknown device {device!r}: {exc}"
+        return host
+    if host.device.type == "cuda" and not torch.cuda.is_available():
+        host.device, host.unavailable_reason = None, "CUDA was asked for, but torch.cuda.is_available() is False"
+    if host.device is None or host.device.type != "cuda":
+        return host
+    host.nvml_used_before_bytes = benchmarks.nvml_used_before_cuda()  # before anything below initialises CUDA
+    props = torch.cuda.get_device_properties(host.device)
+    specs = list(load_gpu_catalogue() if catalogue is None else catalogue)
+    host.gpu = match_catalogue(props.name, specs, memory_gib=props.total_memory / 2**30)
+    host.gpu_name, host.cuda_gpus = props.name, torch.cuda.device_count()
+    host.nvml_gpu = next((gpu for gpu in inventory.gpus if gpu.name == props.name), None)
+    notes.append(f"Catalogue row: {host.gpu.name if host.gpu else 'none matches ' + repr(props.name)}")
+    return host
+
+
+def _gpu_only(reason: str) -> str:
+    return f"GPU only: {reason}"
+
+
+def _matmul_steps(host: _Host) -> list[_Step]:
+    """One step per matmul precision; on the CPU only fp32 runs."""
+    steps = []
+    for precision in benchmarks.MATMUL_PRECISIONS:
+        skip = None
+        if host.device.type != "cuda" and precision != "fp32":
+            skip = _gpu_only(f"{precision} matmul rates matter on a GPU; the CPU run measures fp32 only")
+
+        def run(budget_s: float, _: object, precision: str = precision) -> BenchmarkRecord:
+            return benchmarks.matmul_tflops(host.device, precision, budget_s=budget_s, gpu=host.gpu)
+
+        steps.append(_Step(f"Matmul {precision}", (f"matmul_{precision}",), 1.2, 0.3, run, skip))
+    return steps
+
+
+def _allreduce_step(host: _Host) -> _Step:
+    """NCCL all-reduce across this host's GPUs (needs at least two)."""
+    skip = None if host.cuda_gpus >= 2 else _gpu_only("all-reduce bus bandwidth needs 2 or more CUDA GPUs (NCCL)")
+
+    def run(budget_s: float, _: object) -> BenchmarkRecord:
+        from calculators.calibration.allreduce import run_allreduce_subprocess
+
+        measured = run_allreduce_subprocess(host.cuda_gpus, "nccl", ALLREDUCE_SIZE_MB, timeout_s=budget_s)
+        link = host.gpu.interconnect_gbps / 2 if host.gpu and host.gpu.interconnect_gbps else None  # one direction
+        busbw = measured["busbw_gbps"]
+        return BenchmarkRecord(
+            name="allreduce",
+            value=busbw,
+            unit="GB/s",
+            datasheet_value=link,
+            percent_of_datasheet=100 * busbw / link if link else None,
+            details=measured,
+        )
+
+    return _Step("All-reduce", ("allreduce",), 2.0, 15.0, run, skip)
+
+
+def _steps(host: _Host, usd_per_hour: float | None) -> list[_Step]:
+    """Benchmarks in run order. Fixed overhead comes first, before anything else loads CUDA."""
+    device, on_gpu = host.device, host.device.type == "cuda"
+    pcie = (host.nvml_gpu.pcie_gen, host.nvml_gpu.pcie_width) if host.nvml_gpu else (None, None)
+
+    def training(budget_s: float, done: dict[str, BenchmarkRecord]) -> BenchmarkRecord:
+        """On the CPU, MFU is relative to the fp32 matmul rate measured just before."""
+        fp32 = done.get("matmul_fp32")
+        peak = fp32.value if fp32 is not None and fp32.ok and not on_gpu else None
+        return benchmarks.training_step_benchmark(device, budget_s, gpu=host.gpu, peak_tflops=peak)
+
+    def epoch(budget_s: float, done: dict[str, BenchmarkRecord]) -> list[BenchmarkRecord]:
+        """On the CPU the training step already ran the epoch model: its record is reused."""
+        cpu_step = None if on_gpu else done.get("training_step")
+        gpu_device = device if on_gpu else None  # a CPU run leaves the GPU alone
+        return benchmarks.epoch_comparison(budget_s, usd_per_hour, cpu_step=cpu_step, cuda_device=gpu_device)
+
+    epoch_weight, epoch_min_s = (3.0, 3.0) if on_gpu else (0.1, 0.0)  # the CPU row reuses the training step
+    return [
+        _Step("Fixed memory overhead", ("fixed_overhead",), 0.5, 0.0,
+              lambda s, _: benchmarks.fixed_overhead_gib(device, host.nvml_used_before_bytes)),
+        *_matmul_steps(host),
+        _Step("Memory bandwidth", ("memory_bandwidth",), 1.0, 0.3,
+              lambda s, _: benchmarks.memory_bandwidth_gbps(device, s, host.gpu)),
+        _Step("Host-to-device copy", ("host_to_device",), 1.0, 0.3,
+              lambda s, _: benchmarks.host_to_device_gbps(device, s, *pcie),
+              None if on_gpu else _gpu_only("host-to-device copies need a CUDA GPU")),
+        _Step("Training step", ("training_step",), 5.0, 3.0 if on_gpu else 1.0, training),
+        _allreduce_step(host),
+        _Step("Epoch CPU vs GPU", ("epoch_cpu_fp32", "epoch_cuda_fp32", "epoch_cuda_mixed"), epoch_weight,
+              epoch_min_s, epoch),
+    ]  # fmt: skip
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
+
+
+def _release_cuda_cache() -> None:
+    """Give cached GPU memory back after a benchmark (and after an out-of-memory error)."""
+    try:
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+    except Exception:  # cleanup must not hide the benchmark's own outcome
+        pass
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return isinstance(exc, torch.cuda.OutOfMemoryError)
+
+
+def _run_step(step: _Step, budget_s: float, done: dict[str, BenchmarkRecord]) -> list[BenchmarkRecord]:
+    """The step's records; an exception becomes the error of each of its records."""
+    started_s = time.perf_counter()
+    try:
+        outcome = step.run(budget_s, done)
+        return outcome if isinstance(outcome, list) else [outcome]
+    except Exception as exc:
+        error = ("out of memory: " if _is_out_of_memory(exc) else "") + _one_line(exc)
+        elapsed_s = time.perf_counter() - started_s
+        return [BenchmarkRecord(name=name, error=error, duration_s=elapsed_s) for name in step.names]
+    finally:
+        _release_cuda_cache()
+
+
+def _run_steps(
+    steps: list[_Step], budget_s: float, deadline_s: float, progress: Progress | None
+) -> list[BenchmarkRecord]:
+    """Run the steps in order, each with its weighted share of the time left before `deadline_s`."""
+    records: list[BenchmarkRecord] = []
+    for index, step in enumerate(steps):
+        if progress:
+            progress(step.label, index / len(steps))
+        if step.skip_reason:
+            records += [BenchmarkRecord(name=name, skipped_reason=step.skip_reason) for name in step.names]
+            continue
+        left_s = max(0.0, deadline_s - time.perf_counter())
+        weight_left = sum(later.weight for later in steps[index:] if not later.skip_reason)
+        step_budget_s = left_s * step.weight / weight_left
+        if step_budget_s < step.min_s:  # steps with min_s 0 (reused or instant figures) always run
+            reason = f"out of time: {left_s:.1f} s of the {budget_s:.0f} s budget left, it needs {step.min_s:.1f} s"
+            records += [BenchmarkRecord(name=name, skipped_reason=reason) for name in step.names]
+            continue
+        records += _run_step(step, step_budget_s, {record.name: record for record in records})
+    if progress:
+        progress("Done", 1.0)
+    return records
+
+
+def _derived_overheads(records: list[BenchmarkRecord]) -> CalibratedOverheads:
+    """Context and cuBLAS workspace from fixed_overhead; allocator reserve from the training step."""
+    by_name = {record.name: record for record in records}
+    fixed, step = by_name.get("fixed_overhead"), by_name.get("training_step")
+    fixed_details = fixed.details if fixed is not None and fixed.ok else {}
+    reserve = step.details.get("allocator_reserve_fraction") if step is not None and step.ok else None
+    return CalibratedOverheads(
+        cuda_context_gib=fixed_details.get("cuda_context_gib"),
+        cublas_workspace_gib=fixed_details.get("cublas_workspace_gib"),
+        allocator_reserve_fraction=min(1.0, reserve) if reserve is not None else None,
+    )
+
+
+def _utilisation(records: list[BenchmarkRecord]) -> dict[str, float]:
+    """Matmul fraction of the datasheet's dense peak, per precision that was measured against one."""
+    return {
+        record.name.removeprefix("matmul_"): record.percent_of_datasheet / 100
+        for record in records
+        if record.name.startswith("matmul_") and record.ok and record.percent_of_datasheet is not None
+    }
+
+
+def _unavailable_records(host: _Host) -> list[BenchmarkRecord]:
+    """Every benchmark skipped with the reason the device cannot be used."""
+    names = ["fixed_overhead", *(f"matmul_{p}" for p in benchmarks.MATMUL_PRECISIONS), "memory_bandwidth"]
+    names += ["host_to_device", "training_step", "allreduce", "epoch_cpu_fp32", "epoch_cuda_fp32", "epoch_cuda_mixed"]
+    return [BenchmarkRecord(name=name, skipped_reason=host.unavailable_reason) for name in names]
+
+
+def _calibrate(device: str, budget_s: float, progress: Progress | None, usd_per_hour: float | None,
+               catalogue: Iterable[GpuSpec] | None) -> CalibrationResult:  # fmt: skip
+    started_s, created_at = time.perf_counter(), utc_now()
+    host = _host_for(device, catalogue)
+    if host.device is None:
+        records = _unavailable_records(host)
+    else:
+        records = _run_steps(_steps(host, usd_per_hour), budget_s, started_s + budget_s, progress)
+    step = next((record for record in records if record.name == "training_step" and record.ok), None)
+    mfu = step.percent_of_datasheet / 100 if step is not None and step.percent_of_datasheet is not None else None
+    return CalibrationResult(
+        host=socket.gethostname() or "unknown",
+        device=str(host.device) if host.device is not None else device,
+        gpu_name=host.gpu_name,
+        catalogue_gpu=host.gpu.name if host.gpu else None,
+        driver_version=host.nvml_gpu.driver_version if host.nvml_gpu else None,
+        cuda_version=host.cuda_version,
+        torch_version=host.torch_version,
+        created_at=created_at,
+        budget_s=budget_s,
+        duration_s=time.perf_counter() - started_s,
+        records=records,
+        overheads=_derived_overheads(records),
+        utilisation=_utilisation(records),
+        training_mfu=mfu,
+        notes=host.notes + ([host.unavailable_reason] if host.unavailable_reason else []),
+    )
+
+
+def run_calibration(
+    device: str = "auto",
+    budget_s: float = DEFAULT_BUDGET_S,
+    progress: Progress | None = None,
+    usd_per_hour: float | None = None,
+    catalogue: Iterable[GpuSpec] | None = None,
+) -> CalibrationResult:
+    """Run the benchmarks on `device` ('auto', 'cuda', 'cuda:N' or 'cpu') within `budget_s` seconds in total.
+
+    `progress(label, fraction_done)` is called before each benchmark and with ('Done', 1.0)
+    at the end; an exception it raises stops the run and propagates (so a Streamlit rerun
+    can interrupt it). `usd_per_hour` prices the epoch comparison. Raises
+    CalibrationBusyError when another run is in progress in this process.
+    """
+    if not _RUN_LOCK.acquire(blocking=False):
+        raise CalibrationBusyError("a calibration is already running on this host; wait for it to finish")
+    try:
+        return _calibrate(device, budget_s, progress, usd_per_hour, catalogue)
+    finally:
+        _RUN_LOCK.release()
