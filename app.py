@@ -15,6 +15,7 @@ navigation = st.navigation(
         st.Page("app_pages/memory.py", title="Memory", icon=":material/memory:", default=True),
         st.Page("app_pages/compare.py", title="Compare GPUs", icon=":material/compare:", url_path="compare"),
         st.Page("app_pages/cost.py", title="Time and cost", icon=":material/payments:", url_path="cost"),
+        st.Page("app_pages/calibration.py", title="Calibration", icon=":material/speed:", url_path="calibration"),
         st.Page("app_pages/validation.py", title="Validation", icon=":material/fact_check:", url_path="validation"),
     ]
 )

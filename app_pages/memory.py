@@ -72,6 +72,14 @@ col4.metric(
 
 st.plotly_chart(phase_breakdown_figure(estimate, workload.gpu_memory_gib), width="stretch")
 st.caption(f"The peak is the largest phase ({estimate.peak_phase}), not the sum of everything that ever exists.")
+details = [f"trainable parameters: {estimate.trainable_parameters:,} of {estimate.parameters:,}"]
+if estimate.host_memory_gib > 0:
+    details.append(f"host RAM needed per GPU for the offloaded states: {estimate.host_memory_gib:.1f} GiB")
+if estimate.pipeline_stage != "only":
+    details.append(f"most loaded pipeline stage: the {estimate.pipeline_stage} one")
+if settings.total_gpus != settings.gpus:
+    details.append(f"GPUs in all: {settings.total_gpus} (data x tensor x pipeline parallel)")
+st.markdown(" · ".join(details))
 
 left, right = st.columns(2)
 with left:

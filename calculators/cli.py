@@ -1,4 +1,4 @@
-"""Command line: `python -m calculators memory|fit|gpus|cost|presets ...`.
+"""Command line: `python -m calculators memory|fit|gpus|cost|calibrate|presets ...`.
 
 Pure functions compute; this module only parses arguments and prints. Bad input
 prints one line starting with 'error:' and exits with code 2.
@@ -26,7 +26,7 @@ from calculators.inference import (
     max_context_len,
     tensor_parallel_problem,
 )
-from calculators.memory import COMPONENT_LABEL, estimate_memory
+from calculators.memory import COMPONENT_LABEL, check_supported, estimate_memory
 from calculators.model_input import (
     ModelInputError,
     describe_validation_error,
@@ -39,8 +39,10 @@ from calculators.presets import get_preset, load_presets
 from calculators.prices import PriceCatalogueError, load_prices, parse_price_csv
 from calculators.time_model import TimeSettings
 from calculators.training import (
+    ADVANCED_SETTING_FIELDS,
     ATTENTION,
     CHECKPOINTING,
+    LORA_TARGETS,
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
     PRECISIONS,
@@ -78,7 +80,11 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     mode = parser.add_argument_group("fine-tuning and serving")
     mode.add_argument("--mode", choices=MODES, default="train")
     mode.add_argument("--lora-rank", type=int, default=16)
-    mode.add_argument("--lora-targets", choices=("attention", "all-linear"), default="all-linear")
+    mode.add_argument("--lora-targets", choices=LORA_TARGETS, default="all-linear")
+    mode.add_argument("--frozen-layers", type=int, default=0, help="full training: first k layers frozen")
+    mode.add_argument("--offload-optimizer", action="store_true", help="ZeRO-Offload: optimizer on the CPU")
+    mode.add_argument("--offload-parameters", action="store_true", help="ZeRO-Infinity: parameters on the CPU")
+    mode.add_argument("--pipeline-parallel", type=int, default=1)
     mode.add_argument("--weight-precision", choices=WEIGHT_PRECISIONS, default="bf16", help="inference weights")
     mode.add_argument("--kv-cache-precision", choices=KV_PRECISIONS, default="bf16")
     mode.add_argument("--context-len", type=int, default=8192, help="inference: tokens per sequence")
@@ -106,15 +112,22 @@ def model_from_args(args: argparse.Namespace) -> ModelSpec:
 
 
 def settings_from_args(args: argparse.Namespace) -> TrainingSettings:
-    fields = {name: getattr(args, name) for name in USER_SETTING_FIELDS}
-    if args.mode != "train":
-        fields |= {"method": METHOD_OF_MODE[args.mode], "lora_rank": args.lora_rank, "lora_targets": args.lora_targets}
-    if args.tensor_parallel != 1:
-        fields["tensor_parallel"] = args.tensor_parallel
+    fields = {name: getattr(args, name) for name in USER_SETTING_FIELDS + ADVANCED_SETTING_FIELDS if name != "method"}
+    fields["method"] = METHOD_OF_MODE[args.mode]
     try:
         return TrainingSettings(**fields)
     except ValidationError as error:
         raise UsageError(describe_validation_error(error)) from None
+
+
+def checked_workload(args: argparse.Namespace) -> tuple[ModelSpec, TrainingSettings]:
+    """Model and settings, with the checks that need both (layers, heads) as usage errors."""
+    spec, settings = model_from_args(args), settings_from_args(args)
+    try:
+        check_supported(spec, settings)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return spec, settings
 
 
 def serving_from_args(args: argparse.Namespace, spec: ModelSpec) -> ServingSettings:
@@ -181,7 +194,7 @@ def memory_command(args: argparse.Namespace) -> str:
     if args.mode == "inference":
         result = serving_result(spec, serving_from_args(args, spec), args.gpu_memory_gib)
         return json.dumps(result, indent=2) if args.json else format_serving_table(result)
-    settings = settings_from_args(args)
+    spec, settings = checked_workload(args)
     estimate = estimate_memory(spec, settings)
     result = {"model": spec.name, "settings": settings.model_dump(exclude={"overheads"})} | estimate.model_dump()
     if args.gpu_memory_gib is not None:
@@ -198,6 +211,13 @@ def format_memory_table(result: dict) -> str:
         if gib > 0:
             lines.append(f"  {COMPONENT_LABEL[name]:<32}{gib:>10.2f} GiB")
     lines.append(f"  {'allocated / reserved':<32}{result['allocated_gib']:>10.2f} / {result['reserved_gib']:.2f} GiB")
+    lines.append(
+        f"  {'trainable / all parameters':<32}{result['trainable_parameters']:>14,} / {result['parameters']:,}"
+    )
+    if result.get("host_memory_gib"):
+        lines.append(f"  {'host RAM per GPU (offload)':<32}{result['host_memory_gib']:>10.2f} GiB")
+    if result.get("pipeline_stage", "only") != "only":
+        lines.append(f"  most loaded pipeline stage: {result['pipeline_stage']}")
     if "fit" in result:
         fit = result["fit"]
         largest = fit["max_micro_batch"] or "none (micro-batch 1 does not fit)"
@@ -224,8 +244,7 @@ def gpus_command(args: argparse.Namespace) -> str:
 
 
 def fit_command(args: argparse.Namespace) -> str:
-    spec = model_from_args(args)
-    settings = settings_from_args(args)
+    spec, settings = checked_workload(args)
     rows = fit_matrix(spec, settings, load_gpu_catalogue())
     if args.json:
         return json.dumps([row.model_dump() for row in rows], indent=2)
@@ -273,8 +292,7 @@ def _prices_from_args(args: argparse.Namespace, catalogue) -> list:
 
 
 def cost_command(args: argparse.Namespace) -> str:
-    spec = model_from_args(args)
-    settings = settings_from_args(args)
+    spec, settings = checked_workload(args)
     time_settings = _time_settings_from_args(args)
     catalogue = list(load_gpu_catalogue())
     prices = _prices_from_args(args, catalogue)
@@ -300,6 +318,48 @@ def cost_command(args: argparse.Namespace) -> str:
             f"  {option.gpu:<24}{option.provider:<11}{option.instance_type:<26}{option.hours:>9.1f} h"
             f"  on demand ${option.usd_on_demand:>12,.0f}  spot {spot:>12}  fits {option.fits_in_memory}"
         )
+    return "\n".join(lines)
+
+
+def calibrate_command(args: argparse.Namespace) -> str:
+    """Run the benchmarks headless and write the result for the app to import."""
+    from calculators.calibration.runner import CalibrationBusyError, run_calibration
+    from calculators.calibration.store import export_json
+
+    if not 1 <= args.budget_s <= 3600:
+        raise UsageError("--budget-s must be between 1 and 3600 seconds")
+    if args.out.exists() and args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a folder; give a file name")
+
+    def report(step: str, fraction: float) -> None:
+        print(f"[{fraction:4.0%}] {step}", file=sys.stderr)
+
+    try:
+        result = run_calibration(
+            device=args.device, budget_s=args.budget_s, progress=report, usd_per_hour=args.usd_per_hour
+        )
+    except CalibrationBusyError as error:
+        raise UsageError(str(error)) from None
+    text = export_json(result)
+    temporary = args.out.with_name(args.out.name + ".tmp")
+    try:
+        temporary.write_text(text)
+        temporary.replace(args.out)  # atomic: a reader never sees half a file
+    except OSError as error:
+        raise UsageError(f"cannot write {args.out}: {error.strerror}") from None
+    return text if args.json else _calibration_summary(result, args.out)
+
+
+def _calibration_summary(result, out: Path) -> str:
+    lines = [f"{result.host} ({result.gpu_name or result.device}): {len(result.records)} benchmarks -> {out}"]
+    for record in result.records:
+        if record.ok:
+            percent = (
+                "" if record.percent_of_datasheet is None else f" ({record.percent_of_datasheet:.0f}% of datasheet)"
+            )
+            lines.append(f"  {record.name:<36}{record.value:>12.2f} {record.unit}{percent}")
+        else:
+            lines.append(f"  {record.name:<36}skipped: {record.skipped_reason or record.error}")
     return "\n".join(lines)
 
 
@@ -339,6 +399,13 @@ def build_parser() -> OneLineParser:
     dataset.add_argument("--fits-only", action="store_true", help="only GPUs the workload fits on")
     dataset.add_argument("--top", type=int, default=20, help="rows in the readable table")
     cost.set_defaults(handler=cost_command)
+    calibrate = commands.add_parser("calibrate", help="measure this host (GPU or CPU) and write a result file")
+    calibrate.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    calibrate.add_argument("--budget-s", type=float, default=110.0, help="total time budget in seconds")
+    calibrate.add_argument("--usd-per-hour", type=float, help="price per GPU-hour for the cost per epoch")
+    calibrate.add_argument("--out", type=Path, required=True, help="where to write the result JSON")
+    calibrate.add_argument("--json", action="store_true", help="also print the result JSON")
+    calibrate.set_defaults(handler=calibrate_command)
     presets = commands.add_parser("presets", help="list the model presets")
     presets.add_argument("--json", action="store_true")
     presets.set_defaults(handler=presets_command)

@@ -171,3 +171,26 @@ def test_a_malformed_price_sheet_is_a_usage_error(capsys, tmp_path):
     sheet.write_text("provider,instance_type\nAWS,p5\n")
     code, _, err = run_cli(capsys, "cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--prices", str(sheet))
     assert code == 2 and "prices.csv" in err and "missing column" in err
+
+
+def test_calibrate_on_the_cpu_writes_a_result_the_app_imports(capsys, tmp_path):
+    from calculators.calibration.store import import_json
+
+    out = tmp_path / "result.json"
+    code, stdout, _ = run_cli(capsys, "calibrate", "--device", "cpu", "--budget-s", "5", "--out", str(out))
+    assert code == 0 and out.exists() and str(out) in stdout
+    result = import_json(out.read_text())
+    assert result.device == "cpu" and any(record.ok for record in result.records)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["calibrate", "--budget-s", "0", "--out", "x.json"], "--budget-s"),
+        (["calibrate", "--device", "tpu", "--out", "x.json"], "invalid choice"),
+        (["calibrate"], "--out"),
+    ],
+)
+def test_bad_calibrate_arguments_exit_2(capsys, argv, message):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and message in err

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from calculators.fit_matrix import gpu_memory_gib
 from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
 from calculators.inference import KV_PRECISIONS, WEIGHT_PRECISIONS, ServingSettings
+from calculators.memory import check_supported
 from calculators.model_input import (
     ModelInputError,
     describe_validation_error,
@@ -28,6 +29,8 @@ from calculators.training import (
     ATTENTION,
     CHECKPOINTING,
     FSDP_NAME,
+    LORA_TARGET_LABEL,
+    LORA_TARGETS,
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
     PRECISION_LABEL,
@@ -36,6 +39,7 @@ from calculators.training import (
     ZERO_STAGES,
     TrainingSettings,
 )
+from ui.calibration_state import active_calibration
 from ui.remember import SAVED_PREFIX
 from ui.user_gpus import user_gpus
 
@@ -102,7 +106,12 @@ FIELDS: list[tuple[str, str, type, object, object]] = [
     ("checkpointing", "ckpt", str, "none", CHECKPOINTING),
     ("attention", "attn", str, "fused", ATTENTION),
     ("lora_rank", "rank", int, 16, Between(1, 4096)),
-    ("lora_targets", "targets", str, "all-linear", ("attention", "all-linear")),
+    ("lora_targets", "targets", str, "all-linear", LORA_TARGETS),
+    ("frozen_layers", "frozen", int, 0, Between(0, 1000)),
+    ("offload_optimizer", "off_opt", bool, False, None),
+    ("offload_parameters", "off_params", bool, False, None),
+    ("tensor_parallel", "tp", int, 1, Between(1, 1024)),
+    ("pipeline_parallel", "pp", int, 1, Between(1, 1000)),
     ("s_weight_precision", "wprec", str, "bf16", WEIGHT_PRECISIONS),
     ("s_kv_precision", "kvprec", str, "bf16", KV_PRECISIONS),
     ("s_context_len", "ctx", int, 8192, Between(1, 10_000_000)),
@@ -310,8 +319,23 @@ def _serving_controls() -> dict:
 def _lora_controls() -> dict:
     col1, col2 = st.sidebar.columns(2)
     col1.number_input("LoRA rank", min_value=1, max_value=4096, key="lora_rank")
-    col2.selectbox("LoRA on", ("attention", "all-linear"), key="lora_targets")
+    col2.selectbox("LoRA on", LORA_TARGETS, key="lora_targets", help="; ".join(LORA_TARGET_LABEL.values()))
     return {"lora_rank": st.session_state.lora_rank, "lora_targets": st.session_state.lora_targets}
+
+
+def _parallel_controls(full_training: bool) -> dict:
+    """Model parallelism, offload and frozen layers, folded away: most users need none."""
+    with st.sidebar.expander("Parallelism, offload, frozen layers"):
+        col1, col2 = st.columns(2)
+        col1.number_input("Tensor parallel", min_value=1, max_value=1024, key="tensor_parallel")
+        col2.number_input("Pipeline stages", min_value=1, max_value=1000, key="pipeline_parallel")
+        st.checkbox("Optimizer on the CPU (ZeRO-Offload)", key="offload_optimizer")
+        st.checkbox("Parameters on the CPU (ZeRO-Infinity, ZeRO-3)", key="offload_parameters")
+        if full_training:
+            st.number_input("Frozen first layers", min_value=0, max_value=1000, key="frozen_layers")
+    keys = ["tensor_parallel", "pipeline_parallel", "offload_optimizer", "offload_parameters"]
+    keys += ["frozen_layers"] if full_training else []
+    return {key: st.session_state[key] for key in keys}
 
 
 def _restore_hidden_fields() -> None:
@@ -343,6 +367,7 @@ def workload_sidebar() -> Workload:
         training = _training_controls() | {"method": METHOD_OF_MODE[mode]}
         if mode != "train":
             training |= _lora_controls()
+        training |= _parallel_controls(full_training=mode == "train")
     gpu_name, gpu_gib = _gpu_controls(catalogue)
     _keep_fields()
     save_to_url()
@@ -354,6 +379,18 @@ def workload_sidebar() -> Workload:
             errors.append(f"Custom architecture: {describe_validation_error(error)}")
             spec = None
     settings = _validated(TrainingSettings, training, "Training settings", errors)
+    if settings is not None and spec is not None and not isinstance(spec, dict):
+        try:
+            check_supported(spec, settings)
+        except ValueError as error:
+            errors.append(f"Training settings: {error}")
+            settings = None
+    calibration = active_calibration()
+    if calibration is not None and settings is not None:
+        settings = settings.model_copy(update={"overheads": calibration.apply_to_overheads(settings.overheads)})
+        notes.append(
+            f"Using the overheads measured on {calibration.host} ({calibration.gpu_name or calibration.device})."
+        )
     serving_settings = _validated(ServingSettings, serving, "Serving settings", errors)
     return Workload(
         spec=spec,

@@ -1,0 +1,136 @@
+"""Calibration: what this host's GPUs really deliver, measured, kept and applied.
+
+Nothing runs on page load: a benchmark starts only from the button, only when the
+operator allows it (GPU_SIZING_ALLOW_CALIBRATION=1), and one run at a time."""
+
+import pandas as pd
+import streamlit as st
+
+from calculators.calibration.inventory import read_inventory
+from calculators.calibration.runner import calibration_allowed
+from calculators.calibration.store import (
+    CalibrationImportError,
+    CalibrationStore,
+    default_store_path,
+    export_json,
+    import_json,
+)
+from calculators.gpu_catalogue import load_gpu_catalogue
+from ui.calibration_state import ACTIVE_KEY, USE_KEY, set_active
+from ui.remember import remember
+
+st.title("Calibration")
+st.caption(
+    "Measures matmul TFLOPS per precision, memory and host-to-device bandwidth, the fixed overhead, and a real "
+    "training step whose peak memory and time are compared with this app's estimates."
+)
+
+st.subheader("This host")
+inventory = read_inventory(load_gpu_catalogue())
+if inventory.gpus:
+    st.dataframe(pd.DataFrame([gpu.model_dump() for gpu in inventory.gpus]), hide_index=True, width="stretch")
+else:
+    st.info(inventory.message or "No NVIDIA GPU found: the benchmarks run on the CPU.")
+
+store = CalibrationStore(default_store_path())
+
+st.subheader("Run the benchmarks")
+allowed = calibration_allowed()
+if not allowed:
+    st.info(
+        "Benchmarks load the GPU for up to the time budget, so they run only when the operator allows it: "
+        "start the app with `GPU_SIZING_ALLOW_CALIBRATION=1`. On a host without a browser use "
+        "`python -m calculators calibrate --out result.json` and import the file below."
+    )
+cols = st.columns(3)
+device = cols[0].selectbox("Device", ("auto", "cuda", "cpu"), key=remember("cal_device", "auto"))
+budget_s = cols[1].number_input("Time budget (s)", 5, 600, step=10, key=remember("cal_budget_s", 110))
+usd_per_hour = cols[2].number_input(
+    "Price per GPU-hour for cost per epoch (USD)", 0.0, 1000.0, step=0.5, key=remember("cal_usd_per_hour", 2.0)
+)
+if st.button("Run benchmarks", disabled=not allowed, type="primary"):
+    from calculators.calibration.runner import CalibrationBusyError, run_calibration  # loads torch lazily
+
+    with st.status("Calibrating...", expanded=True) as status:
+        bar = st.progress(0.0)
+
+        def report(step: str, fraction: float) -> None:
+            bar.progress(min(max(fraction, 0.0), 1.0), text=step)
+
+        try:
+            result = run_calibration(
+                device=device, budget_s=float(budget_s), progress=report, usd_per_hour=usd_per_hour
+            )
+        except CalibrationBusyError as error:
+            status.update(label=f"Not started: {error}", state="error")
+        else:
+            store.save(result)
+            set_active(result)
+            status.update(label=f"Done in {result.duration_s:.0f} s", state="complete")
+
+uploaded = st.file_uploader("Import a result (JSON from `calculators calibrate --out`)", type=["json"])
+if uploaded is not None:
+    try:
+        imported = import_json(uploaded.getvalue())
+    except CalibrationImportError as error:
+        st.error(f"Not imported: {error}")
+    else:
+        if st.session_state.get("_imported_name") != uploaded.name:
+            store.save(imported)
+            st.session_state["_imported_name"] = uploaded.name
+        set_active(imported)
+
+history = store.history()
+active = st.session_state.get(ACTIVE_KEY)
+if active is None and history:
+    active = history[0]
+    set_active(active)
+
+st.subheader("Results")
+if active is None:
+    st.info("No calibration yet on this host.")
+    st.stop()
+st.toggle("Use this calibration in the Memory, Compare and Cost pages", key=remember(USE_KEY, False))
+st.caption(
+    f"{active.host}, {active.gpu_name or active.device}, driver {active.driver_version or '-'}, "
+    f"torch {active.torch_version or '-'}, {active.created_at:%Y-%m-%d %H:%M} UTC, {active.duration_s:.0f} s"
+)
+rows = [
+    {
+        "benchmark": record.name,
+        "value": record.value,
+        "unit": record.unit,
+        "datasheet": record.datasheet_value,
+        "% of datasheet": record.percent_of_datasheet,
+        "skipped or failed": record.skipped_reason or record.error or "",
+    }
+    for record in active.records
+]
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+cols = st.columns(3)
+cols[0].markdown("**Measured overheads**")
+cols[0].json(active.overheads.model_dump())
+cols[1].markdown("**Matmul utilisation (fraction of dense peak)**")
+cols[1].json(active.utilisation)
+cols[2].metric("Training-step MFU", "-" if active.training_mfu is None else f"{active.training_mfu:.1%}")
+st.download_button("Export JSON", export_json(active), "calibration.json", "application/json")
+
+if len(history) > 1:
+    st.subheader("History")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "when": r.created_at,
+                    "host": r.host,
+                    "device": r.device,
+                    "GPU": r.gpu_name,
+                    "driver": r.driver_version,
+                    "torch": r.torch_version,
+                }
+                for r in history
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )

@@ -1,0 +1,24 @@
+"""The calibration the pages use: the active result and the switch that applies it.
+
+The Calibration page sets them; the sidebar applies the measured overheads to the
+training settings, and the Cost page the measured utilisation on the measured GPU."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from calculators.calibration.result import CalibrationResult
+
+ACTIVE_KEY = "calibration_active"
+USE_KEY = "use_calibration"
+
+
+def active_calibration() -> CalibrationResult | None:
+    """The calibration to apply, or None when there is none or the switch is off."""
+    if not st.session_state.get("_saved_" + USE_KEY, False):
+        return None
+    return st.session_state.get(ACTIVE_KEY)
+
+
+def set_active(result: CalibrationResult | None) -> None:
+    st.session_state[ACTIVE_KEY] = result
