@@ -8,6 +8,7 @@ from calculators.fit_matrix import gpu_memory_gib
 from calculators.gpu_catalogue import load_gpu_catalogue
 from calculators.memory import estimate_memory
 from calculators.time_model import estimate_time
+from ui.calibration_state import measured_utilisation
 from ui.charts import time_cost_figure
 from ui.cost_inputs import cost_inputs
 from ui.cost_table import FORMULAS, catalogue_dates, ranked_rows
@@ -33,6 +34,13 @@ if inputs.time_settings is None:
     st.stop()
 
 peak_gib = estimate_memory(spec, settings).peak_gib
+calibrated = measured_utilisation(settings.precision)
+if calibrated:
+    st.caption(
+        "Calibrated utilisation: "
+        + ", ".join(f"{gpu} {value:.0%}" for gpu, value in calibrated.items())
+        + " (measured matmul fraction x the end-to-end factor)."
+    )
 options = cost_options(
     spec,
     settings,
@@ -42,13 +50,17 @@ options = cost_options(
     memory_fits=lambda gpu: peak_gib <= gpu_memory_gib(gpu),
     checkpoint_write_h=inputs.checkpoint_write_h,
     restart_h=inputs.restart_h,
+    measured_utilisation=calibrated,
 )
 shown = [option for option in options if option.fits_in_memory or not inputs.fits_only]
 
 chosen_gpu = next((gpu for gpu in catalogue if gpu.name == workload.gpu_name), None)
 if chosen_gpu is not None:
     try:
-        estimate = estimate_time(spec, settings, chosen_gpu, inputs.time_settings)
+        chosen_time_settings = inputs.time_settings
+        if chosen_gpu.name in calibrated and chosen_time_settings.utilisation is None:
+            chosen_time_settings = chosen_time_settings.model_copy(update={"utilisation": calibrated[chosen_gpu.name]})
+        estimate = estimate_time(spec, settings, chosen_gpu, chosen_time_settings)
     except ValueError as error:
         st.warning(str(error))
         estimate = None

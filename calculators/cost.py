@@ -137,6 +137,7 @@ def cost_options(
     memory_fits: MemoryFits | None = None,
     checkpoint_write_h: float = DEFAULT_CHECKPOINT_WRITE_H,
     restart_h: float = DEFAULT_RESTART_H,
+    measured_utilisation: dict[str, float] | None = None,
 ) -> list[CostOption]:
     """Every priced instance that can run the workload, cheapest on demand first.
 
@@ -144,6 +145,8 @@ def cost_options(
     instance holds talk over the network). Rows whose GPU is not in `catalogue`, or has no rate
     for the precision, are left out. `memory_fits(gpu)` (e.g. built on calculators.fit) fills
     `fits_in_memory`; options that do not fit are kept and marked, not dropped.
+    `measured_utilisation` (GPU name -> fraction, from a calibration) replaces the per-family
+    default for those GPUs when `time_settings.utilisation` is not given.
     """
     gpus_by_name = {gpu.name: gpu for gpu in catalogue}
     estimates: dict[tuple[str, int], TimeEstimate | None] = {}
@@ -155,7 +158,8 @@ def cost_options(
             continue
         key = (gpu.name, price.gpu_count)
         if key not in estimates:
-            estimates[key] = _estimate_or_none(spec, settings, gpu, time_settings, price.gpu_count)
+            gpu_time_settings = _with_measured_utilisation(time_settings, gpu, measured_utilisation)
+            estimates[key] = _estimate_or_none(spec, settings, gpu, gpu_time_settings, price.gpu_count)
         if estimates[key] is None:
             continue
         if gpu.name not in fits_by_gpu:
@@ -163,6 +167,15 @@ def cost_options(
         fits = fits_by_gpu[gpu.name]
         options.append(_option(price, estimates[key], settings.total_gpus, fits, checkpoint_write_h, restart_h))
     return sorted(options, key=lambda option: (option.usd_on_demand, option.hours))
+
+
+def _with_measured_utilisation(
+    time_settings: TimeSettings, gpu: GpuSpec, measured: dict[str, float] | None
+) -> TimeSettings:
+    """A calibrated utilisation for this GPU, unless the user gave one for all GPUs."""
+    if time_settings.utilisation is not None or not measured or gpu.name not in measured:
+        return time_settings
+    return time_settings.model_copy(update={"utilisation": measured[gpu.name]})
 
 
 def _estimate_or_none(

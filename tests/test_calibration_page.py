@@ -74,3 +74,14 @@ def test_a_malformed_import_gets_a_clear_message():
     app.file_uploader[0].set_value(("calibration.json", b"{not json", "application/json")).run()
     assert not app.exception
     assert any(element.value.startswith("Not imported:") for element in app.error)
+
+
+def test_the_cost_page_uses_the_calibrated_utilisation_of_the_measured_gpu():
+    result = a_result().model_copy(update={"catalogue_gpu": "H100-SXM5-80GB"})
+    app = open_calibration()
+    app.file_uploader[0].set_value(("c.json", export_json(result).encode(), "application/json")).run()
+    app.toggle(key="use_calibration").set_value(True).run()
+    app.switch_page("app_pages/cost.py").run()
+    assert not app.exception
+    # measured bf16 matmul 75% of peak x end-to-end factor 0.6 = 45%
+    assert any("Calibrated utilisation: H100-SXM5-80GB 45%" in element.value for element in app.caption)

@@ -247,3 +247,29 @@ def test_spot_cost_per_million_tokens_is_the_expected_spot_cost_over_the_tokens(
     assert spot
     for option in spot:
         assert option.usd_per_million_tokens_spot == pytest.approx(option.usd_spot_expected / 2000)
+
+
+def test_measured_utilisation_replaces_the_default_for_that_gpu_only():
+    """Compute time is inversely proportional to utilisation: default 0.803 x 0.6 = 0.4818 on H100;
+    a measured 0.24 doubles (0.4818 / 0.24 = 2.0075x) the compute part of the H100 step."""
+    from calculators.cost import cost_options as options_for
+    from calculators.gpu_catalogue import load_gpu_catalogue
+    from calculators.presets import get_preset
+    from calculators.prices import load_prices
+    from calculators.time_model import TimeSettings
+    from calculators.training import TrainingSettings
+
+    args = (
+        get_preset("gpt2"),
+        TrainingSettings(),
+        TimeSettings(dataset_tokens=1e9),
+        load_prices(),
+        load_gpu_catalogue(),
+    )
+    plain = {(o.gpu, o.instance_type): o for o in options_for(*args)}
+    measured = {(o.gpu, o.instance_type): o for o in options_for(*args, measured_utilisation={"H100-SXM5-80GB": 0.24})}
+    for key, option in measured.items():
+        if key[0] == "H100-SXM5-80GB":
+            assert option.step_s > 1.9 * plain[key].step_s
+        else:
+            assert option.step_s == plain[key].step_s
