@@ -574,10 +574,11 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[
     # q, k and v as attention reads them; HF repeats grouped k/v to every head
     # (repeat_kv) before the matmuls or SDPA, so they are saved at full width.
     qkv = 3 * c * tokens * qd
-    # Fused attention returns its output in (b, s, heads, d) layout, so o's input is a view
-    # of the output SDPA saves and stays saved, frozen o or not (counted as in full training);
-    # eager attention makes o's input a separate copy, saved only if o trains.
-    out_projection_input = c * tokens * qd if "o" in trained or settings.attention == "fused" else 0
+    # Fused attention on CUDA (flash / memory-efficient SDPA) returns its output in
+    # (b, s, heads, d) layout, so o's input, output.transpose(1, 2).contiguous(), is the same
+    # storage as the output SDPA saves: counted once, in attention_core. Eager attention
+    # makes o's input a separate copy, saved only if o trains.
+    out_projection_input = c * tokens * qd if "o" in trained and settings.attention == "eager" else 0
     terms["attention_projections"] = qkv_inputs + qkv + out_projection_input + mask
     if settings.attention == "fused":
         # flash/SDPA saves its output and the fp32 log-sum-exp per head and token.

@@ -113,7 +113,8 @@ def test_autocast_saves_one_half_copy_of_the_input_per_linear():
     b, s, h = 1, 128, 1024
     amp = layer_activation_terms(separate_qkv, settings(micro_batch=b, seq_len=s, precision="amp-bf16"))
     pure = layer_activation_terms(separate_qkv, settings(micro_batch=b, seq_len=s, precision="bf16-mixed"))
-    projections_other_than_inputs = 3 * 2 * b * s * h + 2 * b * s * h
+    # q, k, v as attention reads them; o's input is SDPA's own saved output (fused attention)
+    projections_other_than_inputs = 3 * 2 * b * s * h
     assert amp["attention_projections"] - projections_other_than_inputs == 3 * 2 * b * s * h
     assert pure["attention_projections"] - projections_other_than_inputs == 2 * b * s * h
 
@@ -166,3 +167,12 @@ def test_overheads_add_reserve_context_and_nccl():
     estimate = estimate_memory(LLAMA2_7B, TrainingSettings(gpus=2, zero=3, overheads=o))
     assert estimate.reserved_gib == pytest.approx(estimate.allocated_gib * 1.1)
     assert estimate.peak_gib == pytest.approx(estimate.reserved_gib + 0.5 + 0.03 + 1.5)
+
+
+def test_fused_attention_output_is_saved_once_and_eager_adds_the_o_projection_input():
+    """Flash/SDPA output in (b, s, h, d) layout is o_proj's input: one b*s*h*2-byte tensor.
+    Eager attention's o input is a separate contiguous copy: one more."""
+    b, s, h = 1, 128, 1024
+    fused = layer_activation_terms(GPT_LAYER, settings(micro_batch=b, seq_len=s, attention="fused"))
+    eager = layer_activation_terms(GPT_LAYER, settings(micro_batch=b, seq_len=s, attention="eager"))
+    assert eager["attention_projections"] - fused["attention_projections"] == 2 * b * s * h
