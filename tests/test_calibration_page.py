@@ -53,7 +53,7 @@ def test_a_cpu_run_is_stored_and_shown(monkeypatch):
     monkeypatch.setenv("GPU_SIZING_ALLOW_CALIBRATION", "1")
     app = open_calibration()
     app.selectbox(key="cal_device").set_value("cpu")
-    app.number_input(key="cal_budget_s").set_value(8)
+    app.number_input(key="cal_budget_s").set_value(5)
     run_button(app).click().run(timeout=120)
     assert not app.exception
     table = app.dataframe[-1].value if len(app.dataframe) == 1 else app.dataframe[0].value

@@ -177,7 +177,7 @@ def test_calibrate_on_the_cpu_writes_a_result_the_app_imports(capsys, tmp_path):
     from calculators.calibration.store import import_json
 
     out = tmp_path / "result.json"
-    code, stdout, _ = run_cli(capsys, "calibrate", "--device", "cpu", "--budget-s", "5", "--out", str(out))
+    code, stdout, _ = run_cli(capsys, "calibrate", "--device", "cpu", "--budget-s", "3", "--out", str(out))
     assert code == 0 and out.exists() and str(out) in stdout
     result = import_json(out.read_text())
     assert result.device == "cpu" and any(record.ok for record in result.records)
