@@ -1,0 +1,246 @@
+"""Closed-form memory engine against traced training steps, over a grid of configurations.
+
+For each configuration, `calculators.memory.estimate_memory(spec, settings).allocated_gib` is
+compared with the peak of a step traced under fake tensors (`calculators.trace`): the trace
+has no CUDA context and no allocator reserve, so the engine's allocated bytes are the
+comparable figure. Deep models are traced at 3, 4 and 5 layers and extended exactly
+(`tracer.trace_extrapolated` checks linearity to the byte). Two worker processes trace in
+parallel, each importing torch once (`runner.TraceSession`, with a time limit per trace).
+
+    python bench/accuracy.py [--json PATH] [--limit N] [--workers 2]
+
+Prints one row per configuration, the engine's and the trace's peak phase, the median and
+maximum relative error of the peak, and for each configuration off by more than 3% the
+components that differ at the trace's peak phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import queue
+import statistics
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from calculators.memory import estimate_memory  # noqa: E402
+from calculators.model_spec import ModelSpec  # noqa: E402
+from calculators.presets import get_preset  # noqa: E402
+from calculators.trace import TraceError  # noqa: E402
+from calculators.trace.runner import TraceSession  # noqa: E402
+from calculators.training import TrainingSettings  # noqa: E402
+
+THRESHOLD = 0.03
+TIMEOUT_S = 180.0
+NOT_ENGINE = ("allocator_reserve", "framework_overhead")
+# Trace phases the engine does not compute, compared with the engine phase closest to them.
+ENGINE_PHASE = {
+    "forward": "end of forward",
+    "backward, middle layers": "backward, last layer",
+    "backward, embeddings": "backward, first layer",
+}
+
+# Workloads per small model: (micro-batch, sequence) sized as typically trained.
+SMALL_WORKLOADS = {
+    "gpt2": (4, 1024),
+    "bert-base-uncased": (8, 512),
+    "llama-3.2-1b": (2, 2048),
+    "qwen2.5-0.5b": (2, 2048),
+}
+LARGE_MODELS = (
+    "gpt2-xl", "bert-large-uncased", "phi-3-mini-4k", "llama-2-7b", "llama-3.1-8b", "mistral-7b-v0.1", "qwen2.5-7b",
+    "gemma-2-9b", "llama-2-13b", "mixtral-8x7b", "llama-2-70b", "llama-3.1-70b", "qwen2.5-72b",
+)  # fmt: skip
+
+
+@dataclass
+class Config:
+    label: str
+    model: str
+    settings: dict
+
+    def spec(self) -> ModelSpec:
+        return get_preset(self.model)
+
+    def training(self) -> TrainingSettings:
+        return TrainingSettings(**self.settings)
+
+
+@dataclass
+class Row:
+    config: Config
+    engine_gib: float
+    engine_phase: str
+    trace_gib: float | None = None
+    trace_phase: str = ""
+    trace_op: str = ""
+    error: str = ""
+    extrapolated: bool = False
+    seconds: float = 0.0
+    component_diffs_gib: dict = field(default_factory=dict)
+    engine_phases_gib: dict = field(default_factory=dict)
+    trace_phases_gib: dict = field(default_factory=dict)
+
+    @property
+    def relative_error(self) -> float | None:
+        """(engine - trace) / trace: positive when the engine overestimates."""
+        return None if self.trace_gib is None else (self.engine_gib - self.trace_gib) / self.trace_gib
+
+
+def _seq_for(model: str, seq: int) -> int:
+    return min(seq, get_preset(model).max_position_embeddings)
+
+
+def grid() -> list[Config]:
+    """At least 100 configurations: families x precision x checkpointing x attention, optimizers,
+    sizes up to 72B and batch/sequence variations."""
+    configs = []
+    precisions = ("fp32", "amp-bf16", "bf16-mixed", "bf16")
+    for model, (batch, seq) in SMALL_WORKLOADS.items():
+        for precision, ckpt, attention in itertools.product(
+            precisions, ("none", "selective", "full"), ("eager", "fused")
+        ):
+            settings = dict(
+                micro_batch=batch, seq_len=seq, precision=precision, checkpointing=ckpt, attention=attention
+            )
+            configs.append(Config(f"{model} {precision} ckpt={ckpt} {attention} b{batch} s{seq}", model, settings))
+    optimizers = [
+        ("adamw", "foreach"),
+        ("adamw", "fused"),
+        ("adamw", "for-loop"),
+        ("sgd", "foreach"),
+        ("sgd", "for-loop"),
+    ]
+    for model, (optimizer, impl), precision in itertools.product(
+        ("gpt2", "llama-3.2-1b"), optimizers, ("fp32", "amp-fp16", "fp16-mixed")
+    ):
+        batch, seq = SMALL_WORKLOADS[model]
+        settings = dict(micro_batch=batch, seq_len=seq, precision=precision, optimizer=optimizer, optimizer_impl=impl)
+        configs.append(Config(f"{model} {precision} {optimizer}/{impl} b{batch} s{seq}", model, settings))
+    large = [
+        dict(micro_batch=1, seq_len=2048, precision="bf16-mixed", attention="fused", optimizer_impl="fused"),
+        dict(micro_batch=1, seq_len=4096, precision="amp-bf16", attention="eager", checkpointing="selective"),
+        dict(micro_batch=2, seq_len=4096, precision="bf16", attention="fused", checkpointing="full", optimizer="sgd"),
+    ]
+    for model, settings in itertools.product(LARGE_MODELS, large):
+        settings = {**settings, "seq_len": _seq_for(model, settings["seq_len"])}
+        label = f"{model} {settings['precision']} ckpt={settings.get('checkpointing', 'none')} {settings['attention']}"
+        configs.append(Config(f"{label} b{settings['micro_batch']} s{settings['seq_len']}", model, settings))
+    for model, (batch, seq), attention in itertools.product(
+        ("llama-3.2-1b", "gpt2-medium"), ((1, 512), (8, 512), (1, 4096), (16, 1024)), ("eager", "fused")
+    ):
+        seq = _seq_for(model, seq)
+        settings = dict(micro_batch=batch, seq_len=seq, precision="amp-fp16", attention=attention)
+        configs.append(Config(f"{model} amp-fp16 {attention} b{batch} s{seq}", model, settings))
+    return configs
+
+
+def _component_diffs(estimate, trace, phase: str) -> dict[str, float]:
+    """Engine minus trace, by component, at the trace's `phase` (or the engine phase closest to it)."""
+    engine_phase = ENGINE_PHASE.get(phase, phase)
+    engine = estimate.phase_components_gib.get(engine_phase, {})
+    engine = {k: v for k, v in engine.items() if k not in NOT_ENGINE}
+    traced = dict(trace.phase_components_gib.get(phase, {}))
+    traced["activations"] = traced.get("activations", 0.0) + traced.pop("inputs", 0.0)
+    keys = set(engine) | set(traced)
+    diffs = {k: engine.get(k, 0.0) - traced.get(k, 0.0) for k in keys}
+    return {k: v for k, v in sorted(diffs.items()) if abs(v) > 1e-6}
+
+
+def evaluate(config: Config, session: TraceSession) -> Row:
+    spec, settings = config.spec(), config.training()
+    estimate = estimate_memory(spec, settings)
+    row = Row(config, estimate.allocated_gib, estimate.peak_phase, engine_phases_gib=estimate.phases_gib)
+    try:
+        trace = session.trace(spec, settings, extrapolate=True)
+    except TraceError as exc:
+        row.error = str(exc)
+        return row
+    row.trace_gib, row.trace_phase, row.trace_op = trace.allocated_gib, trace.peak_phase, trace.peak_op
+    row.extrapolated, row.seconds, row.trace_phases_gib = trace.extrapolated, trace.seconds, trace.phases_gib
+    row.component_diffs_gib = _component_diffs(estimate, trace, trace.peak_phase)
+    return row
+
+
+def run(configs: list[Config], workers: int) -> list[Row]:
+    """Trace `configs` with `workers` parallel worker processes, printing rows as they finish."""
+    todo: queue.Queue[tuple[int, Config]] = queue.Queue()
+    for item in enumerate(configs):
+        todo.put(item)
+    rows: dict[int, Row] = {}
+    lock = threading.Lock()
+
+    def work() -> None:
+        with TraceSession(TIMEOUT_S) as session:
+            while True:
+                try:
+                    index, config = todo.get_nowait()
+                except queue.Empty:
+                    return
+                row = evaluate(config, session)
+                with lock:
+                    rows[index] = row
+                    print(format_row(row), flush=True)
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [rows[i] for i in range(len(configs))]
+
+
+def format_row(row: Row) -> str:
+    if row.trace_gib is None:
+        return f"{row.config.label:64s} engine {row.engine_gib:9.3f} GiB  trace: {row.error}"
+    flag = " *" if abs(row.relative_error) > THRESHOLD else ""
+    return (
+        f"{row.config.label:64s} engine {row.engine_gib:9.3f}  trace {row.trace_gib:9.3f}  "
+        f"{100 * row.relative_error:+7.2f}%  [{row.engine_phase} | {row.trace_phase}: {row.trace_op}]{flag}"
+    )
+
+
+def summarize(rows: list[Row], seconds: float) -> None:
+    traced = [r for r in rows if r.relative_error is not None]
+    errors = [abs(r.relative_error) for r in traced]
+    print()
+    extrapolated = sum(r.extrapolated for r in traced)
+    print(f"{len(rows)} configurations, {len(traced)} traced ({extrapolated} by layer extrapolation), ", end="")
+    print(f"{len(rows) - len(traced)} could not be traced; wall time {seconds:.0f} s")
+    if errors:
+        signed = statistics.mean(r.relative_error for r in traced)
+        print(f"peak (engine allocated vs trace): median |error| {100 * statistics.median(errors):.2f}%, ", end="")
+        print(f"max |error| {100 * max(errors):.2f}%, mean signed error {100 * signed:+.2f}%")
+    off = sorted((r for r in traced if abs(r.relative_error) > THRESHOLD), key=lambda r: -abs(r.relative_error))
+    print(f"{len(off)} configurations off by more than {100 * THRESHOLD:.0f}%:")
+    for row in off:
+        diffs = ", ".join(f"{k} {v:+.3f}" for k, v in row.component_diffs_gib.items())
+        where = f"at '{row.trace_phase}'" + (
+            f" (vs '{ENGINE_PHASE[row.trace_phase]}')" if row.trace_phase in ENGINE_PHASE else ""
+        )
+        print(f"  {row.config.label}: {100 * row.relative_error:+.2f}% {where} (engine - trace, GiB: {diffs})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
+    parser.add_argument("--limit", type=int, help="only the first N configurations")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    configs = grid()[: args.limit]
+    start = time.perf_counter()
+    rows = run(configs, args.workers)
+    summarize(rows, time.perf_counter() - start)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) | {"relative_error": r.relative_error} for r in rows], indent=1))
+
+
+if __name__ == "__main__":
+    main()

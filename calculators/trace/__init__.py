@@ -1,0 +1,16 @@
+"""Exact memory and FLOPs of one training step, traced with PyTorch fake tensors on the CPU.
+
+`run_trace(spec, settings)` runs one real training step of a reference model under
+`torch._subclasses.fake_tensor.FakeTensorMode` in a subprocess (no tensor memory is
+allocated) and returns a `TraceResult`: live tensor bytes per phase, the peak and the op at
+the peak, the saved activations, and the FLOPs. It is the check of the closed-form engine
+`calculators.memory.estimate_memory`.
+
+Importing this package does not import torch; only the worker subprocess (and the modules
+`models`, `tracer`, `tracking`, `cuda_emulation`, `flops`) do.
+"""
+
+from calculators.trace.result import PHASES, TraceError, TraceResult, UnsupportedConfiguration
+from calculators.trace.runner import run_trace
+
+__all__ = ["PHASES", "TraceError", "TraceResult", "UnsupportedConfiguration", "run_trace"]

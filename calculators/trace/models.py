@@ -1,0 +1,386 @@
+"""Reference transformer implementations in plain torch.nn, built from a `ModelSpec`.
+
+They follow the Hugging Face modules the memory engine describes, op for op where it
+changes what is saved for backward, and have exactly `parameter_count(spec).total`
+parameters:
+
+- GPT-2 / BERT style (transformers modeling_gpt2.py, modeling_bert.py): LayerNorm, GELU,
+  learned positions (plus token types for BERT), fused or separate q/k/v projections
+  (`spec.fused_qkv`), biases per `spec.linear_bias`, dropout per `spec.dropout`
+  (embeddings, attention probabilities, after the attention output and the MLP). Pre-norm
+  decoder with a tied or untied LM head, or post-norm encoder (BERT: embedding LayerNorm, no
+  final norm) with a pooler and a classifier head.
+- Llama style (modeling_llama.py): RMSNorm upcasting to fp32 as HF writes it, SwiGLU or
+  GeGLU (fused gate/up per `spec.fused_gate_up`, as Phi-3), rotary embeddings (Su et al.
+  2021, arXiv 2104.09864), grouped-query attention with k/v repeated to every head
+  (`repeat_kv`), 4 norms per layer as Gemma-2's sandwich norms, tied or untied LM head.
+- Mixture of experts (modeling_mixtral.py, Jiang et al. 2024, arXiv 2401.04088): a router
+  and `n_experts` gated MLPs, top-k routing. Fake tensors cannot run data-dependent routing,
+  so tokens are spread evenly: expert e receives every E-th of the (token, choice) pairs,
+  which keeps each token's k experts distinct. Memory is that of perfectly balanced routing.
+
+Attention is "eager" (softmax(QK^T/sqrt(d))V written out, softmax in fp32 for Llama style
+as HF calls softmax(dtype=torch.float32)) or "fused"
+(`torch.nn.functional.scaled_dot_product_attention`). Fused attention is called with
+dropout_p=0: CUDA's flash and memory-efficient kernels draw the dropout mask in the kernel
+and save no mask, while the CPU flash kernel has no dropout and would fall back to the math
+path, which materialises the score matrix.
+
+Activation checkpointing uses `torch.utils.checkpoint.checkpoint(use_reentrant=False)`:
+"full" wraps each layer (Chen et al. 2016, arXiv 1604.06174), "selective" wraps the attention
+core only, from the repeated q/k/v to the attention output (Korthikanti et al. 2022,
+arXiv 2205.05198, Sec. 5).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from calculators.model_spec import ModelSpec
+from calculators.trace.support import check_spec
+
+BoundaryHook = Callable[[int, torch.Tensor], None]
+
+
+class LayerContext(NamedTuple):
+    """Tensors every layer shares, built once per forward: rotary cos/sin and the boolean
+    mask of the positions causal attention must not see (HF builds one mask per forward)."""
+
+    cos: torch.Tensor | None
+    sin: torch.Tensor | None
+    hidden_future: torch.Tensor | None
+
+
+def dropout(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Training-mode dropout as CUDA runs it: `at::dropout` takes the fused `native_dropout`
+    kernel (a 1-byte bool mask saved for backward) for CUDA tensors, but on the CPU builds the
+    mask with `empty_like(input)` in the input's dtype (aten/src/ATen/native/Dropout.cpp,
+    is_fused_kernel_acceptable); calling native_dropout keeps the CUDA behaviour on CPU tensors."""
+    return torch.native_dropout(x, p, True)[0] if p > 0 else x
+
+
+def is_llama_style(spec: ModelSpec) -> bool:
+    """RMSNorm and rotary positions: the Llama family (Llama, Mistral, Qwen2, Gemma-2, Phi-3, Mixtral)."""
+    return spec.norm == "rmsnorm"
+
+
+def is_post_norm(spec: ModelSpec) -> bool:
+    """BERT normalises after each residual add and has an embedding norm but no final norm."""
+    return spec.embedding_norm and not spec.final_norm
+
+
+# --- Norms and positions -------------------------------------------------------------
+
+
+class RMSNorm(nn.Module):
+    """HF LlamaRMSNorm: upcast to fp32, x * rsqrt(mean(x^2) + eps), cast back, times the weight
+    (Zhang & Sennrich 2019, arXiv 1910.07467)."""
+
+    def __init__(self, size: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x32 = x.to(torch.float32)
+        variance = x32.pow(2).mean(-1, keepdim=True)
+        x32 = x32 * torch.rsqrt(variance + self.eps)
+        return self.weight * x32.to(dtype)
+
+
+def make_norm(spec: ModelSpec) -> nn.Module:
+    return nn.LayerNorm(spec.hidden_size) if spec.norm == "layernorm" else RMSNorm(spec.hidden_size)
+
+
+def rotary_cos_sin(seq_len: int, head_dim: int, dtype: torch.dtype, theta: float = 10000.0):
+    """cos and sin tables (1, 1, seq, head_dim) computed per forward in fp32 and cast to the
+    hidden-state dtype, as HF LlamaRotaryEmbedding (fp32 under autocast, whose residual is fp32)."""
+    inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+    angles = torch.outer(torch.arange(seq_len, dtype=torch.float32), inv_freq)
+    angles = torch.cat((angles, angles), dim=-1)
+    return angles.cos().to(dtype)[None, None], angles.sin().to(dtype)[None, None]
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    first, second = x.chunk(2, dim=-1)
+    return torch.cat((-second, first), dim=-1)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """HF apply_rotary_pos_emb for one of q or k, shaped (batch, heads, seq, head_dim)."""
+    return x * cos + _rotate_half(x) * sin
+
+
+def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
+    """HF repeat_kv: expand grouped k/v heads to every query head (a copy when groups > 1)."""
+    if groups == 1:
+        return x
+    batch, kv_heads, seq, head_dim = x.shape
+    x = x[:, :, None].expand(batch, kv_heads, groups, seq, head_dim)
+    return x.reshape(batch, kv_heads * groups, seq, head_dim)
+
+
+# --- Attention -----------------------------------------------------------------------
+
+
+class Attention(nn.Module):
+    """q/k/v projections (fused or separate), rotary positions for Llama style, the attention
+    core (eager or fused, optionally recomputed), the output projection and its dropout."""
+
+    def __init__(self, spec: ModelSpec, attention: str, recompute_core: bool) -> None:
+        super().__init__()
+        h, self.head_dim = spec.hidden_size, spec.attention_head_dim
+        self.n_heads, self.n_kv_heads = spec.n_heads, spec.n_kv_heads
+        self.q_dim, self.kv_dim = spec.q_dim, spec.kv_dim
+        qkv_bias = spec.linear_bias or spec.qkv_bias
+        if spec.fused_qkv:
+            self.qkv_proj = nn.Linear(h, spec.q_dim + 2 * spec.kv_dim, bias=qkv_bias)
+        else:
+            self.q_proj = nn.Linear(h, spec.q_dim, bias=qkv_bias)
+            self.k_proj = nn.Linear(h, spec.kv_dim, bias=qkv_bias)
+            self.v_proj = nn.Linear(h, spec.kv_dim, bias=qkv_bias)
+        self.o_proj = nn.Linear(spec.q_dim, h, bias=spec.linear_bias)
+        self.fused_qkv, self.rope = spec.fused_qkv, spec.position_embedding == "rope"
+        self.causal, self.dropout = spec.head == "lm", spec.dropout
+        self.softmax_fp32 = is_llama_style(spec)
+        self.attention, self.recompute_core = attention, recompute_core
+
+    def _heads(self, x: torch.Tensor, n_heads: int) -> torch.Tensor:
+        batch, seq, _ = x.shape
+        return x.view(batch, seq, n_heads, self.head_dim).transpose(1, 2)
+
+    def _project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if self.fused_qkv:
+            q, k, v = self.qkv_proj(x).split((self.q_dim, self.kv_dim, self.kv_dim), dim=-1)
+        else:
+            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        return self._heads(q, self.n_heads), self._heads(k, self.n_kv_heads), self._heads(v, self.n_kv_heads)
+
+    def _eager_core(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden_future: torch.Tensor | None
+    ) -> torch.Tensor:
+        """HF eager_attention_forward / GPT2Attention._attn / BertSelfAttention."""
+        scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(self.head_dim))
+        if hidden_future is not None:
+            scores = scores.masked_fill(hidden_future, torch.finfo(scores.dtype).min)
+        if self.softmax_fp32:
+            probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        else:
+            probs = F.softmax(scores, dim=-1).type(v.dtype)
+        return torch.matmul(dropout(probs, self.dropout), v)
+
+    def _fused_core(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden_future: torch.Tensor | None
+    ) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, dropout_p=0.0)
+
+    def forward(self, x: torch.Tensor, context: LayerContext) -> torch.Tensor:
+        batch, seq, _ = x.shape
+        q, k, v = self._project(x)
+        if self.rope:
+            q, k = apply_rotary(q, context.cos, context.sin), apply_rotary(k, context.cos, context.sin)
+        groups = self.n_heads // self.n_kv_heads
+        k, v = repeat_kv(k, groups), repeat_kv(v, groups)
+        core = self._eager_core if self.attention == "eager" else self._fused_core
+        args = (q, k, v, context.hidden_future)
+        out = checkpoint(core, *args, use_reentrant=False) if self.recompute_core else core(*args)
+        out = self.o_proj(out.transpose(1, 2).reshape(batch, seq, self.q_dim))
+        return dropout(out, self.dropout)
+
+
+# --- MLPs ----------------------------------------------------------------------------
+
+
+class GeluMLP(nn.Module):
+    """fc -> GELU -> proj -> dropout (GPT-2 MLP, BERT intermediate + output)."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.fc = nn.Linear(spec.hidden_size, spec.ffn_hidden_size, bias=spec.linear_bias)
+        self.proj = nn.Linear(spec.ffn_hidden_size, spec.hidden_size, bias=spec.linear_bias)
+        self.dropout = spec.dropout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return dropout(self.proj(F.gelu(self.fc(x))), self.dropout)
+
+
+class GatedMLP(nn.Module):
+    """down(act(gate(x)) * up(x)) with SiLU (SwiGLU) or tanh-GELU (GeGLU) (Shazeer 2020,
+    arXiv 2002.05202); gate and up fused into one projection as Phi-3 when asked."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        h, f, bias = spec.hidden_size, spec.ffn_hidden_size, spec.linear_bias
+        self.fused = spec.fused_gate_up
+        if self.fused:
+            self.gate_up_proj = nn.Linear(h, 2 * f, bias=bias)
+        else:
+            self.gate_proj = nn.Linear(h, f, bias=bias)
+            self.up_proj = nn.Linear(h, f, bias=bias)
+        self.down_proj = nn.Linear(f, h, bias=bias)
+        self.geglu = spec.activation == "geglu"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fused:
+            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        act = F.gelu(gate, approximate="tanh") if self.geglu else F.silu(gate)
+        return self.down_proj(act * up)
+
+
+class SparseMoE(nn.Module):
+    """HF MixtralSparseMoeBlock with balanced static routing (see the module docstring)."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.gate = nn.Linear(spec.hidden_size, spec.n_experts, bias=False)
+        self.experts = nn.ModuleList(GatedMLP(spec) for _ in range(spec.n_experts))
+        self.top_k = spec.experts_per_token
+
+    def _assignments(self, tokens: int, expert: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(token index, choice index) of the pairs routed to `expert`: every E-th pair."""
+        pairs = torch.arange(tokens * self.top_k)[expert :: len(self.experts)]
+        return pairs // self.top_k, pairs % self.top_k
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, seq, hidden = x.shape
+        flat = x.view(-1, hidden)
+        routing = F.softmax(self.gate(flat), dim=1, dtype=torch.float32)
+        routing, _ = torch.topk(routing, self.top_k, dim=-1)
+        routing = (routing / routing.sum(dim=-1, keepdim=True)).to(flat.dtype)
+        out = torch.zeros_like(flat)
+        for index, expert in enumerate(self.experts):
+            token_index, choice = self._assignments(flat.shape[0], index)
+            expert_out = expert(flat[token_index]) * routing[token_index, choice, None]
+            out.index_add_(0, token_index, expert_out.to(flat.dtype))
+        return out.view(batch, seq, hidden)
+
+
+def make_mlp(spec: ModelSpec) -> nn.Module:
+    if spec.n_experts > 1:
+        return SparseMoE(spec)
+    return GatedMLP(spec) if spec.is_gated_mlp else GeluMLP(spec)
+
+
+# --- Layers and the model ------------------------------------------------------------
+
+
+class Block(nn.Module):
+    """One transformer layer: pre-norm (GPT-2, Llama), sandwich (4 norms, Gemma-2) or
+    post-norm (BERT)."""
+
+    def __init__(self, spec: ModelSpec, attention: str, checkpointing: str) -> None:
+        super().__init__()
+        self.attn = Attention(spec, attention, recompute_core=checkpointing == "selective")
+        self.mlp = make_mlp(spec)
+        self.norms = nn.ModuleList(make_norm(spec) for _ in range(spec.norms_per_layer))
+        self.post_norm = is_post_norm(spec)
+
+    def forward(self, x: torch.Tensor, context: LayerContext) -> torch.Tensor:
+        if self.post_norm:
+            x = self.norms[0](x + self.attn(x, context))
+            return self.norms[1](x + self.mlp(x))
+        if len(self.norms) == 4:
+            x = x + self.norms[1](self.attn(self.norms[0](x), context))
+            return x + self.norms[3](self.mlp(self.norms[2](x)))
+        x = x + self.attn(self.norms[0](x), context)
+        return x + self.mlp(self.norms[1](x))
+
+
+class ReferenceTransformer(nn.Module):
+    """Embeddings, `spec.n_layers` blocks and the head. `forward(tokens, on_boundary)` returns
+    the logits: (batch, seq, vocab) for an LM head, (batch, num_labels) for a classifier."""
+
+    def __init__(self, spec: ModelSpec, attention: str = "fused", checkpointing: str = "none") -> None:
+        super().__init__()
+        check_spec(spec)
+        h = spec.hidden_size
+        self.spec, self.checkpointing, self.attention = spec, checkpointing, attention
+        self.embed_tokens = nn.Embedding(spec.vocab_size, h)
+        self.embed_positions = nn.Embedding(spec.max_position_embeddings, h) if not self.rope else None
+        self.embed_types = nn.Embedding(spec.token_type_vocab, h) if spec.token_type_vocab else None
+        self.embed_norm = make_norm(spec) if spec.embedding_norm else None
+        self.layers = nn.ModuleList(Block(spec, attention, checkpointing) for _ in range(spec.n_layers))
+        self.final_norm = make_norm(spec) if spec.final_norm else None
+        self._build_head(spec)
+
+    @property
+    def rope(self) -> bool:
+        return self.spec.position_embedding == "rope"
+
+    @property
+    def output_width(self) -> int:
+        """Last dimension of the logits: the vocabulary, or the number of labels."""
+        return self.spec.vocab_size if self.spec.head == "lm" else self.spec.num_labels
+
+    def _build_head(self, spec: ModelSpec) -> None:
+        h = spec.hidden_size
+        self.pooler = nn.Linear(h, h) if spec.head == "classifier" and spec.has_pooler else None
+        if spec.head == "classifier":
+            self.classifier = nn.Linear(h, spec.num_labels)
+        elif not spec.tied_embeddings:
+            self.lm_head = nn.Linear(h, spec.vocab_size, bias=False)
+
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed_tokens(tokens)
+        seq = tokens.shape[1]
+        if self.embed_positions is not None:
+            x = x + self.embed_positions(torch.arange(seq))
+        if self.embed_types is not None:
+            x = x + self.embed_types(torch.zeros_like(tokens))
+        if self.embed_norm is not None:
+            x = self.embed_norm(x)
+        return dropout(x, self.spec.dropout)
+
+    def layer_context(self, seq: int, dtype: torch.dtype) -> LayerContext:
+        cos, sin = rotary_cos_sin(seq, self.spec.attention_head_dim, dtype) if self.rope else (None, None)
+        eager_causal = self.spec.head == "lm" and self.attention == "eager"
+        hidden_future = torch.ones(seq, seq, dtype=torch.bool).triu(1) if eager_causal else None
+        return LayerContext(cos, sin, hidden_future)
+
+    def body(self, tokens: torch.Tensor, on_boundary: BoundaryHook | None = None) -> torch.Tensor:
+        """Embeddings and layers; `on_boundary(i, x)` sees the input of layer i (i = n_layers: the
+        last layer's output)."""
+        x = self.embed(tokens)
+        context = self.layer_context(tokens.shape[1], x.dtype)
+        for index, layer in enumerate(self.layers):
+            if on_boundary is not None:
+                on_boundary(index, x)
+            if self.checkpointing == "full":
+                x = checkpoint(layer, x, context, use_reentrant=False)
+            else:
+                x = layer(x, context)
+        if on_boundary is not None:
+            on_boundary(len(self.layers), x)
+        return self.final_norm(x) if self.final_norm is not None else x
+
+    def head(self, hidden: torch.Tensor) -> torch.Tensor:
+        if self.spec.head == "lm":
+            weight = self.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight
+            return F.linear(hidden, weight)
+        pooled = hidden[:, 0]
+        if self.pooler is not None:
+            pooled = torch.tanh(self.pooler(pooled))
+        return self.classifier(dropout(pooled, self.spec.dropout))
+
+    def forward(self, tokens: torch.Tensor, on_boundary: BoundaryHook | None = None) -> torch.Tensor:
+        return self.head(self.body(tokens, on_boundary))
+
+
+def build_model(spec: ModelSpec, attention: str = "fused", checkpointing: str = "none") -> ReferenceTransformer:
+    """The reference model for `spec` (parameters in the default dtype on the default device)."""
+    return ReferenceTransformer(spec, attention, checkpointing)
+
+
+def loss_fn(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy on fp32 logits as HF's ForCausalLMLoss and sequence classification do."""
+    return F.cross_entropy(logits.float().flatten(0, -2), labels.flatten())

@@ -1,0 +1,53 @@
+"""What a one-process CPU trace can reproduce faithfully (no torch import).
+
+Checked in the caller before a worker starts and again in the worker, so an unsupported
+configuration fails fast with a clear reason.
+"""
+
+from __future__ import annotations
+
+from calculators.model_spec import ModelSpec
+from calculators.trace.result import UnsupportedConfiguration
+from calculators.training import TrainingSettings
+
+
+def check_spec(spec: ModelSpec) -> None:
+    """Raise UnsupportedConfiguration for specs the reference models cannot build exactly."""
+    if spec.norms_per_layer not in (2, 4):
+        raise UnsupportedConfiguration(f"{spec.norms_per_layer} norms per layer (the reference models have 2 or 4)")
+    if spec.norm == "rmsnorm" and spec.position_embedding != "rope":
+        raise UnsupportedConfiguration("RMSNorm with learned positions (the Llama-style model uses rotary positions)")
+    if spec.norm == "layernorm" and spec.position_embedding != "learned":
+        raise UnsupportedConfiguration("LayerNorm with rotary positions (the GPT/BERT-style model uses learned ones)")
+    if spec.head == "classifier" and spec.norm != "layernorm":
+        raise UnsupportedConfiguration("a classifier head on a Llama-style model")
+    if spec.n_experts > 1 and not spec.is_gated_mlp:
+        raise UnsupportedConfiguration("a mixture of GELU experts (the MoE reference is Mixtral-style SwiGLU)")
+
+
+def _setting(settings: TrainingSettings, name: str, default):
+    """A settings field, or its default when this version of TrainingSettings lacks it."""
+    return getattr(settings, name, default)
+
+
+def check_settings(settings: TrainingSettings) -> None:
+    """Raise UnsupportedConfiguration for settings a one-process CPU trace cannot reproduce."""
+    if settings.gpus > 1:
+        raise UnsupportedConfiguration("sharding over several GPUs (DDP/ZeRO/FSDP) is not traced; use gpus=1")
+    if _setting(settings, "tensor_parallel", 1) > 1 or _setting(settings, "pipeline_parallel", 1) > 1:
+        raise UnsupportedConfiguration("tensor or pipeline parallelism is not traced; use one GPU")
+    if _setting(settings, "method", "full") != "full" or _setting(settings, "frozen_layers", 0) > 0:
+        raise UnsupportedConfiguration("LoRA, QLoRA and frozen layers are not traced; the trace trains all weights")
+    if _setting(settings, "offload_optimizer", False) or _setting(settings, "offload_parameters", False):
+        raise UnsupportedConfiguration("CPU offload (ZeRO-Offload/Infinity) is not traced")
+    if settings.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
+        raise UnsupportedConfiguration("8-bit AdamW (bitsandbytes CUDA kernels) cannot be traced on the CPU")
+    if settings.optimizer == "adafactor":
+        raise UnsupportedConfiguration(
+            "Adafactor: torch.optim.Adafactor reads a tensor value (.item()) that fake tensors do not have"
+        )
+
+
+def check_supported(spec: ModelSpec, settings: TrainingSettings) -> None:
+    check_spec(spec)
+    check_settings(settings)

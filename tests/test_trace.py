@@ -1,0 +1,169 @@
+"""Traced training steps (calculators.trace): fake tensors against a real CPU step, parameter
+counts, FLOPs, layer extrapolation, the subprocess runner and its failures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from calculators.model_spec import ModelSpec, parameter_count
+from calculators.presets import get_preset
+from calculators.trace import TraceError, run_trace
+from calculators.trace.worker import FAULT_ENV
+from calculators.training import TrainingSettings
+
+torch = pytest.importorskip("torch")
+ROOT = Path(__file__).resolve().parent.parent
+
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+
+from calculators.trace.flops import flop_counter, flops_by_op  # noqa: E402
+from calculators.trace.models import build_model  # noqa: E402
+from calculators.trace.tracer import Step, make_inputs, trace_extrapolated, trace_raw, trace_step  # noqa: E402
+
+TINY = dict(n_layers=2, hidden_size=64, vocab_size=256, max_position_embeddings=64)
+TINY_LLAMA = ModelSpec(name="tiny-llama", n_heads=4, n_kv_heads=2, ffn_hidden_size=172, **TINY)
+TINY_GPT2 = get_preset("gpt2").model_copy(update=dict(n_heads=4, n_kv_heads=4, ffn_hidden_size=256, **TINY))
+TINY_BERT = get_preset("bert-base-uncased").model_copy(
+    update=dict(n_heads=4, n_kv_heads=4, ffn_hidden_size=256, **TINY)
+)
+TINY_MOE = get_preset("mixtral-8x7b").model_copy(update=dict(n_heads=4, n_kv_heads=2, ffn_hidden_size=128, **TINY))
+
+
+def tiny_settings(**changes) -> TrainingSettings:
+    return TrainingSettings(micro_batch=2, seq_len=32, **changes)
+
+
+def test_importing_the_package_does_not_import_torch():
+    code = "import calculators.trace, sys; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gpt2",
+        "bert-base-uncased",
+        "llama-2-7b",
+        "llama-3.1-8b",
+        "qwen2.5-0.5b",
+        "gemma-2-2b",
+        "phi-3-mini-4k",
+        "mixtral-8x7b",
+    ],
+)
+def test_reference_models_have_the_engines_parameter_count(name):
+    spec = get_preset(name)
+    with torch.device("meta"):
+        model = build_model(spec)
+    assert sum(p.numel() for p in model.parameters()) == parameter_count(spec).total
+
+
+@pytest.mark.parametrize(
+    ("spec", "settings"),
+    [
+        (TINY_LLAMA, tiny_settings(precision="amp-bf16", attention="fused", checkpointing="selective")),
+        (TINY_LLAMA, tiny_settings(precision="bf16-mixed", attention="eager", optimizer_impl="for-loop")),
+        (TINY_GPT2, tiny_settings(precision="fp32", attention="eager", checkpointing="full", optimizer="sgd")),
+        (TINY_BERT, tiny_settings(precision="amp-fp16", attention="fused", grad_accum=2)),
+        (TINY_MOE, tiny_settings(precision="fp32", attention="fused", optimizer_impl="fused")),
+    ],
+    ids=["llama-amp-selective", "llama-mixed-eager", "gpt2-fp32-full", "bert-amp-accum", "moe-fp32"],
+)
+def test_fake_trace_matches_a_real_cpu_step_to_the_byte(spec, settings):
+    fake, real = trace_raw(spec, settings), trace_raw(spec, settings, fake=False)
+    assert fake.phases == real.phases
+    assert max(fake.phases.values()) == max(real.phases.values())
+    assert fake.phase_components == real.phase_components
+    assert fake.phase_components["end of forward"]["activations"] > 0
+    assert fake.saved_by_op == real.saved_by_op
+    assert fake.flops_by_op == real.flops_by_op
+
+
+def test_model_states_at_the_optimizer_step_are_exact():
+    """bf16-mixed with fused AdamW: 2 + 4 + 8 + 2 bytes per parameter (plus fused AdamW's 4-byte
+    step count per tensor), the fp32 copy of the gradients (ZeRO paper Sec. 3.1), and nothing
+    else but the token ids."""
+    n = parameter_count(TINY_LLAMA).total
+    with torch.device("meta"):
+        n_tensors = len(list(build_model(TINY_LLAMA).parameters()))
+    result = trace_step(TINY_LLAMA, tiny_settings(precision="bf16-mixed", optimizer_impl="fused"))
+    step = {k: round(v * 2**30) for k, v in result.phase_components_gib["optimizer step"].items()}
+    expected = dict(weights=2 * n, master_weights=4 * n, optimizer_states=8 * n + 4 * n_tensors, gradients=2 * n)
+    assert step == expected | {"optimizer_step_temporaries": 4 * n, "inputs": 2 * 2 * 32 * 8}
+
+
+@pytest.mark.parametrize(("attention", "per_head_flops"), [("eager", 12), ("fused", 14)])
+def test_flops_are_6_n_tokens_plus_attention(attention, per_head_flops):
+    """Matmuls: forward 2N, backward 4N per token. Attention per layer: q@k^T and p@v forward
+    (4*b*h*s*s*d), backward twice that for eager; the flash backward also recomputes the scores."""
+    settings = tiny_settings(precision="fp32", attention=attention)
+    result = trace_step(TINY_LLAMA, settings)
+    b, s, h, d = 2, 32, TINY_LLAMA.n_heads, TINY_LLAMA.attention_head_dim
+    tokens = b * s
+    attention_flops = per_head_flops * TINY_LLAMA.n_layers * b * h * s * s * d
+    assert result.flops_total == 6 * parameter_count(TINY_LLAMA).matmul_total * tokens + attention_flops
+    assert result.flops_per_token == result.flops_total / tokens
+    if attention == "fused":
+        assert result.flops_by_op["_scaled_dot_product_flash_attention_for_cpu"] > 0
+        assert result.flops_by_op["_scaled_dot_product_flash_attention_for_cpu_backward"] > 0
+
+
+def test_flop_tally_equals_flop_counter_mode_on_the_same_micro_batch():
+    """The trace tallies FLOPs with torch's formulas inside its own dispatch mode; FlopCounterMode
+    (with the same CPU attention formulas) must count the same micro-batch identically."""
+    spec, settings = TINY_MOE, tiny_settings(precision="amp-bf16", checkpointing="full")
+    traced = trace_raw(spec, settings)
+    with FakeTensorMode():
+        step = Step(spec, settings)
+        tokens, labels = make_inputs(spec, settings)
+        with flop_counter() as counter:
+            step.micro_batch(tokens, labels, recorded=False)
+    assert flops_by_op(counter) == traced.flops_by_op
+
+
+def test_extrapolation_over_layers_is_exact():
+    spec = TINY_GPT2.model_copy(update={"n_layers": 6})
+    settings = tiny_settings(precision="amp-bf16", attention="eager", checkpointing="full")
+    full, extended = trace_step(spec, settings), trace_extrapolated(spec, settings)
+    assert extended.extrapolated and extended.traced_layers == [3, 4, 5]
+    assert extended.phases_gib == full.phases_gib
+    assert extended.phase_components_gib == full.phase_components_gib
+    assert extended.flops_total == full.flops_total
+    assert extended.warmup_peak_gib == full.warmup_peak_gib
+
+
+def test_run_trace_in_a_subprocess_gives_the_in_process_result():
+    settings = tiny_settings(precision="bf16-mixed")
+    result = run_trace(TINY_LLAMA, settings, timeout_s=120)
+    assert result.peak_gib == trace_step(TINY_LLAMA, settings).peak_gib
+    assert result.allocated_gib == result.peak_gib
+    assert result.peak_phase in result.phases_gib
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("abort", "killed by SIGABRT"),
+        ("hang", "took longer than 2 s"),
+        ("garbage", "printed no result"),
+    ],
+)
+def test_a_failing_trace_raises_a_one_line_trace_error(fault, message):
+    with pytest.raises(TraceError) as caught:
+        run_trace(TINY_LLAMA, tiny_settings(), timeout_s=2, env={FAULT_ENV: fault})
+    text = str(caught.value)
+    assert text.startswith("could not trace this configuration: ") and message in text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [(TrainingSettings(optimizer="adamw-8bit"), "8-bit AdamW"), (TrainingSettings(gpus=8, zero=3), "several GPUs")],
+)
+def test_an_untraceable_configuration_raises_trace_error(settings, message):
+    with pytest.raises(TraceError, match=message):
+        run_trace(TINY_LLAMA, settings)
