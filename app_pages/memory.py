@@ -9,6 +9,7 @@ from calculators.memory import COMPONENT_LABEL, estimate_memory
 from calculators.model_spec import parameter_count
 from ui.charts import phase_breakdown_figure
 from ui.serving_view import show_serving
+from ui.trace_view import trace_section
 from ui.user_gpus import user_gpus
 
 st.title("Will it fit?")
@@ -104,6 +105,8 @@ with right:
         hide_index=True,
         width="stretch",
     )
+
+trace_section(spec, settings, estimate)
 
 with st.expander("Assumptions and sources", expanded=False):
     for assumption in estimate.assumptions:

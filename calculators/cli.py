@@ -1,4 +1,4 @@
-"""Command line: `python -m calculators memory|fit|gpus|cost|calibrate|presets ...`.
+"""Command line: `python -m calculators memory|fit|gpus|cost|trace|calibrate|presets ...`.
 
 Pure functions compute; this module only parses arguments and prints. Bad input
 prints one line starting with 'error:' and exits with code 2.
@@ -321,6 +321,34 @@ def cost_command(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def trace_command(args: argparse.Namespace) -> str:
+    """One real training step under fake tensors in a subprocess, next to the estimate."""
+    from calculators.trace.result import TraceError
+    from calculators.trace.runner import run_trace
+
+    spec, settings = checked_workload(args)
+    if not 1 <= args.timeout_s <= 3600:
+        raise UsageError("--timeout-s must be between 1 and 3600 seconds")
+    try:
+        traced = run_trace(spec, settings, timeout_s=args.timeout_s, extrapolate=args.extrapolate)
+    except TraceError as error:
+        raise UsageError(str(error)) from None
+    estimate = estimate_memory(spec, settings)
+    result = {"model": spec.name, "settings": settings.model_dump(exclude={"overheads"})} | traced.model_dump()
+    result["estimate_allocated_gib"] = estimate.allocated_gib
+    result["estimate_error_fraction"] = estimate.allocated_gib / traced.allocated_gib - 1
+    if args.json:
+        return json.dumps(result, indent=2)
+    lines = [
+        f"{spec.name}: traced peak {traced.peak_gib:.3f} GiB at {traced.peak_phase} ({traced.peak_op}); "
+        f"estimate {estimate.allocated_gib:.3f} GiB ({result['estimate_error_fraction']:+.1%})",
+        f"  saved activations at end of forward {traced.saved_activations_gib:.3f} GiB",
+        f"  FLOPs {traced.flops_total:.4g} ({traced.flops_per_token:.4g} per token); traced in {traced.seconds:.1f} s",
+    ]
+    lines += [f"  {phase:<28}{gib:>10.3f} GiB" for phase, gib in traced.phases_gib.items()]
+    return "\n".join(lines)
+
+
 def calibrate_command(args: argparse.Namespace) -> str:
     """Run the benchmarks headless and write the result for the app to import."""
     from calculators.calibration.runner import CalibrationBusyError, run_calibration
@@ -399,6 +427,13 @@ def build_parser() -> OneLineParser:
     dataset.add_argument("--fits-only", action="store_true", help="only GPUs the workload fits on")
     dataset.add_argument("--top", type=int, default=20, help="rows in the readable table")
     cost.set_defaults(handler=cost_command)
+    trace = commands.add_parser("trace", help="exact memory and FLOPs of one step under fake tensors (CPU)")
+    add_workload_arguments(trace)
+    trace.add_argument("--timeout-s", type=float, default=120.0, help="limit for the traced subprocess")
+    trace.add_argument(
+        "--extrapolate", action="store_true", help="trace 3-5 layers and extend exactly to all (big models)"
+    )
+    trace.set_defaults(handler=trace_command)
     calibrate = commands.add_parser("calibrate", help="measure this host (GPU or CPU) and write a result file")
     calibrate.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     calibrate.add_argument("--budget-s", type=float, default=110.0, help="total time budget in seconds")
