@@ -113,16 +113,7 @@ def _torchtune_row(row: dict) -> RowModel:
             unsupported_reason="torch.compile fuses norms and chunked cross-entropy never holds the "
             "full fp32 logits; neither is modelled yet.",
         )
-    settings = TrainingSettings(
-        micro_batch=int(row["micro_batch"]),
-        seq_len=int(row["seq_len"]),
-        grad_accum=int(row["grad_accum"]),
-        precision="bf16",
-        optimizer="adamw",
-        optimizer_impl="fused",
-        checkpointing=row["checkpointing"],
-        attention="fused",
-    )
+    settings = _torchtune_settings(row)
     return RowModel(
         preset="llama-3.2-3b",
         settings=settings,
@@ -131,10 +122,9 @@ def _torchtune_row(row: dict) -> RowModel:
     )
 
 
-def _torchtune_adapter_row(row: dict, common: list[str]) -> RowModel:
-    """torchtune's Llama 3.2 3B LoRA/QLoRA single-device configs: rank 64 on q, v, output and
-    the MLP, pure bf16, fused AdamW, packed 4096-token samples, activation checkpointing."""
-    settings = TrainingSettings(
+def _torchtune_settings(row: dict, **extra) -> TrainingSettings:
+    """torchtune's single-device recipes: pure bf16, fused AdamW, SDPA attention."""
+    return TrainingSettings(
         micro_batch=int(row["micro_batch"]),
         seq_len=int(row["seq_len"]),
         grad_accum=int(row["grad_accum"]),
@@ -143,10 +133,14 @@ def _torchtune_adapter_row(row: dict, common: list[str]) -> RowModel:
         optimizer_impl="fused",
         checkpointing=row["checkpointing"],
         attention="fused",
-        method=row["optimizer"],
-        lora_rank=64,
-        lora_targets="qvo-mlp",
+        **extra,
     )
+
+
+def _torchtune_adapter_row(row: dict, common: list[str]) -> RowModel:
+    """torchtune's Llama 3.2 3B LoRA/QLoRA single-device configs: rank 64 on q, v, output and
+    the MLP, pure bf16, fused AdamW, packed 4096-token samples, activation checkpointing."""
+    settings = _torchtune_settings(row, method=row["optimizer"], lora_rank=64, lora_targets="qvo-mlp")
     return RowModel(
         preset="llama-3.2-3b",
         settings=settings,

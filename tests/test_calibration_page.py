@@ -1,28 +1,17 @@
 """AppTest of the Calibration page: nothing runs on load, runs only when allowed, import, apply."""
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from calculators.calibration.result import CalibratedOverheads, CalibrationResult, utc_now
 from calculators.calibration.store import export_json
-
-APP_PATH = str(Path(__file__).resolve().parent.parent / "app.py")
+from tests.apptest_helpers import open_app
 
 
 @pytest.fixture(autouse=True)
 def private_store(tmp_path, monkeypatch):
     monkeypatch.setenv("GPU_SIZING_CALIBRATION_DB", str(tmp_path / "calibration.sqlite3"))
     monkeypatch.delenv("GPU_SIZING_ALLOW_CALIBRATION", raising=False)
-
-
-def open_calibration() -> AppTest:
-    app = AppTest.from_file(APP_PATH, default_timeout=60)
-    app.run()
-    app.switch_page("app_pages/calibration.py").run()
-    assert not app.exception, [e.message for e in app.exception]
-    return app
 
 
 def a_result(context_gib: float = 1.25) -> CalibrationResult:
@@ -85,3 +74,7 @@ def test_the_cost_page_uses_the_calibrated_utilisation_of_the_measured_gpu():
     assert not app.exception
     # measured bf16 matmul 75% of peak x end-to-end factor 0.6 = 45%
     assert any("Calibrated utilisation: H100-SXM5-80GB 45%" in element.value for element in app.caption)
+
+
+def open_calibration():
+    return open_app("app_pages/calibration.py", timeout_s=60)

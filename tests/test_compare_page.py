@@ -1,25 +1,10 @@
 """AppTest of the Compare GPUs page: table, fit matrix, side by side, user GPUs."""
 
-from pathlib import Path
-
-from streamlit.testing.v1 import AppTest
-
 from calculators.fit_matrix import fit_matrix
 from calculators.gpu_catalogue import find_gpu, load_gpu_catalogue
 from calculators.presets import get_preset
 from calculators.training import TrainingSettings
-
-APP_PATH = str(Path(__file__).resolve().parent.parent / "app.py")
-
-
-def open_compare(**query: str) -> AppTest:
-    app = AppTest.from_file(APP_PATH, default_timeout=30)
-    for key, value in query.items():
-        app.query_params[key] = value
-    app.run()
-    app.switch_page("app_pages/compare.py").run()
-    assert not app.exception, [e.message for e in app.exception]
-    return app
+from tests.apptest_helpers import open_app
 
 
 def test_table_holds_every_gpu_with_the_fit_matrix_of_the_workload():
@@ -120,3 +105,7 @@ def test_a_malformed_upload_names_the_row_and_field_and_keeps_earlier_gpus():
     assert not app.exception
     assert any("b.csv row 1 (Broken): memory_gb" in element.value for element in app.error)
     assert "Lab-Card-64GB" in set(app.dataframe[0].value["name"])
+
+
+def open_compare(**query: str):
+    return open_app("app_pages/compare.py", **query)

@@ -1,10 +1,7 @@
 """AppTest of the Time and cost page: ranked options, spot, downloads, bad price sheets."""
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from calculators.cost import cost_options
 from calculators.gpu_catalogue import load_gpu_catalogue
@@ -12,18 +9,7 @@ from calculators.presets import get_preset
 from calculators.prices import load_prices
 from calculators.time_model import TimeSettings
 from calculators.training import TrainingSettings
-
-APP_PATH = str(Path(__file__).resolve().parent.parent / "app.py")
-
-
-def open_cost(**query: str) -> AppTest:
-    app = AppTest.from_file(APP_PATH, default_timeout=30)
-    for key, value in query.items():
-        app.query_params[key] = value
-    app.run()
-    app.switch_page("app_pages/cost.py").run()
-    assert not app.exception, [e.message for e in app.exception]
-    return app
+from tests.apptest_helpers import open_app
 
 
 def test_the_ranked_table_matches_the_calculator_and_is_cheapest_first():
@@ -103,3 +89,7 @@ def test_excel_export_reads_back_with_pandas():
     )
     sheets = pd.read_excel(io.BytesIO(options_excel_bytes(options, {"model": "gpt2"}, {}, ["f"])), sheet_name=None)
     assert set(sheets) == {"options", "assumptions"} and len(sheets["options"]) == len(options)
+
+
+def open_cost(**query: str):
+    return open_app("app_pages/cost.py", **query)

@@ -1,19 +1,8 @@
 """AppTest of the fine-tuning modes: 'does a 7B model fit a 24 GB card?'"""
 
-from pathlib import Path
-
 from streamlit.testing.v1 import AppTest
 
-APP_PATH = str(Path(__file__).resolve().parent.parent / "app.py")
-
-
-def open_app(**query: str) -> AppTest:
-    app = AppTest.from_file(APP_PATH, default_timeout=30)
-    for key, value in query.items():
-        app.query_params[key] = value
-    app.run()
-    assert not app.exception, [e.message for e in app.exception]
-    return app
+from tests.apptest_helpers import open_app
 
 
 def verdict(app: AppTest) -> str:

@@ -1,24 +1,8 @@
 """AppTest: every page renders, reacts to the shared workload, and survives bad input."""
 
-from pathlib import Path
-
 import pytest
-from streamlit.testing.v1 import AppTest
 
-APP_PATH = str(Path(__file__).resolve().parent.parent / "app.py")
-TIMEOUT_S = 30
-
-
-def open_app(page: str | None = None, **query: str) -> AppTest:
-    app = AppTest.from_file(APP_PATH, default_timeout=TIMEOUT_S)
-    for key, value in query.items():
-        app.query_params[key] = value
-    app.run()
-    if page is not None:
-        app.switch_page(page)
-        app.run()
-    assert not app.exception, [e.message for e in app.exception]
-    return app
+from tests.apptest_helpers import open_app
 
 
 def messages(elements) -> list[str]:

@@ -1,14 +1,12 @@
 """The inference mode in the CLI and the pages."""
 
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from calculators.cli import main
-
-APP_PATH = str(Path(__file__).resolve().parent.parent / "app.py")
+from tests.apptest_helpers import open_app
 
 
 def test_cli_inference_mode_reports_the_kv_cache_and_the_concurrency(capsys):
@@ -25,17 +23,6 @@ def test_cli_inference_mode_reports_the_kv_cache_and_the_concurrency(capsys):
 def test_cli_inference_rejects_a_tensor_parallel_that_does_not_divide_the_heads(capsys):
     code = main(["memory", "--model", "llama-3.1-8b", "--mode", "inference", "--tensor-parallel", "3"])
     assert code == 2 and "--tensor-parallel" in capsys.readouterr().err
-
-
-def open_app(page: str | None = None, **query: str) -> AppTest:
-    app = AppTest.from_file(APP_PATH, default_timeout=30)
-    for key, value in query.items():
-        app.query_params[key] = value
-    app.run()
-    if page:
-        app.switch_page(page).run()
-    assert not app.exception, [e.message for e in app.exception]
-    return app
 
 
 def test_memory_page_in_inference_mode_shows_concurrency_and_decode_speed():

@@ -1,14 +1,13 @@
 """AppTest of the Memory page's "Trace exactly" action and the trace CLI."""
 
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from calculators.cli import main
+from tests.apptest_helpers import APP_PATH
 
-APP_PATH = str(Path(__file__).resolve().parent.parent / "app.py")
 pytest.importorskip("torch")
 
 

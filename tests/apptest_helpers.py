@@ -1,0 +1,19 @@
+"""Opening the app under AppTest, shared by the page tests."""
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+APP_PATH = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+def open_app(page: str | None = None, timeout_s: float = 30, **query: str) -> AppTest:
+    """Run the app with `query` in the URL, switch to `page`, and check nothing raised."""
+    app = AppTest.from_file(APP_PATH, default_timeout=timeout_s)
+    for key, value in query.items():
+        app.query_params[key] = value
+    app.run()
+    if page is not None:
+        app.switch_page(page).run()
+    assert not app.exception, [e.message for e in app.exception]
+    return app
