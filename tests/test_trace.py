@@ -70,8 +70,9 @@ def test_reference_models_have_the_engines_parameter_count(name):
         (TINY_GPT2, tiny_settings(precision="fp32", attention="eager", checkpointing="full", optimizer="sgd")),
         (TINY_BERT, tiny_settings(precision="amp-fp16", attention="fused", grad_accum=2)),
         (TINY_MOE, tiny_settings(precision="fp32", attention="fused", optimizer_impl="fused")),
+        (TINY_LLAMA, tiny_settings(precision="amp-bf16", method="lora", lora_rank=4, lora_targets="qvo-mlp")),
     ],
-    ids=["llama-amp-selective", "llama-mixed-eager", "gpt2-fp32-full", "bert-amp-accum", "moe-fp32"],
+    ids=["llama-amp-selective", "llama-mixed-eager", "gpt2-fp32-full", "bert-amp-accum", "moe-fp32", "llama-lora"],
 )
 def test_fake_trace_matches_a_real_cpu_step_to_the_byte(spec, settings):
     fake, real = trace_raw(spec, settings), trace_raw(spec, settings, fake=False)
@@ -167,3 +168,19 @@ def test_a_failing_trace_raises_a_one_line_trace_error(fault, message):
 def test_an_untraceable_configuration_raises_trace_error(settings, message):
     with pytest.raises(TraceError, match=message):
         run_trace(TINY_LLAMA, settings)
+
+
+def test_lora_trains_only_the_adapters_and_qlora_is_refused_clearly():
+    """Tiny Llama (h 64, kv width 32, FFN 172), rank 4 on q, v, o and the MLP: per layer
+    4 x [(64+64) + (64+32) + (64+64) + 3 x (64+172)] = 4 x 1,060 = 4,240; 2 layers: 8,480,
+    as the engine counts them."""
+    from calculators.memory import estimate_memory
+    from calculators.trace.tracer import Step
+
+    settings = tiny_settings(precision="bf16", method="lora", lora_rank=4, lora_targets="qvo-mlp")
+    with FakeTensorMode():
+        step = Step(TINY_LLAMA, settings)
+    assert sum(p.numel() for p in step.params) == 8_480 == estimate_memory(TINY_LLAMA, settings).trainable_parameters
+    assert not any(p.requires_grad for name, p in step.model.named_parameters() if "lora_" not in name)
+    with pytest.raises(TraceError, match="could not trace this configuration: QLoRA"):
+        run_trace(TINY_LLAMA, tiny_settings(method="qlora"), timeout_s=60)

@@ -36,8 +36,12 @@ def check_settings(settings: TrainingSettings) -> None:
         raise UnsupportedConfiguration("sharding over several GPUs (DDP/ZeRO/FSDP) is not traced; use gpus=1")
     if _setting(settings, "tensor_parallel", 1) > 1 or _setting(settings, "pipeline_parallel", 1) > 1:
         raise UnsupportedConfiguration("tensor or pipeline parallelism is not traced; use one GPU")
-    if _setting(settings, "method", "full") != "full" or _setting(settings, "frozen_layers", 0) > 0:
-        raise UnsupportedConfiguration("LoRA, QLoRA and frozen layers are not traced; the trace trains all weights")
+    if _setting(settings, "method", "full") == "qlora":
+        raise UnsupportedConfiguration(
+            "QLoRA's NF4 weights and bitsandbytes kernels have no CPU fake-tensor equivalent"
+        )
+    if _setting(settings, "frozen_layers", 0) > 0:
+        raise UnsupportedConfiguration("frozen layers are not traced")
     if _setting(settings, "offload_optimizer", False) or _setting(settings, "offload_parameters", False):
         raise UnsupportedConfiguration("CPU offload (ZeRO-Offload/Infinity) is not traced")
     if settings.optimizer in ("adamw-8bit", "paged-adamw-8bit"):

@@ -46,6 +46,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from calculators.model_spec import ModelSpec
 from calculators.trace.cuda_emulation import cuda_autocast_policy
 from calculators.trace.flops import FlopTally
+from calculators.trace.lora import add_adapters
 from calculators.trace.models import build_model, loss_fn
 from calculators.trace.result import PHASES, TraceError, TraceResult
 from calculators.trace.support import check_supported
@@ -123,14 +124,21 @@ class Step:
 
     def __init__(self, spec: ModelSpec, settings: TrainingSettings) -> None:
         self.spec, self.settings = spec, settings
-        with default_dtype(WEIGHT_DTYPE[settings.precision]):
+        lora = settings.method == "lora"
+        # LoRA: the frozen base in the half compute dtype (fp32 under fp32), adapters in the weight dtype
+        base_dtype = AUTOCAST_DTYPE.get(settings.precision, WEIGHT_DTYPE[settings.precision]) if lora else None
+        with default_dtype(base_dtype or WEIGHT_DTYPE[settings.precision]):
             self.model = build_model(spec, settings.attention, settings.checkpointing)
-        self.params = list(self.model.parameters())
+        if lora:
+            adapter_dtype = WEIGHT_DTYPE[settings.precision]
+            self.params = add_adapters(self.model, settings.lora_targets, settings.lora_rank, adapter_dtype)
+        else:
+            self.params = list(self.model.parameters())
         mixed = master_weight_bytes(settings.precision) > 0
         self.masters = [p.detach().float() for p in self.params] if mixed else []
         self.optimizer = make_optimizer(self.masters or self.params, settings)
         self.tracker = LiveStorageTracker()
-        self.tracker.adopt(self.params, "weights")
+        self.tracker.adopt(self.model.parameters(), "weights")
         self.tracker.adopt(self.model.buffers(), "weights")
         self.tracker.adopt(self.masters, "master_weights")
         for param in self.params:
@@ -167,7 +175,7 @@ class Step:
         tracker, boundaries = self.tracker, self._boundary_phases()
 
         def on_boundary(index: int, x: torch.Tensor) -> None:
-            if recorded and index in boundaries:
+            if recorded and index in boundaries and x.requires_grad:  # a frozen embedding has no grad
                 x.register_hook(self._phase_hook(boundaries[index]))
 
         tracker.recording, tracker.kind = recorded, "activations"
