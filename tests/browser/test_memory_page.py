@@ -67,3 +67,14 @@ def test_inference_mode_shows_the_serving_answers(page, app_url):
     main = page.get_by_test_id("stMain")
     expect(main.get_by_text("Most sequences that fit")).to_be_visible(timeout=60_000)
     expect(main.get_by_text("KV cache per sequence")).to_be_visible()
+
+
+def test_qlora_mode_fits_a_7b_model_on_a_24_gb_card(page, app_url):
+    page.goto(f"{app_url}/?model=llama-2-7b&gpu=RTX-4090-24GB&ckpt=full")
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_text("Does not fit:", exact=False)).to_be_visible(timeout=60_000)
+    mode = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Mode")
+    mode.click()
+    page.get_by_role("option", name="Fine-tune: QLoRA (4-bit base)").click()
+    expect(main.get_by_text("Fits:", exact=False)).to_be_visible()
+    expect(main.get_by_text("trainable parameters: 39,976,960", exact=False)).to_be_visible()
