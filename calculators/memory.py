@@ -649,10 +649,12 @@ def head_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
 def logits_bytes(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
     """(end of forward, peak at the loss gradient) for logits and cross-entropy.
 
-    The LM head's logits (compute dtype, kept by the model output) and the fp32
-    log-softmax that cross-entropy saves: b*s*V*(c+4). In backward the gradient of
-    the log-probabilities and of the fp32 logits add 2 * b*s*V*4 while the saved
-    tensors are still alive. A classifier head's logits are negligible. Under tensor
+    The LM head's logits (compute dtype) and the fp32 log-softmax that cross-entropy
+    saves: b*s*V*(c+4) at the end of forward. HF Trainer's compute_loss keeps only the
+    loss, so the compute-dtype logits are freed before backward; at the loss gradient
+    the fp32 log-probabilities and two fp32 gradients (of the log-probabilities and of
+    the upcast logits) are alive: b*s*V*12 (measured in the trace at
+    _log_softmax_backward_data). A classifier head's logits are negligible. Under tensor
     parallelism each rank holds its vocabulary slice (Megatron's vocab-parallel
     cross-entropy).
     """
@@ -661,7 +663,7 @@ def logits_bytes(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, fl
         return 4.0 * tokens * spec.num_labels, 12.0 * tokens * spec.num_labels
     elements = settings.micro_batch * settings.seq_len * spec.vocab_size
     forward = (compute_bytes(settings.precision) + 4) * elements
-    return _per_rank(forward, settings), _per_rank(forward + 2 * 4 * elements, settings)
+    return _per_rank(forward, settings), _per_rank(3 * 4 * elements, settings)
 
 
 def backward_workspace_bytes(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:

@@ -62,7 +62,7 @@ def test_suggestions_only_list_changes_that_lower_the_peak_and_put_fits_first():
 
 def test_a_combination_is_offered_when_no_single_change_fits():
     """8B with fp32 autocast weights on 4k tokens needs both sharding and recomputation."""
-    settings = TrainingSettings(micro_batch=2, seq_len=4096, precision="amp-bf16")
+    settings = TrainingSettings(micro_batch=4, seq_len=4096, precision="amp-bf16")
     found = suggestions(LLAMA_8B, settings, 80.0)
     assert found[0].change.startswith("Together: ") and found[0].fits
     assert found[0].peak_gib <= 80.0
