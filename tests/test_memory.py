@@ -176,3 +176,12 @@ def test_fused_attention_output_is_saved_once_and_eager_adds_the_o_projection_in
     fused = layer_activation_terms(GPT_LAYER, settings(micro_batch=b, seq_len=s, attention="fused"))
     eager = layer_activation_terms(GPT_LAYER, settings(micro_batch=b, seq_len=s, attention="eager"))
     assert eager["attention_projections"] - fused["attention_projections"] == 2 * b * s * h
+
+
+def test_full_checkpointing_under_autocast_keeps_only_the_head_and_one_layer_of_weight_casts():
+    """Checkpointed layers save nothing, so their bf16 weight casts die with autocast's cache:
+    2 bytes x (LM head matmul + one layer's matmuls) remain, as the trace measures."""
+    params = parameter_count(LLAMA2_7B)
+    estimate = estimate_memory(LLAMA2_7B, settings(precision="amp-bf16", checkpointing="full"))
+    end_of_forward = estimate.phase_components_gib["end of forward"]["autocast_weight_copies"]
+    assert end_of_forward == pytest.approx(2 * (params.matmul_head + params.matmul_per_layer) / GIB)
