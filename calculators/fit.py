@@ -3,6 +3,7 @@ GPUs, and which single change makes it fit."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -89,9 +90,10 @@ class PeakCurve:
         return int(min(limits, default=MAX_MICRO_BATCH_SEARCHED))
 
 
-def _largest_passing(lower: int, upper: int, passes) -> int | None:
+def largest_passing(lower: int, upper: int, passes: Callable[[int], bool]) -> int | None:
     """Largest x in [lower, upper] with passes(x) true, for a predicate that turns
-    false once and stays false (memory grows with the micro-batch)."""
+    false once and stays false (memory grows with the micro-batch); None if passes(lower)
+    is false. Binary search: log2(upper - lower) calls of passes."""
     if not passes(lower):
         return None
     while lower < upper:
@@ -121,7 +123,7 @@ def max_micro_batch(
         if 1 <= candidate <= MAX_MICRO_BATCH_SEARCHED and fits(candidate):
             if candidate == MAX_MICRO_BATCH_SEARCHED or not fits(candidate + 1):
                 return candidate
-    return _largest_passing(1, MAX_MICRO_BATCH_SEARCHED, fits)
+    return largest_passing(1, MAX_MICRO_BATCH_SEARCHED, fits)
 
 
 def min_gpus(

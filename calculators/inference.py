@@ -23,6 +23,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from calculators.fit import largest_passing
 from calculators.fit_matrix import gpu_memory_gib
 from calculators.gpu_catalogue import GpuSpec
 from calculators.memory import GIB
@@ -429,17 +430,9 @@ def estimate_serving(spec: ModelSpec, settings: ServingSettings) -> ServingEstim
 
 
 def _largest_passing(lower: int, upper: int, passes: Callable[[int], bool]) -> int:
-    """Largest x in [lower, upper] with passes(x), for a predicate true up to a point
-    and false after it; lower - 1 when passes(lower) is false."""
-    if not passes(lower):
-        return lower - 1
-    while lower < upper:
-        middle = (lower + upper + 1) // 2
-        if passes(middle):
-            lower = middle
-        else:
-            upper = middle - 1
-    return lower
+    """fit.largest_passing, with lower - 1 (0 sequences or tokens) when nothing passes."""
+    found = largest_passing(lower, upper, passes)
+    return lower - 1 if found is None else found
 
 
 def _fits(spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: float, **changes) -> bool:

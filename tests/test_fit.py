@@ -88,10 +88,10 @@ def test_a_combination_is_offered_when_no_single_change_fits():
 @pytest.mark.parametrize("capacity_gib", [24.0, 80.0, 192.0])
 def test_solved_max_micro_batch_equals_a_plain_binary_search(preset, changes, capacity_gib):
     """The affine shortcut must give exactly what searching the estimator gives."""
-    from calculators.fit import MAX_MICRO_BATCH_SEARCHED, _largest_passing
+    from calculators.fit import MAX_MICRO_BATCH_SEARCHED, largest_passing
 
     spec, settings = get_preset(preset), TrainingSettings(**changes)
-    searched = _largest_passing(
+    searched = largest_passing(
         1, MAX_MICRO_BATCH_SEARCHED, lambda b: peak_gib(spec, settings, micro_batch=b) <= capacity_gib
     )
     assert max_micro_batch(spec, settings, capacity_gib) == searched

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from calculators.model_spec import ModelSpec
+from calculators.trace.models import RMSNorm  # the same HF-style fp32-upcast norm the trace uses
 
 
 def reference_spec(n_layers: int, hidden_size: int, vocab_size: int, seq_len: int, n_heads: int = 0) -> ModelSpec:
@@ -42,19 +43,6 @@ def reference_spec(n_layers: int, hidden_size: int, vocab_size: int, seq_len: in
         max_position_embeddings=seq_len,
         source="calibration reference model",
     )
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, size: int, eps: float = 1e-6) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(size))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        dtype = x.dtype
-        x32 = x.to(torch.float32)
-        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * x32.to(dtype)
 
 
 def rotary_tables(seq_len: int, head_dim: int, theta: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
