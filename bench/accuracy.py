@@ -44,7 +44,6 @@ NOT_ENGINE = ("allocator_reserve", "framework_overhead")
 ENGINE_PHASE = {
     "forward": "end of forward",
     "backward, middle layers": "backward, last layer",
-    "backward, embeddings": "backward, first layer",
 }
 
 # Workloads per small model: (micro-batch, sequence) sized as typically trained.

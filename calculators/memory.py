@@ -136,6 +136,9 @@ class StageLayout(NamedTuple):
     cast_elements: float  # matmul weights whose autocast casts are kept for backward
     cast_elements_per_layer: float
     largest_trainable: float  # elements of the largest trainable tensor
+    head_gradient_elements: float  # gradients the head's backward makes (a tied matrix's included)
+    embedding_gradient_elements: float  # gradients only the embedding's backward makes
+    tied_matrix_elements: float  # a trained tied embedding/LM-head matrix (two gradients summed)
     adafactor_elements: float  # Adafactor's factored state elements
 
 
@@ -263,6 +266,9 @@ def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSett
         # the word embedding is factored (row + column), the rest of the embedding kept as is
         adafactor += _split(spec.vocab_size, t) + spec.hidden_size + embedding - vocab_matrix
     adafactor += head_other + (head_matrix if train_head else 0)  # the head is kept as it is
+    # A tied matrix trained on a stage with both ends gets two gradients, the head's first.
+    both_ends = has_embedding and has_head and spec.head == "lm" and spec.tied_embeddings
+    tied_matrix = vocab_matrix if both_ends and train_embedding else 0
     return StageLayout(
         stage=stage,
         layers=layers,
@@ -278,6 +284,9 @@ def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSett
         cast_elements=active * layer_matmul + head_matmul,
         cast_elements_per_layer=layer_matmul,
         largest_trainable=max(largest),
+        head_gradient_elements=head_other + (head_matrix if train_head else 0) + tied_matrix,
+        embedding_gradient_elements=(embedding - tied_matrix) if train_embedding else 0,
+        tied_matrix_elements=tied_matrix,
         adafactor_elements=adafactor,
     )
 
@@ -315,6 +324,9 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
         cast_elements=trainable,
         cast_elements_per_layer=adapters_per_layer,
         largest_trainable=max((r * c for r, c in shapes), default=0),
+        head_gradient_elements=0,
+        embedding_gradient_elements=0,
+        tied_matrix_elements=0,
         adafactor_elements=active * sum(r + c for r, c in shapes),
     )
 
@@ -370,27 +382,30 @@ def optimizer_state_bytes(settings: TrainingSettings, layout: StageLayout) -> fl
 def optimizer_step_temporary_bytes(layout: StageLayout, settings: TrainingSettings, divisor: int) -> float:
     """Transient memory of optimizer.step().
 
-    torch AdamW with foreach=True (the default on CUDA) computes
-    `_foreach_sqrt(exp_avg_sqs)` over every parameter at once: one extra tensor
-    per parameter in the state dtype (torch/optim/adam.py, _multi_tensor_adam).
-    fused=True and bitsandbytes' 8-bit kernels update in place. A for-loop
-    implementation holds one such temporary for the largest parameter at a time.
+    Mixed precision (DeepSpeed ZeRO, Megatron) first converts this GPU's gradient
+    partition to fp32 for the master update: 4 bytes per trainable parameter.
+    On top of that, the AdamW implementation decides what the update allocates
+    (torch/optim/adam.py):
+    - foreach=True (torch's default on CUDA) computes `_foreach_sqrt(exp_avg_sqs)`
+      over every parameter at once: one state-sized tensor per parameter
+      (_multi_tensor_adam);
+    - the for-loop computes `exp_avg_sq.sqrt() / bias_correction2_sqrt`, two
+      temporaries the size of the parameter, one parameter at a time
+      (_single_tensor_adam), so twice the largest parameter;
+    - fused=True, DeepSpeed's FusedAdam and bitsandbytes' 8-bit kernels update in place.
     Adafactor (HF) builds about two full-size fp32 temporaries per parameter.
-    Mixed precision (DeepSpeed ZeRO, Megatron) converts the gradient partition to
-    fp32 and updates the master copy with fused kernels, so only that copy counts.
     """
-    if master_weight_bytes(settings.precision):
-        return 4 * layout.trainable / divisor
+    fp32_gradient_copy = 4 * layout.trainable / divisor if master_weight_bytes(settings.precision) else 0.0
     element = optimizer_state_element_bytes(settings.precision)
-    temporary = 0.0
+    update = 0.0
     if settings.optimizer == "adamw":
         if settings.optimizer_impl == "foreach":
-            temporary = element * layout.trainable / divisor
+            update = element * layout.trainable / divisor
         elif settings.optimizer_impl == "for-loop":
-            temporary = element * layout.largest_trainable
+            update = 2 * element * layout.largest_trainable
     elif settings.optimizer == "adafactor":
-        temporary = 2 * 4 * layout.largest_trainable
-    return temporary
+        update = 2 * 4 * layout.largest_trainable
+    return fp32_gradient_copy + update
 
 
 # DeepSpeed's zero_optimization.reduce_bucket_size default: 5e8 elements.
@@ -545,6 +560,57 @@ def attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     return softmax_out + mask + probs_for_value_matmul
 
 
+def attention_inputs_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """q, k and v as the attention core keeps them: 3 c t q_dim, since HF repeats grouped
+    k/v to every head (repeat_kv) before the matmuls or SDPA. Two cases keep more (traced):
+    - selective checkpointing keeps the core's inputs themselves; with RoPE under autocast,
+      q and k are fp32 there (the rotation multiplies by fp32 cos/sin): +2 (4 - c) t q_dim;
+    - a fused qkv projection with RoPE and no k/v repeat: v stays a view of the fused
+      projection output wherever it is kept as it is (by SDPA, or by the checkpointed core),
+      which keeps all of that output alive: + c t (q_dim + kv_dim)."""
+    c = compute_bytes(settings.precision)
+    saved = 3 * c * tokens * spec.q_dim
+    rope = spec.position_embedding == "rope"
+    if rope and settings.checkpointing == "selective" and is_autocast(settings.precision):
+        saved += 2 * (4 - c) * tokens * spec.q_dim
+    v_kept_as_view = settings.attention == "fused" or settings.checkpointing == "selective"
+    if rope and spec.fused_qkv and spec.n_kv_heads == spec.n_heads and v_kept_as_view:
+        saved += c * tokens * (spec.q_dim + spec.kv_dim)
+    return saved
+
+
+def recomputed_core_input_copies_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """Copies of q, k and v that eager attention's matmuls make and save: autocast's half
+    casts of fp32 inputs, and bmm's contiguous copies of head views (torch.matmul reshapes a
+    transposed (b, heads, s, d) view). Without checkpointing these copies are the q, k, v
+    counted in attention_inputs_saved_bytes; under selective checkpointing the core is
+    rebuilt in backward and makes them again, next to the kept inputs. RoPE makes q and k
+    fresh contiguous tensors and repeat_kv makes k and v contiguous."""
+    c = compute_bytes(settings.precision)
+    rope = spec.position_embedding == "rope"
+    repeated = spec.n_kv_heads != spec.n_heads
+    q_k_copies = 2 if (is_autocast(settings.precision) or not rope) else 0
+    v_copies = 0 if repeated else 1
+    return (q_k_copies + v_copies) * c * tokens * spec.q_dim
+
+
+def dropout_mask_bytes(spec: ModelSpec, tokens: int) -> float:
+    """A hidden-size dropout saves its 1-byte bool mask (none without dropout)."""
+    return tokens * spec.hidden_size if spec.dropout > 0 else 0.0
+
+
+def out_projection_input_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """The attention output projection's saved input.
+
+    Fused attention on CUDA (flash / memory-efficient SDPA) returns its output in
+    (b, s, heads, d) layout, so o's input, output.transpose(1, 2).contiguous(), is the same
+    storage as the output SDPA saves: counted once, in attention_core. Eager attention
+    makes o's input a separate copy, saved only if o trains."""
+    if settings.attention != "eager" or "o" not in trained_linear_names(settings):
+        return 0.0
+    return compute_bytes(settings.precision) * tokens * spec.q_dim
+
+
 def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
     """Per adapted linear, B saves its input, the r-wide output of A: tokens x r in the
     compute dtype (Hu et al. 2021: h = W0 x + B A x); an expert's adapter sees only its
@@ -570,7 +636,7 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[
     tokens = b * s
     h, qd, f = spec.hidden_size, spec.q_dim, spec.ffn_hidden_size
     c = compute_bytes(settings.precision)
-    mask = tokens * h if spec.dropout > 0 else 0  # 1-byte bool dropout masks
+    mask = dropout_mask_bytes(spec, tokens)
     trained = trained_linear_names(settings)
 
     terms: dict[str, float] = {}
@@ -578,14 +644,8 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[
     terms["norms"] = spec.norms_per_layer * norm
     qkv_names = ("qkv",) if spec.fused_qkv else ("q", "k", "v")
     qkv_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(qkv_names)))
-    # q, k and v as attention reads them; HF repeats grouped k/v to every head
-    # (repeat_kv) before the matmuls or SDPA, so they are saved at full width.
-    qkv = 3 * c * tokens * qd
-    # Fused attention on CUDA (flash / memory-efficient SDPA) returns its output in
-    # (b, s, heads, d) layout, so o's input, output.transpose(1, 2).contiguous(), is the same
-    # storage as the output SDPA saves: counted once, in attention_core. Eager attention
-    # makes o's input a separate copy, saved only if o trains.
-    out_projection_input = c * tokens * qd if "o" in trained and settings.attention == "eager" else 0
+    qkv = attention_inputs_saved_bytes(spec, settings, tokens)
+    out_projection_input = out_projection_input_bytes(spec, settings, tokens)
     terms["attention_projections"] = qkv_inputs + qkv + out_projection_input + mask
     if settings.attention == "fused":
         # flash/SDPA saves its output and the fp32 log-sum-exp per head and token.
@@ -611,19 +671,20 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[
     return {name: _per_rank(value, settings) for name, value in terms.items()}
 
 
-def recomputed_bytes(terms: dict[str, float], settings: TrainingSettings) -> tuple[float, float]:
-    """(saved across the whole forward, rebuilt one layer at a time in backward).
+def kept_per_layer_bytes(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:
+    """What each layer keeps from its forward until its backward.
 
     Full checkpointing keeps only each layer's input (Chen et al. 2016, arXiv
-    1604.06174) and recomputes the layer in backward. Selective checkpointing
-    recomputes only the attention core (Korthikanti Sec. 5).
+    1604.06174) and rebuilds the layer in backward. Selective checkpointing keeps all
+    but the attention core, which it recomputes (Korthikanti Sec. 5).
     """
     full_layer = sum(terms.values())
     if settings.checkpointing == "full":
-        return 0.0, full_layer
+        tokens = settings.micro_batch * settings.seq_len
+        return _per_rank(residual_bytes(settings.precision) * tokens * spec.hidden_size, settings)
     if settings.checkpointing == "selective" and settings.attention == "eager":
-        return full_layer - terms["attention_core"], terms["attention_core"]
-    return full_layer, 0.0
+        return full_layer - terms["attention_core"]
+    return full_layer
 
 
 def _per_rank(value: float, settings: TrainingSettings) -> float:
@@ -673,24 +734,72 @@ def logits_bytes(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, fl
     return _per_rank(forward, settings), _per_rank(3 * 4 * elements, settings)
 
 
-def backward_workspace_bytes(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:
-    """While one layer runs backward, two gradient tensors the size of its largest
-    activation are alive (e.g. the grads of softmax output and of the scores). QLoRA
-    adds the bf16 copy of one dequantised linear weight and its output."""
+def attention_backward_bytes_per_score(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Bytes per element of the b x heads x s x s score matrix at the worst moment of an
+    eager attention backward, the saved score-sized tensors included (torch autograd frees
+    a node's saved tensors once it has run):
+    - backward of probs @ V: every saved score-sized tensor (attention_score_bytes) plus the
+      new gradient of the probabilities, in the compute dtype;
+    - softmax backward (the dropout output and mask are gone by then): the softmax output,
+      its gradient and the gradient of the scores, all in softmax's dtype
+      (_softmax_backward_data). Measured in the trace (bench/accuracy.py)."""
+    softmax_out = 4 if softmax_in_fp32(spec, settings) else compute_bytes(settings.precision)
+    return max(attention_score_bytes(spec, settings) + compute_bytes(settings.precision), 3 * softmax_out)
+
+
+def saved_after_attention_core_bytes(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:
+    """What a layer saved after its attention core, all freed by the time backward reaches
+    the core: o's input and the output dropout mask, the MLP, and the norms that follow
+    the attention (pre-norm layers normalise once before attention, so all but one;
+    post-norm layers like BERT, which have no final norm, all of them)."""
+    tokens = settings.micro_batch * settings.seq_len
+    norms_after = spec.norms_per_layer - (1 if spec.final_norm else 0)
+    norm = terms["norms"] / spec.norms_per_layer if spec.norms_per_layer else 0.0
+    after_core = out_projection_input_bytes(spec, settings, tokens) + dropout_mask_bytes(spec, tokens)
+    return terms["mlp"] + norms_after * norm + _per_rank(after_core, settings)
+
+
+def layer_backward_peak_bytes(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Bytes of one layer alive at the worst moment of its backward, the larger of two
+    moments (under full checkpointing the layer has been rebuilt by then):
+    - the MLP backward: every tensor the layer saved (selective checkpointing rebuilds the
+      attention core only later), plus the gradient of the MLP's hidden activation (gated
+      MLPs: two, for the gate and the up projection);
+    - the eager attention core's backward: only what was saved up to the core is left
+      (saved_after_attention_core_bytes), plus the score-sized tensors
+      (attention_backward_bytes_per_score), the gradients of the attention output (in head
+      layout) and of v, and the gradient of the residual stream; selective checkpointing
+      adds the copies of q, k and v its rebuilt core makes.
+    QLoRA adds the bf16 copy of one dequantised linear weight and its output."""
     b, s = settings.micro_batch, settings.seq_len
-    c = compute_bytes(settings.precision)
+    tokens = b * s
+    c, r = compute_bytes(settings.precision), residual_bytes(settings.precision)
+    full_layer = sum(terms.values())
+    recomputed_core = settings.checkpointing == "selective" and settings.attention == "eager"
+    hidden_gradients = 2 if spec.is_gated_mlp else 1
+    mlp_moment = full_layer - (terms["attention_core"] if recomputed_core else 0.0)
+    peak = mlp_moment + _per_rank(hidden_gradients * c * tokens * spec.ffn_hidden_size, settings)
     if settings.attention == "eager":
-        largest = max(4 if softmax_in_fp32(spec, settings) else c, c) * b * spec.n_heads * s * s
-    else:
-        largest = 0.0
-    largest = max(largest, c * b * s * spec.ffn_hidden_size)
-    workspace = _per_rank(2 * largest, settings)
+        up_to_core = full_layer - terms["attention_core"] - saved_after_attention_core_bytes(terms, spec, settings)
+        scores = b * spec.n_heads * s * s
+        temporaries = attention_backward_bytes_per_score(spec, settings) * scores
+        temporaries += 2 * c * tokens * spec.q_dim + r * tokens * spec.hidden_size
+        if recomputed_core:
+            temporaries += recomputed_core_input_copies_bytes(spec, settings, tokens)
+        peak = max(peak, up_to_core + _per_rank(temporaries, settings))
     if settings.method == "qlora":
-        workspace += qlora_dequantised_weight_bytes(spec, c, b * s, settings.tensor_parallel)
-    return workspace
+        peak += qlora_dequantised_weight_bytes(spec, c, tokens, settings.tensor_parallel)
+    return peak
 
 
 # --- Phases of the step ------------------------------------------------------------
+
+
+ADAMW_STEP_NOTE = {
+    "foreach": "torch's default on CUDA: _foreach_sqrt adds one state-sized tensor per parameter at the step.",
+    "fused": "Updates in place, no step temporaries.",
+    "for-loop": "One parameter at a time: two temporaries the size of the largest parameter.",
+}
 
 
 def _assumptions(spec: ModelSpec, settings: TrainingSettings, grads_persist: bool) -> list[str]:
@@ -717,7 +826,17 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, grads_persist: boo
     else:
         notes.append("Gradients are freed after each step (zero_grad(set_to_none=True), torch >= 2.0).")
     if settings.optimizer == "adamw":
-        notes.append(f"AdamW implementation: {settings.optimizer_impl}.")
+        notes.append(f"AdamW implementation: {settings.optimizer_impl}. {ADAMW_STEP_NOTE[settings.optimizer_impl]}")
+    if master_weight_bytes(settings.precision):
+        notes.append(
+            "The step converts the gradients to fp32 for the master update (+4 bytes per trainable parameter); "
+            "DeepSpeed's FusedAdam and Megatron's fused Adam correspond to 'fused'."
+        )
+    notes.append(
+        "Backward: the layer in backward holds the larger of its MLP-backward moment (all its saved tensors "
+        "plus the hidden gradient) and, with eager attention, its attention-backward moment (score-sized "
+        "gradients); gradients appear as backward reaches their layer (traced, bench/accuracy.py)."
+    )
     return notes + _method_notes(settings) + _offload_notes(settings) + _parallel_notes(spec, settings)
 
 
@@ -810,13 +929,14 @@ def stage_phases(
 ) -> tuple[list[PhaseMemory], dict[str, float]]:
     """The phases of one step on one pipeline stage, and the per-layer activation terms."""
     terms = layer_activation_terms(spec, settings)
-    saved_per_layer, rebuilt_per_layer = recomputed_bytes(terms, settings)
-    tokens = settings.micro_batch * settings.seq_len
-    if settings.checkpointing == "full":
-        saved_per_layer = _per_rank(residual_bytes(settings.precision) * tokens * spec.hidden_size, settings)
-    workspace = backward_workspace_bytes(terms, spec, settings)
+    saved_per_layer = kept_per_layer_bytes(terms, spec, settings)
+    # The layer in backward holds its peak (layer_backward_peak_bytes); under full
+    # checkpointing its kept input stays alive on top, otherwise the peak includes it.
+    layer_in_backward = layer_backward_peak_bytes(terms, spec, settings)
+    if settings.checkpointing != "full":
+        layer_in_backward -= saved_per_layer
     if layout.active_layers == 0:
-        saved_per_layer = rebuilt_per_layer = workspace = 0.0
+        saved_per_layer = layer_in_backward = 0.0
     embedding_act = embedding_activation_bytes(spec, settings) if layout.has_embedding else 0.0
     head_act = head_activation_bytes(spec, settings) if layout.has_head else 0.0
     one_micro_batch = embedding_act + layout.active_layers * saved_per_layer + head_act
@@ -831,6 +951,17 @@ def stage_phases(
         "gradients": states.gradients if grads_persist else 0.0,
         "optimizer_states": states.states,
     }
+
+    # autograd holds the head's gradient of a tied matrix until the embedding's arrives, then
+    # adds the two out of place (torch's InputBuffer, traced): two more matrix-sized gradients.
+    tied_gradient_sum = 2 * gradient_bytes(settings.precision) * layout.tied_matrix_elements
+
+    def gradients_made(parameters: float) -> float:
+        """Gradient bytes alive once backward has made the gradients of `parameters`."""
+        if grads_persist or layout.trainable == 0:
+            return states.gradients
+        return states.gradients * parameters / layout.trainable
+
     phases = [
         PhaseMemory(
             name="end of forward",
@@ -842,15 +973,28 @@ def stage_phases(
         ),
         PhaseMemory(
             name="backward, last layer",
-            components=base | {"activations": all_activations + rebuilt_per_layer + workspace},
+            components=base
+            | {
+                "gradients": gradients_made(layout.head_gradient_elements),
+                "activations": all_activations + layer_in_backward,
+            },
         ),
         PhaseMemory(
             name="backward, first layer",
             components=base
             | {
-                "gradients": states.gradients,
+                "gradients": gradients_made(layout.trainable - layout.embedding_gradient_elements),
                 "autocast_weight_copies": states.autocast_first_layer,
-                "activations": embedding_act + saved_per_layer + rebuilt_per_layer + workspace + earlier_micro_batches,
+                "activations": embedding_act + saved_per_layer + layer_in_backward + earlier_micro_batches,
+            },
+        ),
+        PhaseMemory(
+            name="backward, embeddings",
+            components=base
+            | {
+                "gradients": states.gradients + tied_gradient_sum,
+                "autocast_weight_copies": 0.0,
+                "activations": embedding_act + earlier_micro_batches,
             },
         ),
         PhaseMemory(
@@ -865,6 +1009,8 @@ def stage_phases(
     ]
     if not layout.has_head:
         phases = [phase for phase in phases if phase.name != "loss backward"]
+    if not layout.has_embedding:
+        phases = [phase for phase in phases if phase.name != "backward, embeddings"]
     if layout.stage != "only":
         phases = [PhaseMemory(name=f"{p.name}, {layout.stage} stage", components=p.components) for p in phases]
     return phases, terms
