@@ -27,7 +27,7 @@ from calculators.fit import largest_passing
 from calculators.fit_matrix import gpu_memory_gib
 from calculators.gpu_catalogue import GpuSpec
 from calculators.memory import GIB
-from calculators.model_spec import ModelSpec, attention_params, mlp_params, parameter_count
+from calculators.model_spec import ModelSpec, active_matmul_parameters, attention_params, mlp_params, parameter_count
 from calculators.training import Overheads
 
 WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
@@ -281,13 +281,6 @@ def active_parameters(spec: ModelSpec) -> int:
     router = spec.hidden_size * spec.n_experts if spec.n_experts > 1 else 0
     per_expert = (mlp_all - router) // spec.n_experts
     return parameter_count(spec).total - spec.n_layers * unused_experts * per_expert
-
-
-def active_matmul_parameters(spec: ModelSpec) -> int:
-    """Matmul weights one token multiplies by (the embedding lookup is no matmul)."""
-    unused_experts = spec.n_experts - spec.experts_per_token
-    per_expert = expert_weights_per_layer(spec) // spec.n_experts
-    return parameter_count(spec).matmul_total - spec.n_layers * unused_experts * per_expert
 
 
 # --- Activations and overhead -----------------------------------------------------------

@@ -179,3 +179,18 @@ def parameter_count(spec: ModelSpec) -> ParameterCount:
         largest_tensor=largest,
         matmul_total=spec.n_layers * (attn_matmul + mlp_matmul) + matmul_head,
     )
+
+
+def active_matmul_parameters(spec: ModelSpec) -> int:
+    """Matmul weights one token multiplies by: every layer's attention and MLP weights plus the
+    LM head (Kaplan et al. 2020 count the head in N for compute); the embedding lookup is no
+    matmul. In a mixture of experts only `experts_per_token` experts (and the router) run per
+    token (Fedus et al. 2021, Switch Transformer, arXiv 2101.03961)."""
+    params = parameter_count(spec)
+    if spec.n_experts == 1:
+        return params.matmul_total
+    _, mlp_matmul = mlp_params(spec)
+    router = spec.hidden_size * spec.n_experts
+    per_expert = (mlp_matmul - router) // spec.n_experts
+    unused_experts = spec.n_experts - spec.experts_per_token
+    return params.matmul_total - spec.n_layers * unused_experts * per_expert

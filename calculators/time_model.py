@@ -23,26 +23,10 @@ import math
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calculators.gpu_catalogue import GpuSpec
-from calculators.model_spec import ModelSpec, attention_params, mlp_params, parameter_count
+from calculators.model_spec import ModelSpec, active_matmul_parameters, parameter_count
 from calculators.training import TrainingSettings, gradient_bytes, weight_bytes
 
 # --- FLOPs per token -------------------------------------------------------------
-
-
-def active_matmul_params(spec: ModelSpec) -> int:
-    """Matmul weights one token passes through: all layers' attention and MLP weights plus the
-    LM head (Kaplan et al. 2020 count the head in N for compute). For a mixture of experts only
-    `experts_per_token` experts (and the router) run per token (Fedus et al. 2021, Switch
-    Transformer, arXiv 2101.03961); for a dense model this equals `matmul_total`."""
-    params = parameter_count(spec)
-    if spec.n_experts == 1:
-        return params.matmul_total
-    _, attention = attention_params(spec)
-    _, all_experts = mlp_params(spec)
-    router = spec.hidden_size * spec.n_experts
-    per_expert = (all_experts - router) // spec.n_experts
-    per_layer = attention + per_expert * spec.experts_per_token + router
-    return spec.n_layers * per_layer + params.matmul_head
 
 
 def attention_flops_per_token(spec: ModelSpec, seq_len: int) -> float:
@@ -62,7 +46,7 @@ def recompute_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> fl
     selective recomputation reruns the attention core only (its forward: a third of PaLM's term)."""
     attention_forward = attention_flops_per_token(spec, settings.seq_len) / 3
     if settings.checkpointing == "full":
-        return 2.0 * active_matmul_params(spec) + attention_forward
+        return 2.0 * active_matmul_parameters(spec) + attention_forward
     if settings.checkpointing == "selective":
         return attention_forward
     return 0.0
@@ -75,7 +59,7 @@ def training_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> flo
     N counts matmul weights including the LM head (embedding lookups are not matmuls). Norms,
     activations and the optimizer step are left out: they are a few percent of the total.
     """
-    matmul = matmul_flops_factor(settings) * active_matmul_params(spec)
+    matmul = matmul_flops_factor(settings) * active_matmul_parameters(spec)
     return matmul + attention_flops_per_token(spec, settings.seq_len) + recompute_flops_per_token(spec, settings)
 
 

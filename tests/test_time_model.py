@@ -8,12 +8,11 @@ import pytest
 from pydantic import ValidationError
 
 from calculators.gpu_catalogue import find_gpu
-from calculators.model_spec import ModelSpec, parameter_count
+from calculators.model_spec import ModelSpec, active_matmul_parameters, parameter_count
 from calculators.presets import get_preset
 from calculators.time_model import (
     TimeSettings,
     achieved_tflops,
-    active_matmul_params,
     allreduce_bytes_per_gpu,
     attention_flops_per_token,
     comm_bytes_per_gpu,
@@ -51,7 +50,7 @@ def tokens(**changes) -> TimeSettings:
 
 
 def test_matmul_parameters_of_llama2_7b_include_the_lm_head():
-    assert active_matmul_params(LLAMA2_7B) == LLAMA2_7B_N == parameter_count(LLAMA2_7B).matmul_total
+    assert active_matmul_parameters(LLAMA2_7B) == LLAMA2_7B_N == parameter_count(LLAMA2_7B).matmul_total
 
 
 def test_llama2_7b_flops_per_token_is_6n_plus_palm_attention():
@@ -86,13 +85,13 @@ def test_mixture_of_experts_counts_only_active_experts():
     )  # fmt: skip
     # Per layer: attention 4 x 64^2 = 16,384; 2 experts x 3 x 64 x 128 = 49,152; router 64 x 4 = 256.
     # Active = 2 x 65,792 + head 100 x 64 = 131,584 + 6,400 = 137,984.
-    assert active_matmul_params(spec) == 137_984
-    assert active_matmul_params(spec) < parameter_count(spec).matmul_total
+    assert active_matmul_parameters(spec) == 137_984
+    assert active_matmul_parameters(spec) < parameter_count(spec).matmul_total
 
 
 def test_mixtral_active_parameters_are_about_13b():
     # Mixtral 8x7B: 46.7B parameters, about 12.9B active per token (Mistral AI model card).
-    active = active_matmul_params(get_preset("mixtral-8x7b"))
+    active = active_matmul_parameters(get_preset("mixtral-8x7b"))
     assert 12.5e9 < active < 13.0e9
 
 
@@ -272,13 +271,13 @@ def test_llama31_8b_on_8_h100_zero3_sample():
 def test_a_frozen_lora_base_costs_4n_instead_of_6n():
     """Llama-2-7B, no recomputation: 6N - 4N = 2N FLOPs per token saved by skipping weight gradients."""
     from calculators.presets import get_preset
-    from calculators.time_model import active_matmul_params, training_flops_per_token
+    from calculators.time_model import training_flops_per_token
     from calculators.training import TrainingSettings
 
     spec = get_preset("llama-2-7b")
     full = training_flops_per_token(spec, TrainingSettings())
     lora = training_flops_per_token(spec, TrainingSettings(method="lora"))
-    assert full - lora == pytest.approx(2 * active_matmul_params(spec))
+    assert full - lora == pytest.approx(2 * active_matmul_parameters(spec))
 
 
 def test_tensor_and_pipeline_parallel_split_the_work_and_pay_the_bubble():
