@@ -8,27 +8,18 @@ never imported by the pages. Run from the repository root:
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from timing import median_ms, page_rerun_ms  # noqa: E402
+
 from calculators.fit import check_fit, suggestions  # noqa: E402
 from calculators.memory import estimate_memory  # noqa: E402
 from calculators.presets import get_preset  # noqa: E402
 from calculators.training import TrainingSettings  # noqa: E402
-
-
-def median_ms(function, repeats: int) -> float:
-    timings = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        timings.append((time.perf_counter() - start) * 1000)
-    return statistics.median(timings)
 
 
 def bench_calculators() -> None:
@@ -40,15 +31,7 @@ def bench_calculators() -> None:
 
 
 def bench_page(page: str, repeats: int = 20) -> None:
-    from streamlit.testing.v1 import AppTest
-
-    app = AppTest.from_file(str(REPO_ROOT / "app.py"), default_timeout=60)
-    app.run()
-    if page != "app_pages/memory.py":
-        app.switch_page(page)
-    app.run()  # warm: imports and caches are paid once per server
-    assert not app.exception, app.exception
-    print(f"page rerun {page:<28}{median_ms(app.run, repeats):8.1f} ms (goal < 150 ms)")
+    print(f"page rerun {page:<28}{page_rerun_ms(page, repeats):8.1f} ms (goal < 150 ms)")
 
 
 if __name__ == "__main__":
