@@ -671,6 +671,12 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[
     return {name: _per_rank(value, settings) for name, value in terms.items()}
 
 
+def recomputes_attention_core(settings: TrainingSettings) -> bool:
+    """Selective checkpointing rebuilds the eager attention core in backward (Korthikanti
+    Sec. 5); fused attention saves no score matrix, so there is nothing to rebuild."""
+    return settings.checkpointing == "selective" and settings.attention == "eager"
+
+
 def kept_per_layer_bytes(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:
     """What each layer keeps from its forward until its backward.
 
@@ -682,7 +688,7 @@ def kept_per_layer_bytes(terms: dict[str, float], spec: ModelSpec, settings: Tra
     if settings.checkpointing == "full":
         tokens = settings.micro_batch * settings.seq_len
         return _per_rank(residual_bytes(settings.precision) * tokens * spec.hidden_size, settings)
-    if settings.checkpointing == "selective" and settings.attention == "eager":
+    if recomputes_attention_core(settings):
         return full_layer - terms["attention_core"]
     return full_layer
 
@@ -775,7 +781,7 @@ def layer_backward_peak_bytes(terms: dict[str, float], spec: ModelSpec, settings
     tokens = b * s
     c, r = compute_bytes(settings.precision), residual_bytes(settings.precision)
     full_layer = sum(terms.values())
-    recomputed_core = settings.checkpointing == "selective" and settings.attention == "eager"
+    recomputed_core = recomputes_attention_core(settings)
     hidden_gradients = 2 if spec.is_gated_mlp else 1
     mlp_moment = full_layer - (terms["attention_core"] if recomputed_core else 0.0)
     peak = mlp_moment + _per_rank(hidden_gradients * c * tokens * spec.ffn_hidden_size, settings)
