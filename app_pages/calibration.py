@@ -6,9 +6,9 @@ operator allows it (GPU_SIZING_ALLOW_CALIBRATION=1), and one run at a time."""
 import pandas as pd
 import streamlit as st
 
-from calculators.calibration.inventory import read_inventory
-from calculators.calibration.runner import calibration_allowed
-from calculators.calibration.store import (
+from measure.calibration.inventory import read_inventory
+from measure.calibration.runner import calibration_allowed
+from measure.calibration.store import (
     CalibrationImportError,
     CalibrationStore,
     default_store_path,
@@ -49,7 +49,7 @@ usd_per_hour = cols[2].number_input(
     "Price per GPU-hour for cost per epoch (USD)", 0.0, 1000.0, step=0.5, key=remember("cal_usd_per_hour", 2.0)
 )
 if st.button("Run benchmarks", disabled=not allowed, type="primary"):
-    from calculators.calibration.runner import CalibrationBusyError, run_calibration  # loads torch lazily
+    from measure.calibration.runner import CalibrationBusyError, run_calibration  # loads torch lazily
 
     with st.status("Calibrating...", expanded=True) as status:
         bar = st.progress(0.0)

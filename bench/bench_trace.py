@@ -2,7 +2,7 @@
 
 Issue 3 targets: the trace of Llama-2-7B (bf16-mixed, micro-batch 1, sequence 2048, fused
 attention, fused AdamW) in its subprocess in under 15 s of wall time and under 1.5 GB of
-RAM. Each trace runs in a fresh worker process (`calculators.trace.run_trace`), so the wall
+RAM. Each trace runs in a fresh worker process (`measure.trace.run_trace`), so the wall
 time includes starting Python and importing torch; the RSS is the largest of the worker
 processes (`resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`). Run from the repository root:
 
@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from calculators.memory import estimate_memory  # noqa: E402
 from calculators.presets import get_preset  # noqa: E402
-from calculators.trace import run_trace  # noqa: E402
+from measure.trace import run_trace  # noqa: E402
 from calculators.training import TrainingSettings  # noqa: E402
 
 SETTINGS = TrainingSettings(

@@ -323,8 +323,8 @@ def cost_command(args: argparse.Namespace) -> str:
 
 def trace_command(args: argparse.Namespace) -> str:
     """One real training step under fake tensors in a subprocess, next to the estimate."""
-    from calculators.trace.result import TraceError
-    from calculators.trace.runner import run_trace
+    from measure.trace.result import TraceError
+    from measure.trace.runner import run_trace
 
     spec, settings = checked_workload(args)
     if not 1 <= args.timeout_s <= 3600:
@@ -351,8 +351,8 @@ def trace_command(args: argparse.Namespace) -> str:
 
 def calibrate_command(args: argparse.Namespace) -> str:
     """Run the benchmarks headless and write the result for the app to import."""
-    from calculators.calibration.runner import CalibrationBusyError, run_calibration
-    from calculators.calibration.store import export_json
+    from measure.calibration.runner import CalibrationBusyError, run_calibration
+    from measure.calibration.store import export_json
 
     if not 1 <= args.budget_s <= 3600:
         raise UsageError("--budget-s must be between 1 and 3600 seconds")

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from calculators.calibration import inventory, runner
-from calculators.calibration.inventory import match_catalogue, normalise_gpu_name, read_inventory
-from calculators.calibration.result import BenchmarkRecord, CalibratedOverheads, CalibrationResult
-from calculators.calibration.runner import CalibrationBusyError, calibration_allowed, run_calibration
-from calculators.calibration.store import CalibrationImportError, CalibrationStore, export_json, import_json
+from measure.calibration import inventory, runner
+from measure.calibration.inventory import match_catalogue, normalise_gpu_name, read_inventory
+from measure.calibration.result import BenchmarkRecord, CalibratedOverheads, CalibrationResult
+from measure.calibration.runner import CalibrationBusyError, calibration_allowed, run_calibration
+from measure.calibration.store import CalibrationImportError, CalibrationStore, export_json, import_json
 from calculators.memory import estimate_memory
 from calculators.presets import get_preset
 from calculators.training import Overheads, TrainingSettings
@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_importing_the_package_does_not_import_torch_or_pynvml():
     code = (
-        "import sys, calculators.calibration, calculators.calibration.store, calculators.calibration.inventory, "
-        "calculators.calibration.runner, calculators.calibration.benchmarks, calculators.calibration.allreduce; "
+        "import sys, measure.calibration, measure.calibration.store, measure.calibration.inventory, "
+        "measure.calibration.runner, measure.calibration.benchmarks, measure.calibration.allreduce; "
         "assert 'torch' not in sys.modules and 'pynvml' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from calculators.calibration import allreduce, benchmarks
-from calculators.calibration.allreduce import bus_bandwidth_gbps, run_allreduce_subprocess
+from measure.calibration import allreduce, benchmarks
+from measure.calibration.allreduce import bus_bandwidth_gbps, run_allreduce_subprocess
 from calculators.gpu_catalogue import find_gpu
 from calculators.memory import estimate_memory
 from calculators.model_spec import parameter_count
@@ -20,7 +20,7 @@ TINY = (2, 128, 2048, 128, 2)  # layers, hidden, vocab, seq_len, micro_batch
 
 
 def _tiny_config():
-    from calculators.calibration.reference_model import reference_spec
+    from measure.calibration.reference_model import reference_spec
 
     layers, hidden, vocab, seq_len, micro_batch = TINY
     return reference_spec(layers, hidden, vocab, seq_len), micro_batch, seq_len
@@ -62,7 +62,7 @@ def test_pcie_link_rate():
 
 
 def test_reference_model_has_the_parameters_the_memory_engine_counts():
-    from calculators.calibration.reference_model import build_reference_model
+    from measure.calibration.reference_model import build_reference_model
 
     spec, _, _ = _tiny_config()
     model = build_reference_model(spec)

@@ -3,8 +3,8 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from calculators.calibration.result import CalibratedOverheads, CalibrationResult, utc_now
-from calculators.calibration.store import export_json
+from measure.calibration.result import CalibratedOverheads, CalibrationResult, utc_now
+from measure.calibration.store import export_json
 from tests.apptest_helpers import open_app
 
 

@@ -174,7 +174,7 @@ def test_a_malformed_price_sheet_is_a_usage_error(capsys, tmp_path):
 
 
 def test_calibrate_on_the_cpu_writes_a_result_the_app_imports(capsys, tmp_path):
-    from calculators.calibration.store import import_json
+    from measure.calibration.store import import_json
 
     out = tmp_path / "result.json"
     code, stdout, _ = run_cli(capsys, "calibrate", "--device", "cpu", "--budget-s", "3", "--out", str(out))

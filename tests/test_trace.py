@@ -1,4 +1,4 @@
-"""Traced training steps (calculators.trace): fake tensors against a real CPU step, parameter
+"""Traced training steps (measure.trace): fake tensors against a real CPU step, parameter
 counts, FLOPs, layer extrapolation, the subprocess runner and its failures."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 
 from calculators.model_spec import ModelSpec, parameter_count
 from calculators.presets import get_preset
-from calculators.trace import TraceError, run_trace
-from calculators.trace.worker import FAULT_ENV
+from measure.trace import TraceError, run_trace
+from measure.trace.worker import FAULT_ENV
 from calculators.training import TrainingSettings
 
 torch = pytest.importorskip("torch")
@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
-from calculators.trace.flops import flop_counter, flops_by_op  # noqa: E402
-from calculators.trace.models import build_model  # noqa: E402
-from calculators.trace.tracer import Step, make_inputs, trace_extrapolated, trace_raw, trace_step  # noqa: E402
+from measure.trace.flops import flop_counter, flops_by_op  # noqa: E402
+from measure.trace.models import build_model  # noqa: E402
+from measure.trace.tracer import Step, make_inputs, trace_extrapolated, trace_raw, trace_step  # noqa: E402
 
 TINY = dict(n_layers=2, hidden_size=64, vocab_size=256, max_position_embeddings=64)
 TINY_LLAMA = ModelSpec(name="tiny-llama", n_heads=4, n_kv_heads=2, ffn_hidden_size=172, **TINY)
@@ -38,7 +38,7 @@ def tiny_settings(**changes) -> TrainingSettings:
 
 
 def test_importing_the_package_does_not_import_torch():
-    code = "import calculators.trace, sys; assert 'torch' not in sys.modules"
+    code = "import measure.trace, sys; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
@@ -175,7 +175,7 @@ def test_lora_trains_only_the_adapters_and_qlora_is_refused_clearly():
     4 x [(64+64) + (64+32) + (64+64) + 3 x (64+172)] = 4 x 1,060 = 4,240; 2 layers: 8,480,
     as the engine counts them."""
     from calculators.memory import estimate_memory
-    from calculators.trace.tracer import Step
+    from measure.trace.tracer import Step
 
     settings = tiny_settings(precision="bf16", method="lora", lora_rank=4, lora_targets="qvo-mlp")
     with FakeTensorMode():

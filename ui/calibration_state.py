@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from calculators.calibration.result import CalibrationResult
+from measure.calibration.result import CalibrationResult
 
 ACTIVE_KEY = "calibration_active"
 USE_KEY = "use_calibration"

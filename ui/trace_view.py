@@ -10,8 +10,8 @@ import streamlit as st
 
 from calculators.memory import MemoryEstimate
 from calculators.model_spec import ModelSpec
-from calculators.trace.result import TraceError
-from calculators.trace.runner import run_trace
+from measure.trace.result import TraceError
+from measure.trace.runner import run_trace
 from calculators.training import TrainingSettings
 
 RESULT_KEY = "trace_result"

@@ -44,7 +44,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from calculators.model_spec import ModelSpec
-from calculators.trace.support import check_spec
+from measure.trace.support import check_spec
 
 BoundaryHook = Callable[[int, torch.Tensor], None]
 

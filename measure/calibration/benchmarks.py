@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from calculators.calibration.result import MATMUL_PRECISION_OF, BenchmarkRecord
+from measure.calibration.result import MATMUL_PRECISION_OF, BenchmarkRecord
 from calculators.gpu_catalogue import GpuSpec
 from calculators.model_spec import ModelSpec, parameter_count
 
@@ -446,7 +446,7 @@ def reference_config(device: Any, precision: str = "amp-bf16") -> tuple[ModelSpe
     uses at most half the free GPU memory; the tiny tier on the CPU."""
     import torch
 
-    from calculators.calibration.reference_model import reference_spec
+    from measure.calibration.reference_model import reference_spec
     from calculators.memory import estimate_memory
 
     tiers = CUDA_REFERENCE_TIERS if device.type == "cuda" else ()
@@ -560,7 +560,7 @@ def training_step_benchmark(
     """
     import torch
 
-    from calculators.calibration.reference_model import build_reference_model
+    from measure.calibration.reference_model import build_reference_model
 
     device = _torch_device(device)
     precision = precision or default_step_precision(device)
@@ -642,7 +642,7 @@ def _epoch_record(name: str, step: BenchmarkRecord, samples: int, usd_per_hour: 
 
 def epoch_config() -> tuple[ModelSpec, int, int]:
     """(spec, micro_batch, seq_len) of the epoch comparison: the CPU tier of the reference model."""
-    from calculators.calibration.reference_model import reference_spec
+    from measure.calibration.reference_model import reference_spec
 
     layers, hidden, vocab, seq_len, micro_batch = CPU_REFERENCE_TIER
     return reference_spec(layers, hidden, vocab, seq_len), micro_batch, seq_len

@@ -23,8 +23,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from calculators.trace.cuda_emulation import cuda_sdpa_layout
-from calculators.trace.flops import FlopTally
+from measure.trace.cuda_emulation import cuda_sdpa_layout
+from measure.trace.flops import FlopTally
 
 TO_COPY = torch.ops.aten._to_copy.default
 

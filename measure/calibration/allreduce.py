@@ -6,7 +6,7 @@ with a ring algorithm, comparable with the hardware's link bandwidth.
 
 Run one process per GPU (NCCL) or per CPU worker (gloo) with torchrun; rank 0 writes JSON:
 
-    torchrun --nproc_per_node 2 -m calculators.calibration.allreduce --backend gloo --size-mb 8 --out ar.json
+    torchrun --nproc_per_node 2 -m measure.calibration.allreduce --backend gloo --size-mb 8 --out ar.json
 
 `run_allreduce_subprocess()` does the same from Python (`sys.executable -m torch.distributed.run`).
 torch is imported inside the functions.
@@ -113,7 +113,7 @@ def torchrun_command(nproc: int, backend: str, size_mb: float, iters: int, out: 
     """The torchrun command line of one measurement (rendezvous on a free local port)."""
     return [
         sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-        "-m", "calculators.calibration.allreduce",
+        "-m", "measure.calibration.allreduce",
         "--backend", backend, "--size-mb", str(size_mb), "--iters", str(iters), "--out", str(out),
     ]  # fmt: skip
 

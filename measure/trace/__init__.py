@@ -15,7 +15,7 @@ autocast's fp32 op list, flash attention's output layout and fused dropout's 1-b
 (`cuda_emulation`, `models.dropout`). Fake and real CPU tensors give the same bytes.
 """
 
-from calculators.trace.result import PHASES, TraceError, TraceResult, UnsupportedConfiguration
-from calculators.trace.runner import run_trace
+from measure.trace.result import PHASES, TraceError, TraceResult, UnsupportedConfiguration
+from measure.trace.runner import run_trace
 
 __all__ = ["PHASES", "TraceError", "TraceResult", "UnsupportedConfiguration", "run_trace"]

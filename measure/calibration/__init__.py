@@ -7,15 +7,15 @@ they run. Start with `run_calibration()` (runner), keep results in a `Calibratio
 `CalibrationResult.utilisation_for()` (result).
 """
 
-from calculators.calibration.inventory import GpuInfo, GpuInventory, Inventory, match_catalogue, read_inventory
-from calculators.calibration.result import BenchmarkRecord, CalibratedOverheads, CalibrationResult
-from calculators.calibration.runner import (
+from measure.calibration.inventory import GpuInfo, GpuInventory, Inventory, match_catalogue, read_inventory
+from measure.calibration.result import BenchmarkRecord, CalibratedOverheads, CalibrationResult
+from measure.calibration.runner import (
     ALLOW_ENV_VAR,
     CalibrationBusyError,
     calibration_allowed,
     run_calibration,
 )
-from calculators.calibration.store import (
+from measure.calibration.store import (
     CalibrationImportError,
     CalibrationStore,
     default_store_path,

@@ -1,4 +1,4 @@
-"""Subprocess entry of traces: `python -m calculators.trace.worker` (see `runner.TraceSession`).
+"""Subprocess entry of traces: `python -m measure.trace.worker` (see `runner.TraceSession`).
 
 Reads one request per line on stdin, {"spec": ..., "settings": ..., "layers": int | null,
 "extrapolate": bool}, and answers each with one JSON line on stdout: the TraceResult, or
@@ -18,8 +18,8 @@ import sys
 import time
 
 from calculators.model_spec import ModelSpec
-from calculators.trace.result import UnsupportedConfiguration
-from calculators.trace.support import check_supported
+from measure.trace.result import UnsupportedConfiguration
+from measure.trace.support import check_supported
 from calculators.training import TrainingSettings
 
 FAULT_ENV = "GPU_SIZING_TRACE_FAULT"
@@ -38,7 +38,7 @@ def _inject_fault() -> None:
 def _trace(spec: ModelSpec, settings: TrainingSettings, request: dict):
     import torch
 
-    from calculators.trace.tracer import trace_extrapolated, trace_step
+    from measure.trace.tracer import trace_extrapolated, trace_step
 
     torch.set_num_threads(1)
     if request.get("extrapolate"):

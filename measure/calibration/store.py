@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from calculators.calibration.result import CalibrationResult
+from measure.calibration.result import CalibrationResult
 
 MAX_IMPORT_BYTES = 5_000_000
 DB_ENV_VAR = "GPU_SIZING_CALIBRATION_DB"

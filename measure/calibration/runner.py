@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from calculators.calibration import benchmarks
-from calculators.calibration.inventory import GpuInfo, match_catalogue, read_inventory
-from calculators.calibration.result import (
+from measure.calibration import benchmarks
+from measure.calibration.inventory import GpuInfo, match_catalogue, read_inventory
+from measure.calibration.result import (
     BenchmarkRecord,
     CalibratedOverheads,
     CalibrationResult,
@@ -137,7 +137,7 @@ def _allreduce_step(host: _Host) -> _Step:
     skip = None if host.cuda_gpus >= 2 else _gpu_only("all-reduce bus bandwidth needs 2 or more CUDA GPUs (NCCL)")
 
     def run(budget_s: float, _: object) -> BenchmarkRecord:
-        from calculators.calibration.allreduce import run_allreduce_subprocess
+        from measure.calibration.allreduce import run_allreduce_subprocess
 
         measured = run_allreduce_subprocess(host.cuda_gpus, "nccl", ALLREDUCE_SIZE_MB, timeout_s=budget_s)
         link = host.gpu.interconnect_gbps / 2 if host.gpu and host.gpu.interconnect_gbps else None  # one direction

@@ -1,7 +1,7 @@
 """Run a calibration from the command line and print or store the result.
 
-python -m calculators.calibration --device auto --budget 110 --usd-per-hour 2.5 --save calibrations.sqlite3
-python -m calculators.calibration --device cpu --budget 10 --json
+python -m measure.calibration --device auto --budget 110 --usd-per-hour 2.5 --save calibrations.sqlite3
+python -m measure.calibration --device cpu --budget 10 --json
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from calculators.calibration.result import CalibrationResult
-from calculators.calibration.runner import DEFAULT_BUDGET_S, run_calibration
-from calculators.calibration.store import CalibrationStore, export_json
+from measure.calibration.result import CalibrationResult
+from measure.calibration.runner import DEFAULT_BUDGET_S, run_calibration
+from measure.calibration.store import CalibrationStore, export_json
 
 
 def _format_record_lines(result: CalibrationResult) -> list[str]:
@@ -26,7 +26,7 @@ def _format_record_lines(result: CalibrationResult) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m calculators.calibration", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m measure.calibration", description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto", help="auto, cuda, cuda:N or cpu")
     parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="total seconds for all benchmarks")
     parser.add_argument("--usd-per-hour", type=float, help="price of this host, for the cost per epoch")

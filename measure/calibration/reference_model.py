@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from calculators.model_spec import ModelSpec
-from calculators.trace.models import RMSNorm  # the same HF-style fp32-upcast norm the trace uses
+from measure.trace.models import RMSNorm  # the same HF-style fp32-upcast norm the trace uses
 
 
 def reference_spec(n_layers: int, hidden_size: int, vocab_size: int, seq_len: int, n_heads: int = 0) -> ModelSpec:

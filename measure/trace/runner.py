@@ -1,6 +1,6 @@
 """Run traces in a subprocess with a time limit, and turn any failure into a TraceError.
 
-A trace runs PyTorch in `python -m calculators.trace.worker`: each request (spec, settings)
+A trace runs PyTorch in `python -m measure.trace.worker`: each request (spec, settings)
 goes in as one JSON line on stdin and the `TraceResult` comes back as one JSON line on
 stdout. The process boundary keeps torch out of the caller and contains what cannot be
 caught in-process: fake CUDA tensors on a CPU-only torch build abort the interpreter
@@ -24,8 +24,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from calculators.model_spec import ModelSpec
-from calculators.trace.result import TraceError, TraceResult, UnsupportedConfiguration
-from calculators.trace.support import check_supported
+from measure.trace.result import TraceError, TraceResult, UnsupportedConfiguration
+from measure.trace.support import check_supported
 from calculators.training import TrainingSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -99,7 +99,7 @@ class TraceSession:
     def _start(self) -> None:
         env = {**os.environ, **(self.env or {})}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
-        command = [sys.executable, "-m", "calculators.trace.worker"]
+        command = [sys.executable, "-m", "measure.trace.worker"]
         self._process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,

@@ -7,7 +7,7 @@ configuration fails fast with a clear reason.
 from __future__ import annotations
 
 from calculators.model_spec import ModelSpec
-from calculators.trace.result import UnsupportedConfiguration
+from measure.trace.result import UnsupportedConfiguration
 from calculators.training import TrainingSettings
 
 
