@@ -6,6 +6,7 @@ operator allows it (GPU_SIZING_ALLOW_CALIBRATION=1), and one run at a time."""
 import pandas as pd
 import streamlit as st
 
+from calculators.gpu_catalogue import load_gpu_catalogue
 from measure.calibration.inventory import read_inventory
 from measure.calibration.runner import calibration_allowed
 from measure.calibration.store import (
@@ -15,7 +16,6 @@ from measure.calibration.store import (
     export_json,
     import_json,
 )
-from calculators.gpu_catalogue import load_gpu_catalogue
 from ui.calibration_state import ACTIVE_KEY, USE_KEY, set_active
 from ui.remember import remember
 

@@ -33,9 +33,9 @@ sys.path.insert(0, str(REPO_ROOT))
 from calculators.memory import estimate_memory  # noqa: E402
 from calculators.model_spec import ModelSpec  # noqa: E402
 from calculators.presets import get_preset  # noqa: E402
+from calculators.training import TrainingSettings  # noqa: E402
 from measure.trace import TraceError  # noqa: E402
 from measure.trace.runner import TraceSession  # noqa: E402
-from calculators.training import TrainingSettings  # noqa: E402
 
 THRESHOLD = 0.03
 TIMEOUT_S = 180.0

@@ -21,8 +21,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from calculators.memory import estimate_memory  # noqa: E402
 from calculators.presets import get_preset  # noqa: E402
-from measure.trace import run_trace  # noqa: E402
 from calculators.training import TrainingSettings  # noqa: E402
+from measure.trace import run_trace  # noqa: E402
 
 SETTINGS = TrainingSettings(
     micro_batch=1, seq_len=2048, precision="bf16-mixed", attention="fused", optimizer="adamw", optimizer_impl="fused"

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from calculators.memory import estimate_memory
+from calculators.presets import get_preset
+from calculators.training import Overheads, TrainingSettings
 from measure.calibration import inventory, runner
 from measure.calibration.inventory import match_catalogue, normalise_gpu_name, read_inventory
 from measure.calibration.result import BenchmarkRecord, CalibratedOverheads, CalibrationResult
 from measure.calibration.runner import CalibrationBusyError, calibration_allowed, run_calibration
 from measure.calibration.store import CalibrationImportError, CalibrationStore, export_json, import_json
-from calculators.memory import estimate_memory
-from calculators.presets import get_preset
-from calculators.training import Overheads, TrainingSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from measure.calibration import allreduce, benchmarks
-from measure.calibration.allreduce import bus_bandwidth_gbps, run_allreduce_subprocess
 from calculators.gpu_catalogue import find_gpu
 from calculators.memory import estimate_memory
 from calculators.model_spec import parameter_count
+from measure.calibration import allreduce, benchmarks
+from measure.calibration.allreduce import bus_bandwidth_gbps, run_allreduce_subprocess
 
 torch = pytest.importorskip("torch")
 

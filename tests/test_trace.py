@@ -11,9 +11,9 @@ import pytest
 
 from calculators.model_spec import ModelSpec, parameter_count
 from calculators.presets import get_preset
+from calculators.training import TrainingSettings
 from measure.trace import TraceError, run_trace
 from measure.trace.worker import FAULT_ENV
-from calculators.training import TrainingSettings
 
 torch = pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parent.parent

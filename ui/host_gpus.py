@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from measure.calibration.inventory import match_catalogue, read_inventory
 from calculators.gpu_catalogue import GpuSpec
+from measure.calibration.inventory import match_catalogue, read_inventory
 
 
 @st.cache_data(ttl=60, show_spinner=False)

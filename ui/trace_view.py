@@ -10,9 +10,9 @@ import streamlit as st
 
 from calculators.memory import MemoryEstimate
 from calculators.model_spec import ModelSpec
+from calculators.training import TrainingSettings
 from measure.trace.result import TraceError
 from measure.trace.runner import run_trace
-from calculators.training import TrainingSettings
 
 RESULT_KEY = "trace_result"
 BIG_MODEL_LAYERS = 8  # above this, trace 3-5 layers and extend exactly (checked by the tracer)

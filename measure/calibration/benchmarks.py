@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from measure.calibration.result import MATMUL_PRECISION_OF, BenchmarkRecord
 from calculators.gpu_catalogue import GpuSpec
 from calculators.model_spec import ModelSpec, parameter_count
+from measure.calibration.result import MATMUL_PRECISION_OF, BenchmarkRecord
 
 GIB = 2**30
 MIB = 2**20
@@ -446,8 +446,8 @@ def reference_config(device: Any, precision: str = "amp-bf16") -> tuple[ModelSpe
     uses at most half the free GPU memory; the tiny tier on the CPU."""
     import torch
 
-    from measure.calibration.reference_model import reference_spec
     from calculators.memory import estimate_memory
+    from measure.calibration.reference_model import reference_spec
 
     tiers = CUDA_REFERENCE_TIERS if device.type == "cuda" else ()
     free_gib = torch.cuda.mem_get_info(device)[0] / GIB if tiers else 0.0

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
 from measure.calibration import benchmarks
 from measure.calibration.inventory import GpuInfo, match_catalogue, read_inventory
 from measure.calibration.result import (
@@ -36,7 +37,6 @@ from measure.calibration.result import (
     CalibrationResult,
     utc_now,
 )
-from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
 
 ALLOW_ENV_VAR = "GPU_SIZING_ALLOW_CALIBRATION"
 DEFAULT_BUDGET_S = 110.0

@@ -24,9 +24,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from calculators.model_spec import ModelSpec
+from calculators.training import TrainingSettings
 from measure.trace.result import TraceError, TraceResult, UnsupportedConfiguration
 from measure.trace.support import check_supported
-from calculators.training import TrainingSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TIMEOUT_S = 120.0

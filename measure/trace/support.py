@@ -7,8 +7,8 @@ configuration fails fast with a clear reason.
 from __future__ import annotations
 
 from calculators.model_spec import ModelSpec
-from measure.trace.result import UnsupportedConfiguration
 from calculators.training import TrainingSettings
+from measure.trace.result import UnsupportedConfiguration
 
 
 def check_spec(spec: ModelSpec) -> None:

@@ -44,6 +44,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from calculators.model_spec import ModelSpec
+from calculators.training import TrainingSettings, is_autocast, master_weight_bytes
 from measure.trace.cuda_emulation import cuda_autocast_policy
 from measure.trace.flops import FlopTally
 from measure.trace.lora import add_adapters
@@ -51,7 +52,6 @@ from measure.trace.models import build_model, loss_fn
 from measure.trace.result import PHASES, TraceError, TraceResult
 from measure.trace.support import check_supported
 from measure.trace.tracking import LiveStorageTracker, PhasePeak
-from calculators.training import TrainingSettings, is_autocast, master_weight_bytes
 
 GIB = 2**30
 PROBE_LAYERS = (3, 4, 5)

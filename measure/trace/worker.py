@@ -18,9 +18,9 @@ import sys
 import time
 
 from calculators.model_spec import ModelSpec
+from calculators.training import TrainingSettings
 from measure.trace.result import UnsupportedConfiguration
 from measure.trace.support import check_supported
-from calculators.training import TrainingSettings
 
 FAULT_ENV = "GPU_SIZING_TRACE_FAULT"
 
