@@ -67,6 +67,8 @@ class GpuSpec(BaseModel):
     source: str = Field(min_length=1)
     as_of: dt.date
     notes: OptionalText = None
+    # Chips built for serving only (AWS Inferentia): no training stack runs on them.
+    inference_only: bool = False
 
     @field_validator("name")
     @classmethod
@@ -128,7 +130,10 @@ COLUMNS: tuple[str, ...] = (
     "source",
     "as_of",
     "notes",
+    "inference_only",
 )
+# Columns an uploaded CSV may leave out (their defaults apply).
+OPTIONAL_COLUMNS: tuple[str, ...] = ("inference_only",)
 assert COLUMNS == tuple(GpuSpec.model_fields), "COLUMNS must follow the GpuSpec field order"
 
 
@@ -144,7 +149,13 @@ def _label(row: Mapping[object, object]) -> str:
 
 def _check_columns(columns: Iterable[object], where: str) -> None:
     """Raise CatalogueError for an unknown or a missing column."""
-    csv_rows.check_columns(columns, where, CatalogueError, known=COLUMNS, required=COLUMNS)
+    csv_rows.check_columns(
+        columns,
+        where,
+        CatalogueError,
+        known=COLUMNS,
+        required=[column for column in COLUMNS if column not in OPTIONAL_COLUMNS],
+    )
 
 
 def _cell_text(value: object) -> object:

@@ -274,10 +274,10 @@ def test_header_without_rows_is_reported():
 
 def test_short_and_long_rows_are_reported():
     header = ",".join(COLUMNS)
-    with pytest.raises(CatalogueError, match=r"row 1 \(X\): 2 cells but the header has 23 columns"):
+    with pytest.raises(CatalogueError, match=r"row 1 \(X\): 2 cells but the header has 24 columns"):
         parse_gpu_csv(f"{header}\nX,NVIDIA\n")
     too_long = csv_text([good_row()]).strip() + ",extra\n"
-    with pytest.raises(CatalogueError, match=r"row 1 \(A100-SXM4-80GB\): 24 cells"):
+    with pytest.raises(CatalogueError, match=r"row 1 \(A100-SXM4-80GB\): 25 cells"):
         parse_gpu_csv(too_long)
 
 
