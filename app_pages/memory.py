@@ -4,9 +4,9 @@ import pandas as pd
 import streamlit as st
 
 from calculators.fit import check_fit, suggestions
+from calculators.geometry import parameter_count
 from calculators.gpu_catalogue import load_gpu_catalogue
 from calculators.memory import COMPONENT_LABEL, estimate_memory
-from calculators.model_spec import parameter_count
 from ui.charts import phase_breakdown_figure
 from ui.serving_view import show_serving
 from ui.trace_view import trace_section

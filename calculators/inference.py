@@ -1,4 +1,4 @@
-"""Serving: GPU memory of an inference server and its decode speed (issue #7).
+"""Serving: GPU memory of an inference server and its decode speed.
 
 Memory per GPU is what a vLLM-style server holds: the weights (sharded across
 tensor-parallel ranks), the paged KV cache of every running sequence, a prefill
@@ -25,9 +25,20 @@ from pydantic import BaseModel, Field
 
 from calculators.fit import largest_passing
 from calculators.fit_matrix import gpu_memory_gib
+from calculators.geometry import (
+    active_matmul_parameters,
+    active_parameters,
+    kv_heads_per_rank,
+    layer_linears,
+    layer_matmul_elements,
+    lm_head_params,
+    parameter_count,
+    router_elements,
+    vocab_matrix_elements,
+)
 from calculators.gpu_catalogue import GpuSpec
 from calculators.memory import GIB
-from calculators.model_spec import ModelSpec, active_matmul_parameters, attention_params, mlp_params, parameter_count
+from calculators.model_spec import ModelSpec
 from calculators.training import Overheads
 
 WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
@@ -156,13 +167,6 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
         raise ValueError(problem)
 
 
-def kv_heads_per_rank(spec: ModelSpec, tp: int = 1) -> int:
-    """kv-heads held by each rank: n_kv_heads / tp, at least 1. With tp > n_kv_heads each
-    head is replicated on tp / n_kv_heads ranks (vLLM QKVParallelLinear: num_kv_heads = 1,
-    num_kv_head_replicas = tp // total_num_kv_heads)."""
-    return max(1, math.ceil(spec.n_kv_heads / tp))
-
-
 # --- KV cache ---------------------------------------------------------------------------
 
 
@@ -197,37 +201,16 @@ class WeightSplit(NamedTuple):
     rest: float
 
 
-def expert_weights_per_layer(spec: ModelSpec) -> int:
-    """Matmul weights of all experts' MLPs in one layer (the router excluded)."""
-    _, mlp_weights = mlp_params(spec)
-    router = spec.hidden_size * spec.n_experts if spec.n_experts > 1 else 0
-    return mlp_weights - router
-
-
-def kv_projection_weights(spec: ModelSpec, kv_heads: int) -> int:
-    """k_proj and v_proj weights for `kv_heads` heads: 2 x hidden x heads x head_dim."""
-    return 2 * spec.hidden_size * kv_heads * spec.attention_head_dim
-
-
-def lm_head_params(spec: ModelSpec) -> int:
-    """An untied LM head has its own vocab x hidden matrix; a tied one reuses the embedding."""
-    return spec.vocab_size * spec.hidden_size if spec.head == "lm" and not spec.tied_embeddings else 0
-
-
 def weight_split_per_rank(spec: ModelSpec, tp: int = 1, expert_fraction: float = 1.0) -> WeightSplit:
     """Parameters one tensor-parallel rank holds (or reads, with expert_fraction < 1).
 
-    Megatron-LM (arXiv 1909.08053, Sec. 3) splits q/o and MLP weights across ranks and
-    vLLM shards the vocabulary (VocabParallelEmbedding, ParallelLMHead); k/v projections
-    follow the kv-heads per rank, replicated when tp > kv-heads. Norms, biases and the MoE
-    router are counted whole on every rank (replicated, and tiny)."""
-    _, attention_weights = attention_params(spec)
-    kv_full = kv_projection_weights(spec, spec.n_kv_heads)
-    experts = expert_weights_per_layer(spec)
-    linear_full = attention_weights + experts
-    linear = (attention_weights - kv_full + experts * expert_fraction) / tp
-    linear += kv_projection_weights(spec, kv_heads_per_rank(spec, tp))
-    embedding = spec.vocab_size * spec.hidden_size
+    The layers' linears follow their tensor-parallel split (calculators/geometry.py: q/o and
+    MLP weights split, k/v by kv-heads per rank, replicated when tp > kv-heads); vLLM shards
+    the vocabulary (VocabParallelEmbedding, ParallelLMHead). Norms, biases and the MoE router
+    are counted whole on every rank (replicated, and tiny)."""
+    linear = sum(item.weight_elements * (expert_fraction if item.is_mlp else 1.0) for item in layer_linears(spec, tp))
+    linear_full = layer_matmul_elements(spec) - router_elements(spec)
+    embedding = vocab_matrix_elements(spec)
     lm_head = lm_head_params(spec)
     replicated = parameter_count(spec).total - spec.n_layers * linear_full - embedding - lm_head
     if spec.head == "lm" and spec.tied_embeddings:  # the table is the LM head, read every step
@@ -271,16 +254,6 @@ def _weight_bytes(split: WeightSplit, settings: ServingSettings, include_embeddi
 def serving_weight_bytes(spec: ModelSpec, settings: ServingSettings) -> float:
     """Weight bytes held by one GPU of the tensor-parallel group."""
     return _weight_bytes(weight_split_per_rank(spec, settings.tensor_parallel), settings)
-
-
-def active_parameters(spec: ModelSpec) -> int:
-    """Parameters one token uses: all of a dense model; a MoE uses experts_per_token of
-    n_experts expert MLPs (Mixtral 8x7B: 46.7B total, 12.9B active, arXiv 2401.04088)."""
-    unused_experts = spec.n_experts - spec.experts_per_token
-    mlp_all, _ = mlp_params(spec)
-    router = spec.hidden_size * spec.n_experts if spec.n_experts > 1 else 0
-    per_expert = (mlp_all - router) // spec.n_experts
-    return parameter_count(spec).total - spec.n_layers * unused_experts * per_expert
 
 
 # --- Activations and overhead -----------------------------------------------------------

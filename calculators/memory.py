@@ -35,14 +35,20 @@ from calculators.finetune import (
     LORA_TARGET_MODULES,
     NF4_BITS_PER_WEIGHT,
     adapted_linears,
-    kv_heads_per_rank,
-    layer_matmul_elements,
     lora_matrix_shapes,
     lora_parameters_per_layer,
     nf4_bytes,
     qlora_dequantised_weight_bytes,
 )
-from calculators.model_spec import ModelSpec, ParameterCount, parameter_count
+from calculators.geometry import (
+    ParameterCount,
+    factored_matrices,
+    layer_matmul_elements,
+    parameter_count,
+    split,
+    vocab_matrix_elements,
+)
+from calculators.model_spec import ModelSpec
 from calculators.training import (
     LORA_TARGET_LABEL,
     TrainingSettings,
@@ -179,11 +185,6 @@ def head_trainable(spec: ModelSpec, settings: TrainingSettings) -> bool:
     return settings.method == "full" and (not spec.tied_embeddings or embedding_trainable(settings))
 
 
-def _split(value: float, tensor_parallel: int) -> float:
-    """One tensor-parallel rank's share of a split tensor (the value itself without TP)."""
-    return value / tensor_parallel if tensor_parallel > 1 else value
-
-
 def local_layer_parameters(spec: ModelSpec, params: ParameterCount, tensor_parallel: int) -> tuple[float, float]:
     """(all, matmul) parameters of one layer on one tensor-parallel rank: matmul weights
     are split (Megatron-LM Sec. 3), norms and biases replicated (an upper bound for biases)."""
@@ -198,8 +199,8 @@ def local_embedding_parameters(spec: ModelSpec, params: ParameterCount, tensor_p
     position and token-type embeddings and the embedding norm are replicated."""
     if tensor_parallel == 1:
         return params.embedding
-    vocab_matrix = spec.vocab_size * spec.hidden_size
-    return params.embedding - vocab_matrix + _split(vocab_matrix, tensor_parallel)
+    vocab_matrix = vocab_matrix_elements(spec)
+    return params.embedding - vocab_matrix + split(vocab_matrix, tensor_parallel)
 
 
 def local_head_parameters(
@@ -211,26 +212,21 @@ def local_head_parameters(
     head (Megatron-LM, Narayanan et al. 2021)."""
     if spec.head != "lm":
         return params.head, 0, params.matmul_head
-    vocab_matrix = spec.vocab_size * spec.hidden_size
+    vocab_matrix = vocab_matrix_elements(spec)
     other = params.head - (0 if spec.tied_embeddings else vocab_matrix)
-    matrix = _split(vocab_matrix, tensor_parallel)
+    matrix = split(vocab_matrix, tensor_parallel)
     holds_matrix = not spec.tied_embeddings or stage == "last"
     return other, (matrix if holds_matrix else 0), matrix
 
 
 def adafactor_layer_elements(spec: ModelSpec, params: ParameterCount, tensor_parallel: int = 1) -> float:
-    """Adafactor state of one layer: row + column vectors per weight matrix and the full
-    second moment of every vector (Shazeer & Stern 2018, arXiv 1804.04235, Alg. 4)."""
-    t = tensor_parallel
-    h, n_exp = spec.hidden_size, spec.n_experts
-    q, kv, f = spec.q_dim, spec.kv_dim, spec.ffn_hidden_size
-    if t > 1:
-        q, kv, f = _split(q, t), kv_heads_per_rank(spec, t) * spec.attention_head_dim, _split(f, t)
-    n_mlp_mats = 3 if spec.is_gated_mlp else 2
-    matrices = [(h, q), (h, kv), (h, kv), (q, h)] + [(h, f)] * (n_mlp_mats * n_exp)
-    matrix_elements = sum(r * c for r, c in matrices)
-    layer_all, _ = local_layer_parameters(spec, params, t)
-    return sum(r + c for r, c in matrices) + layer_all - matrix_elements
+    """Adafactor state of one layer: row + column vectors per weight matrix (a fused qkv or
+    gate-up projection is one matrix, the MoE router another) and the full second moment of
+    every vector (Shazeer & Stern 2018, arXiv 1804.04235, Alg. 4)."""
+    matrices = factored_matrices(spec, tensor_parallel)
+    matrix_elements = sum(rows * columns for rows, columns in matrices)
+    layer_all, _ = local_layer_parameters(spec, params, tensor_parallel)
+    return sum(rows + columns for rows, columns in matrices) + layer_all - matrix_elements
 
 
 def adafactor_state_elements(spec: ModelSpec, params: ParameterCount) -> float:
@@ -238,7 +234,7 @@ def adafactor_state_elements(spec: ModelSpec, params: ParameterCount) -> float:
     and a full second moment for vectors; no first moment by default (Shazeer & Stern
     2018, arXiv 1804.04235, Alg. 4; HF transformers Adafactor with beta1=None). The
     embedding is factored; the head is kept as it is."""
-    embedding_factored = spec.vocab_size + spec.hidden_size + params.embedding - spec.vocab_size * spec.hidden_size
+    embedding_factored = spec.vocab_size + spec.hidden_size + params.embedding - vocab_matrix_elements(spec)
     return spec.n_layers * adafactor_layer_elements(spec, params) + embedding_factored + params.head
 
 
@@ -257,14 +253,14 @@ def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSett
     trainable += head_matrix if train_head else 0
     frozen = (layers - active) * layer_all + (0 if train_embedding else embedding) + (0 if train_head else head_matrix)
     weight = weight_bytes(settings.precision)
-    vocab_matrix = _split(spec.vocab_size * spec.hidden_size, t)
-    largest = [_split(spec.hidden_size * spec.ffn_hidden_size * (2 if spec.fused_gate_up else 1), t)]
+    vocab_matrix = split(vocab_matrix_elements(spec), t)
+    largest = [split(spec.hidden_size * spec.ffn_hidden_size * (2 if spec.fused_gate_up else 1), t)]
     if (has_embedding and train_embedding) or (has_head and train_head and spec.head == "lm"):
         largest.append(vocab_matrix)
     adafactor = active * adafactor_layer_elements(spec, params, t)
     if has_embedding and train_embedding:
         # the word embedding is factored (row + column), the rest of the embedding kept as is
-        adafactor += _split(spec.vocab_size, t) + spec.hidden_size + embedding - vocab_matrix
+        adafactor += split(spec.vocab_size, t) + spec.hidden_size + embedding - vocab_matrix
     adafactor += head_other + (head_matrix if train_head else 0)  # the head is kept as it is
     # A tied matrix trained on a stage with both ends gets two gradients, the head's first.
     both_ends = has_embedding and has_head and spec.head == "lm" and spec.tied_embeddings
@@ -695,7 +691,7 @@ def kept_per_layer_bytes(terms: dict[str, float], spec: ModelSpec, settings: Tra
 
 def _per_rank(value: float, settings: TrainingSettings) -> float:
     """A sequence- or vocab-parallel tensor's share on one tensor-parallel rank."""
-    return _split(value, settings.tensor_parallel)
+    return split(value, settings.tensor_parallel)
 
 
 def embedding_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:

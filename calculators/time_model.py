@@ -22,8 +22,9 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from calculators.geometry import active_matmul_parameters, parameter_count
 from calculators.gpu_catalogue import GpuSpec
-from calculators.model_spec import ModelSpec, active_matmul_parameters, parameter_count
+from calculators.model_spec import ModelSpec
 from calculators.training import TrainingSettings, gradient_bytes, weight_bytes
 
 # --- FLOPs per token -------------------------------------------------------------

@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from calculators.cli import main
+from calculators.geometry import parameter_count
 from calculators.memory import COMPONENTS, GIB
-from calculators.model_spec import parameter_count
 from calculators.presets import get_preset
 
 

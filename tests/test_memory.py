@@ -2,8 +2,9 @@
 
 import pytest
 
+from calculators.geometry import parameter_count
 from calculators.memory import GIB, estimate_memory, layer_activation_terms, logits_bytes
-from calculators.model_spec import ModelSpec, parameter_count
+from calculators.model_spec import ModelSpec
 from calculators.training import Overheads, TrainingSettings
 
 LLAMA2_7B = ModelSpec(

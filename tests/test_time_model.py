@@ -7,8 +7,9 @@ import math
 import pytest
 from pydantic import ValidationError
 
+from calculators.geometry import active_matmul_parameters, parameter_count
 from calculators.gpu_catalogue import find_gpu
-from calculators.model_spec import ModelSpec, active_matmul_parameters, parameter_count
+from calculators.model_spec import ModelSpec
 from calculators.presets import get_preset
 from calculators.time_model import (
     TimeSettings,
