@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -17,16 +18,8 @@ from calculators.cost import adjusted_prices, cost_options
 from calculators.fit import check_fit, suggestions, verdict
 from calculators.fit_matrix import fit_matrix, gpu_memory_gib
 from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
-from calculators.inference import (
-    KV_PRECISIONS,
-    WEIGHT_PRECISIONS,
-    ServingSettings,
-    estimate_serving,
-    max_concurrency,
-    max_context_len,
-    tensor_parallel_problem,
-)
-from calculators.memory import COMPONENT_LABEL, check_supported, estimate_memory
+from calculators.inference import ServingSettings, estimate_serving, max_concurrency, max_context_len, serving_table
+from calculators.memory import COMPONENT_LABEL, estimate_memory
 from calculators.model_input import (
     ModelInputError,
     describe_validation_error,
@@ -34,21 +27,12 @@ from calculators.model_input import (
     spec_from_parameter_count,
 )
 from calculators.model_spec import ModelSpec
-from calculators.modes import METHOD_OF_MODE, MODES
 from calculators.presets import get_preset, load_presets
 from calculators.prices import PriceCatalogueError, load_prices, parse_price_csv
+from calculators.settings import RunInputs, Setting, SettingError, all_settings
 from calculators.time_model import TimeSettings
-from calculators.training import (
-    ADVANCED_SETTING_FIELDS,
-    ATTENTION,
-    CHECKPOINTING,
-    LORA_TARGETS,
-    OPTIMIZER_IMPLS,
-    OPTIMIZERS,
-    PRECISIONS,
-    USER_SETTING_FIELDS,
-    TrainingSettings,
-)
+from calculators.training import TrainingSettings
+from calculators.workload import ServeWorkload, TrainingWorkload, Workload, build_workload
 
 
 class UsageError(Exception):
@@ -60,37 +44,55 @@ class OneLineParser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _setting_type(item: Setting, flag: str):
+    """argparse type for a declared setting: parse and check, message naming the flag."""
+
+    def parse(raw: str):
+        try:
+            return item.parse(raw, flag)
+        except SettingError as error:
+            raise UsageError(str(error)) from None
+
+    return parse
+
+
+def add_setting_arguments(parser: argparse.ArgumentParser, items: Iterable[Setting]) -> None:
+    """One flag per declared setting (a flag two settings share, --tensor-parallel, once):
+    type, choices, default and help come from the declaration in calculators.settings."""
+    seen = {action.option_strings[0] for action in parser._actions if action.option_strings}
+    for item in items:
+        if not item.flag or item.flag in seen:
+            continue
+        seen.add(item.flag)
+        help_text = item.help_text or item.label
+        if item.value_type is bool:
+            parser.add_argument(item.flag, action="store_true", help=help_text)
+        elif item.choices and item.value_type is str:
+            parser.add_argument(item.flag, choices=item.choices, default=item.default_value, help=help_text)
+        else:
+            parser.add_argument(item.flag, type=_setting_type(item, item.flag), default=item.default_value,
+                                help=help_text)  # fmt: skip
+
+
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
-    """The workload flags shared by every command that estimates memory."""
+    """The model flags, then the mode, training and serving flags of calculators.settings."""
     model = parser.add_argument_group("model (one of)")
     model.add_argument("--model", help="preset name, e.g. llama-3.1-8b")
     model.add_argument("--config-json", type=Path, help="a Hugging Face config.json file")
     model.add_argument("--params", type=float, help="a bare parameter count, e.g. 7e9 (shape assumed)")
-    run = parser.add_argument_group("training")
-    run.add_argument("--micro-batch", type=int, default=1)
-    run.add_argument("--seq-len", type=int, default=2048)
-    run.add_argument("--grad-accum", type=int, default=1)
-    run.add_argument("--gpus", type=int, default=1, help="data-parallel GPUs")
-    run.add_argument("--precision", choices=PRECISIONS, default="bf16-mixed")
-    run.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
-    run.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS, default="foreach")
-    run.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0)
-    run.add_argument("--checkpointing", choices=CHECKPOINTING, default="none")
-    run.add_argument("--attention", choices=ATTENTION, default="fused")
-    mode = parser.add_argument_group("fine-tuning and serving")
-    mode.add_argument("--mode", choices=MODES, default="train")
-    mode.add_argument("--lora-rank", type=int, default=16)
-    mode.add_argument("--lora-targets", choices=LORA_TARGETS, default="all-linear")
-    mode.add_argument("--frozen-layers", type=int, default=0, help="full training: first k layers frozen")
-    mode.add_argument("--offload-optimizer", action="store_true", help="ZeRO-Offload: optimizer on the CPU")
-    mode.add_argument("--offload-parameters", action="store_true", help="ZeRO-Infinity: parameters on the CPU")
-    mode.add_argument("--pipeline-parallel", type=int, default=1)
-    mode.add_argument("--weight-precision", choices=WEIGHT_PRECISIONS, default="bf16", help="inference weights")
-    mode.add_argument("--kv-cache-precision", choices=KV_PRECISIONS, default="bf16")
-    mode.add_argument("--context-len", type=int, default=8192, help="inference: tokens per sequence")
-    mode.add_argument("--concurrency", type=int, default=1, help="inference: sequences served at once")
-    mode.add_argument("--tensor-parallel", type=int, default=1)
+    workload = [item for item in all_settings() if item.model in (None, TrainingSettings, ServingSettings)]
+    add_setting_arguments(parser.add_argument_group("workload"), workload)
     parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _flag_dest(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def setting_values(args: argparse.Namespace) -> dict:
+    """Every declared setting the command was given (or defaulted), keyed as declared."""
+    return {item.key: getattr(args, _flag_dest(item.flag)) for item in all_settings() if item.flag and
+            hasattr(args, _flag_dest(item.flag))}  # fmt: skip
 
 
 def model_from_args(args: argparse.Namespace) -> ModelSpec:
@@ -111,40 +113,23 @@ def model_from_args(args: argparse.Namespace) -> ModelSpec:
         raise UsageError(str(error)) from None
 
 
-def settings_from_args(args: argparse.Namespace) -> TrainingSettings:
-    fields = {name: getattr(args, name) for name in USER_SETTING_FIELDS + ADVANCED_SETTING_FIELDS if name != "method"}
-    fields["method"] = METHOD_OF_MODE[args.mode]
+def workload_from_args(args: argparse.Namespace) -> Workload:
+    """The mode's workload from the flags; every problem is one usage line."""
+    spec = model_from_args(args)
     try:
-        return TrainingSettings(**fields)
+        return build_workload(args.mode, spec, setting_values(args))
     except ValidationError as error:
         raise UsageError(describe_validation_error(error)) from None
-
-
-def checked_workload(args: argparse.Namespace) -> tuple[ModelSpec, TrainingSettings]:
-    """Model and settings, with the checks that need both (layers, heads) as usage errors."""
-    spec, settings = model_from_args(args), settings_from_args(args)
-    try:
-        check_supported(spec, settings)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    return spec, settings
 
 
-def serving_from_args(args: argparse.Namespace, spec: ModelSpec) -> ServingSettings:
-    try:
-        settings = ServingSettings(
-            weight_precision=args.weight_precision,
-            kv_cache_precision=args.kv_cache_precision,
-            context_len=args.context_len,
-            concurrent_sequences=args.concurrency,
-            tensor_parallel=args.tensor_parallel,
-        )
-    except ValidationError as error:
-        raise UsageError(describe_validation_error(error)) from None
-    problem = tensor_parallel_problem(spec, settings.tensor_parallel)
-    if problem:
-        raise UsageError(f"--tensor-parallel: {problem}")
-    return settings
+def training_workload(args: argparse.Namespace, command: str) -> TrainingWorkload:
+    """A training workload, or one usage line saying the command does not serve."""
+    workload = workload_from_args(args)
+    if not workload.is_training:
+        raise UsageError(f"`{command}` runs a training step; --mode inference is answered by `memory` and `fit`")
+    return workload
 
 
 def serving_result(spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: float | None) -> dict:
@@ -188,15 +173,16 @@ def format_serving_table(result: dict) -> str:
 
 
 def memory_command(args: argparse.Namespace) -> str:
-    spec = model_from_args(args)
     if args.gpu_memory_gib is not None and not 0 < args.gpu_memory_gib < 100_000:
-        raise UsageError("--gpu-memory-gib must be a positive number of GiB")
-    if args.mode == "inference":
-        result = serving_result(spec, serving_from_args(args, spec), args.gpu_memory_gib)
+        raise UsageError("--gpu-memory-gib must be a positive number of GiB below 100,000")
+    workload = workload_from_args(args)
+    if not workload.is_training:
+        result = serving_result(workload.model, workload.serving, args.gpu_memory_gib)
         return json.dumps(result, indent=2) if args.json else format_serving_table(result)
-    spec, settings = checked_workload(args)
+    spec, settings = workload.model, workload.training
     estimate = estimate_memory(spec, settings)
-    result = {"model": spec.name, "settings": settings.model_dump(exclude={"overheads"})} | estimate.model_dump()
+    result = {"model": spec.name, "mode": workload.mode, "settings": settings.model_dump(exclude={"overheads"})}
+    result |= estimate.model_dump()
     if args.gpu_memory_gib is not None:
         result["fit"] = check_fit(spec, settings, args.gpu_memory_gib).model_dump()
         result["suggestions"] = [s.model_dump() for s in suggestions(spec, settings, args.gpu_memory_gib)]
@@ -244,8 +230,12 @@ def gpus_command(args: argparse.Namespace) -> str:
 
 
 def fit_command(args: argparse.Namespace) -> str:
-    spec, settings = checked_workload(args)
-    rows = fit_matrix(spec, settings, load_gpu_catalogue())
+    workload = workload_from_args(args)
+    catalogue = load_gpu_catalogue()
+    if not workload.is_training:
+        return _serving_fit_output(workload, catalogue, args.json)
+    spec, settings = workload.model, workload.training
+    rows = fit_matrix(spec, settings, catalogue)
     if args.json:
         return json.dumps([row.model_dump() for row in rows], indent=2)
     lines = [f"{spec.name}: peak {rows[0].peak_gib:.2f} GiB per GPU" if rows else spec.name]
@@ -255,6 +245,35 @@ def fit_command(args: argparse.Namespace) -> str:
         lines.append(
             f"  {row.gpu:<32}{row.verdict:<14}headroom {row.headroom_gib:>8.1f} GiB  "
             f"max micro-batch {largest!s:>6}  fewest GPUs {fewest!s:>5}"
+        )
+    return "\n".join(lines)
+
+
+def _serving_fit_output(workload: ServeWorkload, catalogue, as_json: bool) -> str:
+    """The serving fit on every GPU, with the training fit's keys where they mean the same."""
+    rows = []
+    for fit in serving_table(workload.model, workload.serving, catalogue):
+        rows.append(
+            {
+                "gpu": fit.gpu,
+                "gpu_memory_gib": fit.memory_gib,
+                "fits": fit.fits,
+                "verdict": verdict(fit.total_gib, fit.budget_gib),
+                "peak_gib": fit.total_gib,
+                "headroom_gib": fit.budget_gib - fit.total_gib,
+                "max_concurrency": fit.max_concurrency,
+                "max_context_len": fit.max_context_len,
+                "min_gpus": fit.gpus_needed,
+                "decode_tokens_per_s_per_sequence": fit.decode_tokens_per_s_per_sequence,
+            }
+        )
+    if as_json:
+        return json.dumps(rows, indent=2)
+    lines = [f"{workload.model.name} (inference): {rows[0]['peak_gib']:.2f} GiB per GPU" if rows else ""]
+    for row in rows:
+        lines.append(
+            f"  {row['gpu']:<32}{row['verdict']:<14}headroom {row['headroom_gib']:>8.1f} GiB  "
+            f"most sequences {row['max_concurrency']:>7}  fewest GPUs {row['min_gpus'] or '-'!s:>5}"
         )
     return "\n".join(lines)
 
@@ -284,15 +303,12 @@ def _prices_from_args(args: argparse.Namespace, catalogue) -> list:
             raise UsageError(f"cannot read {args.prices}: {error.strerror}") from None
         except PriceCatalogueError as error:
             raise UsageError(str(error)) from None
-    if not 0 <= args.discount_pct < 100:
-        raise UsageError("--discount-pct must be between 0 and 100")
-    if args.interruptions_per_hour is not None and not 0 <= args.interruptions_per_hour <= 100:
-        raise UsageError("--interruptions-per-hour must be between 0 and 100")
     return adjusted_prices(prices, args.discount_pct / 100, args.interruptions_per_hour)
 
 
 def cost_command(args: argparse.Namespace) -> str:
-    spec, settings = checked_workload(args)
+    workload = training_workload(args, "cost")
+    spec, settings = workload.model, workload.training
     time_settings = _time_settings_from_args(args)
     catalogue = list(load_gpu_catalogue())
     prices = _prices_from_args(args, catalogue)
@@ -326,7 +342,8 @@ def trace_command(args: argparse.Namespace) -> str:
     from measure.trace.result import TraceError
     from measure.trace.runner import run_trace
 
-    spec, settings = checked_workload(args)
+    workload = training_workload(args, "trace")
+    spec, settings = workload.model, workload.training
     if not 1 <= args.timeout_s <= 3600:
         raise UsageError("--timeout-s must be between 1 and 3600 seconds")
     try:
@@ -413,19 +430,11 @@ def build_parser() -> OneLineParser:
     fit.set_defaults(handler=fit_command)
     cost = commands.add_parser("cost", help="time and cost of the run on every priced cloud option")
     add_workload_arguments(cost)
-    dataset = cost.add_argument_group("run")
-    dataset.add_argument("--dataset-tokens", type=float, help="tokens per epoch, e.g. 1e9")
-    dataset.add_argument("--dataset-samples", type=int, help="sequences of --seq-len per epoch")
-    dataset.add_argument("--epochs", type=float, default=1.0)
-    dataset.add_argument("--utilisation", type=float, help="fraction of dense peak (default: per GPU family)")
-    dataset.add_argument("--inter-node-gbps", type=float, default=400.0, help="network per GPU between nodes")
-    dataset.add_argument("--prices", type=Path, help="a price sheet CSV instead of data/cloud_prices.csv")
-    dataset.add_argument("--discount-pct", type=float, default=0.0, help="negotiated discount on every price")
-    dataset.add_argument("--interruptions-per-hour", type=float, help="spot interruptions per instance-hour")
-    dataset.add_argument("--checkpoint-write-min", type=float, default=3.0)
-    dataset.add_argument("--restart-min", type=float, default=15.0)
-    dataset.add_argument("--fits-only", action="store_true", help="only GPUs the workload fits on")
-    dataset.add_argument("--top", type=int, default=20, help="rows in the readable table")
+    run = cost.add_argument_group("run")
+    add_setting_arguments(run, [item for item in all_settings() if item.model in (TimeSettings, RunInputs)])
+    run.add_argument("--prices", type=Path, help="a price sheet CSV instead of data/cloud_prices.csv")
+    run.add_argument("--fits-only", action="store_true", help="only GPUs the workload fits on")
+    run.add_argument("--top", type=int, default=20, help="rows in the readable table")
     cost.set_defaults(handler=cost_command)
     trace = commands.add_parser("trace", help="exact memory and FLOPs of one step under fake tensors (CPU)")
     add_workload_arguments(trace)

@@ -69,10 +69,27 @@ def test_config_json_file_is_accepted(capsys, tmp_path):
     ("argv", "message"),
     [
         (["memory", "--model", "llama-9b"], "unknown model preset"),
-        (["memory", "--model", "gpt2", "--micro-batch", "-1"], "micro_batch"),
-        (["memory", "--model", "gpt2", "--seq-len", "0"], "seq_len"),
+        (["memory", "--model", "gpt2", "--micro-batch", "-1"], "--micro-batch: must be greater than 0 and at most"),
+        (["memory", "--model", "gpt2", "--seq-len", "0"], "--seq-len: must be greater than 0"),
+        (["memory", "--model", "gpt2", "--seq-len", "nan"], "--seq-len: must be a finite number"),
+        (
+            ["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--checkpoint-write-min", "-1"],
+            "--checkpoint-write-min: must be at least 0",
+        ),
+        (
+            ["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--restart-min", "inf"],
+            "--restart-min: must be a finite number",
+        ),
+        (
+            ["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--discount-pct", "100"],
+            "--discount-pct: must be at least 0 and less than 100, not 100",
+        ),
+        (
+            ["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--mode", "inference"],
+            "`cost` runs a training step; --mode inference is answered by `memory` and `fit`",
+        ),
         (["memory", "--model", "gpt2", "--precision", "fp7"], "invalid choice"),
-        (["memory", "--model", "gpt2", "--micro-batch", "two"], "invalid int value"),
+        (["memory", "--model", "gpt2", "--micro-batch", "two"], "--micro-batch: expected a number, got 'two'"),
         (["memory", "--model", "gpt2", "--gpu-memory-gib", "-3"], "--gpu-memory-gib"),
         (["memory", "--model", "gpt2", "--params", "7e9"], "exactly one of"),
         (["memory"], "exactly one of"),
@@ -154,7 +171,7 @@ def test_cost_discount_scales_every_price(capsys):
     ("argv", "message"),
     [
         (["cost", "--model", "gpt2"], "exactly one of --dataset-tokens or --dataset-samples"),
-        (["cost", "--model", "gpt2", "--dataset-tokens", "-5"], "dataset_tokens"),
+        (["cost", "--model", "gpt2", "--dataset-tokens", "-5"], "--dataset-tokens: must be greater than 0"),
         (["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--discount-pct", "120"], "--discount-pct"),
         (["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--utilisation", "3"], "utilisation"),
         (["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--prices", "/no/file.csv"], "cannot read"),

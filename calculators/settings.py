@@ -1,0 +1,397 @@
+"""Every setting a user can give, declared once.
+
+A `Setting` names one field of a pydantic settings model (TrainingSettings, ServingSettings,
+TimeSettings, ...) and adds what the interfaces need: the URL key, the CLI flag, the label
+and the unit. Its default, bounds, choices and help are read from the pydantic field, so
+the sidebar widgets, the link codec and the command line are all generated from the same
+declaration and cannot drift apart. Settings that exist only in the app (the model source,
+the Compare page's filters) declare their default and bounds here instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import annotated_types
+from pydantic import BaseModel, Field
+
+from calculators.inference import ServingSettings
+from calculators.model_spec import ModelSpec
+from calculators.modes import MODES
+from calculators.time_model import TimeSettings
+from calculators.training import TrainingSettings
+
+
+class SettingError(ValueError):
+    """A value a user gave is not valid for its setting; the message is one line."""
+
+
+class RunInputs(BaseModel):
+    """What a priced run needs beyond its throughput: the spot-market and price assumptions."""
+
+    checkpoint_write_min: float = Field(
+        default=3.0, ge=0, le=10_080, allow_inf_nan=False, description="minutes to write one checkpoint"
+    )
+    restart_min: float = Field(
+        default=15.0,
+        ge=0,
+        le=10_080,
+        allow_inf_nan=False,
+        description="minutes from an interruption to training again (new instance, load the checkpoint)",
+    )
+    interruptions_per_hour: float | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        allow_inf_nan=False,
+        description="spot interruptions per instance-hour; None = the price sheet's figure",
+    )
+    discount_pct: float = Field(
+        default=0.0, ge=0, lt=100, allow_inf_nan=False, description="negotiated discount on every price, in %"
+    )
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One user setting: a pydantic field (model + name), or an app-only value with its own
+    default and bounds. `query` is its URL key, `flag` its CLI flag ('' = none), `state` its
+    key in the app's session (defaults to `name`)."""
+
+    name: str
+    query: str
+    label: str
+    model: type[BaseModel] | None = None
+    flag: str = ""
+    state: str = ""
+    unit: str = ""
+    ui_scale: float = 1.0  # the widget shows value / ui_scale (billions of tokens, per cent)
+    kind: type | None = None
+    default: Any = None
+    low: float | None = None
+    high: float | None = None
+    options: tuple = ()
+    help: str = ""
+    is_list: bool = False
+    modes: tuple[str, ...] = MODES
+
+    # --- what the declaration says ---------------------------------------------------
+
+    @property
+    def key(self) -> str:
+        return self.state or self.name
+
+    @property
+    def _field(self):
+        return self.model.model_fields[self.name] if self.model is not None else None
+
+    @property
+    def value_type(self) -> type:
+        if self.kind is not None:
+            return self.kind
+        annotation = self._field.annotation
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+            annotation = next(arg for arg in typing.get_args(annotation) if arg is not type(None))
+        if typing.get_origin(annotation) is Literal:
+            return type(typing.get_args(annotation)[0])
+        return annotation
+
+    @property
+    def optional(self) -> bool:
+        """None is a valid value (the model's own default applies)."""
+        if self._field is None:
+            return False
+        return type(None) in typing.get_args(self._field.annotation)
+
+    @property
+    def choices(self) -> tuple:
+        if self.options:
+            return self.options
+        if self._field is None:
+            return ()
+        annotation = self._field.annotation
+        literal = [arg for arg in (annotation, *typing.get_args(annotation)) if typing.get_origin(arg) is Literal]
+        return typing.get_args(literal[0]) if literal else ()
+
+    @property
+    def default_value(self) -> Any:
+        """The model field's default; None where the model has none (a custom architecture's
+        numbers start from the chosen preset instead)."""
+        if self._field is None or self._field.is_required():
+            return self.default
+        return self._field.default
+
+    def _bound(self, kinds: tuple[type, ...]) -> tuple[float | None, bool]:
+        for item in self._field.metadata if self._field is not None else ():
+            if isinstance(item, kinds):
+                return next(v for v in (getattr(item, a, None) for a in ("gt", "ge", "lt", "le")) if v is not None), (
+                    isinstance(item, (annotated_types.Gt, annotated_types.Lt))
+                )
+        return None, False
+
+    @property
+    def lower(self) -> tuple[float | None, bool]:
+        """(lower bound, exclusive?)"""
+        if self._field is None:
+            return self.low, False
+        return self._bound((annotated_types.Gt, annotated_types.Ge))
+
+    @property
+    def upper(self) -> tuple[float | None, bool]:
+        if self._field is None:
+            return self.high, False
+        return self._bound((annotated_types.Lt, annotated_types.Le))
+
+    @property
+    def help_text(self) -> str:
+        return self.help or (self._field.description if self._field is not None else "") or ""
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag
+
+    # --- checking a value -------------------------------------------------------------
+
+    def describe_range(self) -> str:
+        (low, low_open), (high, high_open) = self.lower, self.upper
+        parts = []
+        if low is not None:
+            parts.append(f"{'greater than' if low_open else 'at least'} {readable(low)}")
+        if high is not None:
+            parts.append(f"{'less than' if high_open else 'at most'} {readable(high)}")
+        return " and ".join(parts)
+
+    def check(self, value: Any, name: str = "") -> Any:
+        """`value` if it is valid for this setting, else SettingError naming the setting (or
+        `name`, a CLI flag say)."""
+        try:
+            return self._checked(value)
+        except SettingError as error:
+            raise SettingError(f"{name or self.label}: {error}") from None
+
+    def _checked(self, value: Any) -> Any:
+        if value is None and self.optional:
+            return None
+        if self.is_list:
+            items = list(value)
+            bad = [item for item in items if self.choices and item not in self.choices]
+            if bad:
+                raise SettingError(f"{bad[0]!r} is not one of the choices")
+            return items
+        kind = self.value_type
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise SettingError(f"expected true or false, got {value!r}")
+            return value
+        if kind in (int, float):
+            return self._check_number(value, kind)
+        if self.choices and value not in self.choices:
+            raise SettingError(f"{value!r} is not one of {', '.join(map(str, self.choices))}")
+        return value
+
+    def _check_number(self, value: Any, kind: type) -> int | float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SettingError(f"expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise SettingError(f"must be a finite number, not {value!r}")
+        if kind is int:
+            if value != int(value):
+                raise SettingError(f"must be a whole number, not {value!r}")
+            value = int(value)
+        (low, low_open), (high, high_open) = self.lower, self.upper
+        too_low = low is not None and (value <= low if low_open else value < low)
+        too_high = high is not None and (value >= high if high_open else value > high)
+        if too_low or too_high:
+            raise SettingError(f"must be {self.describe_range()}, not {readable(value)}")
+        if self.choices and value not in self.choices:
+            raise SettingError(f"must be one of {', '.join(map(str, self.choices))}")
+        return float(value) if kind is float else value
+
+    def parse(self, raw: str, name: str = "") -> Any:
+        """A value from text (a URL parameter or a CLI argument), checked."""
+        raw = raw.strip()
+        if self.is_list:
+            return self.check([item for item in raw.split(",") if item], name)
+        if self.optional and raw.lower() in ("", "none"):
+            return None
+        kind = self.value_type
+        if kind is bool:
+            if raw.lower() not in ("1", "0", "true", "false"):
+                raise SettingError(f"{name or self.label}: expected true or false, got {raw[:40]!r}")
+            return raw.lower() in ("1", "true")
+        if kind in (int, float):
+            return self.check(_number_from_text(raw, name or self.label), name)
+        return self.check(raw, name)
+
+    def format(self, value: Any) -> str:
+        """The text `parse` reads back to `value`."""
+        if self.is_list:
+            return ",".join(map(str, value))
+        if isinstance(value, bool):
+            return "1" if value else "0"
+        if value is None:
+            return "none"
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def readable(number: float) -> str:
+    """A bound or value as people write it: 10,000,000 rather than 1e+07."""
+    if float(number).is_integer() and abs(number) < 1e15:
+        return f"{int(number):,}"
+    return f"{number:g}"
+
+
+def _number_from_text(raw: str, name: str) -> float | int:
+    """An int when the text is a whole number (exactly, even past float precision), else a float."""
+    if raw.lstrip("+-").isdigit():
+        return int(raw)
+    try:
+        return float(raw)
+    except ValueError:
+        raise SettingError(f"{name}: expected a number, got {raw[:40]!r}") from None
+
+
+def training(name: str, query: str, label: str, **extra) -> Setting:
+    return Setting(name, query, label, model=TrainingSettings, flag=extra.pop("flag", _flag(name)), **extra)
+
+
+def serving(name: str, query: str, label: str, **extra) -> Setting:
+    return Setting(name, query, label, model=ServingSettings, modes=("inference",), **extra)
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+TRAINING_MODES = tuple(mode for mode in MODES if mode != "inference")
+ADAPTER_MODES = ("finetune-lora", "finetune-qlora")
+
+
+def _declare() -> list[Setting]:
+    def model(name: str, query: str, label: str, state: str) -> Setting:
+        return Setting(name, query, label, model=ModelSpec, state=state)
+
+    def time(name: str, query: str, label: str, **extra) -> Setting:
+        return Setting(name, query, label, model=TimeSettings, **extra)
+
+    def run(name: str, query: str, label: str, **extra) -> Setting:
+        return Setting(name, query, label, model=RunInputs, flag=extra.pop("flag", _flag(name)), **extra)
+
+    train_only = {"modes": TRAINING_MODES}
+    return [
+        Setting("mode", "mode", "Mode", kind=str, default="train", options=MODES, flag="--mode"),
+        # the model
+        model("n_layers", "layers", "Layers", "c_layers"),
+        model("hidden_size", "hidden", "Hidden", "c_hidden"),
+        model("n_heads", "heads", "Heads", "c_heads"),
+        model("n_kv_heads", "kv_heads", "KV heads", "c_kv_heads"),
+        model("ffn_hidden_size", "ffn", "FFN size", "c_ffn"),
+        model("vocab_size", "vocab", "Vocab", "c_vocab"),
+        model("activation", "act", "Activation", "c_activation"),
+        model("norm", "norm", "Norm", "c_norm"),
+        model("tied_embeddings", "tied", "Tied embeddings", "c_tied"),
+        # training
+        training("micro_batch", "mb", "Micro-batch", **train_only),
+        training("seq_len", "seq", "Sequence length", unit="tokens", **train_only),
+        training("grad_accum", "ga", "Grad. accumulation", **train_only),
+        training("gpus", "gpus", "Data-parallel GPUs", **train_only),
+        training("precision", "prec", "Precision", **train_only),
+        training("optimizer", "opt", "Optimizer", **train_only),
+        training("optimizer_impl", "impl", "Optimizer implementation", **train_only),
+        training("zero", "zero", "ZeRO stage", options=(0, 1, 2, 3), **train_only),
+        training("checkpointing", "ckpt", "Activation checkpointing", **train_only),
+        training("attention", "attn", "Attention", **train_only),
+        training("lora_rank", "rank", "LoRA rank", modes=ADAPTER_MODES),
+        training("lora_targets", "targets", "LoRA on", modes=ADAPTER_MODES),
+        training("frozen_layers", "frozen", "Frozen first layers", modes=("train",)),
+        training("offload_optimizer", "off_opt", "Optimizer on the CPU (ZeRO-Offload)", **train_only),
+        training("offload_parameters", "off_params", "Parameters on the CPU (ZeRO-Infinity, ZeRO-3)", **train_only),
+        training("tensor_parallel", "tp", "Tensor parallel", **train_only),
+        training("pipeline_parallel", "pp", "Pipeline stages", **train_only),
+        # serving
+        serving("weight_precision", "wprec", "Weights", state="s_weight_precision", flag="--weight-precision"),
+        serving("kv_cache_precision", "kvprec", "KV cache", state="s_kv_precision", flag="--kv-cache-precision"),
+        serving("context_len", "ctx", "Context (tokens)", state="s_context_len", flag="--context-len"),
+        serving("concurrent_sequences", "conc", "Concurrent sequences", state="s_concurrency", flag="--concurrency"),
+        serving(
+            "tensor_parallel", "tp_serve", "Tensor-parallel GPUs", state="s_tensor_parallel", flag="--tensor-parallel"
+        ),
+        # the run: dataset, throughput, prices
+        time(
+            "dataset_tokens",
+            "tokens_b",
+            "Tokens per epoch (billions)",
+            state="cost_tokens_billion",
+            ui_scale=1e9,
+            flag="--dataset-tokens",
+            help="tokens in one pass over the data",
+        ),  # fmt: skip
+        time(
+            "dataset_samples",
+            "samples",
+            "Samples per epoch (sequences)",
+            state="cost_samples",
+            flag="--dataset-samples",
+        ),  # fmt: skip
+        time("epochs", "epochs", "Epochs", state="cost_epochs", flag="--epochs"),
+        time(
+            "utilisation",
+            "mfu",
+            "Utilisation (% of dense peak; 0 = per-GPU default)",
+            state="cost_utilisation_pct",
+            ui_scale=0.01,
+            flag="--utilisation",
+        ),  # fmt: skip
+        time(
+            "inter_node_gbps",
+            "net_gbps",
+            "Network between nodes (Gb/s per GPU)",
+            state="cost_inter_node_gbps",
+            flag="--inter-node-gbps",
+        ),  # fmt: skip
+        time(
+            "overlap_fraction",
+            "overlap",
+            "Communication hidden under compute (%)",
+            state="cost_overlap_pct",
+            ui_scale=0.01,
+        ),  # fmt: skip
+        run("checkpoint_write_min", "ckpt_min", "Checkpoint write (minutes)", state="cost_checkpoint_min"),
+        run("restart_min", "restart_min", "Restart after an interruption (minutes)", state="cost_restart_min"),
+        run("interruptions_per_hour", "rate", "Interruptions per instance-hour", state="cost_interruptions_per_hour"),
+        run("discount_pct", "discount", "Negotiated discount on every price (%)", state="cost_discount_pct"),
+    ]
+
+
+@functools.cache
+def all_settings() -> tuple[Setting, ...]:
+    """Every declared setting."""
+    return tuple(_declare())
+
+
+@functools.cache
+def _settings_by_key() -> dict[str, Setting]:
+    return {item.key: item for item in all_settings()}
+
+
+def setting(key: str) -> Setting:
+    """The setting kept under `key` in the app's session."""
+    return _settings_by_key()[key]
+
+
+def settings_of(model: type[BaseModel]) -> list[Setting]:
+    return [item for item in all_settings() if item.model is model]
+
+
+def values_for(model: type[BaseModel], values: dict[str, Any], mode: str | None = None) -> dict[str, Any]:
+    """The fields of `model` among `values` (keyed by setting key), by field name; with `mode`,
+    only the settings that mode uses (a hidden LoRA rank does not reach full training)."""
+    return {
+        item.name: values[item.key]
+        for item in settings_of(model)
+        if item.key in values and (mode is None or mode in item.modes)
+    }
