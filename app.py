@@ -6,6 +6,7 @@ The sidebar holds the workload shared by every page; pages live in app_pages/
 
 import streamlit as st
 
+from ui import state
 from ui.workload import workload_sidebar
 
 st.set_page_config(page_title="GPU sizing and cost", page_icon=":material/memory:", layout="wide")
@@ -20,4 +21,7 @@ navigation = st.navigation(
     ]
 )
 st.session_state["workload"] = workload_sidebar()
+for warning in state.url_warnings():
+    st.warning(warning)
 navigation.run()
+state.save_to_url()  # after the page, so its own controls are in the link too

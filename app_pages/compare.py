@@ -7,10 +7,11 @@ from calculators.fit_matrix import fit_matrix
 from calculators.gpu_catalogue import load_gpu_catalogue
 from calculators.inference import tensor_parallel_problem
 from calculators.roofline import matmul_format, roofline_point, workload_intensity_flops_per_byte
+from calculators.settings import Setting
+from ui import state
 from ui.charts import memory_bandwidth_figure, roofline_figure, tflops_price_figure
 from ui.gpu_table import gpu_table, serving_fit_rows, side_by_side
 from ui.host_gpus import detected_gpu_names
-from ui.remember import remember
 from ui.user_gpus import user_gpu_controls, user_gpus
 
 SPEC_FIELDS = [
@@ -20,6 +21,16 @@ SPEC_FIELDS = [
 ]  # fmt: skip
 FIT_FIELDS = ["verdict", "headroom_gib", "max_micro_batch", "min_gpus"]
 SERVING_FIELDS = ["verdict", "headroom_gib", "max_concurrency", "max_context_len", "decode_tokens_per_s", "min_gpus"]
+
+state.register(
+    Setting("cmp_vendors", "vendors", "Vendor (all when empty)", kind=str, default=[], is_list=True),
+    Setting("cmp_categories", "categories", "Category (all when empty)", kind=str, default=[], is_list=True),
+    Setting("cmp_min_memory", "min_gb", "Memory at least (GB)", kind=int, default=0, low=0, high=2000),
+    Setting("cmp_fits_only", "cmp_fits", "Fits the workload on one GPU", kind=bool, default=False),
+    Setting(
+        "cmp_pick", "pick", "Pick 2 to 4 GPUs", kind=str, default=["H100-SXM5-80GB", "A100-SXM4-80GB"], is_list=True
+    ),  # fmt: skip
+)
 
 st.title("Compare GPUs")
 workload = st.session_state["workload"]
@@ -47,13 +58,11 @@ table = gpu_table(gpus, fits, detected, {gpu.name for gpu in user_gpus()})
 
 with st.container(horizontal=True):
     vendors = sorted(table["vendor"].unique())
-    chosen_vendors = st.multiselect("Vendor (all when empty)", vendors, key=remember("cmp_vendors", [], vendors))
+    chosen_vendors = state.multiselect(st, "cmp_vendors", vendors)
     categories = sorted(table["category"].unique())
-    chosen_categories = st.multiselect(
-        "Category (all when empty)", categories, key=remember("cmp_categories", [], categories)
-    )
-    min_memory_gb = st.number_input("Memory at least (GB)", 0, 2000, step=8, key=remember("cmp_min_memory", 0))
-    fits_only = st.checkbox("Fits the workload on one GPU", key=remember("cmp_fits_only", False), disabled=fits is None)
+    chosen_categories = state.multiselect(st, "cmp_categories", categories)
+    min_memory_gb = state.number(st, "cmp_min_memory", step=8)
+    fits_only = state.checkbox(st, "cmp_fits_only", disabled=fits is None)
 
 shown = table[
     table["vendor"].isin(chosen_vendors or vendors)
@@ -83,8 +92,7 @@ st.dataframe(
 
 st.subheader("Side by side")
 names = list(table["name"])
-default_pick = [name for name in ("H100-SXM5-80GB", "A100-SXM4-80GB") if name in names]
-picked = st.multiselect("Pick 2 to 4 GPUs", names, max_selections=4, key=remember("cmp_pick", default_pick, names))
+picked = state.multiselect(st, "cmp_pick", names, max_selections=4)
 if len(picked) >= 2:
     fields = fit_fields + SPEC_FIELDS
     st.dataframe(side_by_side(table, picked, fields), width="stretch")
@@ -99,7 +107,7 @@ left.plotly_chart(memory_bandwidth_figure(shown), width="stretch")
 right.plotly_chart(tflops_price_figure(shown, tflops_column, fmt.upper()), width="stretch")
 if workload.ready and not workload.is_inference:
     intensity = workload_intensity_flops_per_byte(workload.spec, workload.settings)
-    roofline_gpus = [gpu for gpu in gpus if gpu.name in (picked or default_pick)]
+    roofline_gpus = [gpu for gpu in gpus if gpu.name in picked]
     points = [p for p in (roofline_point(gpu, fmt, intensity) for gpu in roofline_gpus) if p is not None]
     if points:
         st.plotly_chart(roofline_figure(points, intensity, fmt.upper()), width="stretch")

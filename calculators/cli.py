@@ -32,7 +32,7 @@ from calculators.prices import PriceCatalogueError, load_prices, parse_price_csv
 from calculators.settings import RunInputs, Setting, SettingError, all_settings
 from calculators.time_model import TimeSettings
 from calculators.training import TrainingSettings
-from calculators.workload import ServeWorkload, TrainingWorkload, Workload, build_workload
+from calculators.workload import ServeWorkload, TrainingWorkload, Workload, build_workload, describe_workload_error
 
 
 class UsageError(Exception):
@@ -118,10 +118,8 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     spec = model_from_args(args)
     try:
         return build_workload(args.mode, spec, setting_values(args))
-    except ValidationError as error:
-        raise UsageError(describe_validation_error(error)) from None
-    except ValueError as error:
-        raise UsageError(str(error)) from None
+    except ValueError as error:  # pydantic's ValidationError is one
+        raise UsageError(describe_workload_error(error)) from None
 
 
 def training_workload(args: argparse.Namespace, command: str) -> TrainingWorkload:

@@ -78,6 +78,7 @@ class Setting:
     help: str = ""
     is_list: bool = False
     modes: tuple[str, ...] = MODES
+    app_default: Any = None  # the app's starting value where the model's default is "not given"
 
     # --- what the declaration says ---------------------------------------------------
 
@@ -154,6 +155,11 @@ class Setting:
     def cli_flag(self) -> str:
         return self.flag
 
+    @property
+    def start_value(self) -> Any:
+        """What the app starts from: `app_default` where declared, else the default."""
+        return self.app_default if self.app_default is not None else self.default_value
+
     # --- checking a value -------------------------------------------------------------
 
     def describe_range(self) -> str:
@@ -226,6 +232,20 @@ class Setting:
         if kind in (int, float):
             return self.check(_number_from_text(raw, name or self.label), name)
         return self.check(raw, name)
+
+    def parse_shown(self, raw: str) -> Any:
+        """A value written in the units the app shows (billions of tokens, per cent), as links
+        carry it, checked in the model's units."""
+        if self.ui_scale == 1 or self.optional and raw.strip().lower() in ("", "none"):
+            return self.parse(raw)
+        number = _number_from_text(raw.strip(), self.label)
+        return self.check(number * self.ui_scale if math.isfinite(number) else number)
+
+    def format_shown(self, value: Any) -> str:
+        """The text parse_shown reads back to `value`."""
+        if self.ui_scale == 1 or value is None:
+            return self.format(value)
+        return f"{value / self.ui_scale:g}"
 
     def format(self, value: Any) -> str:
         """The text `parse` reads back to `value`."""
@@ -329,14 +349,16 @@ def _declare() -> list[Setting]:
             ui_scale=1e9,
             flag="--dataset-tokens",
             help="tokens in one pass over the data",
-        ),  # fmt: skip
+            app_default=1e9,
+        ),
         time(
             "dataset_samples",
             "samples",
             "Samples per epoch (sequences)",
             state="cost_samples",
             flag="--dataset-samples",
-        ),  # fmt: skip
+            app_default=100_000,
+        ),
         time("epochs", "epochs", "Epochs", state="cost_epochs", flag="--epochs"),
         time(
             "utilisation",
@@ -345,24 +367,30 @@ def _declare() -> list[Setting]:
             state="cost_utilisation_pct",
             ui_scale=0.01,
             flag="--utilisation",
-        ),  # fmt: skip
+        ),
         time(
             "inter_node_gbps",
             "net_gbps",
             "Network between nodes (Gb/s per GPU)",
             state="cost_inter_node_gbps",
             flag="--inter-node-gbps",
-        ),  # fmt: skip
+        ),
         time(
             "overlap_fraction",
             "overlap",
             "Communication hidden under compute (%)",
             state="cost_overlap_pct",
             ui_scale=0.01,
-        ),  # fmt: skip
+        ),
         run("checkpoint_write_min", "ckpt_min", "Checkpoint write (minutes)", state="cost_checkpoint_min"),
         run("restart_min", "restart_min", "Restart after an interruption (minutes)", state="cost_restart_min"),
-        run("interruptions_per_hour", "rate", "Interruptions per instance-hour", state="cost_interruptions_per_hour"),
+        run(
+            "interruptions_per_hour",
+            "rate",
+            "Interruptions per instance-hour",
+            state="cost_interruptions_per_hour",
+            app_default=0.5,
+        ),
         run("discount_pct", "discount", "Negotiated discount on every price (%)", state="cost_discount_pct"),
     ]
 

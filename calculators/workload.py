@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from calculators.inference import ServingSettings, tensor_parallel_problem
 from calculators.memory import check_supported
@@ -73,7 +73,7 @@ class ServeWorkload(BaseModel):
     def _tensor_parallel_divides(self) -> ServeWorkload:
         problem = tensor_parallel_problem(self.model, self.serving.tensor_parallel)
         if problem:
-            raise ValueError(f"tensor parallel: {problem}")
+            raise ValueError(problem)
         return self
 
     @property
@@ -98,3 +98,16 @@ def build_workload(mode: str, model: ModelSpec, values: dict[str, Any], gpu: Gpu
         return ServeWorkload(model=model, gpu=gpu, serving=ServingSettings(**values_for(ServingSettings, values, mode)))
     fields = values_for(TrainingSettings, values, mode) | {"method": METHOD_OF_MODE[mode]}
     return variant(model=model, gpu=gpu, training=TrainingSettings(**fields))
+
+
+def describe_workload_error(error: ValidationError | ValueError) -> str:
+    """One line for the pages and the CLI: each problem with the setting it is about
+    (`training.micro_batch: ...`), or the sentence alone for checks across settings."""
+    if not isinstance(error, ValidationError):
+        return str(error)
+    parts = []
+    for problem in error.errors():
+        message = problem["msg"].removeprefix("Value error, ")
+        where = ".".join(str(part) for part in problem["loc"])
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)

@@ -22,7 +22,7 @@ def test_cli_inference_mode_reports_the_kv_cache_and_the_concurrency(capsys):
 
 def test_cli_inference_rejects_a_tensor_parallel_that_does_not_divide_the_heads(capsys):
     code = main(["memory", "--model", "llama-3.1-8b", "--mode", "inference", "--tensor-parallel", "3"])
-    assert code == 2 and "--tensor-parallel" in capsys.readouterr().err
+    assert code == 2 and "tensor parallel 3 does not divide the 32 attention heads" in capsys.readouterr().err
 
 
 def test_memory_page_in_inference_mode_shows_concurrency_and_decode_speed():

@@ -12,8 +12,9 @@ from calculators.cost import adjusted_prices
 from calculators.gpu_catalogue import GpuSpec
 from calculators.model_input import describe_validation_error
 from calculators.prices import CloudPrice, PriceCatalogueError, load_prices, parse_price_csv
+from calculators.settings import Setting
 from calculators.time_model import TimeSettings
-from ui.remember import remember
+from ui import state
 
 UPLOAD_STATE_KEY = "user_prices"
 UPLOAD_ERROR_KEY = "user_prices_error"
@@ -30,58 +31,44 @@ class CostInputs:
     notes: list[str] = field(default_factory=list)
 
 
+state.register(
+    Setting("cost_dataset_unit", "unit", "Dataset size in", kind=str, default="tokens", options=("tokens", "samples")),
+    Setting("cost_override_rate", "rate_set", "Set the interruption rate myself", kind=bool, default=False),
+    Setting("cost_fits_only", "fits_only", "Only GPUs the workload fits on", kind=bool, default=True),
+    Setting("cost_only_mine", "only_mine", "Use only my price sheet", kind=bool, default=False),
+)
+
+
 def _dataset_controls(column) -> dict:
-    unit = column.radio("Dataset size in", ("tokens", "samples"), key=remember("cost_dataset_unit", "tokens"))
+    unit = state.widget(column.radio, "cost_dataset_unit", "Dataset size in", ("tokens", "samples"))
     if unit == "tokens":
-        billions = column.number_input(
-            "Tokens per epoch (billions)", 1e-6, 1e6, step=1.0, format="%g", key=remember("cost_tokens_billion", 1.0)
-        )
-        size = {"dataset_tokens": billions * 1e9}
+        size = {"dataset_tokens": state.number(column, "cost_tokens_billion", step=1.0)}
     else:
-        samples = column.number_input(
-            "Samples per epoch (sequences)", 1, 10**12, step=1000, key=remember("cost_samples", 100_000)
-        )
-        size = {"dataset_samples": int(samples)}
-    epochs = column.number_input("Epochs", 0.01, 100_000.0, step=1.0, key=remember("cost_epochs", 1.0))
-    return size | {"epochs": epochs}
+        size = {"dataset_samples": state.number(column, "cost_samples", step=1000)}
+    return size | {"epochs": state.number(column, "cost_epochs", step=1.0)}
 
 
 def _throughput_controls(column) -> dict:
-    mfu_pct = column.number_input(
-        "Utilisation (% of dense peak; 0 = per-GPU default)",
-        0.0,
-        100.0,
-        step=5.0,
-        key=remember("cost_utilisation_pct", 0.0),
-        help="Model FLOPs utilisation. Defaults: achievable matmul % (mamf-finder) x 0.6 for a whole step.",
-    )
-    network = column.number_input(
-        "Network between nodes (Gb/s per GPU)", 1.0, 100_000.0, step=100.0, key=remember("cost_inter_node_gbps", 400.0)
-    )
-    overlap_pct = column.number_input(
-        "Communication hidden under compute (%)", 0.0, 100.0, step=10.0, key=remember("cost_overlap_pct", 50.0)
-    )
     return {
-        "utilisation": mfu_pct / 100 if mfu_pct > 0 else None,
-        "inter_node_gbps": network,
-        "overlap_fraction": overlap_pct / 100,
+        "utilisation": state.number(
+            column,
+            "cost_utilisation_pct",
+            step=5.0,
+            help="Model FLOPs utilisation. Defaults: achievable matmul % (mamf-finder) x 0.6 for a whole step.",
+        ),
+        "inter_node_gbps": state.number(column, "cost_inter_node_gbps", step=100.0),
+        "overlap_fraction": state.number(column, "cost_overlap_pct", step=10.0),
     }
 
 
 def _spot_controls(column) -> tuple[float, float, float | None]:
-    write_min = column.number_input(
-        "Checkpoint write (minutes)", 0.0, 1440.0, step=1.0, key=remember("cost_checkpoint_min", 3.0)
-    )
-    restart_min = column.number_input(
-        "Restart after an interruption (minutes)", 0.0, 1440.0, step=5.0, key=remember("cost_restart_min", 15.0)
-    )
-    override = column.checkbox("Set the interruption rate myself", key=remember("cost_override_rate", False))
-    rate = column.number_input(
-        "Interruptions per instance-hour",
-        0.0,
-        100.0,
+    write_min = state.number(column, "cost_checkpoint_min", step=1.0)
+    restart_min = state.number(column, "cost_restart_min", step=5.0)
+    override = state.checkbox(column, "cost_override_rate")
+    rate = state.number(
+        column,
+        "cost_interruptions_per_hour",
         step=0.1,
-        key=remember("cost_interruptions_per_hour", 0.5),
         disabled=not override,
         help="From the price sheet otherwise: AWS Spot Advisor bands, or 0.5/h (median of public spot traces).",
     )
@@ -102,9 +89,7 @@ def _on_price_upload(catalogue: list[GpuSpec]) -> None:
 def _price_controls(catalogue: list[GpuSpec]) -> tuple[list[CloudPrice], float, list[str]]:
     notes = []
     with st.expander("Prices: discount and your own price sheet"):
-        discount_pct = st.number_input(
-            "Negotiated discount on every price (%)", 0.0, 99.0, step=5.0, key=remember("cost_discount_pct", 0.0)
-        )
+        discount_pct = state.number(st, "cost_discount_pct", step=5.0)
         st.file_uploader(
             "Upload a price sheet (CSV with the columns of data/cloud_prices.csv)",
             type=["csv"],
@@ -117,7 +102,7 @@ def _price_controls(catalogue: list[GpuSpec]) -> tuple[list[CloudPrice], float, 
         uploaded = st.session_state.get(UPLOAD_STATE_KEY) or []
         only_mine = False
         if uploaded:
-            only_mine = st.checkbox("Use only my price sheet", key=remember("cost_only_mine", False))
+            only_mine = state.checkbox(st, "cost_only_mine")
             notes.append(f"Your price sheet adds {len(uploaded)} rows.")
             if st.button("Forget my price sheet"):
                 st.session_state[UPLOAD_STATE_KEY] = []
@@ -132,7 +117,7 @@ def cost_inputs(catalogue: list[GpuSpec]) -> CostInputs:
     dataset = _dataset_controls(left)
     throughput = _throughput_controls(middle)
     write_h, restart_h, rate = _spot_controls(right)
-    fits_only = st.checkbox("Only GPUs the workload fits on", key=remember("cost_fits_only", True))
+    fits_only = state.checkbox(st, "cost_fits_only")
     prices, discount, notes = _price_controls(catalogue)
     errors = []
     try:

@@ -1,8 +1,9 @@
-"""The shared workload controls in the sidebar, kept in the URL.
+"""The shared workload controls in the sidebar.
 
-Every page reads the same workload from `st.session_state`. The URL's query
-parameters mirror the controls, so a link reproduces the scenario; a bad value in
-a link is ignored with a warning instead of breaking the page.
+Every page reads the same workload from `st.session_state["workload"]`. The controls are
+drawn from the declarations in calculators.settings (bounds, defaults, help) and keep their
+values through ui.state, so switching modes, model sources or pages never changes them,
+and the URL reproduces the scenario.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from pydantic import ValidationError
 
 from calculators.fit_matrix import gpu_memory_gib
 from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
-from calculators.inference import KV_PRECISIONS, WEIGHT_PRECISIONS, ServingSettings
-from calculators.memory import check_supported
+from calculators.inference import ServingSettings
 from calculators.model_input import (
     ModelInputError,
     describe_validation_error,
@@ -23,269 +23,185 @@ from calculators.model_input import (
     spec_from_parameter_count,
 )
 from calculators.model_spec import ModelSpec
-from calculators.modes import METHOD_OF_MODE, MODE_LABEL, MODES
+from calculators.modes import MODE_LABEL
 from calculators.presets import load_presets
-from calculators.training import (
-    ATTENTION,
-    CHECKPOINTING,
-    FSDP_NAME,
-    LORA_TARGET_LABEL,
-    LORA_TARGETS,
-    OPTIMIZER_IMPLS,
-    OPTIMIZERS,
-    PRECISION_LABEL,
-    PRECISIONS,
-    USER_SETTING_FIELDS,
-    ZERO_STAGES,
-    TrainingSettings,
-)
+from calculators.settings import Setting, all_settings
+from calculators.training import FSDP_NAME, LORA_TARGET_LABEL, PRECISION_LABEL, TrainingSettings
+from calculators.workload import GpuTarget, Workload, build_workload, describe_workload_error
+from ui import state
 from ui.calibration_state import active_calibration
-from ui.remember import SAVED_PREFIX
 from ui.user_gpus import user_gpus
 
 MODEL_SOURCES = ("Preset", "Custom architecture", "config.json", "Parameter count")
 CUSTOM_GPU = "Custom capacity"
 DEFAULT_PRESET = "llama-3.1-8b"
 DEFAULT_GPU = "H100-SXM5-80GB"
+CONFIG_KEY = "_uploaded_config"  # (file name, bytes) of the last config.json: uploads are not in a link
+
+state.register(
+    Setting("model_source", "src", "Model from", kind=str, default="Preset", options=MODEL_SOURCES),
+    Setting("preset", "model", "Preset", kind=str, default=DEFAULT_PRESET),
+    Setting("params_billion", "params_b", "Parameters (billions)", kind=float, default=7.0, low=0.001, high=100_000),
+    Setting("gpu", "gpu", "GPU for the verdict", kind=str, default=DEFAULT_GPU),
+    Setting("gpu_memory_gib", "gib", "GPU memory (GiB)", kind=float, default=80.0, low=0.1, high=100_000),
+)
+CUSTOM_KEYS = [item.key for item in all_settings() if item.model is ModelSpec]
 
 
 @dataclass
-class Workload:
-    """What the pages need: a model and settings, or the reasons there are none.
-    Training modes fill `settings`; the inference mode fills `serving`."""
+class SidebarWorkload:
+    """What the pages need: the workload (None when an input is wrong) and the reasons."""
 
-    spec: ModelSpec | None
-    settings: TrainingSettings | None
+    workload: Workload | None
     gpu_name: str
     gpu_memory_gib: float
+    mode: str
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    mode: str = "train"
-    serving: ServingSettings | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.workload is not None
 
     @property
     def is_inference(self) -> bool:
         return self.mode == "inference"
 
     @property
-    def ready(self) -> bool:
-        if self.is_inference:
-            return self.spec is not None and self.serving is not None
-        return self.spec is not None and self.settings is not None
+    def spec(self) -> ModelSpec | None:
+        return self.workload.model if self.workload else None
+
+    @property
+    def settings(self) -> TrainingSettings | None:
+        return self.workload.training if self.workload and self.workload.is_training else None
+
+    @property
+    def serving(self) -> ServingSettings | None:
+        return self.workload.serving if self.workload and not self.workload.is_training else None
 
 
-@dataclass(frozen=True)
-class Between:
-    low: float
-    high: float
-
-
-# (session key, query key, type, default, allowed choices or a Between range)
-FIELDS: list[tuple[str, str, type, object, object]] = [
-    ("mode", "mode", str, "train", MODES),
-    ("model_source", "src", str, "Preset", MODEL_SOURCES),
-    ("preset", "model", str, DEFAULT_PRESET, None),
-    ("params_billion", "params_b", float, 7.0, Between(0.001, 100_000.0)),
-    ("c_layers", "layers", int, 32, Between(1, 1000)),
-    ("c_hidden", "hidden", int, 4096, Between(1, 1_000_000)),
-    ("c_heads", "heads", int, 32, Between(1, 10_000)),
-    ("c_kv_heads", "kv_heads", int, 8, Between(1, 10_000)),
-    ("c_ffn", "ffn", int, 14336, Between(1, 10_000_000)),
-    ("c_vocab", "vocab", int, 128256, Between(1, 10_000_000)),
-    ("c_activation", "act", str, "swiglu", ("gelu", "swiglu", "geglu")),
-    ("c_norm", "norm", str, "rmsnorm", ("layernorm", "rmsnorm")),
-    ("c_tied", "tied", bool, False, None),
-    ("micro_batch", "mb", int, 1, Between(1, 1_000_000)),
-    ("seq_len", "seq", int, 2048, Between(1, 10_000_000)),
-    ("grad_accum", "ga", int, 1, Between(1, 1_000_000)),
-    ("gpus", "gpus", int, 1, Between(1, 1_000_000)),
-    ("precision", "prec", str, "bf16-mixed", PRECISIONS),
-    ("optimizer", "opt", str, "adamw", OPTIMIZERS),
-    ("optimizer_impl", "impl", str, "foreach", OPTIMIZER_IMPLS),
-    ("zero", "zero", int, 0, ZERO_STAGES),
-    ("checkpointing", "ckpt", str, "none", CHECKPOINTING),
-    ("attention", "attn", str, "fused", ATTENTION),
-    ("lora_rank", "rank", int, 16, Between(1, 4096)),
-    ("lora_targets", "targets", str, "all-linear", LORA_TARGETS),
-    ("frozen_layers", "frozen", int, 0, Between(0, 1000)),
-    ("offload_optimizer", "off_opt", bool, False, None),
-    ("offload_parameters", "off_params", bool, False, None),
-    ("tensor_parallel", "tp", int, 1, Between(1, 1024)),
-    ("pipeline_parallel", "pp", int, 1, Between(1, 1000)),
-    ("s_weight_precision", "wprec", str, "bf16", WEIGHT_PRECISIONS),
-    ("s_kv_precision", "kvprec", str, "bf16", KV_PRECISIONS),
-    ("s_context_len", "ctx", int, 8192, Between(1, 10_000_000)),
-    ("s_concurrency", "conc", int, 1, Between(1, 100_000)),
-    ("s_tensor_parallel", "tp_serve", int, 1, Between(1, 1024)),
-    ("gpu", "gpu", str, DEFAULT_GPU, None),
-    ("gpu_memory_gib", "gib", float, 80.0, Between(0.1, 100_000.0)),
-]
-
-
-# Controls drawn by one page only (the Cost page). Streamlit forgets a widget's value
-# while another page runs, so these are kept under ui.remember's saved copy as well.
-PAGE_FIELDS: list[tuple[str, str, type, object, object]] = [
-    ("mode", "mode", str, "train", MODES),
-    ("cost_dataset_unit", "unit", str, "tokens", ("tokens", "samples")),
-    ("cost_tokens_billion", "tokens_b", float, 1.0, Between(1e-6, 1e6)),
-    ("cost_samples", "samples", int, 100_000, Between(1, 10**12)),
-    ("cost_epochs", "epochs", float, 1.0, Between(0.01, 100_000.0)),
-    ("cost_utilisation_pct", "mfu", float, 0.0, Between(0.0, 100.0)),
-    ("cost_inter_node_gbps", "net_gbps", float, 400.0, Between(1.0, 100_000.0)),
-    ("cost_overlap_pct", "overlap", float, 50.0, Between(0.0, 100.0)),
-    ("cost_checkpoint_min", "ckpt_min", float, 3.0, Between(0.0, 1440.0)),
-    ("cost_restart_min", "restart_min", float, 15.0, Between(0.0, 1440.0)),
-    ("cost_override_rate", "rate_set", bool, False, None),
-    ("cost_interruptions_per_hour", "rate", float, 0.5, Between(0.0, 100.0)),
-    ("cost_discount_pct", "discount", float, 0.0, Between(0.0, 99.0)),
-    ("cost_fits_only", "fits_only", bool, True, None),
-]
-
-
-def _parse(raw: str, kind: type, allowed: object) -> object:
-    """A query value converted and checked against its range or choices."""
-    if kind is bool:
-        if raw not in ("0", "1", "true", "false"):
-            raise ValueError(raw)
-        return raw in ("1", "true")
-    value = kind(raw)
-    if isinstance(allowed, Between) and not allowed.low <= value <= allowed.high:
-        raise ValueError(raw)
-    if isinstance(allowed, tuple) and value not in allowed:
-        raise ValueError(raw)
-    return value
-
-
-def load_from_url() -> list[str]:
-    """Once per session: seed the controls from the URL. Returns warnings."""
-    if st.session_state.get("_url_loaded"):
-        return []
-    st.session_state["_url_loaded"] = True
-    warnings = []
-    params = st.query_params
-    for key, query_key, kind, default, allowed in FIELDS + PAGE_FIELDS:
-        is_page_field = (key, query_key, kind, default, allowed) in PAGE_FIELDS
-        if not is_page_field:
-            st.session_state.setdefault(key, default)
-        if query_key not in params:
-            continue
-        try:
-            value = _parse(params[query_key], kind, allowed)
-            st.session_state[SAVED_PREFIX + key if is_page_field else key] = value
-        except (TypeError, ValueError):
-            warnings.append(f"Ignored `{query_key}={params[query_key]}` from the link: not a valid value.")
-    return warnings
-
-
-def save_to_url() -> None:
-    """Mirror the controls into the query string (only values that differ from defaults)."""
-    wanted = {}
-    for key, query_key, kind, default, _ in FIELDS + PAGE_FIELDS:
-        value = st.session_state.get(key, st.session_state.get(SAVED_PREFIX + key, default))
-        if value != default:
-            wanted[query_key] = ("1" if value else "0") if kind is bool else str(value)
-    if dict(st.query_params) != wanted:
-        st.query_params.from_dict(wanted)
+# --- the model ---------------------------------------------------------------------------
 
 
 def _model_controls(presets: dict[str, ModelSpec]) -> tuple[ModelSpec | None, list[str], list[str]]:
-    errors: list[str] = []
-    notes: list[str] = []
-    source = st.sidebar.radio("Model from", MODEL_SOURCES, key="model_source", horizontal=True)
+    sidebar = st.sidebar
+    source = state.widget(sidebar.radio, "model_source", "Model from", MODEL_SOURCES, horizontal=True)
+    preset_name = state.value("preset")
+    if preset_name not in presets:
+        state.set_value("preset", DEFAULT_PRESET)
+        st.session_state.pop("preset", None)
+        unknown = f"Unknown preset {preset_name!r}; showing {DEFAULT_PRESET}."
+        spec, errors, notes = _model_controls(presets)
+        return spec, [unknown, *errors], notes
     if source == "Preset":
-        if st.session_state.get("preset") not in presets:
-            errors.append(f"Unknown preset {st.session_state.get('preset')!r}; showing {DEFAULT_PRESET}.")
-            st.session_state["preset"] = DEFAULT_PRESET
-        name = st.sidebar.selectbox("Preset", sorted(presets), key="preset")
-        return presets[name], errors, notes
+        name = state.choice(sidebar, "preset", options=sorted(presets))
+        return presets[name], [], []
     if source == "Parameter count":
-        billions = st.sidebar.number_input(
-            "Parameters (billions)", min_value=0.001, max_value=100_000.0, step=0.5, key="params_billion"
-        )
-        try:
-            spec = spec_from_parameter_count(billions * 1e9)
-        except ModelInputError as error:
-            return None, [str(error)], notes
-        notes.append(
-            f"Assumed a Llama-style shape for {billions:g}B parameters: {spec.n_layers} layers, hidden "
-            f"{spec.hidden_size}, {spec.n_heads} heads, FFN {spec.ffn_hidden_size}, vocab {spec.vocab_size}."
-        )
-        return spec, errors, notes
+        return _parameter_count_model()
     if source == "config.json":
-        upload = st.sidebar.file_uploader("Hugging Face config.json", type=["json"], key="config_upload")
-        if upload is None:
-            return None, ["Upload a config.json to estimate its model (it is parsed, never downloaded)."], notes
-        try:
-            return spec_from_hf_config(upload.getvalue(), upload.name), errors, notes
-        except ModelInputError as error:
-            return None, [str(error)], notes
-    return _custom_architecture(), errors, notes
+        return _uploaded_model()
+    return _custom_architecture(presets[preset_name])
 
 
-def _custom_architecture() -> dict:
-    """The custom-architecture fields; validated into a ModelSpec by the caller."""
+def _parameter_count_model() -> tuple[ModelSpec | None, list[str], list[str]]:
+    billions = state.number(st.sidebar, "params_billion", step=0.5)
+    try:
+        spec = spec_from_parameter_count(billions * 1e9)
+    except ModelInputError as error:
+        return None, [str(error)], []
+    note = (
+        f"Assumed a Llama-style shape for {billions:g}B parameters: {spec.n_layers} layers, hidden "
+        f"{spec.hidden_size}, {spec.n_heads} heads, FFN {spec.ffn_hidden_size}, vocab {spec.vocab_size}."
+    )
+    return spec, [], [note]
+
+
+def _keep_upload() -> None:
+    upload = st.session_state.get("config_upload")
+    if upload is not None:
+        st.session_state[CONFIG_KEY] = (upload.name, upload.getvalue())
+
+
+def _uploaded_model() -> tuple[ModelSpec | None, list[str], list[str]]:
+    st.sidebar.file_uploader("Hugging Face config.json", type=["json"], key="config_upload", on_change=_keep_upload)
+    kept = st.session_state.get(CONFIG_KEY)
+    if kept is None:
+        return None, ["Upload a config.json to estimate its model (it is parsed, never downloaded)."], []
+    name, data = kept
+    try:
+        return spec_from_hf_config(data, name), [], [f"Model from the uploaded {name} (kept for this session)."]
+    except ModelInputError as error:
+        return None, [str(error)], []
+
+
+def _custom_architecture(start_from: ModelSpec) -> tuple[ModelSpec | None, list[str], list[str]]:
+    """The architecture by hand, starting from the selected preset's numbers."""
+    for key in CUSTOM_KEYS:
+        if not state.is_set(key) or state.value(key) is None:
+            state.set_value(key, getattr(start_from, state_field(key)))
     with st.sidebar.expander("Architecture", expanded=True):
         col1, col2 = st.columns(2)
-        col1.number_input("Layers", min_value=1, max_value=1000, key="c_layers")
-        col2.number_input("Hidden", min_value=1, max_value=1_000_000, key="c_hidden")
-        col1.number_input("Heads", min_value=1, max_value=10_000, key="c_heads")
-        col2.number_input("KV heads", min_value=1, max_value=10_000, key="c_kv_heads")
-        col1.number_input("FFN size", min_value=1, max_value=10_000_000, key="c_ffn")
-        col2.number_input("Vocab", min_value=1, max_value=10_000_000, key="c_vocab")
-        col1.selectbox("Activation", ("gelu", "swiglu", "geglu"), key="c_activation")
-        col2.selectbox("Norm", ("layernorm", "rmsnorm"), key="c_norm")
-        st.checkbox("Tied embeddings", key="c_tied")
-    state = st.session_state
-    return dict(
-        name="custom",
-        n_layers=state.c_layers,
-        hidden_size=state.c_hidden,
-        n_heads=state.c_heads,
-        n_kv_heads=state.c_kv_heads,
-        ffn_hidden_size=state.c_ffn,
-        vocab_size=state.c_vocab,
-        activation=state.c_activation,
-        norm=state.c_norm,
-        position_embedding="learned" if state.c_norm == "layernorm" else "rope",
-        tied_embeddings=state.c_tied,
-    )
+        for index, key in enumerate(CUSTOM_KEYS):
+            column = (col1, col2)[index % 2]
+            item = _setting(key)
+            if item.value_type is bool:
+                state.checkbox(st, key)
+            elif item.choices:
+                state.choice(column, key)
+            else:
+                state.number(column, key)
+    fields = {state_field(key): state.value(key) for key in CUSTOM_KEYS}
+    fields["position_embedding"] = "learned" if fields["norm"] == "layernorm" else "rope"
+    try:
+        spec = ModelSpec(name=f"custom (from {start_from.name})", **fields)
+    except ValidationError as error:
+        return None, [f"Custom architecture: {describe_validation_error(error)}"], []
+    return spec, [], []
 
 
-def _training_controls() -> dict:
+def _setting(key: str) -> Setting:
+    return next(item for item in state.known_settings() if item.key == key)
+
+
+def state_field(key: str) -> str:
+    return _setting(key).name
+
+
+# --- the workload settings ---------------------------------------------------------------
+
+
+def _training_controls(mode: str) -> None:
     sidebar = st.sidebar
     sidebar.subheader("Training")
     col1, col2 = sidebar.columns(2)
-    col1.number_input("Micro-batch", min_value=1, max_value=1_000_000, key="micro_batch")
-    col2.number_input("Sequence length", min_value=1, max_value=10_000_000, key="seq_len")
-    col1.number_input("Grad. accumulation", min_value=1, max_value=1_000_000, key="grad_accum")
-    col2.number_input("Data-parallel GPUs", min_value=1, max_value=1_000_000, key="gpus")
-    sidebar.selectbox("Precision", PRECISIONS, format_func=PRECISION_LABEL.get, key="precision")
-    sidebar.selectbox("Optimizer", OPTIMIZERS, key="optimizer")
-    sidebar.selectbox(
-        "Optimizer implementation",
-        OPTIMIZER_IMPLS,
-        key="optimizer_impl",
+    state.number(col1, "micro_batch")
+    state.number(col2, "seq_len")
+    state.number(col1, "grad_accum")
+    state.number(col2, "gpus")
+    state.choice(sidebar, "precision", format_func=PRECISION_LABEL.get)
+    state.choice(sidebar, "optimizer")
+    state.choice(
+        sidebar,
+        "optimizer_impl",
         help="torch AdamW: foreach (default on CUDA) holds one extra copy of the states during step(); "
         "fused updates in place; for-loop holds one tensor's worth.",
     )
-    sidebar.selectbox("ZeRO stage", ZERO_STAGES, format_func=lambda z: f"ZeRO-{z} · FSDP {FSDP_NAME[z]}", key="zero")
-    sidebar.selectbox("Activation checkpointing", CHECKPOINTING, key="checkpointing")
+    state.choice(sidebar, "zero", format_func=lambda z: f"ZeRO-{z} · FSDP {FSDP_NAME[z]}")
+    state.choice(sidebar, "checkpointing")
     attention_label = {"eager": "eager", "fused": "fused (SDPA/flash)"}
-    sidebar.selectbox("Attention", ATTENTION, format_func=attention_label.get, key="attention")
-    return {key: st.session_state[key] for key in USER_SETTING_FIELDS}
-
-
-def _gpu_controls(catalogue: list[GpuSpec]) -> tuple[str, float]:
-    names = [gpu.name for gpu in catalogue] + [CUSTOM_GPU]
-    if st.session_state.get("gpu") not in names:
-        st.session_state["gpu"] = DEFAULT_GPU if DEFAULT_GPU in names else names[0]
-    st.sidebar.subheader("GPU")
-    name = st.sidebar.selectbox("GPU for the verdict", names, key="gpu")
-    if name == CUSTOM_GPU:
-        gib = st.sidebar.number_input("GPU memory (GiB)", min_value=0.1, max_value=100_000.0, key="gpu_memory_gib")
-        return name, float(gib)
-    gpu = next(g for g in catalogue if g.name == name)
-    return name, gpu_memory_gib(gpu)
+    state.choice(sidebar, "attention", format_func=attention_label.get)
+    if mode != "train":
+        col1, col2 = sidebar.columns(2)
+        state.number(col1, "lora_rank")
+        state.choice(col2, "lora_targets", help="; ".join(LORA_TARGET_LABEL.values()))
+    with sidebar.expander("Parallelism, offload, frozen layers"):
+        col1, col2 = st.columns(2)
+        state.number(col1, "tensor_parallel")
+        state.number(col2, "pipeline_parallel")
+        state.checkbox(st, "offload_optimizer")
+        state.checkbox(st, "offload_parameters")
+        if mode == "train":
+            state.number(st, "frozen_layers")
 
 
 WEIGHT_PRECISION_LABEL = {
@@ -298,119 +214,64 @@ WEIGHT_PRECISION_LABEL = {
 }
 
 
-def _serving_controls() -> dict:
+def _serving_controls() -> None:
     sidebar = st.sidebar
     sidebar.subheader("Serving")
     col1, col2 = sidebar.columns(2)
-    col1.selectbox("Weights", WEIGHT_PRECISIONS, format_func=WEIGHT_PRECISION_LABEL.get, key="s_weight_precision")
-    col2.selectbox("KV cache", KV_PRECISIONS, key="s_kv_precision")
-    col1.number_input("Context (tokens)", min_value=1, max_value=10_000_000, step=1024, key="s_context_len")
-    col2.number_input("Concurrent sequences", min_value=1, max_value=100_000, key="s_concurrency")
-    sidebar.number_input("Tensor-parallel GPUs", min_value=1, max_value=1024, key="s_tensor_parallel")
-    return {
-        "weight_precision": st.session_state.s_weight_precision,
-        "kv_cache_precision": st.session_state.s_kv_precision,
-        "context_len": st.session_state.s_context_len,
-        "concurrent_sequences": st.session_state.s_concurrency,
-        "tensor_parallel": st.session_state.s_tensor_parallel,
-    }
+    state.choice(col1, "s_weight_precision", format_func=WEIGHT_PRECISION_LABEL.get)
+    state.choice(col2, "s_kv_precision")
+    state.number(col1, "s_context_len", step=1024)
+    state.number(col2, "s_concurrency")
+    state.number(sidebar, "s_tensor_parallel")
 
 
-def _lora_controls() -> dict:
-    col1, col2 = st.sidebar.columns(2)
-    col1.number_input("LoRA rank", min_value=1, max_value=4096, key="lora_rank")
-    col2.selectbox("LoRA on", LORA_TARGETS, key="lora_targets", help="; ".join(LORA_TARGET_LABEL.values()))
-    return {"lora_rank": st.session_state.lora_rank, "lora_targets": st.session_state.lora_targets}
+def _gpu_controls(catalogue: list[GpuSpec]) -> GpuTarget:
+    names = [gpu.name for gpu in catalogue] + [CUSTOM_GPU]
+    st.sidebar.subheader("GPU")
+    name = state.choice(st.sidebar, "gpu", options=names)
+    if name == CUSTOM_GPU:
+        return GpuTarget(name=name, memory_gib=state.number(st.sidebar, "gpu_memory_gib"))
+    gpu = next(g for g in catalogue if g.name == name)
+    return GpuTarget(name=name, memory_gib=gpu_memory_gib(gpu))
 
 
-def _parallel_controls(full_training: bool) -> dict:
-    """Model parallelism, offload and frozen layers, folded away: most users need none."""
-    with st.sidebar.expander("Parallelism, offload, frozen layers"):
-        col1, col2 = st.columns(2)
-        col1.number_input("Tensor parallel", min_value=1, max_value=1024, key="tensor_parallel")
-        col2.number_input("Pipeline stages", min_value=1, max_value=1000, key="pipeline_parallel")
-        st.checkbox("Optimizer on the CPU (ZeRO-Offload)", key="offload_optimizer")
-        st.checkbox("Parameters on the CPU (ZeRO-Infinity, ZeRO-3)", key="offload_parameters")
-        if full_training:
-            st.number_input("Frozen first layers", min_value=0, max_value=1000, key="frozen_layers")
-    keys = ["tensor_parallel", "pipeline_parallel", "offload_optimizer", "offload_parameters"]
-    keys += ["frozen_layers"] if full_training else []
-    return {key: st.session_state[key] for key in keys}
-
-
-def _restore_hidden_fields() -> None:
-    """Streamlit drops the state of widgets a run does not draw (the training controls
-    while serving, say); bring back their last values, kept under ui.remember's prefix."""
-    for key, *_ in FIELDS:
-        if key not in st.session_state and SAVED_PREFIX + key in st.session_state:
-            st.session_state[key] = st.session_state[SAVED_PREFIX + key]
-
-
-def _keep_fields() -> None:
-    for key, *_ in FIELDS:
-        if key in st.session_state:
-            st.session_state[SAVED_PREFIX + key] = st.session_state[key]
-
-
-def workload_sidebar() -> Workload:
+def workload_sidebar() -> SidebarWorkload:
     """Draw the shared controls and return the workload they describe."""
-    warnings = load_from_url()
-    _restore_hidden_fields()
+    state.load_from_url()
     presets = load_presets()
     catalogue = list(load_gpu_catalogue()) + user_gpus()
-    mode = st.sidebar.selectbox("Mode", MODES, format_func=MODE_LABEL.get, key="mode")
+    mode = state.choice(st.sidebar, "mode", format_func=MODE_LABEL.get)
     spec, errors, notes = _model_controls(presets)
-    training, serving = None, None
     if mode == "inference":
-        serving = _serving_controls()
+        _serving_controls()
     else:
-        training = _training_controls() | {"method": METHOD_OF_MODE[mode]}
-        if mode != "train":
-            training |= _lora_controls()
-        training |= _parallel_controls(full_training=mode == "train")
-    gpu_name, gpu_gib = _gpu_controls(catalogue)
-    _keep_fields()
-    save_to_url()
-    errors = warnings + errors
-    if isinstance(spec, dict):
-        try:
-            spec = ModelSpec(**spec)
-        except ValidationError as error:
-            errors.append(f"Custom architecture: {describe_validation_error(error)}")
-            spec = None
-    settings = _validated(TrainingSettings, training, "Training settings", errors)
-    if settings is not None and spec is not None and not isinstance(spec, dict):
-        try:
-            check_supported(spec, settings)
-        except ValueError as error:
-            errors.append(f"Training settings: {error}")
-            settings = None
-    calibration = active_calibration()
-    if calibration is not None and settings is not None:
-        settings = settings.model_copy(update={"overheads": calibration.apply_to_overheads(settings.overheads)})
-        notes.append(
-            f"Using the overheads measured on {calibration.host} ({calibration.gpu_name or calibration.device})."
-        )
-    serving_settings = _validated(ServingSettings, serving, "Serving settings", errors)
-    return Workload(
-        spec=spec,
-        settings=settings,
-        gpu_name=gpu_name,
-        gpu_memory_gib=gpu_gib,
-        errors=errors,
-        notes=notes,
-        mode=mode,
-        serving=serving_settings,
+        _training_controls(mode)
+    gpu = _gpu_controls(catalogue)
+    workload = None
+    if spec is not None:
+        workload = _built(mode, spec, gpu, errors)
+    if workload is not None and workload.is_training:
+        workload = _with_calibration(workload, notes)
+    return SidebarWorkload(
+        workload=workload, gpu_name=gpu.name, gpu_memory_gib=gpu.memory_gib, mode=mode, errors=errors, notes=notes
     )
 
 
-def _validated(model: type, fields: dict | None, label: str, errors: list[str]):
-    """The pydantic model built from `fields`, or None with the reason added to `errors`."""
-    if fields is None:
-        return None
+def _built(mode: str, spec: ModelSpec, gpu: GpuTarget, errors: list[str]) -> Workload | None:
+    values = {item.key: state.value(item.key) for item in all_settings()}
+    label = "Serving settings" if mode == "inference" else "Training settings"
     try:
-        return model(**fields)
-    except (ValidationError, ValueError) as error:
-        reason = describe_validation_error(error) if isinstance(error, ValidationError) else str(error)
-        errors.append(f"{label}: {reason}")
-        return None
+        return build_workload(mode, spec, values, gpu)
+    except ValueError as error:  # pydantic's ValidationError is one
+        errors.append(f"{label}: {describe_workload_error(error)}")
+    return None
+
+
+def _with_calibration(workload: Workload, notes: list[str]) -> Workload:
+    """The measured overheads of an applied calibration replace the assumed ones."""
+    calibration = active_calibration()
+    if calibration is None:
+        return workload
+    overheads = calibration.apply_to_overheads(workload.training.overheads)
+    notes.append(f"Using the overheads measured on {calibration.host} ({calibration.gpu_name or calibration.device}).")
+    return workload.model_copy(update={"training": workload.training.model_copy(update={"overheads": overheads})})

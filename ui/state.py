@@ -1,0 +1,174 @@
+"""Every value a user set, kept for the whole session and mirrored in the URL.
+
+Streamlit forgets a widget's state when a run does not draw it (a hidden mode's controls,
+another page's). So the value a user chose lives under a key of its own, never a widget's
+key: a widget is seeded from it each time it is drawn and writes back what it returns.
+Hidden settings are therefore kept, not reset, and a link holds every page's settings.
+
+The settings themselves (default, bounds, URL key) are declared once, in
+calculators.settings; app-only ones (the Compare page's filters, say) are declared beside
+the page that draws them, with the same `Setting` type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import streamlit as st
+
+from calculators.settings import Setting, SettingError, all_settings
+
+VALUE_PREFIX = "_value_"
+URL_WARNINGS_KEY = "_url_warnings"
+_APP_SETTINGS: dict[str, Setting] = {}
+
+
+def register(*items: Setting) -> None:
+    """Declare app-only settings (kept and linked like the calculators' ones)."""
+    for item in items:
+        _APP_SETTINGS[item.key] = item
+
+
+def known_settings() -> list[Setting]:
+    return [*all_settings(), *_APP_SETTINGS.values()]
+
+
+def _declared(key: str) -> Setting:
+    for item in known_settings():
+        if item.key == key:
+            return item
+    raise KeyError(key)
+
+
+def value(key: str) -> Any:
+    """The value the user chose for `key`, or its declared default."""
+    stored = VALUE_PREFIX + key
+    return st.session_state[stored] if stored in st.session_state else _declared(key).start_value
+
+
+def set_value(key: str, new_value: Any) -> None:
+    st.session_state[VALUE_PREFIX + key] = new_value
+
+
+def is_set(key: str) -> bool:
+    return VALUE_PREFIX + key in st.session_state
+
+
+def widget(draw: Callable[..., Any], key: str, *args, to_widget=None, from_widget=None, **kwargs) -> Any:
+    """Draw a widget for `key`, seeded with the kept value, and keep what it returns.
+    `to_widget`/`from_widget` convert between the kept value and the widget's (per cent,
+    billions). The value is returned as kept."""
+    if key not in st.session_state:
+        kept = value(key)
+        st.session_state[key] = to_widget(kept) if to_widget else kept
+    shown = draw(*args, key=key, **kwargs)
+    kept = from_widget(shown) if from_widget else shown
+    set_value(key, kept)
+    return kept
+
+
+def number(container, key: str, label: str | None = None, **kwargs) -> Any:
+    """A number input with the declared bounds, unit scale and help."""
+    item = _declared(key)
+    scale = item.ui_scale
+    (low, low_open), (high, _) = item.lower, item.upper
+    is_int = item.value_type is int and scale == 1
+    if low is not None and low_open:
+        low = low + 1 if is_int else low
+    bounds = {}
+    if low is not None:
+        bounds["min_value"] = int(low) if is_int else low / scale
+    if high is not None:
+        bounds["max_value"] = int(high) if is_int else high / scale
+    if not is_int:
+        bounds = {name: float(bound) for name, bound in bounds.items()}
+        kwargs.setdefault("format", "%g")
+    optional_zero = item.optional  # 0 in the widget stands for "not set"
+    if optional_zero:
+        bounds["min_value"] = 0.0
+
+    def to_widget(kept):
+        if kept is None:
+            return 0.0 if not is_int else bounds.get("min_value", 0)
+        return kept if is_int else float(kept) / scale
+
+    def from_widget(shown):
+        if shown is None or (optional_zero and shown == 0):
+            return None
+        return int(shown) if is_int else float(shown) * scale
+
+    return widget(
+        container.number_input,
+        key,
+        label or item.label,
+        to_widget=to_widget,
+        from_widget=from_widget,
+        help=kwargs.pop("help", item.help_text or None),
+        **bounds,
+        **kwargs,
+    )
+
+
+def choice(container, key: str, label: str | None = None, options: Iterable | None = None, **kwargs) -> Any:
+    """A select box over the declared choices (or `options`)."""
+    item = _declared(key)
+    options = list(options if options is not None else item.choices)
+    if value(key) not in options and options:
+        set_value(key, item.start_value if item.start_value in options else options[0])
+        st.session_state.pop(key, None)
+    kwargs.setdefault("help", item.help_text or None)
+    return widget(container.selectbox, key, label or item.label, options, **kwargs)
+
+
+def multiselect(container, key: str, options: Iterable, **kwargs) -> list:
+    """A multiselect; items no longer offered (a GPU removed, say) are dropped, since
+    streamlit refuses them."""
+    item = _declared(key)
+    options = list(options)
+    current = st.session_state[key] if key in st.session_state else value(key)
+    st.session_state[key] = [choice for choice in current if choice in options]
+    return widget(container.multiselect, key, item.label, options, **kwargs)
+
+
+def checkbox(container, key: str, label: str | None = None, **kwargs) -> bool:
+    item = _declared(key)
+    kwargs.setdefault("help", item.help_text or None)
+    return widget(container.checkbox, key, label or item.label, **kwargs)
+
+
+def load_from_url() -> None:
+    """Once per session: the link's values become the user's, each checked by its declaration.
+    A bad value is ignored with a warning (shown on whichever page the link opens)."""
+    if st.session_state.get("_url_loaded"):
+        return
+    st.session_state["_url_loaded"] = True
+    warnings = []
+    params = st.query_params
+    for item in known_settings():
+        if item.query not in params:
+            continue
+        raw = params[item.query]
+        try:
+            set_value(item.key, item.parse_shown(raw))
+        except SettingError as error:
+            warnings.append(f"Ignored `{item.query}={raw[:40]}` from the link: {error}.")
+    st.session_state[URL_WARNINGS_KEY] = warnings
+
+
+def url_warnings() -> list[str]:
+    """The link's bad values, once: they are shown on the first page the link opens."""
+    return st.session_state.pop(URL_WARNINGS_KEY, [])
+
+
+def save_to_url() -> None:
+    """Mirror every value the user set into the query string (defaults are left out)."""
+    wanted = {}
+    for item in known_settings():
+        if not is_set(item.key):
+            continue
+        kept = value(item.key)
+        if kept != item.start_value and kept is not None:
+            wanted[item.query] = item.format_shown(kept)
+    if dict(st.query_params) != wanted:
+        st.query_params.from_dict(wanted)
