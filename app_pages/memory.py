@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from calculators.contradictions import workload_problems
 from calculators.fit import check_fit, suggestions
 from calculators.geometry import parameter_count
 from calculators.gpu_catalogue import load_gpu_catalogue
@@ -21,6 +22,9 @@ for note in workload.notes:
 if not workload.ready:
     st.info("Fix the inputs in the sidebar to see the estimate.")
     st.stop()
+
+for problem in workload_problems(workload.workload):
+    st.warning(problem, icon=":material/report:")
 
 if workload.is_inference:
     chosen = next((g for g in list(load_gpu_catalogue()) + user_gpus() if g.name == workload.gpu_name), None)

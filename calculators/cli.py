@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from calculators.contradictions import workload_problems
 from calculators.cost import adjusted_prices, cost_options
 from calculators.fit import check_fit, suggestions, verdict
 from calculators.fit_matrix import fit_matrix, gpu_memory_gib
@@ -158,6 +159,7 @@ def serving_result(spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: f
 
 def format_serving_table(result: dict) -> str:
     lines = [f"{result['model']} (inference): {result['peak_gib']:.2f} GiB per GPU"]
+    lines += [f"warning: {warning}" for warning in result["warnings"]]
     for name, gib in result["components_gib"].items():
         lines.append(f"  {name.replace('_', ' '):<32}{gib:>10.2f} GiB")
     lines.append(f"  {'KV cache per sequence':<32}{result['kv_cache_per_sequence_gib']:>10.3f} GiB")
@@ -176,11 +178,12 @@ def memory_command(args: argparse.Namespace) -> str:
     workload = workload_from_args(args)
     if not workload.is_training:
         result = serving_result(workload.model, workload.serving, args.gpu_memory_gib)
+        result["warnings"] = workload_problems(workload)
         return json.dumps(result, indent=2) if args.json else format_serving_table(result)
     spec, settings = workload.model, workload.training
     estimate = estimate_memory(spec, settings)
     result = {"model": spec.name, "mode": workload.mode, "settings": settings.model_dump(exclude={"overheads"})}
-    result |= estimate.model_dump()
+    result |= estimate.model_dump() | {"warnings": workload_problems(workload)}
     if args.gpu_memory_gib is not None:
         result["fit"] = check_fit(spec, settings, args.gpu_memory_gib).model_dump()
         result["suggestions"] = [s.model_dump() for s in suggestions(spec, settings, args.gpu_memory_gib)]
@@ -191,6 +194,7 @@ def memory_command(args: argparse.Namespace) -> str:
 
 def format_memory_table(result: dict) -> str:
     lines = [f"{result['model']}: peak {result['peak_gib']:.2f} GiB at {result['peak_phase']}"]
+    lines += [f"warning: {warning}" for warning in result["warnings"]]
     for name, gib in result["components_gib"].items():
         if gib > 0:
             lines.append(f"  {COMPONENT_LABEL[name]:<32}{gib:>10.2f} GiB")
