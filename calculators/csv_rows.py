@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -31,9 +32,11 @@ def shorten(value: object, limit: int = 40) -> str:
 def where(origin: str, row_number: int, label: str = "") -> str:
     """Prefix for messages: 'gpus.csv row 7 (A100-SXM4-80GB)'. Rows count data rows from 1.
 
-    White space in the label is folded and the label cut to 60 characters."""
+    White space in the label is folded, other control characters become '?' (a message
+    must print cleanly), and the label is cut to 60 characters."""
     place = f"{origin} row {row_number}"
     label = " ".join(label.split())[:60]  # keep the message on one short line
+    label = "".join("?" if control_character(char) else char for char in label)
     return f"{place} ({label})" if label else place
 
 
@@ -61,6 +64,58 @@ def check_columns(
     missing = [column for column in required if column not in present]
     if missing:
         raise error(f"{place}: missing column {missing[0]!r}")
+
+
+def control_character(text: str) -> str | None:
+    """The first C0 control character or DEL in `text`, or None.
+
+    Such characters are invisible in tables and break exports: openpyxl refuses them
+    in Excel cells, so they are stopped when a file is read."""
+    return next((char for char in text if ord(char) < 0x20 or ord(char) == 0x7F), None)
+
+
+def check_text_cells(values: Mapping[object, object], place: str, error: ErrorClass) -> None:
+    """Raise `error` naming the place and field for the first text cell holding a control character."""
+    for field, value in values.items():
+        char = control_character(value) if isinstance(value, str) else None
+        if char is not None:
+            code = f"U+{ord(char):04X}"
+            raise error(f"{place}: {field}: control character {code} is not allowed (got {shorten(value)})")
+
+
+# A public document: an https:// URL, or a repository path at a fixed revision
+# (a commit of 7 to 40 hex digits, a version tag, or a date).
+_URL = re.compile(r"https://[\w-]+(?:\.[\w-]+)+(?:[/?#][^\s|]*)?")
+_REVISION = r"(?:[0-9a-f]{7,40}|v?\d+(?:\.\d+)+[\w.-]*|\d{4}-\d{2}-\d{2})"
+_REPO_PATH = re.compile(rf"(?:github\.com|gitlab\.com|huggingface\.co)/[\w.-]+/[\w.-]+ [^\s|]+ @{_REVISION}")
+SOURCE_FORM = "an https:// URL or a 'github.com/owner/repo path @revision' reference"
+
+
+def check_public_source(text: str) -> str:
+    """`text` when every part of it (parts are separated by ' | ') names a public document.
+
+    A source is there so that a reader can open the document and check the figure, so
+    each part must be a URL or a repository path at a fixed revision; prose, a branch
+    name, or a private tool ('search corpus') cannot be opened by anyone else. Raises
+    ValueError with a one-line reason."""
+    if "search corpus" in text.casefold():
+        raise ValueError("mentions 'search corpus', which is not a public document; cite the document itself")
+    parts = [part.strip() for part in text.split(" | ")]
+    if not any(parts):
+        raise ValueError(f"is empty; name a public document ({SOURCE_FORM})")
+    for number, part in enumerate(parts, start=1):
+        if not (_URL.fullmatch(part) or _REPO_PATH.fullmatch(part)):
+            which = f"part {number} " if len(parts) > 1 else ""
+            raise ValueError(f"{which}{shorten(part)} is not {SOURCE_FORM}")
+    return text
+
+
+def require_public_source(text: str, place: str, error: ErrorClass) -> None:
+    """Raise `error` ('<place>: source: <reason>') when `check_public_source` refuses `text`."""
+    try:
+        check_public_source(text)
+    except ValueError as exc:
+        raise error(f"{place}: source: {exc}") from None
 
 
 def describe_validation_error(exc: ValidationError, values: Mapping[str, object]) -> str:

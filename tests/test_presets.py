@@ -11,6 +11,7 @@ import pytest
 from calculators.model_spec import ModelSpec, parameter_count
 from calculators.presets import (
     DEFAULT_PRESETS_PATH,
+    EXTRA_COLUMNS,
     PresetError,
     get_preset,
     load_presets,
@@ -58,11 +59,14 @@ EXACT_TOTALS = {
 }
 
 
+HEADER = [*ModelSpec.model_fields, *EXTRA_COLUMNS]
+
+
 def write_csv(tmp_path: Path, rows: list[dict[str, str]]) -> Path:
     """Write `rows` under the real header and return the file path."""
     path = tmp_path / "models.csv"
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(ModelSpec.model_fields))
+        writer = csv.DictWriter(handle, fieldnames=HEADER)
         writer.writeheader()
         writer.writerows(rows)
     return path
@@ -70,17 +74,18 @@ def write_csv(tmp_path: Path, rows: list[dict[str, str]]) -> Path:
 
 def good_row(**changes: str) -> dict[str, str]:
     """A minimal valid row (a small Llama-like model) with some cells changed."""
-    row = dict.fromkeys(ModelSpec.model_fields, "")
+    row = dict.fromkeys(HEADER, "")
     row.update(name="tiny", n_layers="2", hidden_size="64", n_heads="4", n_kv_heads="2")
     row.update(ffn_hidden_size="128", vocab_size="1000")
+    row.update(source="https://huggingface.co/openai-community/gpt2/blob/main/config.json", as_of="2026-11-23")
     row.update(changes)
     return row
 
 
-def test_header_is_every_modelspec_field_in_order():
+def test_header_is_every_modelspec_field_in_order_then_notes():
     with DEFAULT_PRESETS_PATH.open(newline="", encoding="utf-8") as handle:
         header = next(csv.reader(handle))
-    assert header == list(ModelSpec.model_fields)
+    assert header == [*ModelSpec.model_fields, "notes"]
 
 
 def test_all_required_presets_exist_and_validate():
@@ -96,8 +101,20 @@ def test_all_required_presets_exist_and_validate():
 @pytest.mark.parametrize("name", REQUIRED)
 def test_every_preset_cites_its_config_and_date(name):
     spec = load_presets()[name]
-    assert re.search(r"https://huggingface\.co/\S+/blob/main/config\.json", spec.source)
+    assert re.match(r"https://huggingface\.co/\S+/blob/main/config\.json( \| |$)", spec.source)
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", spec.as_of)
+
+
+def test_presets_cite_the_documents_named_by_hand():
+    presets = load_presets()
+    assert presets["gpt2"].source == (
+        "https://huggingface.co/openai-community/gpt2/blob/main/config.json"
+        " | github.com/keras-team/keras-hub keras_hub/src/models/gpt2/gpt2_presets.py @71453d08"
+    )
+    assert presets["llama-2-13b"].source == (
+        "https://huggingface.co/meta-llama/Llama-2-13b-hf/blob/main/config.json"
+        " | https://huggingface.co/api/models/meta-llama/Llama-2-13b-hf"
+    )
 
 
 @pytest.mark.parametrize("name", [name for name, spec in load_presets().items() if spec.reported_params])
@@ -206,3 +223,28 @@ def test_unknown_column_and_short_row_are_rejected(tmp_path):
     path.write_text("name,n_layers,hidden_size\ntiny,2\n", encoding="utf-8")
     with pytest.raises(PresetError, match="row 2 .*'hidden_size'"):
         load_presets(path)
+
+
+def test_notes_are_read_but_are_not_part_of_the_spec(tmp_path):
+    spec = load_presets(write_csv(tmp_path, [good_row(notes="config.json read at revision abc1234")]))["tiny"]
+    assert "notes" not in spec.model_dump()
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"source": ""}, "field 'source': 'user input' is not an https:// URL or a"),
+        ({"source": "config.json read via the search corpus"}, "field 'source': mentions 'search corpus'"),
+        (
+            {"source": "keras-team/keras-hub gpt2_presets.py"},
+            "field 'source': 'keras-team/keras-hub gpt2_presets.py' is not",
+        ),
+        ({"as_of": ""}, "field 'as_of': expected an ISO date YYYY-MM-DD (got '')"),
+        ({"as_of": "Nov 2026"}, "field 'as_of': expected an ISO date YYYY-MM-DD (got 'Nov 2026')"),
+    ],
+)
+def test_a_preset_without_a_public_source_or_a_date_is_refused(tmp_path, changes, expected):
+    path = write_csv(tmp_path, [good_row(**changes)])
+    with pytest.raises(PresetError) as info:
+        load_presets(path)
+    assert str(info.value).startswith(f"{path}: row 2 (preset 'tiny'): {expected}")
