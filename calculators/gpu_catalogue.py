@@ -13,7 +13,9 @@ Conventions of the figures:
   scale-up link, or of PCIe when the card has no such link.
 
 The same parser checks user-uploaded CSV files, so every problem with the input
-is reported as a `CatalogueError` that names the file, row, GPU and field.
+is reported as a `CatalogueError` that names the file, row, GPU and field. Figures
+above `UPPER_BOUNDS` and text with control characters are refused; the catalogue
+files (not uploads) must also name a public document in every `source` cell.
 """
 
 from __future__ import annotations
@@ -36,6 +38,23 @@ PriceKind = Literal["msrp", "street", ""]
 PositiveNumber = Annotated[float, Field(gt=0)]
 OptionalPositive = Annotated[float | None, Field(gt=0)]
 OptionalText = Annotated[str | None, Field(min_length=1)]
+
+
+# Upper bounds (value, unit) far above any real accelerator, so a typo or a hostile
+# upload is refused with the field and the bound named instead of breaking a page later.
+UPPER_BOUNDS: dict[str, tuple[float, str]] = {
+    "memory_gb": (100_000, "GB"),
+    "memory_bandwidth_tbps": (1_000, "TB/s"),
+    "fp32_tflops": (1e6, "TFLOPS"),
+    "tf32_tflops": (1e6, "TFLOPS"),
+    "bf16_tflops": (1e6, "TFLOPS"),
+    "fp16_tflops": (1e6, "TFLOPS"),
+    "fp8_tflops": (1e6, "TFLOPS"),
+    "int8_tops": (1e6, "TOPS"),
+    "tdp_w": (100_000, "W"),
+    "interconnect_gbps": (1e6, "GB/s"),
+    "price_usd": (1e9, "USD"),
+}
 
 
 class GpuSpec(BaseModel):
@@ -69,6 +88,17 @@ class GpuSpec(BaseModel):
     notes: OptionalText = None
     # Chips built for serving only (AWS Inferentia): no training stack runs on them.
     inference_only: bool = False
+
+    @field_validator(*UPPER_BOUNDS)
+    @classmethod
+    def _physically_plausible(cls, value: float | None, info: ValidationInfo) -> float | None:
+        """Refuse figures no real accelerator comes near. A finite but absurd upload
+        (memory 1e308 GB) would otherwise overflow to inf and NaN in the byte counts
+        the pages compute, and fail far from the cell that caused it."""
+        bound, unit = UPPER_BOUNDS[info.field_name]
+        if value is not None and value > bound:
+            raise ValueError(f"must be at most {bound:g} {unit}")
+        return value
 
     @field_validator("name")
     @classmethod
@@ -174,6 +204,7 @@ def _parse_row(row: object, origin: str, row_number: int) -> GpuSpec:
         raise CatalogueError(f"{where}: {short[0]}: row ends before this column")
     values = {column: _cell_text(value) for column, value in row.items()}
     values = {column: value for column, value in values.items() if value != ""}
+    csv_rows.check_text_cells(values, where, CatalogueError)
     return csv_rows.validate_row(GpuSpec, values, where, CatalogueError)
 
 
@@ -212,9 +243,16 @@ def parse_gpu_csv(text: str | bytes, origin: str = "uploaded CSV") -> list[GpuSp
 
 
 def _read_catalogue(path: Path) -> tuple[GpuSpec, ...]:
-    """Read and validate one catalogue file."""
+    """Read and validate one catalogue file, whose every source must be a public document.
+
+    Uploads (`parse_gpu_csv`) skip the source check: a user's own card may have no
+    public document, but a figure shipped with the app must be checkable by anyone."""
     text = csv_rows.read_csv_file(path, CatalogueError, "GPU catalogue")
-    return tuple(parse_gpu_csv(text, origin=path.name))
+    specs = parse_gpu_csv(text, origin=path.name)
+    for row_number, spec in enumerate(specs, start=1):
+        place = csv_rows.where(path.name, row_number, spec.name)
+        csv_rows.require_public_source(spec.source, place, CatalogueError)
+    return tuple(specs)
 
 
 @lru_cache(maxsize=1)

@@ -13,6 +13,8 @@ Conventions of the figures:
 
 The same parser checks user-uploaded price sheets, so every problem with the input is
 reported as a `PriceCatalogueError` naming the file, row, instance and field on one line.
+Text cells with control characters are refused (they break the Excel export); price
+files read from disk must also name a public document in every `source` cell.
 """
 
 from __future__ import annotations
@@ -139,6 +141,7 @@ def _parse_row(row: object, origin: str, row_number: int, gpu_names: Mapping[str
     _check_columns(row.keys(), where)
     values = {column: value.strip() if isinstance(value, str) else value for column, value in row.items()}
     values = {column: value for column, value in values.items() if not _is_blank(value)}
+    csv_rows.check_text_cells(values, where, PriceCatalogueError)
     if isinstance(values.get("gpu"), str):
         values["gpu"] = _canonical_gpu(values["gpu"], gpu_names, where)
     return csv_rows.validate_row(CloudPrice, values, where, PriceCatalogueError)
@@ -194,9 +197,16 @@ def parse_price_csv(
 
 
 def _read_prices(path: Path) -> tuple[CloudPrice, ...]:
-    """Read and validate one price file."""
+    """Read and validate one price file, whose every source must be a public document.
+
+    Uploaded sheets (`parse_price_csv`) skip the source check: a negotiated quote has no
+    public document, but a price shipped with the app must be checkable by anyone."""
     text = csv_rows.read_csv_file(path, PriceCatalogueError, "price sheet")
-    return tuple(parse_price_csv(text, origin=path.name))
+    prices = parse_price_csv(text, origin=path.name)
+    for row_number, price in enumerate(prices, start=1):
+        place = csv_rows.where(path.name, row_number, _label(price.model_dump()))
+        csv_rows.require_public_source(price.source, place, PriceCatalogueError)
+    return tuple(prices)
 
 
 @lru_cache(maxsize=1)

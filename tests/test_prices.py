@@ -171,6 +171,39 @@ def test_bad_cells_name_the_row_and_field(changes, field):
     assert "\n" not in message
 
 
+@pytest.mark.parametrize(
+    ("changes", "field", "code"),
+    [
+        ({"instance_type": "box\x01"}, "instance_type", "U+0001"),
+        ({"region": "us-east\x1b[31m"}, "region", "U+001B"),
+        ({"notes": "two\tcolumns"}, "notes", "U+0009"),
+        ({"source": "https://example.org/\x7f"}, "source", "U+007F"),
+    ],
+)
+def test_control_characters_in_text_cells_are_refused(changes, field, code):
+    # openpyxl refuses them in Excel cells, so the export would break later.
+    with pytest.raises(PriceCatalogueError) as error:
+        parse_price_csv(csv_text([good_row(**changes)]), origin="sheet.csv")
+    message = str(error.value)
+    assert message.startswith("sheet.csv row 1 (AWS "), message
+    assert f"): {field}: control character {code} is not allowed (got " in message
+    assert all(ord(char) >= 0x20 and char != "\x7f" for char in message), message
+
+
+def test_a_control_character_in_the_label_prints_as_a_question_mark():
+    with pytest.raises(PriceCatalogueError) as error:
+        parse_price_csv(csv_text([good_row(instance_type="box\x01")]), origin="sheet.csv")
+    expected = "sheet.csv row 1 (AWS box?): instance_type: control character U+0001 is not allowed (got 'box\\x01')"
+    assert str(error.value) == expected
+
+
+def test_parse_price_rows_refuses_control_characters_too():
+    with pytest.raises(
+        PriceCatalogueError, match=r"^cloud_prices.csv row 1 \(AWS p5.48xlarge\): notes: control character U\+0000"
+    ):
+        parse_price_rows([good_row(notes="nul\x00")])
+
+
 def test_unknown_gpu_lists_close_catalogue_names():
     with pytest.raises(PriceCatalogueError, match=r"row 1 .*gpu: unknown GPU 'H100-SXM-80GB'; close catalogue names: "):
         parse_price_csv(csv_text([good_row(gpu="H100-SXM-80GB")]))

@@ -51,10 +51,21 @@ def _on_upload(catalogue_names: set[str]) -> None:
     st.session_state[UPLOAD_ERROR_KEY] = _store(gpus, catalogue_names)
 
 
+# Figures every GPU has: a zero here is a mistake to report, not "unknown".
+REQUIRED_FORM_FIELDS = frozenset({"memory_gb", "memory_bandwidth_tbps"})
+
+
+def _form_cell(key: str, value: float) -> str:
+    """The cell text of one form figure. A zero in an optional field means unknown (a
+    blank cell); a zero in a required one stays 0, so the message says it must be
+    greater than 0 rather than that the cell is empty."""
+    return f"{value:g}" if value or key in REQUIRED_FORM_FIELDS else ""
+
+
 def _row_from_form(name: str, values: dict[str, float]) -> dict[str, str]:
-    """A catalogue row for a GPU typed in the form; blanks and zeros mean unknown."""
+    """A catalogue row for a GPU typed in the form; zeros in optional fields mean unknown."""
     row = {column: "" for column in COLUMNS}
-    row |= {key: (f"{value:g}" if value else "") for key, value in values.items()}
+    row |= {key: _form_cell(key, value) for key, value in values.items()}
     row |= {
         "name": name.strip(),
         "vendor": "user",
