@@ -8,6 +8,12 @@ For each price row the run uses `settings.total_gpus` GPUs (data x tensor x pipe
 
 A multi-instance job restarts when any instance is interrupted, so its interruption rate is
 instances x the per-instance rate. Idle GPUs of a partly used instance are still paid for.
+A price of 0 (hardware you already own, say) gives a cost of 0. Where interruptions outpace
+progress, spot is "not worth it" (calculators.spot): the reason in words, no spot costs.
+
+Options whose GPU the workload does not fit, or whose software stack cannot run it
+(calculators.compatibility), are kept but set apart with the reason (`excluded_reason`):
+`ranked_and_set_apart` splits them from the ranking.
 """
 
 from __future__ import annotations
@@ -15,13 +21,23 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from calculators.compatibility import stack_problem
+from calculators.fit_matrix import gpu_memory_gib
 from calculators.gpu_catalogue import GpuSpec
 from calculators.model_spec import ModelSpec
+from calculators.modes import METHOD_OF_MODE
 from calculators.prices import CloudPrice
-from calculators.spot import DEFAULT_CHECKPOINT_WRITE_H, DEFAULT_RESTART_H, SpotEstimate, expected_spot_hours
+from calculators.spot import (
+    DEFAULT_CHECKPOINT_WRITE_H,
+    DEFAULT_RESTART_H,
+    SpotEstimate,
+    check_pause_hours,
+    expected_spot_hours,
+)
 from calculators.time_model import TimeEstimate, TimeSettings, estimate_time
 from calculators.training import TrainingSettings
 
@@ -29,10 +45,13 @@ DEFAULT_INTERRUPTIONS_PER_HOUR = 0.5  # for a spot price without a rate: median 
 HOURS_PER_YEAR = 8760.0
 
 MemoryFits = Callable[[GpuSpec], bool]
+MODE_OF_METHOD = {method: mode for mode, method in METHOD_OF_MODE.items()}
 
 
 class CostOption(BaseModel):
     """One way to rent the run: a priced instance type, how many, how long, what it costs."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     gpu: str
     provider: str
@@ -49,7 +68,7 @@ class CostOption(BaseModel):
     usd_per_epoch_on_demand: float
     usd_per_million_tokens_on_demand: float
     interruptions_per_hour: float | None = Field(description="for the whole job: instances x per-instance rate")
-    spot_hours_expected: float | None
+    spot_hours_expected: float | None = Field(description="None without a spot price or when not worth it")
     usd_spot_expected: float | None
     usd_spot_low: float | None
     usd_spot_high: float | None
@@ -58,6 +77,13 @@ class CostOption(BaseModel):
     fits_in_memory: bool | None = Field(description="None when no memory check was given")
     price_as_of: dt.date
     source: str
+    spot_not_worth_reason: str | None = Field(
+        default=None, description="why this option should not run on spot (its spot costs are None then)"
+    )
+    stack_problem: str | None = Field(default=None, description="why the GPU's software stack cannot run the workload")
+    excluded_reason: str | None = Field(
+        default=None, description="why the option is set apart from the ranking: does not fit, or cannot run"
+    )
 
 
 def instances_needed(gpus: int, gpus_per_instance: int) -> int:
@@ -81,11 +107,42 @@ def _spot_estimate(
     return expected_spot_hours(hours, rate, checkpoint_write_h, restart_h)
 
 
+class GpuVerdict(NamedTuple):
+    """Whether the workload can run on one GPU type: memory and software stack."""
+
+    fits_in_memory: bool | None
+    stack_problem: str | None
+    excluded_reason: str | None
+
+
+def gpu_verdict(
+    gpu: GpuSpec, settings: TrainingSettings, memory_fits: MemoryFits | None = None, peak_gib: float | None = None
+) -> GpuVerdict:
+    """Does the workload fit `gpu` (by `memory_fits`, else `peak_gib` against its capacity; None
+    when neither is given) and can its stack run it (calculators.compatibility)? With the reason
+    to set the option apart, in words, when not."""
+    if memory_fits is not None:
+        fits = bool(memory_fits(gpu))
+    else:
+        fits = None if peak_gib is None else peak_gib <= gpu_memory_gib(gpu)
+    stack = stack_problem(gpu, MODE_OF_METHOD[settings.method], settings.optimizer)
+    reasons = [_fit_problem(gpu, peak_gib)] if fits is False else []
+    reasons += [stack] if stack else []
+    return GpuVerdict(fits, stack, "; ".join(reasons) or None)
+
+
+def _fit_problem(gpu: GpuSpec, peak_gib: float | None) -> str:
+    """The memory verdict in words for a GPU the workload does not fit."""
+    if peak_gib is None:
+        return f"does not fit in the {gpu.memory_gb:g} GB of {gpu.name}"
+    return f"does not fit: the workload needs {peak_gib:,.1f} GiB per GPU, {gpu.name} has {gpu.memory_gb:g} GB"
+
+
 def _option(
     price: CloudPrice,
     estimate: TimeEstimate,
     gpus: int,
-    fits: bool | None,
+    verdict: GpuVerdict,
     checkpoint_write_h: float,
     restart_h: float,
 ) -> CostOption:
@@ -96,10 +153,13 @@ def _option(
     spot = _spot_estimate(price, instances, hours, checkpoint_write_h, restart_h)
     spot_usd = price.spot_usd_per_hour
 
-    def spot_cost(spot_hours: float) -> float | None:
-        return None if spot is None else run_cost_usd(instances, spot_usd, spot_hours)
+    def spot_cost(hours_on_spot: float | None) -> float | None:
+        """None without a spot price, or when spot is not worth it (the estimate has no hours then)."""
+        return None if hours_on_spot is None else run_cost_usd(instances, spot_usd, hours_on_spot)
 
     total_tokens = estimate.dataset_tokens * estimate.epochs
+    spot_hours = None if spot is None else spot.expected_hours
+    spot_expected_usd = spot_cost(spot_hours)
     return CostOption(
         gpu=price.gpu,
         provider=price.provider,
@@ -116,15 +176,18 @@ def _option(
         usd_per_epoch_on_demand=usd / estimate.epochs,
         usd_per_million_tokens_on_demand=usd / (total_tokens / 1e6),
         interruptions_per_hour=None if spot is None else spot.interruptions_per_hour,
-        spot_hours_expected=None if spot is None else spot.expected_hours,
-        usd_spot_expected=None if spot is None else spot_cost(spot.expected_hours),
-        usd_spot_low=None if spot is None else spot_cost(spot.low_hours),
-        usd_spot_high=None if spot is None else spot_cost(spot.high_hours),
-        usd_per_epoch_spot=None if spot is None else spot_cost(spot.expected_hours) / estimate.epochs,
-        usd_per_million_tokens_spot=None if spot is None else spot_cost(spot.expected_hours) / (total_tokens / 1e6),
-        fits_in_memory=fits,
+        spot_hours_expected=spot_hours,
+        usd_spot_expected=spot_expected_usd,
+        usd_spot_low=spot_cost(None if spot is None else spot.low_hours),
+        usd_spot_high=spot_cost(None if spot is None else spot.high_hours),
+        usd_per_epoch_spot=None if spot_expected_usd is None else spot_expected_usd / estimate.epochs,
+        usd_per_million_tokens_spot=None if spot_expected_usd is None else spot_expected_usd / (total_tokens / 1e6),
+        fits_in_memory=verdict.fits_in_memory,
         price_as_of=price.as_of,
         source=price.source,
+        spot_not_worth_reason=None if spot is None else spot.not_worth_reason,
+        stack_problem=verdict.stack_problem,
+        excluded_reason=verdict.excluded_reason,
     )
 
 
@@ -138,19 +201,26 @@ def cost_options(
     checkpoint_write_h: float = DEFAULT_CHECKPOINT_WRITE_H,
     restart_h: float = DEFAULT_RESTART_H,
     measured_utilisation: dict[str, float] | None = None,
+    peak_gib: float | None = None,
 ) -> list[CostOption]:
-    """Every priced instance that can run the workload, cheapest on demand first.
+    """Every priced instance with a time estimate: those that fit and can run first, each group
+    cheapest on demand first.
 
     The time estimate uses each instance's GPU count as `gpus_per_node` (more GPUs than one
     instance holds talk over the network). Rows whose GPU is not in `catalogue`, or has no rate
-    for the precision, are left out. `memory_fits(gpu)` (e.g. built on calculators.fit) fills
-    `fits_in_memory`; options that do not fit are kept and marked, not dropped.
+    for the precision, are left out. `memory_fits(gpu)` (e.g. built on calculators.fit), or else
+    `peak_gib` (the workload's peak per GPU, against calculators.fit_matrix.gpu_memory_gib), fills
+    `fits_in_memory`; `stack_problem` comes from calculators.compatibility. Options that do not
+    fit or cannot run are kept and marked with `excluded_reason`, not dropped.
     `measured_utilisation` (GPU name -> fraction, from a calibration) replaces the per-family
     default for those GPUs when `time_settings.utilisation` is not given.
+    Raises ValueError for a checkpoint write or restart time that is negative, not finite, or
+    over a week (calculators.spot.check_pause_hours).
     """
+    check_pause_hours(checkpoint_write_h, restart_h)
     gpus_by_name = {gpu.name: gpu for gpu in catalogue}
     estimates: dict[tuple[str, int], TimeEstimate | None] = {}
-    fits_by_gpu: dict[str, bool | None] = {}
+    verdicts: dict[str, GpuVerdict] = {}
     options = []
     for price in prices:
         gpu = gpus_by_name.get(price.gpu)
@@ -162,11 +232,20 @@ def cost_options(
             estimates[key] = _estimate_or_none(spec, settings, gpu, gpu_time_settings, price.gpu_count)
         if estimates[key] is None:
             continue
-        if gpu.name not in fits_by_gpu:
-            fits_by_gpu[gpu.name] = None if memory_fits is None else bool(memory_fits(gpu))
-        fits = fits_by_gpu[gpu.name]
-        options.append(_option(price, estimates[key], settings.total_gpus, fits, checkpoint_write_h, restart_h))
-    return sorted(options, key=lambda option: (option.usd_on_demand, option.hours))
+        if gpu.name not in verdicts:
+            verdicts[gpu.name] = gpu_verdict(gpu, settings, memory_fits, peak_gib)
+        verdict = verdicts[gpu.name]
+        options.append(_option(price, estimates[key], settings.total_gpus, verdict, checkpoint_write_h, restart_h))
+    return sorted(options, key=lambda option: (option.excluded_reason is not None, option.usd_on_demand, option.hours))
+
+
+def ranked_and_set_apart(options: Iterable[CostOption]) -> tuple[list[CostOption], list[CostOption]]:
+    """(ranked, set apart): the options that fit and can run, and those with an `excluded_reason`,
+    each in the order given."""
+    options = list(options)
+    ranked = [option for option in options if option.excluded_reason is None]
+    set_apart = [option for option in options if option.excluded_reason is not None]
+    return ranked, set_apart
 
 
 def _with_measured_utilisation(
@@ -190,8 +269,9 @@ def _estimate_or_none(
 
 
 def cheapest(options: Iterable[CostOption], spot: bool = False, fits_only: bool = True) -> CostOption | None:
-    """The cheapest option on demand (or by expected spot cost); by default only those known to fit."""
-    candidates = [option for option in options if not fits_only or option.fits_in_memory is not False]
+    """The cheapest option on demand (or by expected spot cost, among those worth running on
+    spot); by default only those not set apart (they fit, or were not checked, and can run)."""
+    candidates = [option for option in options if not fits_only or option.excluded_reason is None]
     if spot:
         candidates = [option for option in candidates if option.usd_spot_expected is not None]
         return min(candidates, key=lambda option: option.usd_spot_expected, default=None)
@@ -243,6 +323,8 @@ class OwnershipSettings(BaseModel):
 
 class BuyVsRent(BaseModel):
     """Owning `gpus` GPUs versus renting them, for this run and in general."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     gpu: str
     gpus: int
