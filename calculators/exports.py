@@ -5,11 +5,16 @@ The workbook has two sheets, both plain tables that pandas reads back:
 - "options": one row per CostOption, columns in CostOption field order.
 - "assumptions": columns kind, name, value; kind is "assumption", "catalogue date" or
   "formula" (formulas are numbered from 1 in `name`).
+
+Text cells lose the control characters XML 1.0 cannot hold (everything below U+0020 but tab,
+line feed and carriage return; https://www.w3.org/TR/xml/#charsets), which openpyxl refuses
+with IllegalCharacterError.
 """
 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
@@ -20,6 +25,7 @@ OPTIONS_SHEET = "options"
 ASSUMPTIONS_SHEET = "assumptions"
 ASSUMPTION_COLUMNS: tuple[str, ...] = ("kind", "name", "value")
 OPTION_COLUMNS: tuple[str, ...] = tuple(CostOption.model_fields)
+XML_ILLEGAL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def options_frame(options: Sequence[CostOption]) -> pd.DataFrame:
@@ -53,15 +59,22 @@ def options_excel_bytes(
 
     Text that starts with "=" (an uploaded provider name, say) is stored as text, not as a formula.
     """
+    sheets = {
+        OPTIONS_SHEET: options_frame(options),
+        ASSUMPTIONS_SHEET: assumptions_frame(assumptions, catalogue_dates, formulas),
+    }
     buffer = io.BytesIO()
     with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
-        options_frame(options).to_excel(writer, sheet_name=OPTIONS_SHEET, index=False)
-        assumptions_frame(assumptions, catalogue_dates, formulas).to_excel(
-            writer, sheet_name=ASSUMPTIONS_SHEET, index=False
-        )
+        for name, frame in sheets.items():
+            without_control_characters(frame).to_excel(writer, sheet_name=name, index=False)
         for sheet in writer.sheets.values():
             _store_formulas_as_text(sheet)
     return buffer.getvalue()
+
+
+def without_control_characters(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with the XML-illegal control characters removed from every text cell."""
+    return frame.map(lambda value: XML_ILLEGAL_CHARACTERS.sub("", value) if isinstance(value, str) else value)
 
 
 def _store_formulas_as_text(sheet) -> None:

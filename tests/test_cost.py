@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+import math
 
 import pytest
+from pydantic import ValidationError
 
 from calculators.cost import (
     CostOption,
@@ -15,6 +18,7 @@ from calculators.cost import (
     cost_options,
     instances_needed,
     pareto_front,
+    ranked_and_set_apart,
     run_cost_usd,
 )
 from calculators.gpu_catalogue import find_gpu, load_gpu_catalogue
@@ -135,12 +139,68 @@ def test_more_interruptions_never_cost_less():
     options = cost_options(LLAMA2_7B, settings(), TIME, rows, CATALOGUE)
     by_rate = sorted(options, key=lambda o: o.interruptions_per_hour)
     costs = [o.usd_spot_expected for o in by_rate]
-    assert costs == sorted(costs)
+    assert costs[:5] == sorted(costs[:5])
+    # 3/h with the default 3 min writes and 15 min restarts: tau = sqrt(2 x 0.05 / 3) = 0.1826 h, so each
+    # interruption costs 0.25 + (0.1826 + 0.05) / 2 = 0.366 h, more than the 0.333 h between two.
+    assert costs[5] is None and by_rate[5].spot_not_worth_reason is not None
+
+
+def test_spot_that_is_not_worth_it_has_the_reason_and_no_spot_costs():
+    # 4 interruptions/h, C = 0.05 h, R = 0.25 h: 21 min lost per interruption, one every 15 min.
+    row = price(spot_usd_per_hour=1.2, interruptions_per_hour=4.0)
+    (only,) = cost_options(LLAMA2_7B, settings(), TIME, [row], CATALOGUE, checkpoint_write_h=0.05, restart_h=0.25)
+    assert only.usd_on_demand == pytest.approx(77.66, rel=1e-3)  # on demand is unaffected
+    assert only.spot_usd_per_hour == 1.2 and only.interruptions_per_hour == 4.0
+    assert only.spot_hours_expected is None and only.usd_spot_expected is None
+    assert only.usd_spot_low is None and only.usd_spot_high is None
+    assert only.usd_per_epoch_spot is None and only.usd_per_million_tokens_spot is None
+    assert only.spot_not_worth_reason == (
+        "not worth running on spot: an interruption comes every 15 min on average (4 per hour) and each "
+        "costs 21 min (a 15 min restart and about 6 min of work done again), so the job would lose ground "
+        "faster than it progresses"
+    )
+    assert cheapest([only], spot=True) is None and pareto_front([only], spot=True) == []
+
+
+def test_thousands_of_instances_on_spot_give_a_reason_never_infinity():
+    # 4096 one-GPU instances at 0.5 interruptions/h each: 2048/h for the job, one every 1.76 s.
+    row = price(spot_usd_per_hour=1.0, interruptions_per_hour=0.5)
+    (only,) = cost_options(LLAMA2_7B, settings(gpus=4096), TimeSettings(dataset_tokens=1e12), [row], CATALOGUE)
+    assert only.instances == 4096 and only.interruptions_per_hour == 2048
+    assert "an interruption comes every 2 s on average (2048 per hour)" in only.spot_not_worth_reason
+    text = json.dumps(only.model_dump(mode="json"))
+    assert "Infinity" not in text and "NaN" not in text
+
+
+def test_a_zero_price_costs_nothing():
+    row = price(on_demand_usd_per_hour=0.0, spot_usd_per_hour=0.0, interruptions_per_hour=0.5)
+    (only,) = cost_options(LLAMA2_7B, settings(), TIME, [row], CATALOGUE)
+    assert only.usd_on_demand == 0 and only.usd_per_million_tokens_on_demand == 0
+    assert only.usd_spot_expected == only.usd_spot_low == only.usd_spot_high == 0
+    assert only.spot_hours_expected > only.hours  # the hours still count interruptions
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan])
+def test_a_cost_option_refuses_infinity_and_nan(bad):
+    with pytest.raises(ValidationError):
+        option(1.0, 10.0, usd_spot_high=bad)
+    with pytest.raises(ValidationError):
+        option(1.0, 10.0, usd_on_demand=bad)
+
+
+@pytest.mark.parametrize(
+    ("write_h", "restart_h", "setting"),
+    [(-1 / 60, 0.25, "checkpoint write time"), (0.05, 1e6 / 60, "restart time"), (0.05, math.inf, "restart time")],
+)
+def test_checkpoint_write_and_restart_times_are_checked_even_without_spot_prices(write_h, restart_h, setting):
+    with pytest.raises(ValueError, match=f"^{setting} must be from 0 to 10,080 minutes"):
+        cost_options(LLAMA2_7B, settings(), TIME, [price()], CATALOGUE, checkpoint_write_h=write_h, restart_h=restart_h)
 
 
 def test_no_spot_price_means_no_spot_figures():
     (only,) = cost_options(LLAMA2_7B, settings(), TIME, [price()], CATALOGUE)
     assert only.usd_spot_expected is None and only.spot_hours_expected is None and only.interruptions_per_hour is None
+    assert only.spot_not_worth_reason is None
 
 
 def test_unusable_rows_are_left_out():
@@ -157,9 +217,72 @@ def test_memory_check_marks_options_and_cheapest_skips_what_does_not_fit():
     rows = [price(), price(gpu="B200-SXM-180GB", instance_type="b200", on_demand_usd_per_hour=20.0)]
     options = cost_options(LLAMA2_7B, settings(), TIME, rows, CATALOGUE, memory_fits=lambda gpu: gpu.memory_gb > 100)
     assert {o.gpu: o.fits_in_memory for o in options} == {"H100-SXM5-80GB": False, "B200-SXM-180GB": True}
+    assert {o.gpu: o.excluded_reason for o in options} == {
+        "H100-SXM5-80GB": "does not fit in the 80 GB of H100-SXM5-80GB",
+        "B200-SXM-180GB": None,
+    }
     assert cheapest(options).gpu == "B200-SXM-180GB"
     assert cheapest(options, fits_only=False).gpu == "H100-SXM5-80GB"
     assert cheapest(options, spot=True) is None
+
+
+def test_options_that_cannot_run_are_set_apart_after_those_that_can():
+    # The 8-bit AdamW comes from bitsandbytes, which has no TPU backend. At $1/h the TPU is the cheapest
+    # row, yet it is ranked after both GPUs that can run; H100: 25.8875 h x $3 = $77.66.
+    rows = [
+        price(gpu="TPU-v5p", instance_type="tpu", on_demand_usd_per_hour=1.0),
+        price(),
+        price(gpu="B200-SXM-180GB", instance_type="b200", on_demand_usd_per_hour=20.0),
+    ]
+    options = cost_options(LLAMA2_7B, settings(optimizer="adamw-8bit"), TIME, rows, CATALOGUE, peak_gib=50.0)
+    assert [o.gpu for o in options] == ["H100-SXM5-80GB", "B200-SXM-180GB", "TPU-v5p"]
+    ranked, set_apart = ranked_and_set_apart(options)
+    assert [o.gpu for o in ranked] == ["H100-SXM5-80GB", "B200-SXM-180GB"]
+    (tpu,) = set_apart
+    assert tpu.fits_in_memory is True  # 50 GiB fits its 95 GB; the stack is the problem
+    assert (
+        tpu.stack_problem
+        == tpu.excluded_reason
+        == (
+            "TPU-v5p cannot run the adamw-8bit optimizer: it comes from bitsandbytes, which has no optimizers for "
+            "Google TPU (XLA)"
+        )
+    )
+    assert cheapest(options).usd_on_demand == pytest.approx(77.66, rel=1e-3)
+    assert cheapest(options, fits_only=False).gpu == "TPU-v5p"
+
+
+def test_a_peak_names_the_memory_in_the_reason_and_both_reasons_are_kept():
+    rows = [price(), price(gpu="Gaudi2-96GB", instance_type="g2"), price(gpu="B200-SXM-180GB", instance_type="b")]
+    options = cost_options(LLAMA2_7B, settings(optimizer="adamw-8bit"), TIME, rows, CATALOGUE, peak_gib=100.0)
+    reasons = {o.gpu: o.excluded_reason for o in options}
+    assert reasons == {
+        "H100-SXM5-80GB": "does not fit: the workload needs 100.0 GiB per GPU, H100-SXM5-80GB has 80 GB",
+        "Gaudi2-96GB": "does not fit: the workload needs 100.0 GiB per GPU, Gaudi2-96GB has 96 GB; Gaudi2-96GB "
+        "cannot run the adamw-8bit optimizer: it comes from bitsandbytes, which has no optimizers for Intel Gaudi",
+        "B200-SXM-180GB": None,
+    }
+    assert {o.gpu: o.fits_in_memory for o in options} == {
+        "H100-SXM5-80GB": False,
+        "Gaudi2-96GB": False,
+        "B200-SXM-180GB": True,
+    }
+
+
+def test_an_inference_only_chip_is_set_apart_for_training():
+    rows = [price(gpu="Inferentia2-32GB", instance_type="inf2")]
+    (inf2,) = cost_options(LLAMA2_7B, settings(), TIME, rows, CATALOGUE)
+    assert inf2.fits_in_memory is None  # no memory check given
+    assert (
+        inf2.excluded_reason
+        == "Inferentia2-32GB is built for serving only: AWS documents training on Trainium, not on Inferentia"
+    )
+    assert ranked_and_set_apart([inf2]) == ([], [inf2])
+
+
+def test_ranked_and_set_apart_keeps_the_order_given():
+    first, apart, second = option(1.0, 10.0), option(1.0, 1.0, excluded_reason="no"), option(2.0, 20.0)
+    assert ranked_and_set_apart([first, apart, second]) == ([first, second], [apart])
 
 
 def test_per_epoch_costs_divide_by_epochs():

@@ -99,3 +99,17 @@ def test_text_that_looks_like_a_formula_stays_text():
     assert pd.read_excel(workbook, sheet_name="options").loc[0, "provider"] == '=HYPERLINK("http://x")'
     workbook.seek(0)
     assert pd.read_excel(workbook, sheet_name="assumptions").loc[0, "value"] == "=A1"
+
+
+def test_control_characters_are_removed_from_the_workbook():
+    # XML 1.0 cannot hold U+0001; openpyxl would raise IllegalCharacterError. Tab stays.
+    boxed = [OPTIONS[0].model_copy(update={"instance_type": "box\x01", "provider": "A\x1fB"})]
+    workbook = io.BytesIO(options_excel_bytes(boxed, {"note\x0b": "x\ty\x00"}, {}, []))
+    options = pd.read_excel(workbook, sheet_name="options")
+    assert options.loc[0, "instance_type"] == "box" and options.loc[0, "provider"] == "AB"
+    workbook.seek(0)
+    assert list(pd.read_excel(workbook, sheet_name="assumptions").iloc[0]) == ["assumption", "note", "x\ty"]
+
+
+def test_csv_keeps_the_new_reason_columns():
+    assert OPTION_COLUMNS[-3:] == ("spot_not_worth_reason", "stack_problem", "excluded_reason")
