@@ -2,16 +2,16 @@
 
 import streamlit as st
 
+from calculators.compatibility import stack_problem
 from calculators.cost import OwnershipSettings, buy_vs_rent, cheapest, cost_options
 from calculators.exports import options_csv_bytes, options_excel_bytes
-from calculators.fit_matrix import gpu_memory_gib
 from calculators.gpu_catalogue import load_gpu_catalogue
 from calculators.memory import estimate_memory
 from calculators.time_model import estimate_time
 from ui.calibration_state import measured_utilisation
 from ui.charts import time_cost_figure
 from ui.cost_inputs import cost_inputs
-from ui.cost_table import FORMULAS, catalogue_dates, ranked_rows
+from ui.cost_table import FORMULAS, catalogue_dates, escape_dollars, left_out_rows, ranked_rows, table_and_left_out
 from ui.remember import remember
 from ui.user_gpus import user_gpus
 
@@ -41,18 +41,36 @@ if calibrated:
         + ", ".join(f"{gpu} {value:.0%}" for gpu, value in calibrated.items())
         + " (measured matmul fraction x the end-to-end factor)."
     )
-options = cost_options(
-    spec,
-    settings,
-    inputs.time_settings,
-    inputs.prices,
-    catalogue,
-    memory_fits=lambda gpu: peak_gib <= gpu_memory_gib(gpu),
-    checkpoint_write_h=inputs.checkpoint_write_h,
-    restart_h=inputs.restart_h,
-    measured_utilisation=calibrated,
-)
-shown = [option for option in options if option.fits_in_memory or not inputs.fits_only]
+try:
+    options = cost_options(
+        spec,
+        settings,
+        inputs.time_settings,
+        inputs.prices,
+        catalogue,
+        checkpoint_write_h=inputs.checkpoint_write_h,
+        restart_h=inputs.restart_h,
+        measured_utilisation=calibrated,
+        peak_gib=peak_gib,
+    )
+except ValueError as error:
+    st.error(str(error))
+    st.stop()
+shown, left_out = table_and_left_out(options, inputs.fits_only)
+
+
+def show_left_out() -> None:
+    """The options set apart, in a collapsed section, each with its reason."""
+    if not left_out:
+        return
+    with st.expander(f"Left out: {len(left_out)} options that do not fit or cannot run", expanded=False):
+        st.dataframe(
+            left_out_rows(left_out),
+            hide_index=True,
+            width="stretch",
+            column_config={"usd on demand": st.column_config.NumberColumn(format="$%.0f")},
+        )
+
 
 chosen_gpu = next((gpu for gpu in catalogue if gpu.name == workload.gpu_name), None)
 if chosen_gpu is not None:
@@ -72,13 +90,27 @@ if chosen_gpu is not None:
         cols[2].metric("Hours per epoch", f"{estimate.hours_per_epoch:,.1f}")
         cols[3].metric("Hours in all", f"{estimate.hours_total:,.1f}")
         cols[4].metric("Utilisation", f"{estimate.utilisation:.0%}", help=f"of {estimate.peak_tflops:g} dense TFLOPS")
+if peak_gib > workload.gpu_memory_gib:
+    if chosen_gpu is not None:
+        capacity = f"{chosen_gpu.name} has {chosen_gpu.memory_gb:g} GB"
+    else:
+        capacity = f"the custom GPU has {workload.gpu_memory_gib:g} GiB"
+    if inputs.fits_only:
+        where = "priced options below only include GPUs it fits"
+    else:
+        where = "priced options below on GPUs it does not fit say so in the fits column"
+    st.warning(f"The workload needs {peak_gib:,.0f} GiB per GPU; {capacity}: {where}.")
+chosen_stack_problem = None if chosen_gpu is None else stack_problem(chosen_gpu, workload.mode, settings.optimizer)
+if chosen_stack_problem is not None:
+    st.warning(f"{chosen_stack_problem}. Priced options below leave it out.")
 
 st.subheader("Options, cheapest first")
 if not shown:
     st.warning(
-        f"No priced option fits a peak of {peak_gib:.1f} GiB per GPU. Change the workload (see the Memory page) "
-        "or untick 'Only GPUs the workload fits on'."
+        f"No priced option fits a peak of {peak_gib:.1f} GiB per GPU and can run the workload. Change the "
+        "workload (see the Memory page) or untick 'Only GPUs the workload fits on'."
     )
+    show_left_out()
     st.stop()
 best, best_spot = cheapest(shown, fits_only=inputs.fits_only), cheapest(shown, spot=True, fits_only=inputs.fits_only)
 if best is not None:
@@ -88,7 +120,9 @@ if best is not None:
         line += f" Cheapest on spot (expected): **{best_spot.gpu}** on {best_spot.provider}, "
         line += f"{best_spot.spot_hours_expected:,.1f} h, **${best_spot.usd_spot_expected:,.0f}** "
         line += f"(range ${best_spot.usd_spot_low:,.0f} to ${best_spot.usd_spot_high:,.0f})."
-    st.markdown(line)
+    elif any(option.spot_not_worth_reason for option in shown):
+        line += " No option is worth running on spot with these interruptions: see the note column."
+    st.markdown(escape_dollars(line))
 rows = ranked_rows(shown)
 st.dataframe(
     rows,
@@ -104,6 +138,7 @@ st.dataframe(
 )
 st.plotly_chart(time_cost_figure(rows), width="stretch")
 st.caption("Dotted lines join the Pareto front: options that nothing else beats on both time and cost.")
+show_left_out()
 
 assumptions = {
     "model": spec.name,
@@ -154,12 +189,12 @@ else:
     cols[3].metric(
         "Break-even", "never" if even is None else f"{even:,.0f} h", help="hours of use at which buying pays"
     )
-    st.caption("; ".join(verdict.assumptions))
+    st.caption(escape_dollars("; ".join(verdict.assumptions)))
 
 with st.expander("Assumptions, formulas and sources"):
     if chosen_gpu is not None and estimate is not None:
         for line in estimate.assumptions:
-            st.markdown(f"- {line}")
+            st.markdown(escape_dollars(f"- {line}"))
     for number, formula in enumerate(FORMULAS, start=1):
-        st.markdown(f"{number}. {formula}")
+        st.markdown(escape_dollars(f"{number}. {formula}"))
     st.markdown("Catalogue dates: " + "; ".join(f"{k}: {v}" for k, v in dates.items()))

@@ -1,5 +1,7 @@
 """AppTest of the Time and cost page: ranked options, spot, downloads, bad price sheets."""
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -89,6 +91,80 @@ def test_excel_export_reads_back_with_pandas():
     )
     sheets = pd.read_excel(io.BytesIO(options_excel_bytes(options, {"model": "gpt2"}, {}, ["f"])), sheet_name=None)
     assert set(sheets) == {"options", "assumptions"} and len(sheets["options"]) == len(options)
+
+
+def test_spot_that_never_finishes_is_explained_in_words_never_inf():
+    # 100 interruptions per instance-hour and 24 h restarts: lambda x R = 2400, far above 1, for every row.
+    app = open_cost(model="gpt2", rate_set="1", rate="100", restart_min="1440.0")
+    table = app.dataframe[0].value
+    assert set(table["pricing"]) == {"on demand"}
+    notes = set(table["note"]) - {""}
+    assert notes and all(
+        note.startswith("not worth running on spot: an interruption comes every 36 s on average (100 per hour)")
+        for note in notes
+    )
+    texts = [element.value for kind in ("markdown", "warning", "caption", "info") for element in app.get(kind)]
+    texts += [str(cell) for cell in table.to_numpy().ravel()]
+    assert not [text for text in texts if re.search(r"\b(inf|nan)\b", str(text), re.IGNORECASE)]
+    assert any("No option is worth running on spot" in text for text in texts)
+
+
+def test_dollar_signs_in_markdown_are_escaped():
+    app = open_cost(model="gpt2")
+    headline = next(m.value for m in app.markdown if m.value.startswith("Cheapest on demand"))
+    assert "\\$" in headline and not re.search(r"(?<!\\)\$", headline)
+
+
+def test_a_workload_too_big_for_the_sidebar_gpu_is_warned_about_and_the_rest_left_out():
+    # Llama-3.1-8B on one GPU in bf16-mixed with AdamW: 8.03e9 parameters x 16 bytes (bf16 weights and
+    # gradients, fp32 master copy and two Adam states) = 119.7 GiB before any activation; an H100 has 80.
+    app = open_cost(model="llama-3.1-8b", gpu="H100-SXM5-80GB")
+    (warning,) = [w.value for w in app.warning if w.value.startswith("The workload needs")]
+    found = re.fullmatch(
+        r"The workload needs (\d+) GiB per GPU; H100-SXM5-80GB has 80 GB: "
+        r"priced options below only include GPUs it fits\.",
+        warning,
+    )
+    assert found and int(found.group(1)) > 119.7
+    table = app.dataframe[0].value
+    assert table["fits"].all() and "H100-SXM5-80GB" not in set(table["gpu"])
+    (left_out,) = [e for e in app.expander if e.label.startswith("Left out:")]
+    assert left_out.proto.expanded is False
+    reasons = app.dataframe[1].value
+    h100 = reasons[reasons["gpu"] == "H100-SXM5-80GB"]["reason"]
+    assert len(h100) > 0
+    for reason in h100:
+        stated = re.fullmatch(
+            r"does not fit: the workload needs ([\d.]+) GiB per GPU, H100-SXM5-80GB has 80 GB", reason
+        )
+        assert stated and round(float(stated.group(1))) == int(found.group(1))
+    inferentia = reasons[reasons["gpu"] == "Inferentia2-32GB"]["reason"]
+    assert all("built for serving" in reason for reason in inferentia)
+
+
+def test_unticking_fits_only_shows_what_does_not_fit_but_never_what_cannot_run():
+    app = open_cost(model="llama-3.1-8b", fits_only="0")
+    table = app.dataframe[0].value
+    assert not table["fits"].all() and "H100-SXM5-80GB" in set(table["gpu"])
+    assert "Inferentia2-32GB" not in set(table["gpu"])
+    assert set(app.dataframe[1].value["gpu"]) == {"Inferentia2-32GB"}
+
+
+def test_qlora_leaves_out_tpus_and_aws_chips_with_the_reason():
+    app = open_cost(model="gpt2", mode="finetune-qlora", gpu="TPU-v5e")
+    assert [w.value for w in app.warning] == [
+        "TPU-v5e cannot run QLoRA: its 4-bit NF4 base needs bitsandbytes, which has no Google TPU (XLA) backend. "
+        "Priced options below leave it out."
+    ]
+    ranked_gpus = set(app.dataframe[0].value["gpu"])
+    assert not [gpu for gpu in ranked_gpus if gpu.startswith(("TPU", "Trainium", "Inferentia"))]
+    reasons = app.dataframe[1].value.drop_duplicates("gpu").set_index("gpu")["reason"]
+    assert reasons["TPU-v6e"] == (
+        "TPU-v6e cannot run QLoRA: its 4-bit NF4 base needs bitsandbytes, which has no Google TPU (XLA) backend"
+    )
+    assert reasons["Inferentia2-32GB"] == (
+        "Inferentia2-32GB is built for serving only: AWS documents training on Trainium, not on Inferentia"
+    )
 
 
 def open_cost(**query: str):

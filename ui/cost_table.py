@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from calculators.cost import CostOption, pareto_front
+from calculators.cost import CostOption, pareto_front, ranked_and_set_apart
 from calculators.prices import CloudPrice, prices_as_of
 
 FORMULAS = [
@@ -21,8 +21,47 @@ FORMULAS = [
 ]
 
 
+def escape_dollars(text: str) -> str:
+    """Markdown text with each "$" escaped, so that two prices in a line are not read as LaTeX."""
+    return text.replace("$", "\\$")
+
+
+def table_and_left_out(options: list[CostOption], fits_only: bool) -> tuple[list[CostOption], list[CostOption]]:
+    """The options for the ranked table and those shown apart as "Left out".
+
+    With `fits_only` the table has only options that fit and can run; without it, options that
+    only fail the memory check join the table (marked `fits` False). Options whose software
+    stack cannot run the workload are always left out.
+    """
+    if fits_only:
+        return ranked_and_set_apart(options)
+    return (
+        [option for option in options if option.stack_problem is None],
+        [option for option in options if option.stack_problem is not None],
+    )
+
+
+def left_out_rows(options: list[CostOption]) -> pd.DataFrame:
+    """One row per option set apart, with the reason in words."""
+    return pd.DataFrame(
+        [
+            {
+                "gpu": option.gpu,
+                "provider": option.provider,
+                "instance": option.instance_type,
+                "region": option.region,
+                "reason": option.excluded_reason or option.stack_problem,
+                "usd on demand": option.usd_on_demand,
+            }
+            for option in options
+        ],
+        columns=["gpu", "provider", "instance", "region", "reason", "usd on demand"],
+    )
+
+
 def ranked_rows(options: list[CostOption]) -> pd.DataFrame:
-    """One row per option and pricing (on demand, spot), cheapest first."""
+    """One row per option and pricing (on demand, spot), cheapest first. An option not worth
+    running on spot has no spot row; its on-demand row says why in "note"."""
     front_on_demand = {id(option) for option in pareto_front(options)}
     front_spot = {id(option) for option in pareto_front(options, spot=True)}
     rows = []
@@ -48,6 +87,7 @@ def ranked_rows(options: list[CostOption]) -> pd.DataFrame:
                 "usd per M tokens": option.usd_per_million_tokens_on_demand,
                 "interruptions per hour": None,
                 "pareto": id(option) in front_on_demand,
+                "note": option.spot_not_worth_reason or "",
             }
         )
         if option.usd_spot_expected is not None:
@@ -62,6 +102,7 @@ def ranked_rows(options: list[CostOption]) -> pd.DataFrame:
                     "usd per M tokens": option.usd_per_million_tokens_spot,
                     "interruptions per hour": option.interruptions_per_hour,
                     "pareto": id(option) in front_spot,
+                    "note": "",
                 }
             )
     table = pd.DataFrame(rows)
