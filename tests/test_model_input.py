@@ -71,6 +71,96 @@ def test_bad_config_files_raise_one_clear_message(text, message):
         spec_from_hf_config(text)
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"resid_pdrop": "abc"}, 'config.json: resid_pdrop: expected a finite number, got "abc"'),
+        ({"resid_pdrop": [0.1]}, "config.json: resid_pdrop: expected a finite number, got [0.1]"),
+        (
+            {"hidden_dropout_prob": {"p": 0.1}},
+            'config.json: hidden_dropout_prob: expected a finite number, got {"p": 0.1}',
+        ),
+        ({"resid_pdrop": float("nan")}, "config.json: resid_pdrop: expected a finite number, got NaN"),
+        ({"attention_dropout": True}, "config.json: attention_dropout: expected a finite number, got true"),
+        ({"type_vocab_size": "x"}, 'config.json: type_vocab_size: expected an integer, got "x"'),
+        ({"type_vocab_size": [2]}, "config.json: type_vocab_size: expected an integer, got [2]"),
+        ({"type_vocab_size": 2.7}, "config.json: type_vocab_size: expected an integer, got 2.7"),
+        ({"type_vocab_size": float("nan")}, "config.json: type_vocab_size: expected an integer, got NaN"),
+        ({"num_hidden_layers": True}, "config.json: num_hidden_layers: expected an integer, got true"),
+        (
+            {"vocab_size": 10**20},
+            "config.json: vocab_size: expected an integer between -2**53 and 2**53, got 100000000000000000000",
+        ),
+        ({"tie_word_embeddings": "false"}, 'config.json: tie_word_embeddings: expected true or false, got "false"'),
+        ({"attention_bias": 0}, "config.json: attention_bias: expected true or false, got 0"),
+        ({"model_type": 7}, "config.json: model_type: expected a string, got 7"),
+        ({"hidden_act": ["silu"]}, 'config.json: hidden_act: expected a string, got ["silu"]'),
+        ({"text_config": "llama"}, 'config.json: text_config: expected an object, got "llama"'),
+        ({"text_config": [1]}, "config.json: text_config: expected an object, got [1]"),
+        (
+            {"text_config": LLAMA2_7B_CONFIG | {"num_hidden_layers": True}},
+            "config.json: text_config.num_hidden_layers: expected an integer, got true",
+        ),
+    ],
+)
+def test_a_field_of_the_wrong_type_is_refused_by_name(change, message):
+    """Python's bool("false"), int(2.7) and True-as-1 would read these silently; float("abc")
+    and int([2]) would raise errors the pages do not catch."""
+    with pytest.raises(ModelInputError) as caught:
+        spec_from_hf_config(json.dumps(LLAMA2_7B_CONFIG | change))
+    assert str(caught.value) == message
+
+
+def test_long_values_are_quoted_short():
+    with pytest.raises(ModelInputError) as caught:
+        spec_from_hf_config(json.dumps(LLAMA2_7B_CONFIG | {"num_hidden_layers": "y" * 100}))
+    assert str(caught.value) == 'config.json: num_hidden_layers: expected an integer, got "' + "y" * 36 + "..."
+
+
+@pytest.mark.parametrize(
+    ("literal", "message"),
+    [
+        ("1e400", "config.json: num_hidden_layers: expected an integer, got Infinity"),
+        ("-Infinity", "config.json: num_hidden_layers: expected an integer, got -Infinity"),
+        ("NaN", "config.json: num_hidden_layers: expected an integer, got NaN"),
+        ("1" + "0" * 5000, "config.json is not valid JSON: Exceeds the limit (4300 digits)"),
+    ],
+)
+def test_non_finite_and_huge_literals_are_refused(literal, message):
+    text = json.dumps(LLAMA2_7B_CONFIG).replace('"num_hidden_layers": 32', f'"num_hidden_layers": {literal}')
+    with pytest.raises(ModelInputError) as caught:
+        spec_from_hf_config(text)
+    assert str(caught.value).startswith(message)
+
+
+def test_deep_nesting_is_refused_before_parsing():
+    """2 KB of brackets would otherwise make json.loads raise RecursionError."""
+    text = '{"model_type": "llama", "x": ' + "[" * 1000 + "]" * 1000 + "}"
+    with pytest.raises(ModelInputError) as caught:
+        spec_from_hf_config(text)
+    assert str(caught.value) == "config.json nests arrays and objects 1,001 deep; the limit is 64"
+
+
+def test_nesting_up_to_the_limit_and_brackets_in_strings_are_accepted():
+    nested = json.loads("[" * 63 + "]" * 63)  # 64 levels with the top-level object
+    config = LLAMA2_7B_CONFIG | {"rope_scaling": nested, "_name_or_path": "[[[[" * 100}
+    assert spec_from_hf_config(json.dumps(config)).name == "[[[[" * 100
+    with pytest.raises(ModelInputError, match="65 deep"):
+        spec_from_hf_config(json.dumps(config | {"rope_scaling": [nested]}))
+
+
+def test_valid_spellings_keep_their_meaning():
+    """32.0 is 32; a null text_config is absent; a null switch is false, as transformers reads it."""
+    expected = spec_from_hf_config(json.dumps(LLAMA2_7B_CONFIG))
+    as_floats = LLAMA2_7B_CONFIG | {"num_hidden_layers": 32.0, "hidden_size": 4096.0}
+    assert spec_from_hf_config(json.dumps(as_floats)) == expected
+    assert spec_from_hf_config(json.dumps(LLAMA2_7B_CONFIG | {"text_config": None})) == expected
+    assert spec_from_hf_config(json.dumps({"text_config": LLAMA2_7B_CONFIG})) == expected
+    assert spec_from_hf_config(json.dumps(LLAMA2_7B_CONFIG).encode("utf-16")) == expected
+    assert not spec_from_hf_config(json.dumps(GPT2_CONFIG | {"tie_word_embeddings": None})).tied_embeddings
+    assert spec_from_hf_config(json.dumps(GPT2_CONFIG | {"resid_pdrop": 0.1})).dropout == 0.1
+
+
 def test_bare_parameter_count_assumes_a_llama_shape():
     """7e9 solves N = 12 h^2 L + 2 V h with L = h/128 to h = 4096, L = 32, FFN 11008 (Llama-2 7B)."""
     spec = spec_from_parameter_count(7e9)
