@@ -20,10 +20,8 @@ TINY = (2, 128, 2048, 128, 2)  # layers, hidden, vocab, seq_len, micro_batch
 
 
 def _tiny_config():
-    from measure.calibration.reference_model import reference_spec
-
     layers, hidden, vocab, seq_len, micro_batch = TINY
-    return reference_spec(layers, hidden, vocab, seq_len), micro_batch, seq_len
+    return benchmarks.reference_spec(layers, hidden, vocab, seq_len), micro_batch, seq_len
 
 
 def test_matmul_on_cpu_gives_positive_tflops_and_a_datasheet_percentage():
@@ -61,13 +59,36 @@ def test_pcie_link_rate():
     assert benchmarks.pcie_gbps(None, 16) is None
 
 
-def test_reference_model_has_the_parameters_the_memory_engine_counts():
-    from measure.calibration.reference_model import build_reference_model
-
+def test_reference_spec_is_llama_style_with_grouped_query_attention():
     spec, _, _ = _tiny_config()
-    model = build_reference_model(spec)
-    assert sum(p.numel() for p in model.parameters()) == parameter_count(spec).total
-    assert spec.n_kv_heads < spec.n_heads  # grouped-query attention is exercised
+    # hidden 128 -> 2 heads of 64, 1 k/v head; SwiGLU 8/3 x 128 = 341 rounded up to 6 x 64
+    assert (spec.n_heads, spec.n_kv_heads, spec.attention_head_dim, spec.ffn_hidden_size) == (2, 1, 64, 384)
+    assert (spec.norm, spec.position_embedding, spec.activation, spec.tied_embeddings) == (
+        "rmsnorm",
+        "rope",
+        "swiglu",
+        False,
+    )
+
+
+def test_the_calibration_trains_the_traces_reference_transformer(monkeypatch):
+    from measure.trace import models
+
+    built = []
+
+    def spy(spec, attention="fused", checkpointing="none"):
+        model = models.ReferenceTransformer(spec, attention, checkpointing)
+        built.append((attention, checkpointing, model))
+        return model
+
+    monkeypatch.setattr(models, "build_model", spy)
+    record = benchmarks.training_step_benchmark("cpu", budget_s=0.5, config=_tiny_config(), with_mfu=False)
+    assert record.ok and [(a, c) for a, c, _ in built] == [("fused", "none")]
+    # per layer: q 128x128 + k, v 128x64 + o 128x128 = 49,152; SwiGLU 3 x 128 x 384 = 147,456;
+    # 2 norms 256 -> 196,864 x 2 layers = 393,728; embedding and LM head 2 x 2048 x 128 = 524,288;
+    # final norm 128. Total 918,144.
+    assert sum(p.numel() for p in built[0][2].parameters()) == 918_144
+    assert record.details["parameters"] == 918_144 == parameter_count(_tiny_config()[0]).total
 
 
 def test_training_step_on_cpu_gives_step_time_mfu_and_the_estimate():

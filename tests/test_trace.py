@@ -63,6 +63,24 @@ def test_reference_models_have_the_engines_parameter_count(name):
 
 
 @pytest.mark.parametrize(
+    ("spec", "attention"),
+    [(TINY_LLAMA, "eager"), (TINY_LLAMA, "fused"), (TINY_GPT2, "eager"), (TINY_BERT, "fused"), (TINY_MOE, "fused")],
+    ids=["llama-eager", "llama-fused", "gpt2-eager", "bert-fused", "moe-fused"],
+)
+def test_tensors_made_in_forward_follow_the_inputs_device(spec, attention):
+    """The calibration trains this model on a GPU: rotary tables, masks, positions and MoE routing
+    indices must be made on the input's device. The meta device stands in for CUDA here (mixing a
+    meta and a CPU tensor raises, as mixing CUDA and CPU does)."""
+    with torch.device("meta"):
+        model = build_model(spec, attention)
+    tokens = torch.zeros(2, 16, dtype=torch.long, device="meta")
+    logits = model(tokens)
+    width = spec.vocab_size if spec.head == "lm" else spec.num_labels
+    assert logits.device.type == "meta"
+    assert tuple(logits.shape) == ((2, 16, width) if spec.head == "lm" else (2, width))
+
+
+@pytest.mark.parametrize(
     ("spec", "settings"),
     [
         (TINY_LLAMA, tiny_settings(precision="amp-bf16", attention="fused", checkpointing="selective")),

@@ -1,8 +1,9 @@
-"""Live calibration on a GPU host (issue 6): measure this host's matmul rates, bandwidths,
-fixed memory overheads and a real training step, store them, and apply them to estimates.
+"""Live calibration on a GPU host: measure this host's matmul rates, bandwidths, fixed
+memory overheads and a real training step, store them, and apply them to estimates.
 
 Importing this package does not import torch or pynvml; the benchmarks import them when
-they run. Start with `run_calibration()` (runner), keep results in a `CalibrationStore`
+they run. Check a request with `check_calibration_request()`, start with `run_calibration()`
+(runner; one run per host at a time, `host_lock`), keep results in a `CalibrationStore`
 (store), and apply one with `CalibrationResult.apply_to_overheads()` and
 `CalibrationResult.utilisation_for()` (result).
 """
@@ -12,12 +13,15 @@ from measure.calibration.result import BenchmarkRecord, CalibratedOverheads, Cal
 from measure.calibration.runner import (
     ALLOW_ENV_VAR,
     CalibrationBusyError,
+    CalibrationRequestError,
     calibration_allowed,
+    check_calibration_request,
     run_calibration,
 )
 from measure.calibration.store import (
     CalibrationImportError,
     CalibrationStore,
+    CalibrationStoreError,
     default_store_path,
     export_json,
     import_json,
@@ -29,12 +33,15 @@ __all__ = [
     "CalibratedOverheads",
     "CalibrationBusyError",
     "CalibrationImportError",
+    "CalibrationRequestError",
     "CalibrationResult",
     "CalibrationStore",
+    "CalibrationStoreError",
     "GpuInfo",
     "GpuInventory",
     "Inventory",
     "calibration_allowed",
+    "check_calibration_request",
     "default_store_path",
     "export_json",
     "import_json",

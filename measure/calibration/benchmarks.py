@@ -1,5 +1,6 @@
 """Short benchmarks that measure what the estimates assume: matmul rate, memory and PCIe
-bandwidth, fixed memory overheads, and a real training step of a reference model.
+bandwidth, fixed memory overheads, and a real training step of the reference transformer
+(`measure.trace.models`, the same model the trace runs under fake tensors).
 
 Every benchmark takes a time budget in seconds (it checks the clock between timed
 batches, so a budget can be overrun by at most one batch, a model build or a warm-up
@@ -419,6 +420,27 @@ def fixed_overhead_gib(device: Any = "auto", used_before_bytes: int | None = Non
 # --- Training step -------------------------------------------------------------------
 
 
+def reference_spec(n_layers: int, hidden_size: int, vocab_size: int, seq_len: int, n_heads: int = 0) -> ModelSpec:
+    """A Llama-style ModelSpec (RMSNorm, rotary positions, SwiGLU, untied LM head, as HF's
+    LlamaForCausalLM): head_dim 64 (or fewer heads when small), 2 query heads per k/v head
+    (grouped-query attention), SwiGLU width 8/3 x hidden rounded up to a multiple of 64."""
+    heads = n_heads or max(1, hidden_size // 64)
+    kv_heads = heads // 2 if heads % 2 == 0 else heads
+    ffn = -(-(8 * hidden_size // 3) // 64) * 64
+    return ModelSpec(
+        name=f"reference-{n_layers}x{hidden_size}",
+        family="llama",
+        n_layers=n_layers,
+        hidden_size=hidden_size,
+        n_heads=heads,
+        n_kv_heads=kv_heads,
+        ffn_hidden_size=ffn,
+        vocab_size=vocab_size,
+        max_position_embeddings=seq_len,
+        source="calibration reference model",
+    )
+
+
 def default_step_precision(device: Any) -> str:
     """amp-bf16 on GPUs with bf16 tensor cores, amp-fp16 on older GPUs, fp32 on the CPU."""
     if device.type != "cuda":
@@ -447,7 +469,6 @@ def reference_config(device: Any, precision: str = "amp-bf16") -> tuple[ModelSpe
     import torch
 
     from calculators.memory import estimate_memory
-    from measure.calibration.reference_model import reference_spec
 
     tiers = CUDA_REFERENCE_TIERS if device.type == "cuda" else ()
     free_gib = torch.cuda.mem_get_info(device)[0] / GIB if tiers else 0.0
@@ -461,8 +482,11 @@ def reference_config(device: Any, precision: str = "amp-bf16") -> tuple[ModelSpe
 
 
 def _step_function(model: Any, device: Any, precision: str, micro_batch: int, seq_len: int, vocab: int) -> Any:
-    """One training step (zero_grad, forward under autocast, backward, AdamW) as a closure."""
+    """One training step (zero_grad, forward under autocast, cross-entropy on fp32 logits,
+    backward, AdamW) as a closure."""
     import torch
+
+    from measure.trace.models import loss_fn
 
     autocast_dtype = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(precision)
     if precision == "bf16":
@@ -478,7 +502,7 @@ def _step_function(model: Any, device: Any, precision: str, micro_batch: int, se
     def step() -> None:
         optimizer.zero_grad(set_to_none=True)
         with autocast():
-            loss = model(tokens, labels)
+            loss = loss_fn(model(tokens), labels)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
@@ -551,7 +575,7 @@ def training_step_benchmark(
     peak_tflops: float | None = None,
     with_mfu: bool = True,
 ) -> BenchmarkRecord:
-    """Train the reference model (AdamW) for a few steps: step time, tokens/s, TFLOPS, MFU,
+    """Train the reference transformer (AdamW) for a few steps: step time, tokens/s, TFLOPS, MFU,
     and on CUDA the measured peak memory against estimate_memory() for the same spec.
 
     `config` is (spec, micro_batch, seq_len) (default: `reference_config`). MFU uses the
@@ -560,7 +584,7 @@ def training_step_benchmark(
     """
     import torch
 
-    from measure.calibration.reference_model import build_reference_model
+    from measure.trace.models import build_model
 
     device = _torch_device(device)
     precision = precision or default_step_precision(device)
@@ -577,11 +601,12 @@ def training_step_benchmark(
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
         baseline = (torch.cuda.memory_allocated(device), torch.cuda.memory_reserved(device))
-    model = build_reference_model(spec).to(device)
+    settings = _reference_settings(micro_batch, seq_len, precision)
+    model = build_model(spec, settings.attention, settings.checkpointing).to(device)
     step = _step_function(model, device, precision, micro_batch, seq_len, spec.vocab_size)
     remaining_s = budget_s - (time.perf_counter() - started_s)
     times_s = _timed_steps_s(device, step, remaining_s, warmup=2 if device.type == "cuda" else 1)
-    memory = _memory_details(device, spec, _reference_settings(micro_batch, seq_len, precision), baseline)
+    memory = _memory_details(device, spec, settings, baseline)
     del step, model
     if device.type == "cuda":
         torch.cuda.empty_cache()
@@ -642,8 +667,6 @@ def _epoch_record(name: str, step: BenchmarkRecord, samples: int, usd_per_hour: 
 
 def epoch_config() -> tuple[ModelSpec, int, int]:
     """(spec, micro_batch, seq_len) of the epoch comparison: the CPU tier of the reference model."""
-    from measure.calibration.reference_model import reference_spec
-
     layers, hidden, vocab, seq_len, micro_batch = CPU_REFERENCE_TIER
     return reference_spec(layers, hidden, vocab, seq_len), micro_batch, seq_len
 

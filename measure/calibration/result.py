@@ -12,6 +12,12 @@ things the estimates can use directly:
   model-FLOPs utilisation of the reference training step (6 x N x tokens / time / peak,
   Kaplan et al. 2020, arXiv 2001.08361; PaLM, arXiv 2204.02311, App. B).
 
+Results also arrive from JSON files and the SQLite history, so the models refuse what
+no measurement can give and what would break the estimates that use them: NaN and
+infinities, a utilisation of 0 (the Cost page divides by it) or above 1, a rate or a time
+that is not above 0, and a schema_version this code does not know. A refusal is a
+pydantic ValidationError whose location names the field.
+
 No torch import here: pages may import this module.
 """
 
@@ -20,15 +26,21 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from calculators.training import Overheads
 
 SCHEMA_VERSION = 1
+KNOWN_SCHEMA_VERSIONS = (1,)
 
 DetailValue = float | int | str | bool | None
-# A measurement may beat a conservative datasheet figure (boost clocks), so allow above 1.
-Fraction = Annotated[float, Field(ge=0, le=5)]
+# Fraction of a peak rate that a workload achieves. 0 is no measurement (and a division by
+# zero in the time model); the runner caps a measurement above a conservative datasheet
+# figure at 1 (see runner._fraction_of_peak).
+Fraction = Annotated[float, Field(gt=0, le=1)]
+# Units whose values are rates or durations: a measurement of them is above 0.
+POSITIVE_UNITS = ("TFLOPS", "GB/s", "s", "s/epoch")
 
 # Which matmul precision a training precision's matmuls run in.
 MATMUL_PRECISION_OF = {
@@ -47,14 +59,23 @@ class BenchmarkRecord(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1, max_length=100)
-    value: float | None = None
+    value: Annotated[float | None, Field(ge=0)] = None
     unit: str = Field(default="", max_length=40)
-    datasheet_value: float | None = None
-    percent_of_datasheet: float | None = None
+    datasheet_value: Annotated[float | None, Field(gt=0)] = None
+    percent_of_datasheet: Annotated[float | None, Field(gt=0)] = None
     skipped_reason: str | None = Field(default=None, max_length=2000)
     error: str | None = Field(default=None, max_length=2000)
     duration_s: float = Field(default=0.0, ge=0)
     details: dict[str, DetailValue] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _rates_and_times_are_positive(self) -> BenchmarkRecord:
+        """A bandwidth, a TFLOPS figure or a step time of 0 is no measurement; as a divisor
+        it would give infinite times downstream."""
+        if self.unit in POSITIVE_UNITS and self.value is not None and self.value <= 0:
+            context = {"unit": self.unit, "value": self.value}
+            raise PydanticCustomError("positive_measurement", "value must be above 0 {unit}, got {value}", context)
+        return self
 
     @property
     def ok(self) -> bool:
@@ -99,6 +120,16 @@ class CalibrationResult(BaseModel):
     utilisation: dict[str, Fraction] = Field(default_factory=dict)
     training_mfu: Fraction | None = None
     notes: list[str] = Field(default_factory=list, max_length=100)
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_schema_version(cls, version: int) -> int:
+        """A file from a newer release may mean other things by the same fields: refuse it."""
+        if version not in KNOWN_SCHEMA_VERSIONS:
+            context = {"version": version, "known": ", ".join(str(known) for known in KNOWN_SCHEMA_VERSIONS)}
+            message = "version {version} is not one this app reads ({known})"
+            raise PydanticCustomError("schema_version", message, context)
+        return version
 
     def record(self, name: str) -> BenchmarkRecord | None:
         """The record called `name`, or None."""

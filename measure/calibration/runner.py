@@ -6,30 +6,38 @@ left of the budget, or needs a GPU the run does not have, gets a `skipped_reason
 budget is shared out by weight among the benchmarks still to run, so time one leaves
 unused goes to the next.
 
-Only one run at a time per process (a module-level lock; `CalibrationBusyError` for a
-second caller), since two runs on one GPU would disturb each other's timings and memory.
+Only one run at a time per host, across processes (`host_lock`; `CalibrationBusyError`
+for a second caller), since two runs on one GPU would disturb each other's timings and memory.
 
-Environment variable:
+`check_calibration_request()` validates what a caller asks for (output file, price, budget)
+before any benchmark runs, so a mistake costs a second, not the whole budget.
+
+Environment variables:
 - `GPU_SIZING_ALLOW_CALIBRATION=1` lets the app offer the "Calibrate" button. A shared
   deployment leaves it unset, so visitors cannot start GPU work on the server; read it
   with `calibration_allowed()`. `run_calibration()` itself does not check it (the CLI and
   tests call it directly).
+- `GPU_SIZING_CALIBRATION_LOCK`: the host's lock file (see `host_lock`).
 
 torch is imported inside the functions that run benchmarks; importing this module is cheap.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import socket
-import threading
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
 from measure.calibration import benchmarks
+from measure.calibration.host_lock import CalibrationBusyError as CalibrationBusyError  # callers catch it here
+from measure.calibration.host_lock import exclusive_calibration
 from measure.calibration.inventory import GpuInfo, match_catalogue, read_inventory
 from measure.calibration.result import (
     BenchmarkRecord,
@@ -40,14 +48,63 @@ from measure.calibration.result import (
 
 ALLOW_ENV_VAR = "GPU_SIZING_ALLOW_CALIBRATION"
 DEFAULT_BUDGET_S = 110.0
+MIN_BUDGET_S, MAX_BUDGET_S = 1.0, 3600.0
 ALLREDUCE_SIZE_MB = 64.0
 Progress = Callable[[str, float], None]
 
-_RUN_LOCK = threading.Lock()
+
+class CalibrationRequestError(ValueError):
+    """A calibration request that cannot succeed; the message is one line naming the flag."""
 
 
-class CalibrationBusyError(RuntimeError):
-    """Another calibration is running in this process."""
+def check_budget_s(budget_s: float) -> None:
+    """CalibrationRequestError unless 1 <= budget_s <= 3600 (NaN and infinities fail too)."""
+    if not (math.isfinite(budget_s) and MIN_BUDGET_S <= budget_s <= MAX_BUDGET_S):
+        raise CalibrationRequestError(
+            f"--budget-s must be between {MIN_BUDGET_S:.0f} and {MAX_BUDGET_S:.0f} seconds, got {budget_s}"
+        )
+
+
+def check_usd_per_hour(usd_per_hour: float | None) -> None:
+    """CalibrationRequestError unless the price is None (no cost asked) or a finite 0 or more."""
+    if usd_per_hour is not None and not (math.isfinite(usd_per_hour) and usd_per_hour >= 0):
+        raise CalibrationRequestError(f"--usd-per-hour must be a price of 0 or more, got {usd_per_hour}")
+
+
+def check_out_path(out: Path) -> list[str]:
+    """CalibrationRequestError when the result could not be written to `out`; else warnings.
+
+    The folder is probed by creating and deleting a temporary file in it, which is how the
+    result is written (a temporary file renamed over `out`), so a read-only mount or a
+    missing permission shows up here, for root too.
+    """
+    out = Path(out)
+    folder = out.parent
+    if out.is_dir():
+        raise CalibrationRequestError(f"--out {out} is a folder; give a file name")
+    if out.exists() and not out.is_file():  # renaming over /dev/null would replace the device
+        raise CalibrationRequestError(f"--out {out} is not a regular file; give a file name")
+    if not folder.is_dir():
+        raise CalibrationRequestError(f"--out {out}: the folder {folder} does not exist")
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".calibration-probe-"):
+            pass
+    except OSError as error:
+        raise CalibrationRequestError(f"--out {out}: cannot write in {folder} ({error.strerror})") from None
+    return [f"--out {out} exists and will be replaced"] if out.exists() else []
+
+
+def check_calibration_request(out: Path, usd_per_hour: float | None, budget_s: float) -> list[str]:
+    """Validate a headless calibration request before it spends its budget.
+
+    Raises CalibrationRequestError (one line naming `--out`, `--usd-per-hour` or `--budget-s`)
+    for a budget outside 1..3600 s or not finite, a negative, NaN or infinite price, and an
+    `out` that is a folder or another non-regular file, or whose folder is missing or not
+    writable. Returns warnings to show, such as an existing `out` that will be replaced.
+    """
+    check_budget_s(budget_s)
+    check_usd_per_hour(usd_per_hour)
+    return check_out_path(out)
 
 
 def calibration_allowed(environ: Mapping[str, str] | None = None) -> bool:
@@ -263,10 +320,23 @@ def _derived_overheads(records: list[BenchmarkRecord]) -> CalibratedOverheads:
     )
 
 
-def _utilisation(records: list[BenchmarkRecord]) -> dict[str, float]:
+def _fraction_of_peak(record: BenchmarkRecord, notes: list[str]) -> float:
+    """The record's fraction of its datasheet figure, at most 1.
+
+    Above 1 the datasheet figure is conservative for this board (boost clocks above the
+    rated ones); the estimates cannot use more than the whole peak, so it is capped and a
+    note says so. The record keeps the measured percentage.
+    """
+    fraction = record.percent_of_datasheet / 100
+    if fraction > 1:
+        notes.append(f"{record.name} reached {fraction:.0%} of the datasheet figure; used as 100%")
+    return min(1.0, fraction)
+
+
+def _utilisation(records: list[BenchmarkRecord], notes: list[str]) -> dict[str, float]:
     """Matmul fraction of the datasheet's dense peak, per precision that was measured against one."""
     return {
-        record.name.removeprefix("matmul_"): record.percent_of_datasheet / 100
+        record.name.removeprefix("matmul_"): _fraction_of_peak(record, notes)
         for record in records
         if record.name.startswith("matmul_") and record.ok and record.percent_of_datasheet is not None
     }
@@ -287,8 +357,10 @@ def _calibrate(device: str, budget_s: float, progress: Progress | None, usd_per_
         records = _unavailable_records(host)
     else:
         records = _run_steps(_steps(host, usd_per_hour), budget_s, started_s + budget_s, progress)
+    notes = host.notes + ([host.unavailable_reason] if host.unavailable_reason else [])
     step = next((record for record in records if record.name == "training_step" and record.ok), None)
-    mfu = step.percent_of_datasheet / 100 if step is not None and step.percent_of_datasheet is not None else None
+    mfu = _fraction_of_peak(step, notes) if step is not None and step.percent_of_datasheet is not None else None
+    utilisation = _utilisation(records, notes)
     return CalibrationResult(
         host=socket.gethostname() or "unknown",
         device=str(host.device) if host.device is not None else device,
@@ -302,9 +374,9 @@ def _calibrate(device: str, budget_s: float, progress: Progress | None, usd_per_
         duration_s=time.perf_counter() - started_s,
         records=records,
         overheads=_derived_overheads(records),
-        utilisation=_utilisation(records),
+        utilisation=utilisation,
         training_mfu=mfu,
-        notes=host.notes + ([host.unavailable_reason] if host.unavailable_reason else []),
+        notes=notes,
     )
 
 
@@ -320,11 +392,12 @@ def run_calibration(
     `progress(label, fraction_done)` is called before each benchmark and with ('Done', 1.0)
     at the end; an exception it raises stops the run and propagates (so a Streamlit rerun
     can interrupt it). `usd_per_hour` prices the epoch comparison. Raises
-    CalibrationBusyError when another run is in progress in this process.
+    CalibrationRequestError for a price that is negative, NaN or infinite or a budget that is
+    not a finite number above 0, and CalibrationBusyError at once when another run holds this
+    host's lock (in this process or another).
     """
-    if not _RUN_LOCK.acquire(blocking=False):
-        raise CalibrationBusyError("a calibration is already running on this host; wait for it to finish")
-    try:
+    check_usd_per_hour(usd_per_hour)
+    if not (math.isfinite(budget_s) and budget_s > 0):
+        raise CalibrationRequestError(f"--budget-s must be a number of seconds above 0, got {budget_s}")
+    with exclusive_calibration():
         return _calibrate(device, budget_s, progress, usd_per_hour, catalogue)
-    finally:
-        _RUN_LOCK.release()

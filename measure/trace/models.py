@@ -1,5 +1,9 @@
 """Reference transformer implementations in plain torch.nn, built from a `ModelSpec`.
 
+The repository's one reference transformer: the trace runs it under fake tensors, and the
+calibration (`measure.calibration.benchmarks`) trains it for real on the host's GPU or CPU.
+Tensors made inside `forward` (rotary tables, masks, positions) follow the input's device.
+
 They follow the Hugging Face modules the memory engine describes, op for op where it
 changes what is saved for backward, and have exactly `parameter_count(spec).total`
 parameters:
@@ -100,11 +104,13 @@ def make_norm(spec: ModelSpec) -> nn.Module:
     return nn.LayerNorm(spec.hidden_size) if spec.norm == "layernorm" else RMSNorm(spec.hidden_size)
 
 
-def rotary_cos_sin(seq_len: int, head_dim: int, dtype: torch.dtype, theta: float = 10000.0):
+def rotary_cos_sin(
+    seq_len: int, head_dim: int, dtype: torch.dtype, device: torch.device | None = None, theta: float = 10000.0
+):
     """cos and sin tables (1, 1, seq, head_dim) computed per forward in fp32 and cast to the
     hidden-state dtype, as HF LlamaRotaryEmbedding (fp32 under autocast, whose residual is fp32)."""
-    inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
-    angles = torch.outer(torch.arange(seq_len, dtype=torch.float32), inv_freq)
+    inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32, device=device) / head_dim)
+    angles = torch.outer(torch.arange(seq_len, dtype=torch.float32, device=device), inv_freq)
     angles = torch.cat((angles, angles), dim=-1)
     return angles.cos().to(dtype)[None, None], angles.sin().to(dtype)[None, None]
 
@@ -248,7 +254,7 @@ class SparseMoE(nn.Module):
 
     def _assignments(self, tokens: int, expert: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(token index, choice index) of the pairs routed to `expert`: every E-th pair."""
-        pairs = torch.arange(tokens * self.top_k)[expert :: len(self.experts)]
+        pairs = torch.arange(tokens * self.top_k, device=self.gate.weight.device)[expert :: len(self.experts)]
         return pairs // self.top_k, pairs % self.top_k
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -334,24 +340,25 @@ class ReferenceTransformer(nn.Module):
         x = self.embed_tokens(tokens)
         seq = tokens.shape[1]
         if self.embed_positions is not None:
-            x = x + self.embed_positions(torch.arange(seq))
+            x = x + self.embed_positions(torch.arange(seq, device=tokens.device))
         if self.embed_types is not None:
             x = x + self.embed_types(torch.zeros_like(tokens))
         if self.embed_norm is not None:
             x = self.embed_norm(x)
         return dropout(x, self.spec.dropout)
 
-    def layer_context(self, seq: int, dtype: torch.dtype) -> LayerContext:
-        cos, sin = rotary_cos_sin(seq, self.spec.attention_head_dim, dtype) if self.rope else (None, None)
+    def layer_context(self, seq: int, dtype: torch.dtype, device: torch.device) -> LayerContext:
+        head_dim = self.spec.attention_head_dim
+        cos, sin = rotary_cos_sin(seq, head_dim, dtype, device) if self.rope else (None, None)
         eager_causal = self.spec.head == "lm" and self.attention == "eager"
-        hidden_future = torch.ones(seq, seq, dtype=torch.bool).triu(1) if eager_causal else None
+        hidden_future = torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1) if eager_causal else None
         return LayerContext(cos, sin, hidden_future)
 
     def body(self, tokens: torch.Tensor, on_boundary: BoundaryHook | None = None) -> torch.Tensor:
         """Embeddings and layers; `on_boundary(i, x)` sees the input of layer i (i = n_layers: the
         last layer's output)."""
         x = self.embed(tokens)
-        context = self.layer_context(tokens.shape[1], x.dtype)
+        context = self.layer_context(tokens.shape[1], x.dtype, x.device)
         for index, layer in enumerate(self.layers):
             if on_boundary is not None:
                 on_boundary(index, x)
