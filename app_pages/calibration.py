@@ -1,23 +1,61 @@
 """Calibration: what this host's GPUs really deliver, measured, kept and applied.
 
 Nothing runs on page load: a benchmark starts only from the button, only when the
-operator allows it (GPU_SIZING_ALLOW_CALIBRATION=1), and one run at a time."""
+operator allows it (GPU_SIZING_ALLOW_CALIBRATION=1), and one run at a time per host.
+Bad input (an imported file, a damaged store, a price) gets a message, never a traceback."""
 
 import pandas as pd
 import streamlit as st
 
 from calculators.gpu_catalogue import load_gpu_catalogue
 from measure.calibration.inventory import read_inventory
-from measure.calibration.runner import calibration_allowed
+from measure.calibration.result import CalibrationResult
+from measure.calibration.runner import (
+    CalibrationRequestError,
+    calibration_allowed,
+    check_budget_s,
+    check_usd_per_hour,
+)
 from measure.calibration.store import (
     CalibrationImportError,
     CalibrationStore,
+    CalibrationStoreError,
     default_store_path,
     export_json,
     import_json,
 )
 from ui.calibration_state import ACTIVE_KEY, USE_KEY, set_active
 from ui.remember import remember
+
+STORE_PROBLEMS_KEY = "_calibration_store_problems"
+
+
+def save_to_store(store: CalibrationStore, result: CalibrationResult) -> None:
+    """Keep `result` in the history; a store that cannot be used gets a message, the result stays active."""
+    try:
+        store.save(result)
+    except CalibrationStoreError as error:
+        st.error(f"Not kept in the history: {error}")
+
+
+def request_problem(usd_per_hour: float, budget_s: float) -> str | None:
+    """The same checks as `calculators calibrate` makes of --usd-per-hour and --budget-s."""
+    try:
+        check_usd_per_hour(usd_per_hour)
+        check_budget_s(budget_s)
+    except CalibrationRequestError as error:
+        return str(error)
+    return None
+
+
+def show_store_problems(store: CalibrationStore) -> None:
+    """Warnings about a damaged store or skipped rows, kept for the session: a damaged file is
+    moved aside on the first run only, and the next click would otherwise hide the message."""
+    shown = st.session_state.setdefault(STORE_PROBLEMS_KEY, [])
+    shown.extend(problem for problem in store.problems if problem not in shown)
+    for problem in shown:
+        st.warning(problem)
+
 
 st.title("Calibration")
 st.caption(
@@ -48,7 +86,10 @@ budget_s = cols[1].number_input("Time budget (s)", 5, 600, step=10, key=remember
 usd_per_hour = cols[2].number_input(
     "Price per GPU-hour for cost per epoch (USD)", 0.0, 1000.0, step=0.5, key=remember("cal_usd_per_hour", 2.0)
 )
-if st.button("Run benchmarks", disabled=not allowed, type="primary"):
+problem = request_problem(usd_per_hour, float(budget_s))
+if problem:
+    st.error(problem)
+if st.button("Run benchmarks", disabled=not allowed or problem is not None, type="primary"):
     from measure.calibration.runner import CalibrationBusyError, run_calibration  # loads torch lazily
 
     with st.status("Calibrating...", expanded=True) as status:
@@ -61,11 +102,11 @@ if st.button("Run benchmarks", disabled=not allowed, type="primary"):
             result = run_calibration(
                 device=device, budget_s=float(budget_s), progress=report, usd_per_hour=usd_per_hour
             )
-        except CalibrationBusyError as error:
+        except (CalibrationBusyError, CalibrationRequestError) as error:
             status.update(label=f"Not started: {error}", state="error")
         else:
-            store.save(result)
             set_active(result)
+            save_to_store(store, result)
             status.update(label=f"Done in {result.duration_s:.0f} s", state="complete")
 
 uploaded = st.file_uploader("Import a result (JSON from `calculators calibrate --out`)", type=["json"])
@@ -76,11 +117,16 @@ if uploaded is not None:
         st.error(f"Not imported: {error}")
     else:
         if st.session_state.get("_imported_name") != uploaded.name:
-            store.save(imported)
+            save_to_store(store, imported)
             st.session_state["_imported_name"] = uploaded.name
         set_active(imported)
 
-history = store.history()
+try:
+    history = store.history()
+except CalibrationStoreError as error:
+    st.error(f"History not shown: {error}")
+    history = []
+show_store_problems(store)
 active = st.session_state.get(ACTIVE_KEY)
 if active is None and history:
     active = history[0]

@@ -25,6 +25,13 @@ from measure.calibration.store import CalibrationImportError, CalibrationStore, 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def private_lock_and_store(tmp_path, monkeypatch):
+    """Runs here take this test's own lock file, not the one in the user's ~/.cache."""
+    monkeypatch.setenv("GPU_SIZING_CALIBRATION_DB", str(tmp_path / "store" / "calibrations.sqlite3"))
+    monkeypatch.setenv("GPU_SIZING_CALIBRATION_LOCK", str(tmp_path / "calibration.lock"))
+
+
 def test_importing_the_package_does_not_import_torch_or_pynvml():
     code = (
         "import sys, measure.calibration, measure.calibration.store, measure.calibration.inventory, "

@@ -1,17 +1,30 @@
-"""AppTest of the Calibration page: nothing runs on load, runs only when allowed, import, apply."""
+"""AppTest of the Calibration page: nothing runs on load, runs only when allowed, import, apply,
+and bad input (malformed files, a damaged store, a busy host) shown as messages, never exceptions."""
+
+import json
+import random
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from measure.calibration.result import CalibratedOverheads, CalibrationResult, utc_now
-from measure.calibration.store import export_json
+from measure.calibration.store import CalibrationStore, export_json
 from tests.apptest_helpers import open_app
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
 def private_store(tmp_path, monkeypatch):
+    """The store and the host lock (its folder's calibration.lock) of this test only."""
     monkeypatch.setenv("GPU_SIZING_CALIBRATION_DB", str(tmp_path / "calibration.sqlite3"))
+    monkeypatch.delenv("GPU_SIZING_CALIBRATION_LOCK", raising=False)
     monkeypatch.delenv("GPU_SIZING_ALLOW_CALIBRATION", raising=False)
+    return tmp_path / "calibration.sqlite3"
 
 
 def a_result(context_gib: float = 1.25) -> CalibrationResult:
@@ -74,6 +87,110 @@ def test_the_cost_page_uses_the_calibrated_utilisation_of_the_measured_gpu():
     assert not app.exception
     # measured bf16 matmul 75% of peak x end-to-end factor 0.6 = 45%
     assert any("Calibrated utilisation: H100-SXM5-80GB 45%" in element.value for element in app.caption)
+
+
+def upload(app: AppTest, content: bytes, name: str = "calibration.json") -> AppTest:
+    return app.file_uploader[0].set_value((name, content, "application/json")).run()
+
+
+def exported(**changes) -> bytes:
+    data = json.loads(export_json(a_result().model_copy(update={"catalogue_gpu": "H100-SXM5-80GB"})))
+    return json.dumps(data | changes).encode()
+
+
+BAD_FILES = [
+    (b"{not json", "not valid JSON: Expecting property name enclosed in double quotes"),
+    (b'{"host": "x"}', "not a calibration result: device: Field required"),
+    (exported(utilisation={"bf16": 0}), "not a calibration result: utilisation.bf16: Input should be greater than 0"),
+    (exported(utilisation={"bf16": 5.0}), "not a calibration result: utilisation.bf16: Input should be less than or"),
+    (exported(schema_version=99), "not a calibration result: schema_version: version 99 is not one this app reads"),
+    (exported().replace(b'"training_mfu": 0.42', b'"training_mfu": NaN'), "not a calibration result: training_mfu:"),
+    (exported(budget_s=1e400), "not a calibration result: budget_s: Input should be a finite number"),
+    (exported().replace(b'"budget_s": 100.0', b'"budget_s": ' + b"9" * 5000), "not valid JSON: Exceeds the limit"),
+]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    BAD_FILES,
+    ids=["not-json", "wrong-schema", "utilisation-0", "utilisation-5", "schema-99", "nan", "infinite", "huge-int"],
+)
+def test_a_bad_file_is_not_imported_and_the_good_calibration_stays_in_use(content, message):
+    """An imported utilisation of 0 once made the Cost page divide by zero: now it never gets in."""
+    app = open_calibration()
+    upload(app, exported(), "good.json")
+    upload(app, content, "bad.json")
+    assert not app.exception
+    [error] = [element.value for element in app.error]
+    assert error.startswith(f"Not imported: {message}")
+    app.toggle(key="use_calibration").set_value(True).run()
+    app.switch_page("app_pages/cost.py").run()
+    assert not app.exception
+    # the good file's bf16 matmul 75% of peak x end-to-end factor 0.6 = 45%
+    assert any("Calibrated utilisation: H100-SXM5-80GB 45%" in element.value for element in app.caption)
+
+
+def test_a_damaged_store_is_moved_aside_with_a_warning_that_stays(private_store):
+    private_store.write_bytes(random.Random(3).randbytes(4096))
+    app = open_calibration()
+    assert not app.exception
+    [warning] = [element.value for element in app.warning]
+    assert warning.startswith(f"The calibration store {private_store} was damaged (file is not a database)")
+    app.run()  # the next click: the file is sound now, the message is kept for the session
+    assert [element.value for element in app.warning] == [warning]
+    assert len(list(private_store.parent.glob("calibration.sqlite3.corrupt-*"))) == 1
+    upload(app, exported())
+    assert not app.exception and CalibrationStore(private_store).latest().host == "lab-node"
+
+
+def test_a_stored_row_that_is_not_a_result_is_skipped_with_a_warning(private_store):
+    CalibrationStore(private_store).save(a_result())
+    with sqlite3.connect(private_store) as connection:
+        connection.execute(
+            "INSERT INTO calibrations (host, created_at, result_json) VALUES ('x', '2099-01-01T00:00:00', '[]')"
+        )
+    connection.close()
+    app = open_calibration()
+    assert not app.exception
+    assert [element.value for element in app.warning] == [
+        "Skipped stored calibration 2 of 2099-01-01T00:00:00: not a calibration result: "
+        "expected a JSON object, got list"
+    ]
+    assert any(element.value.startswith("lab-node, NVIDIA H100 80GB HBM3") for element in app.caption)
+
+
+def test_a_store_that_cannot_be_used_gets_an_error_not_an_exception(tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("GPU_SIZING_CALIBRATION_DB", str(tmp_path / "a-file" / "calibration.sqlite3"))
+    app = open_calibration()
+    assert any(element.value.startswith("History not shown: cannot use the calibration store") for element in app.error)
+    upload(app, exported())
+    assert not app.exception
+    assert any(element.value.startswith("Not kept in the history: ") for element in app.error)
+    assert any(element.value.startswith("lab-node, ") for element in app.caption)  # imported and in use all the same
+
+
+def test_run_while_another_process_calibrates_says_who(private_store, monkeypatch):
+    monkeypatch.setenv("GPU_SIZING_ALLOW_CALIBRATION", "1")
+    lock_path = private_store.parent / "calibration.lock"
+    holder_code = (
+        "import sys, time; from pathlib import Path; from measure.calibration.host_lock import exclusive_calibration\n"
+        "with exclusive_calibration(Path(sys.argv[1])):\n    print('holding', flush=True); time.sleep(30)"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", holder_code, str(lock_path)], cwd=ROOT, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"holding\n"
+        app = open_calibration()
+        app.selectbox(key="cal_device").set_value("cpu")
+        run_button(app).click().run()
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    assert not app.exception
+    assert app.status[0].label == (
+        f"Not started: another calibration is running on this host (pid {holder.pid}, lock {lock_path}); "
+        "wait for it to finish"
+    )
 
 
 def open_calibration():
