@@ -7,7 +7,6 @@ from calculators.fit_matrix import fit_matrix
 from calculators.gpu_catalogue import load_gpu_catalogue
 from calculators.inference import tensor_parallel_problem
 from calculators.roofline import matmul_format, roofline_point, workload_intensity_flops_per_byte
-from calculators.settings import Setting
 from ui import state
 from ui.charts import memory_bandwidth_figure, roofline_figure, tflops_price_figure
 from ui.gpu_table import gpu_table, serving_fit_rows, side_by_side
@@ -21,16 +20,6 @@ SPEC_FIELDS = [
 ]  # fmt: skip
 FIT_FIELDS = ["verdict", "headroom_gib", "max_micro_batch", "min_gpus"]
 SERVING_FIELDS = ["verdict", "headroom_gib", "max_concurrency", "max_context_len", "decode_tokens_per_s", "min_gpus"]
-
-state.register(
-    Setting("cmp_vendors", "vendors", "Vendor (all when empty)", kind=str, default=[], is_list=True),
-    Setting("cmp_categories", "categories", "Category (all when empty)", kind=str, default=[], is_list=True),
-    Setting("cmp_min_memory", "min_gb", "Memory at least (GB)", kind=int, default=0, low=0, high=2000),
-    Setting("cmp_fits_only", "cmp_fits", "Fits the workload on one GPU", kind=bool, default=False),
-    Setting(
-        "cmp_pick", "pick", "Pick 2 to 4 GPUs", kind=str, default=["H100-SXM5-80GB", "A100-SXM4-80GB"], is_list=True
-    ),  # fmt: skip
-)
 
 st.title("Compare GPUs")
 workload = st.session_state["workload"]

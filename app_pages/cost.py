@@ -8,11 +8,11 @@ from calculators.exports import options_csv_bytes, options_excel_bytes
 from calculators.gpu_catalogue import load_gpu_catalogue
 from calculators.memory import estimate_memory
 from calculators.time_model import estimate_time
+from ui import state
 from ui.calibration_state import measured_utilisation
 from ui.charts import time_cost_figure
 from ui.cost_inputs import cost_inputs
 from ui.cost_table import FORMULAS, catalogue_dates, escape_dollars, left_out_rows, ranked_rows, table_and_left_out
-from ui.remember import remember
 from ui.user_gpus import user_gpus
 
 st.title("Time and cost")
@@ -161,21 +161,18 @@ right.download_button(
 
 st.subheader("Buy instead of rent?")
 gpu_names = sorted({option.gpu for option in shown})
-default_gpu = workload.gpu_name if workload.gpu_name in gpu_names else gpu_names[0]
-buy_gpu_name = st.selectbox("GPU", gpu_names, key=remember("cost_buy_gpu", default_gpu, gpu_names))
+if state.value("cost_buy_gpu") not in gpu_names:
+    state.set_value("cost_buy_gpu", workload.gpu_name if workload.gpu_name in gpu_names else gpu_names[0])
+buy_gpu_name = state.choice(st, "cost_buy_gpu", options=gpu_names)
 buy_gpu = next(gpu for gpu in catalogue if gpu.name == buy_gpu_name)
 rent = cheapest([o for o in shown if o.gpu == buy_gpu_name], fits_only=False)
 cols = st.columns(4)
-purchase = cols[0].number_input(
-    "Price per GPU (USD, 0 = catalogue)", 0.0, 10_000_000.0, step=1000.0, key=remember("cost_buy_price", 0.0)
-)
-years = cols[1].number_input("Years of use", 0.5, 30.0, step=0.5, key=remember("cost_buy_years", 3.0))
-pue = cols[2].number_input("PUE", 1.0, 5.0, step=0.1, key=remember("cost_buy_pue", 1.5))
-kwh = cols[3].number_input("Electricity (USD/kWh)", 0.0, 10.0, step=0.01, key=remember("cost_buy_kwh", 0.13))
+purchase = state.number(cols[0], "cost_buy_price", step=1000.0)
+years = state.number(cols[1], "cost_buy_years", step=0.5)
+pue = state.number(cols[2], "cost_buy_pue", step=0.1)
+kwh = state.number(cols[3], "cost_buy_kwh", step=0.01)
 try:
-    ownership = OwnershipSettings(
-        purchase_usd_per_gpu=purchase or None, years=years, pue=pue, electricity_usd_per_kwh=kwh
-    )
+    ownership = OwnershipSettings(purchase_usd_per_gpu=purchase, years=years, pue=pue, electricity_usd_per_kwh=kwh)
     rent_usd_per_hour = rent.instances * rent.on_demand_usd_per_hour
     verdict = buy_vs_rent(buy_gpu, rent.instances * rent.gpus_per_instance, rent_usd_per_hour, rent.hours, ownership)
 except ValueError as error:

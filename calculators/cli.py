@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from calculators.contradictions import workload_problems
 from calculators.cost import adjusted_prices, cost_options
 from calculators.fit import check_fit, suggestions, verdict
-from calculators.fit_matrix import fit_matrix, gpu_memory_gib
+from calculators.fit_matrix import fit_matrix
 from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
 from calculators.inference import ServingSettings, estimate_serving, max_concurrency, max_context_len, serving_table
 from calculators.memory import COMPONENT_LABEL, estimate_memory
@@ -321,20 +321,24 @@ def cost_command(args: argparse.Namespace) -> str:
         time_settings,
         prices,
         catalogue,
-        memory_fits=lambda gpu: peak <= gpu_memory_gib(gpu),
         checkpoint_write_h=args.checkpoint_write_min / 60,
         restart_h=args.restart_min / 60,
+        peak_gib=peak,
     )
-    if args.fits_only:
-        options = [option for option in options if option.fits_in_memory]
+    if args.fits_only:  # only what fits and whose software runs on the GPU
+        options = [option for option in options if option.excluded_reason is None]
     if args.json:
         return json.dumps([option.model_dump(mode="json") for option in options], indent=2)
-    lines = [f"{spec.name}: peak {peak:.1f} GiB per GPU; {len(options)} options, cheapest on demand first"]
+    lines = [
+        f"{spec.name}: peak {peak:.1f} GiB per GPU; {len(options)} options, those that fit and run first, "
+        "each cheapest on demand first"
+    ]
     for option in options[: args.top]:
         spot = "-" if option.usd_spot_expected is None else f"${option.usd_spot_expected:,.0f}"
         lines.append(
             f"  {option.gpu:<24}{option.provider:<11}{option.instance_type:<26}{option.hours:>9.1f} h"
-            f"  on demand ${option.usd_on_demand:>12,.0f}  spot {spot:>12}  fits {option.fits_in_memory}"
+            f"  on demand ${option.usd_on_demand:>12,.0f}  spot {spot:>12}"
+            + (f"  left out: {option.excluded_reason}" if option.excluded_reason else "")
         )
     return "\n".join(lines)
 
@@ -370,13 +374,19 @@ def trace_command(args: argparse.Namespace) -> str:
 
 def calibrate_command(args: argparse.Namespace) -> str:
     """Run the benchmarks headless and write the result for the app to import."""
-    from measure.calibration.runner import CalibrationBusyError, run_calibration
+    from measure.calibration.runner import (
+        CalibrationBusyError,
+        CalibrationRequestError,
+        check_calibration_request,
+        run_calibration,
+    )
     from measure.calibration.store import export_json
 
-    if not 1 <= args.budget_s <= 3600:
-        raise UsageError("--budget-s must be between 1 and 3600 seconds")
-    if args.out.exists() and args.out.is_dir():
-        raise UsageError(f"--out {args.out} is a folder; give a file name")
+    try:  # before the run: a bad --out or price must not cost the whole budget
+        for warning in check_calibration_request(args.out, args.usd_per_hour, args.budget_s):
+            print(f"warning: {warning}", file=sys.stderr)
+    except CalibrationRequestError as error:
+        raise UsageError(str(error)) from None
 
     def report(step: str, fraction: float) -> None:
         print(f"[{fraction:4.0%}] {step}", file=sys.stderr)
@@ -385,7 +395,7 @@ def calibrate_command(args: argparse.Namespace) -> str:
         result = run_calibration(
             device=args.device, budget_s=args.budget_s, progress=report, usd_per_hour=args.usd_per_hour
         )
-    except CalibrationBusyError as error:
+    except (CalibrationBusyError, CalibrationRequestError) as error:
         raise UsageError(str(error)) from None
     text = export_json(result)
     temporary = args.out.with_name(args.out.name + ".tmp")

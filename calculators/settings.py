@@ -20,6 +20,7 @@ from typing import Any, Literal
 import annotated_types
 from pydantic import BaseModel, Field
 
+from calculators.cost import OwnershipSettings
 from calculators.inference import ServingSettings
 from calculators.model_spec import ModelSpec
 from calculators.modes import MODES
@@ -79,6 +80,7 @@ class Setting:
     is_list: bool = False
     modes: tuple[str, ...] = MODES
     app_default: Any = None  # the app's starting value where the model's default is "not given"
+    zero_means_unset: bool = False  # the widget's 0 stands for None (the model's own default)
 
     # --- what the declaration says ---------------------------------------------------
 
@@ -367,6 +369,7 @@ def _declare() -> list[Setting]:
             state="cost_utilisation_pct",
             ui_scale=0.01,
             flag="--utilisation",
+            zero_means_unset=True,
         ),
         time(
             "inter_node_gbps",
@@ -392,6 +395,18 @@ def _declare() -> list[Setting]:
             app_default=0.5,
         ),
         run("discount_pct", "discount", "Negotiated discount on every price (%)", state="cost_discount_pct"),
+        Setting(
+            "purchase_usd_per_gpu",
+            "buy_usd",
+            "Price per GPU (USD, 0 = catalogue)",
+            model=OwnershipSettings,
+            state="cost_buy_price",
+        ),
+        Setting("years", "buy_years", "Years of use", model=OwnershipSettings, state="cost_buy_years"),
+        Setting("pue", "buy_pue", "PUE", model=OwnershipSettings, state="cost_buy_pue"),
+        Setting(
+            "electricity_usd_per_kwh", "buy_kwh", "Electricity (USD/kWh)", model=OwnershipSettings, state="cost_buy_kwh"
+        ),
     ]
 
 

@@ -211,3 +211,25 @@ def test_calibrate_on_the_cpu_writes_a_result_the_app_imports(capsys, tmp_path):
 def test_bad_calibrate_arguments_exit_2(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv)
     assert code == 2 and message in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--out", "/nonexistent/dir/x.json"],
+            "--out /nonexistent/dir/x.json: the folder /nonexistent/dir does not exist",
+        ),
+        (["--out", "OUT", "--usd-per-hour", "-5"], "--usd-per-hour"),
+        (["--out", "OUT", "--usd-per-hour", "nan"], "--usd-per-hour"),
+    ],
+)
+def test_bad_calibrate_requests_are_refused_before_the_run(capsys, tmp_path, argv, message):
+    """A bad --out or price is reported at once (well under the budget), never after it."""
+    import time
+
+    argv = [str(tmp_path / "r.json") if item == "OUT" else item for item in argv]
+    started = time.monotonic()
+    code, out, err = run_cli(capsys, "calibrate", "--device", "cpu", "--budget-s", "60", *argv)
+    assert code == 2 and message in err and err.count("\n") == 1
+    assert time.monotonic() - started < 5

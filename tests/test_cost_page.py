@@ -38,7 +38,7 @@ def test_a_discount_lowers_every_price():
     before = app.dataframe[0].value["usd"].min()
     app.number_input(key="cost_discount_pct").set_value(20.0).run()
     assert app.dataframe[0].value["usd"].min() == pytest.approx(0.8 * before)
-    assert app.query_params["discount"] == "20.0"
+    assert app.query_params["discount"] == "20"
 
 
 def test_no_interruptions_make_spot_cost_the_plain_spot_price():

@@ -29,7 +29,7 @@ def test_the_url_reproduces_a_scenario_and_bad_values_are_ignored_with_a_warning
     assert app.selectbox(key="preset").value == "llama-2-7b"
     assert app.selectbox(key="zero").value == 3
     assert app.number_input(key="micro_batch").value == 1
-    assert any("Ignored `mb=abc`" in text for text in messages(app.error))
+    assert any("Ignored `mb=abc`" in text for text in messages(app.warning))
 
 
 def test_heads_that_do_not_divide_hidden_give_a_clear_message():

@@ -12,7 +12,6 @@ from calculators.cost import adjusted_prices
 from calculators.gpu_catalogue import GpuSpec
 from calculators.model_input import describe_validation_error
 from calculators.prices import CloudPrice, PriceCatalogueError, load_prices, parse_price_csv
-from calculators.settings import Setting
 from calculators.time_model import TimeSettings
 from ui import state
 
@@ -29,14 +28,6 @@ class CostInputs:
     fits_only: bool
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
-state.register(
-    Setting("cost_dataset_unit", "unit", "Dataset size in", kind=str, default="tokens", options=("tokens", "samples")),
-    Setting("cost_override_rate", "rate_set", "Set the interruption rate myself", kind=bool, default=False),
-    Setting("cost_fits_only", "fits_only", "Only GPUs the workload fits on", kind=bool, default=True),
-    Setting("cost_only_mine", "only_mine", "Use only my price sheet", kind=bool, default=False),
-)
 
 
 def _dataset_controls(column) -> dict:

@@ -55,14 +55,24 @@ def is_set(key: str) -> bool:
     return VALUE_PREFIX + key in st.session_state
 
 
+def _keep_change(key: str, from_widget) -> None:
+    """on_change: the user's new widget value becomes the kept one (callbacks run before the
+    script, so the run that follows already sees it)."""
+    shown = st.session_state[key]
+    set_value(key, from_widget(shown) if from_widget else shown)
+
+
 def widget(draw: Callable[..., Any], key: str, *args, to_widget=None, from_widget=None, **kwargs) -> Any:
-    """Draw a widget for `key`, seeded with the kept value, and keep what it returns.
+    """Draw a widget for `key` showing the kept value, and keep what it returns.
     `to_widget`/`from_widget` convert between the kept value and the widget's (per cent,
-    billions). The value is returned as kept."""
-    if key not in st.session_state:
-        kept = value(key)
-        st.session_state[key] = to_widget(kept) if to_widget else kept
-    shown = draw(*args, key=key, **kwargs)
+    billions). The value is returned as kept.
+
+    The kept value is written into the widget's state on every run, not only when the widget
+    is new: a browser that dropped a hidden widget would otherwise show the widget's default
+    when it comes back, and send that default with the next change."""
+    kept = value(key)
+    st.session_state[key] = to_widget(kept) if to_widget else kept
+    shown = draw(*args, key=key, on_change=_keep_change, args=(key, from_widget), **kwargs)
     kept = from_widget(shown) if from_widget else shown
     set_value(key, kept)
     return kept
@@ -84,7 +94,7 @@ def number(container, key: str, label: str | None = None, **kwargs) -> Any:
     if not is_int:
         bounds = {name: float(bound) for name, bound in bounds.items()}
         kwargs.setdefault("format", "%g")
-    optional_zero = item.optional  # 0 in the widget stands for "not set"
+    optional_zero = item.zero_means_unset
     if optional_zero:
         bounds["min_value"] = 0.0
 
@@ -116,7 +126,6 @@ def choice(container, key: str, label: str | None = None, options: Iterable | No
     options = list(options if options is not None else item.choices)
     if value(key) not in options and options:
         set_value(key, item.start_value if item.start_value in options else options[0])
-        st.session_state.pop(key, None)
     kwargs.setdefault("help", item.help_text or None)
     return widget(container.selectbox, key, label or item.label, options, **kwargs)
 
@@ -126,8 +135,7 @@ def multiselect(container, key: str, options: Iterable, **kwargs) -> list:
     streamlit refuses them."""
     item = _declared(key)
     options = list(options)
-    current = st.session_state[key] if key in st.session_state else value(key)
-    st.session_state[key] = [choice for choice in current if choice in options]
+    set_value(key, [choice for choice in value(key) if choice in options])
     return widget(container.multiselect, key, item.label, options, **kwargs)
 
 

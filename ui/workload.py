@@ -28,7 +28,7 @@ from calculators.presets import load_presets
 from calculators.settings import Setting, all_settings
 from calculators.training import FSDP_NAME, LORA_TARGET_LABEL, PRECISION_LABEL, TrainingSettings
 from calculators.workload import GpuTarget, Workload, build_workload, describe_workload_error
-from ui import state
+from ui import page_settings, state
 from ui.calibration_state import active_calibration
 from ui.user_gpus import user_gpus
 
@@ -45,6 +45,7 @@ state.register(
     Setting("gpu", "gpu", "GPU for the verdict", kind=str, default=DEFAULT_GPU),
     Setting("gpu_memory_gib", "gib", "GPU memory (GiB)", kind=float, default=80.0, low=0.1, high=100_000),
 )
+assert page_settings.COMPARE_DEFAULT_PICK  # the pages' settings are declared before a link is read
 CUSTOM_KEYS = [item.key for item in all_settings() if item.model is ModelSpec]
 
 
@@ -89,7 +90,6 @@ def _model_controls(presets: dict[str, ModelSpec]) -> tuple[ModelSpec | None, li
     preset_name = state.value("preset")
     if preset_name not in presets:
         state.set_value("preset", DEFAULT_PRESET)
-        st.session_state.pop("preset", None)
         unknown = f"Unknown preset {preset_name!r}; showing {DEFAULT_PRESET}."
         spec, errors, notes = _model_controls(presets)
         return spec, [unknown, *errors], notes

@@ -1,0 +1,173 @@
+"""Every value a user set survives mode, model-source and page switches, and a shared link
+opened in a fresh browser reproduces every page."""
+
+import re
+
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
+
+
+def sidebar(page):
+    return page.get_by_test_id("stSidebar")
+
+
+def settled(page) -> None:
+    """Wait until the app has finished the run a change started (its status widget shows
+    while a run is going on), so the next click does not land on a page being redrawn."""
+    page.wait_for_timeout(300)
+    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=30_000)
+
+
+def choose(page, label: str, option: str, where=None) -> None:
+    """Pick `option` in the select box labelled `label`."""
+    settled(page)
+    box = (where or sidebar(page)).get_by_test_id("stSelectbox").filter(has_text=label).first
+    wanted = page.get_by_role("option", name=option, exact=True)
+    for _ in range(5):  # a click that lands while the page is redrawn does not open the list
+        box.click()
+        try:
+            wanted.wait_for(timeout=3_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    wanted.click()
+    settled(page)
+
+
+def type_number(page, label: str, value: str, where=None) -> None:
+    settled(page)
+    field = (where or sidebar(page)).get_by_label(label, exact=True)
+    field.fill(value)
+    field.press("Enter")
+    expect(field).to_have_value(value)
+    settled(page)
+
+
+def radio(page, option: str) -> None:
+    settled(page)
+    sidebar(page).get_by_test_id("stRadio").get_by_text(option, exact=True).click()
+    settled(page)
+
+
+def wait_for_app(page) -> None:
+    expect(page.get_by_test_id("stMain").get_by_role("heading").first).to_be_visible(timeout=60_000)
+
+
+def selected(page, label: str):
+    """The select box's input, whose value is the chosen option."""
+    return sidebar(page).get_by_role("combobox", name=label, exact=True)
+
+
+def test_settings_of_hidden_modes_are_kept(page, app_url):
+    page.goto(app_url)
+    wait_for_app(page)
+    type_number(page, "Micro-batch", "2")
+    choose(page, "ZeRO stage", "ZeRO-3 · FSDP FULL_SHARD")
+    choose(page, "Mode", "Fine-tune: LoRA")
+    type_number(page, "LoRA rank", "64")
+    choose(page, "Mode", "Serve (inference)")
+    type_number(page, "Context (tokens)", "4096")
+    choose(page, "Mode", "Train (all weights)")
+
+    expect(sidebar(page).get_by_label("Micro-batch", exact=True)).to_have_value("2")
+    expect(sidebar(page).get_by_label("Sequence length", exact=True)).to_have_value("2048")
+    expect(selected(page, "ZeRO stage")).to_have_value(re.compile("ZeRO-3"))
+    expect(selected(page, "Precision")).to_have_value(re.compile("BF16 mixed"))
+    expect(selected(page, "Attention")).to_have_value(re.compile("fused"))
+    choose(page, "Mode", "Fine-tune: LoRA")
+    expect(sidebar(page).get_by_label("LoRA rank", exact=True)).to_have_value("64")
+    choose(page, "Mode", "Serve (inference)")
+    expect(sidebar(page).get_by_label("Context (tokens)", exact=True)).to_have_value("4096")
+    assert re.search(r"[?&]mb=2(&|$)", page.url) and "zero=3" in page.url and "rank=64" in page.url
+
+
+def test_the_preset_survives_a_trip_through_config_json(page, app_url):
+    page.goto(app_url)
+    wait_for_app(page)
+    radio(page, "config.json")
+    expect(page.get_by_test_id("stMain").get_by_text("Upload a config.json")).to_be_visible()
+    radio(page, "Preset")
+    expect(selected(page, "Preset")).to_have_value(re.compile("llama-3.1-8b"))
+    expect(page.get_by_test_id("stMain").get_by_text("llama-3.1-8b", exact=False).first).to_be_visible()
+    type_number(page, "Micro-batch", "2")  # any later change keeps the model
+    expect(selected(page, "Preset")).to_have_value(re.compile("llama-3.1-8b"))
+    assert "model=" not in page.url  # the default preset is not written
+
+
+def test_custom_architecture_starts_from_the_preset_and_keeps_its_values(page, app_url):
+    page.goto(app_url)
+    wait_for_app(page)
+    choose(page, "Preset", "llama-2-13b")
+    radio(page, "Custom architecture")
+    expect(sidebar(page).get_by_label("Layers", exact=True)).to_have_value("40")  # llama-2-13b's
+    type_number(page, "Layers", "48")
+    type_number(page, "Hidden", "6144")
+    radio(page, "Preset")
+    radio(page, "Custom architecture")
+    expect(sidebar(page).get_by_label("Layers", exact=True)).to_have_value("48")
+    expect(sidebar(page).get_by_label("Hidden", exact=True)).to_have_value("6144")
+
+
+def _reopened(browser, url: str):
+    """The link in a fresh browser context (no session, no cookies)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    fresh = context.new_page()
+    fresh.set_default_timeout(30_000)
+    fresh.goto(url)
+    wait_for_app(fresh)
+    return context, fresh
+
+
+def test_a_shared_link_reproduces_the_memory_and_compare_pages(page, browser, app_url):
+    page.goto(f"{app_url}/compare")
+    wait_for_app(page)
+    choose(page, "Preset", "gpt2")
+    type_number(page, "Micro-batch", "4")
+    main = page.get_by_test_id("stMain")
+    vendor = main.get_by_test_id("stMultiSelect").filter(has_text="Vendor")
+    vendor.click()
+    page.get_by_role("option", name="AMD", exact=True).click()
+    page.keyboard.press("Escape")
+    type_number(page, "Memory at least (GB)", "200", where=main)
+    count = main.get_by_text(re.compile(r"\d+ of \d+ GPUs"))
+    expect(count).to_have_text(re.compile(r"^[1-9] of"))
+    shown = count.inner_text()
+
+    context, fresh = _reopened(browser, page.url)
+    try:
+        fresh_main = fresh.get_by_test_id("stMain")
+        expect(fresh_main.get_by_text(re.compile(r"\d+ of \d+ GPUs"))).to_have_text(shown)
+        expect(fresh.get_by_test_id("stSidebar").get_by_label("Micro-batch", exact=True)).to_have_value("4")
+        expect(fresh_main.get_by_label("Memory at least (GB)", exact=True)).to_have_value("200")
+    finally:
+        context.close()
+
+
+def test_a_shared_link_reproduces_the_cost_page(page, browser, app_url):
+    page.goto(f"{app_url}/cost?model=gpt2")
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_text("Cheapest on demand:", exact=False)).to_be_visible(timeout=60_000)
+    type_number(page, "Tokens per epoch (billions)", "3", where=main)
+    main.get_by_text("Prices: discount and your own price sheet").click()
+    type_number(page, "Negotiated discount on every price (%)", "20", where=main)
+    cheapest = main.get_by_text("Cheapest on demand:", exact=False).first
+    expect(cheapest).to_be_visible()
+    headline = cheapest.inner_text()
+
+    context, fresh = _reopened(browser, page.url)
+    try:
+        expect(fresh.get_by_test_id("stMain").get_by_text("Cheapest on demand:", exact=False).first).to_have_text(
+            headline
+        )
+    finally:
+        context.close()
+
+
+def test_a_shared_link_keeps_the_workload_on_the_other_pages(page, browser, app_url):
+    for path in ("calibration", "validation"):
+        page.goto(f"{app_url}/{path}?model=gpt2&mb=3&mode=finetune-lora&rank=8")
+        wait_for_app(page)
+        expect(sidebar(page).get_by_label("Micro-batch", exact=True)).to_have_value("3")
+        expect(sidebar(page).get_by_label("LoRA rank", exact=True)).to_have_value("8")
+        expect(selected(page, "Mode")).to_have_value(re.compile("LoRA"))
+        assert "mb=3" in page.url and "rank=8" in page.url

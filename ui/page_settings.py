@@ -1,0 +1,28 @@
+"""The app-only settings of the pages (filters, the Cost page's switches, buy vs rent),
+declared with the sidebar's, before a link is read: a shared link carries every page.
+
+The calculators' settings (bounds, defaults, help) are declared in calculators.settings;
+these have no model behind them, so their default and bounds are declared here, once."""
+
+from __future__ import annotations
+
+from calculators.settings import Setting
+from ui import state
+
+COMPARE_DEFAULT_PICK = ["H100-SXM5-80GB", "A100-SXM4-80GB"]
+
+state.register(
+    # Compare GPUs
+    Setting("cmp_vendors", "vendors", "Vendor (all when empty)", kind=str, default=[], is_list=True),
+    Setting("cmp_categories", "categories", "Category (all when empty)", kind=str, default=[], is_list=True),
+    Setting("cmp_min_memory", "min_gb", "Memory at least (GB)", kind=int, default=0, low=0, high=2000),
+    Setting("cmp_fits_only", "cmp_fits", "Fits the workload on one GPU", kind=bool, default=False),
+    Setting("cmp_pick", "pick", "Pick 2 to 4 GPUs", kind=str, default=COMPARE_DEFAULT_PICK, is_list=True),
+    # Time and cost
+    Setting("cost_dataset_unit", "unit", "Dataset size in", kind=str, default="tokens", options=("tokens", "samples")),
+    Setting("cost_override_rate", "rate_set", "Set the interruption rate myself", kind=bool, default=False),
+    Setting("cost_fits_only", "fits_only", "Only GPUs the workload fits on", kind=bool, default=True),
+    Setting("cost_only_mine", "only_mine", "Use only my price sheet", kind=bool, default=False),
+    # Buy vs rent: the GPU (the figures are OwnershipSettings', in calculators.settings)
+    Setting("cost_buy_gpu", "buy_gpu", "GPU", kind=str, default=""),
+)
