@@ -47,6 +47,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from calculators.geometry import layer_linears
 from calculators.model_spec import ModelSpec
 from measure.trace.support import check_spec
 
@@ -137,23 +138,30 @@ def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
 # --- Attention -----------------------------------------------------------------------
 
 
+def projection(spec: ModelSpec, name: str, bias: bool) -> nn.Linear:
+    """The layer's linear `name` with the shape calculators.geometry gives it (one expert's,
+    for a mixture of experts), so the trace and the estimates build the same layers."""
+    shape = next(linear for linear in layer_linears(spec) if linear.name == name)
+    return nn.Linear(int(shape.in_features), int(shape.out_features), bias=bias)
+
+
 class Attention(nn.Module):
     """q/k/v projections (fused or separate), rotary positions for Llama style, the attention
     core (eager or fused, optionally recomputed), the output projection and its dropout."""
 
     def __init__(self, spec: ModelSpec, attention: str, recompute_core: bool) -> None:
         super().__init__()
-        h, self.head_dim = spec.hidden_size, spec.attention_head_dim
+        self.head_dim = spec.attention_head_dim
         self.n_heads, self.n_kv_heads = spec.n_heads, spec.n_kv_heads
         self.q_dim, self.kv_dim = spec.q_dim, spec.kv_dim
         qkv_bias = spec.linear_bias or spec.qkv_bias
         if spec.fused_qkv:
-            self.qkv_proj = nn.Linear(h, spec.q_dim + 2 * spec.kv_dim, bias=qkv_bias)
+            self.qkv_proj = projection(spec, "qkv", qkv_bias)
         else:
-            self.q_proj = nn.Linear(h, spec.q_dim, bias=qkv_bias)
-            self.k_proj = nn.Linear(h, spec.kv_dim, bias=qkv_bias)
-            self.v_proj = nn.Linear(h, spec.kv_dim, bias=qkv_bias)
-        self.o_proj = nn.Linear(spec.q_dim, h, bias=spec.linear_bias)
+            self.q_proj = projection(spec, "q", qkv_bias)
+            self.k_proj = projection(spec, "k", qkv_bias)
+            self.v_proj = projection(spec, "v", qkv_bias)
+        self.o_proj = projection(spec, "o", spec.linear_bias)
         self.fused_qkv, self.rope = spec.fused_qkv, spec.position_embedding == "rope"
         self.causal, self.dropout = spec.head == "lm", spec.dropout
         self.softmax_fp32 = is_llama_style(spec)
@@ -210,8 +218,8 @@ class GeluMLP(nn.Module):
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__()
-        self.fc = nn.Linear(spec.hidden_size, spec.ffn_hidden_size, bias=spec.linear_bias)
-        self.proj = nn.Linear(spec.ffn_hidden_size, spec.hidden_size, bias=spec.linear_bias)
+        self.fc = projection(spec, "fc1", spec.linear_bias)
+        self.proj = projection(spec, "fc2", spec.linear_bias)
         self.dropout = spec.dropout
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -224,14 +232,14 @@ class GatedMLP(nn.Module):
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__()
-        h, f, bias = spec.hidden_size, spec.ffn_hidden_size, spec.linear_bias
+        bias = spec.linear_bias
         self.fused = spec.fused_gate_up
         if self.fused:
-            self.gate_up_proj = nn.Linear(h, 2 * f, bias=bias)
+            self.gate_up_proj = projection(spec, "gate_up", bias)
         else:
-            self.gate_proj = nn.Linear(h, f, bias=bias)
-            self.up_proj = nn.Linear(h, f, bias=bias)
-        self.down_proj = nn.Linear(f, h, bias=bias)
+            self.gate_proj = projection(spec, "gate", bias)
+            self.up_proj = projection(spec, "up", bias)
+        self.down_proj = projection(spec, "down", bias)
         self.geglu = spec.activation == "geglu"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
