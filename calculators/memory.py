@@ -408,6 +408,15 @@ def optimizer_step_temporary_bytes(layout: StageLayout, settings: TrainingSettin
 REDUCE_BUCKET_ELEMENTS = 500_000_000
 
 
+def unsharded_gradient_elements(layout: StageLayout) -> float:
+    """Under ZeRO-2/3 a unit's gradients exist whole until their reduce-scatter: one trained
+    layer's, or, when every layer is frozen, the largest trainable unit left (the head's),
+    never more than everything trainable (ZeRO paper Sec. 5.2: gradients reduced bucket by
+    bucket as backward produces them)."""
+    unit = layout.trainable_per_layer if layout.active_layers > 0 else layout.head_gradient_elements
+    return min(unit, layout.trainable)
+
+
 def offload_gradient_bucket_bytes(settings: TrainingSettings, layout: StageLayout) -> float:
     """GPU gradient memory under ZeRO-Offload: gradients leave for the CPU bucket by
     bucket as backward produces them (Ren et al. 2021, Sec. 4.1), so one reduce bucket of
@@ -470,7 +479,7 @@ def model_state_bytes(settings: TrainingSettings, layout: StageLayout) -> ModelS
     if gpus > 1 and zero == 0:
         gradients *= 2  # DDP gradient buckets
     if zero >= 2 and gpus > 1:
-        gradients += gradient_bytes(precision) * layout.trainable_per_layer  # one unsharded layer before reduce-scatter
+        gradients += gradient_bytes(precision) * unsharded_gradient_elements(layout)
     cast_elements = layout.cast_elements
     if settings.checkpointing == "full":
         # Checkpointed layers run their forward without saving anything, so their weight casts

@@ -5,6 +5,7 @@ import pytest
 from calculators.geometry import parameter_count
 from calculators.memory import GIB, estimate_memory, layer_activation_terms, logits_bytes
 from calculators.model_spec import ModelSpec
+from calculators.presets import get_preset
 from calculators.training import Overheads, TrainingSettings
 
 LLAMA2_7B = ModelSpec(
@@ -209,3 +210,15 @@ def test_full_checkpointing_under_autocast_keeps_only_the_head_and_one_layer_of_
     estimate = estimate_memory(LLAMA2_7B, settings(precision="amp-bf16", checkpointing="full"))
     end_of_forward = estimate.phase_components_gib["end of forward"]["autocast_weight_copies"]
     assert end_of_forward == pytest.approx(2 * (params.matmul_head + params.matmul_per_layer) / GIB)
+
+
+def test_with_every_layer_frozen_zero2_holds_no_more_gradient_than_zero0():
+    """Mixtral, 4 GPUs, all 32 layers frozen: only the head trains. ZeRO-2 shards its
+    gradient and holds at most the head's whole gradient before the reduce-scatter; it used to
+    add a whole (frozen) layer's: 2.76 GiB against 0.49 GiB for ZeRO-0."""
+    spec = get_preset("mixtral-8x7b")
+    by_stage = {zero: estimate_memory(spec, TrainingSettings(gpus=4, frozen_layers=32, zero=zero)) for zero in (0, 2)}
+    head_gradient_gib = (32000 * 4096 + 4096) * 2 / 2**30  # bf16 untied LM head and the final norm
+    assert max(by_stage[2].phases_gib.values()) <= max(by_stage[0].phases_gib.values())
+    for phase in by_stage[2].phase_components_gib.values():
+        assert phase["gradients"] <= head_gradient_gib * (1 + 1 / 4) + 1e-9
