@@ -24,8 +24,8 @@ from measure.calibration.store import (
     export_json,
     import_json,
 )
+from ui import state
 from ui.calibration_state import ACTIVE_KEY, USE_KEY, set_active
-from ui.remember import remember
 
 STORE_PROBLEMS_KEY = "_calibration_store_problems"
 
@@ -81,11 +81,9 @@ if not allowed:
         "`python -m calculators calibrate --out result.json` and import the file below."
     )
 cols = st.columns(3)
-device = cols[0].selectbox("Device", ("auto", "cuda", "cpu"), key=remember("cal_device", "auto"))
-budget_s = cols[1].number_input("Time budget (s)", 5, 600, step=10, key=remember("cal_budget_s", 110))
-usd_per_hour = cols[2].number_input(
-    "Price per GPU-hour for cost per epoch (USD)", 0.0, 1000.0, step=0.5, key=remember("cal_usd_per_hour", 2.0)
-)
+device = state.choice(cols[0], "cal_device")
+budget_s = state.number(cols[1], "cal_budget_s", step=10)
+usd_per_hour = state.number(cols[2], "cal_usd_per_hour", step=0.5)
 problem = request_problem(usd_per_hour, float(budget_s))
 if problem:
     st.error(problem)
@@ -136,7 +134,7 @@ st.subheader("Results")
 if active is None:
     st.info("No calibration yet on this host.")
     st.stop()
-st.toggle("Use this calibration in the Memory, Compare and Cost pages", key=remember(USE_KEY, False))
+state.widget(st.toggle, USE_KEY, "Use this calibration in the Memory, Compare and Cost pages")
 st.caption(
     f"{active.host}, {active.gpu_name or active.device}, driver {active.driver_version or '-'}, "
     f"torch {active.torch_version or '-'}, {active.created_at:%Y-%m-%d %H:%M} UTC, {active.duration_s:.0f} s"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from measure.calibration.result import CalibrationResult
+from ui import state
 
 ACTIVE_KEY = "calibration_active"
 USE_KEY = "use_calibration"
@@ -15,7 +16,7 @@ USE_KEY = "use_calibration"
 
 def active_calibration() -> CalibrationResult | None:
     """The calibration to apply, or None when there is none or the switch is off."""
-    if not st.session_state.get("_saved_" + USE_KEY, False):
+    if not state.value(USE_KEY):
         return None
     return st.session_state.get(ACTIVE_KEY)
 

@@ -23,6 +23,19 @@ state.register(
     Setting("cost_override_rate", "rate_set", "Set the interruption rate myself", kind=bool, default=False),
     Setting("cost_fits_only", "fits_only", "Only GPUs the workload fits on", kind=bool, default=True),
     Setting("cost_only_mine", "only_mine", "Use only my price sheet", kind=bool, default=False),
+    # Calibration (the budget and price are checked again by the runner before a run)
+    Setting("cal_device", "cal_device", "Device", kind=str, default="auto", options=("auto", "cuda", "cpu")),
+    Setting("cal_budget_s", "cal_budget", "Time budget (s)", kind=int, default=110, low=5, high=600),
+    Setting(
+        "cal_usd_per_hour",
+        "cal_usd",
+        "Price per GPU-hour for cost per epoch (USD)",
+        kind=float,
+        default=2.0,
+        low=0,
+        high=1000,
+    ),  # fmt: skip
+    Setting("use_calibration", "use_cal", "Use this calibration", kind=bool, default=False),
     # Buy vs rent: the GPU (the figures are OwnershipSettings', in calculators.settings)
     Setting("cost_buy_gpu", "buy_gpu", "GPU", kind=str, default=""),
 )
