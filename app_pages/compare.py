@@ -9,7 +9,7 @@ from calculators.inference import tensor_parallel_problem
 from calculators.roofline import matmul_format, roofline_point, workload_intensity_flops_per_byte
 from ui import state
 from ui.charts import memory_bandwidth_figure, roofline_figure, tflops_price_figure
-from ui.gpu_table import gpu_table, serving_fit_rows, side_by_side
+from ui.gpu_table import FIT_COLUMNS, SERVING_COLUMNS, gpu_table, serving_fit_rows, side_by_side
 from ui.host_gpus import detected_gpu_names
 from ui.user_gpus import user_gpu_controls, user_gpus
 
@@ -18,8 +18,6 @@ SPEC_FIELDS = [
     "bf16_tflops", "fp16_tflops", "fp8_tflops", "int8_tops", "tdp_w", "interconnect", "interconnect_gbps",
     "pcie_gen", "launch_year", "price_usd", "source", "as_of",
 ]  # fmt: skip
-FIT_FIELDS = ["verdict", "headroom_gib", "max_micro_batch", "min_gpus"]
-SERVING_FIELDS = ["verdict", "headroom_gib", "max_concurrency", "max_context_len", "decode_tokens_per_s", "min_gpus"]
 
 st.title("Compare GPUs")
 workload = st.session_state["workload"]
@@ -58,10 +56,18 @@ shown = table[
     & table["category"].isin(chosen_categories or categories)
     & (table["memory_gb"] >= min_memory_gb)
 ]
+if fits is not None:
+    cannot_run = table[table["stack_problem"].notna()]
+    if len(cannot_run):
+        st.caption(
+            f"{len(cannot_run)} GPUs cannot run this workload's software (see 'cannot run because'): "
+            + ", ".join(cannot_run["name"])
+            + ". The filter below leaves them out."
+        )
 if fits_only and fits is not None:
-    shown = shown[shown["verdict"] != "does not fit"]
+    shown = shown[(shown["verdict"] != "does not fit") & shown["stack_problem"].isna()]
 st.caption(f"{len(shown)} of {len(table)} GPUs. Click a column header to sort. Tensor TFLOPS are dense (no sparsity).")
-fit_fields = [] if fits is None else (SERVING_FIELDS if workload.is_inference else FIT_FIELDS)
+fit_fields = [] if fits is None else list(SERVING_COLUMNS if workload.is_inference else FIT_COLUMNS)
 columns = ["name", *fit_fields, *SPEC_FIELDS, "detected", "yours"]
 st.dataframe(
     shown[columns],
@@ -69,6 +75,7 @@ st.dataframe(
     width="stretch",
     column_config={
         "headroom_gib": st.column_config.NumberColumn("headroom GiB", format="%.1f"),
+        "stack_problem": st.column_config.TextColumn("cannot run because"),
         "max_micro_batch": st.column_config.NumberColumn("max micro-batch"),
         "min_gpus": st.column_config.NumberColumn("fewest GPUs"),
         "max_concurrency": st.column_config.NumberColumn("most sequences"),

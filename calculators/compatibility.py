@@ -25,7 +25,8 @@ that is not Gaudi, one you added) is assumed to run the workload.
 from __future__ import annotations
 
 from calculators.gpu_catalogue import GpuSpec
-from calculators.modes import MODES
+from calculators.modes import MODE_OF_METHOD, MODES
+from calculators.training import TrainingSettings
 
 BITSANDBYTES_OPTIMIZERS: tuple[str, ...] = ("adamw-8bit", "paged-adamw-8bit")
 TPU = "Google TPU (XLA)"
@@ -69,3 +70,8 @@ def stack_problem(gpu: GpuSpec, mode: str, optimizer: str | None = None) -> str 
             f"which has no optimizers for {platform}"
         )
     return None
+
+
+def training_stack_problem(gpu: GpuSpec, settings: TrainingSettings) -> str | None:
+    """stack_problem for a training workload: its mode follows its method (full, LoRA, QLoRA)."""
+    return stack_problem(gpu, MODE_OF_METHOD[settings.method], settings.optimizer)

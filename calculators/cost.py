@@ -25,11 +25,10 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from calculators.compatibility import stack_problem
+from calculators.compatibility import training_stack_problem
 from calculators.fit_matrix import gpu_memory_gib
 from calculators.gpu_catalogue import GpuSpec
 from calculators.model_spec import ModelSpec
-from calculators.modes import METHOD_OF_MODE
 from calculators.prices import CloudPrice
 from calculators.spot import (
     DEFAULT_CHECKPOINT_WRITE_H,
@@ -45,7 +44,6 @@ DEFAULT_INTERRUPTIONS_PER_HOUR = 0.5  # for a spot price without a rate: median 
 HOURS_PER_YEAR = 8760.0
 
 MemoryFits = Callable[[GpuSpec], bool]
-MODE_OF_METHOD = {method: mode for mode, method in METHOD_OF_MODE.items()}
 
 
 class CostOption(BaseModel):
@@ -125,7 +123,7 @@ def gpu_verdict(
         fits = bool(memory_fits(gpu))
     else:
         fits = None if peak_gib is None else peak_gib <= gpu_memory_gib(gpu)
-    stack = stack_problem(gpu, MODE_OF_METHOD[settings.method], settings.optimizer)
+    stack = training_stack_problem(gpu, settings)
     reasons = [_fit_problem(gpu, peak_gib)] if fits is False else []
     reasons += [stack] if stack else []
     return GpuVerdict(fits, stack, "; ".join(reasons) or None)

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
+from calculators.compatibility import training_stack_problem
 from calculators.fit import PeakCurve, Verdict, check_fit
 from calculators.gpu_catalogue import GpuSpec
 from calculators.model_spec import ModelSpec
@@ -27,6 +28,7 @@ class GpuFit(BaseModel):
     headroom_gib: float
     max_micro_batch: int | None
     min_gpus: int | None
+    stack_problem: str | None = None  # why the GPU's software cannot run the workload (compatibility)
 
 
 def gpu_memory_gib(gpu: GpuSpec) -> float:
@@ -55,6 +57,7 @@ def fit_matrix(spec: ModelSpec, settings: TrainingSettings, gpus: Iterable[GpuSp
                 headroom_gib=fit.headroom_gib,
                 max_micro_batch=fit.max_micro_batch,
                 min_gpus=fit.min_gpus,
+                stack_problem=training_stack_problem(gpu, settings),
             )
         )
     return rows

@@ -11,3 +11,4 @@ MODE_LABEL = {
     "inference": "Serve (inference)",
 }
 METHOD_OF_MODE = {"train": "full", "finetune-lora": "lora", "finetune-qlora": "qlora"}
+MODE_OF_METHOD = {method: mode for mode, method in METHOD_OF_MODE.items()}

@@ -1,5 +1,7 @@
 """AppTest of the Compare GPUs page: table, fit matrix, side by side, user GPUs."""
 
+import pandas as pd
+
 from calculators.fit_matrix import fit_matrix
 from calculators.gpu_catalogue import find_gpu, load_gpu_catalogue
 from calculators.presets import get_preset
@@ -109,3 +111,16 @@ def test_a_malformed_upload_names_the_row_and_field_and_keeps_earlier_gpus():
 
 def open_compare(**query: str):
     return open_app("app_pages/compare.py", **query)
+
+
+def test_gpus_whose_software_cannot_run_the_workload_are_marked_and_filtered():
+    """QLoRA needs bitsandbytes' NF4 kernels: TPUs and Trainium cannot run it, and the
+    'fits and runs' filter leaves them out; Inferentia trains nothing."""
+    app = open_compare(model="llama-2-7b", mode="finetune-qlora", ckpt="full")
+    table = app.dataframe[0].value.set_index("name")
+    assert "bitsandbytes" in table.loc["TPU-v5p", "stack_problem"]
+    assert pd.isna(table.loc["H100-SXM5-80GB", "stack_problem"])
+    assert "serving only" in table.loc["Inferentia2-32GB", "stack_problem"]
+    app.checkbox(key="cmp_fits_only").check().run()
+    shown = set(app.dataframe[0].value["name"])
+    assert "H100-SXM5-80GB" in shown and not shown & {"TPU-v5p", "Trainium2-96GB", "Inferentia2-32GB"}

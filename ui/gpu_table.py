@@ -5,14 +5,17 @@ from __future__ import annotations
 import pandas as pd
 from pydantic import BaseModel
 
+from calculators.compatibility import stack_problem
 from calculators.fit import verdict
 from calculators.fit_matrix import GpuFit
 from calculators.gpu_catalogue import GpuSpec
 from calculators.inference import ServingSettings, serving_table
 from calculators.model_spec import ModelSpec
 
-FIT_COLUMNS = ("verdict", "headroom_gib", "max_micro_batch", "min_gpus")
-SERVING_COLUMNS = ("verdict", "headroom_gib", "max_concurrency", "max_context_len", "decode_tokens_per_s", "min_gpus")
+FIT_COLUMNS = ("verdict", "headroom_gib", "max_micro_batch", "min_gpus", "stack_problem")
+SERVING_COLUMNS = (
+    "verdict", "headroom_gib", "max_concurrency", "max_context_len", "decode_tokens_per_s", "min_gpus", "stack_problem"
+)  # fmt: skip
 
 
 class ServingRow(BaseModel):
@@ -25,11 +28,13 @@ class ServingRow(BaseModel):
     max_context_len: int
     decode_tokens_per_s: float | None
     min_gpus: int | None
+    stack_problem: str | None = None
 
 
 def serving_fit_rows(spec: ModelSpec, settings: ServingSettings, gpus: list[GpuSpec]) -> list[ServingRow]:
     """The inference mode's matrix: fit, concurrency, context and decode speed on every GPU."""
     rows = []
+    by_name = {gpu.name: gpu for gpu in gpus}
     for fit in serving_table(spec, settings, gpus):
         rows.append(
             ServingRow(
@@ -40,6 +45,7 @@ def serving_fit_rows(spec: ModelSpec, settings: ServingSettings, gpus: list[GpuS
                 max_context_len=fit.max_context_len,
                 decode_tokens_per_s=fit.decode_tokens_per_s_per_sequence,
                 min_gpus=fit.gpus_needed,
+                stack_problem=stack_problem(by_name[fit.gpu], "inference"),
             )
         )
     return rows

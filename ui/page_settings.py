@@ -16,7 +16,7 @@ state.register(
     Setting("cmp_vendors", "vendors", "Vendor (all when empty)", kind=str, default=[], is_list=True),
     Setting("cmp_categories", "categories", "Category (all when empty)", kind=str, default=[], is_list=True),
     Setting("cmp_min_memory", "min_gb", "Memory at least (GB)", kind=int, default=0, low=0, high=2000),
-    Setting("cmp_fits_only", "cmp_fits", "Fits the workload on one GPU", kind=bool, default=False),
+    Setting("cmp_fits_only", "cmp_fits", "Fits and runs the workload on one GPU", kind=bool, default=False),
     Setting("cmp_pick", "pick", "Pick 2 to 4 GPUs", kind=str, default=COMPARE_DEFAULT_PICK, is_list=True),
     # Time and cost
     Setting("cost_dataset_unit", "unit", "Dataset size in", kind=str, default="tokens", options=("tokens", "samples")),
