@@ -1,0 +1,62 @@
+"""Settings declared once: the link codec, the CLI flags and the sidebar widgets all follow the
+pydantic fields they point at (the drifts found before: concurrency capped at 100,000 in the UI
+and 16,777,216 in the model; context 10M against 100M)."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculators.cli import build_parser
+from calculators.settings import SettingError, all_settings, setting
+from tests.apptest_helpers import open_app
+
+
+def test_values_are_read_from_links_in_the_units_shown():
+    assert setting("seq_len").parse("2048") == 2048
+    assert setting("cost_tokens_billion").parse_shown("2") == 2e9  # billions of tokens
+    assert setting("cost_utilisation_pct").parse_shown("45") == pytest.approx(0.45)  # per cent
+    assert setting("cost_tokens_billion").format_shown(2e9) == "2"
+    assert setting("precision").parse("bf16") == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "message"),
+    [
+        ("seq_len", "0", "must be greater than 0 and at most 10,000,000, not 0"),
+        ("seq_len", "3.5", "must be a whole number"),
+        ("seq_len", "nan", "must be a finite number"),
+        ("cost_discount_pct", "100", "must be at least 0 and less than 100, not 100"),
+        ("precision", "fp7", "'fp7' is not one of"),
+        ("offload_optimizer", "maybe", "expected true or false"),
+    ],
+)
+def test_bad_values_name_the_setting_and_the_bound(key, raw, message):
+    with pytest.raises(SettingError, match=message):
+        setting(key).parse(raw)
+
+
+def test_every_cli_flag_has_the_declared_default():
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for name in ("memory", "fit", "cost"):
+        defaults = {
+            action.option_strings[0]: action.default for action in commands[name]._actions if action.option_strings
+        }
+        for item in all_settings():
+            if item.flag in defaults and item.value_type is not bool and item.key != "s_tensor_parallel":
+                assert defaults[item.flag] == item.default_value, (name, item.flag)
+
+
+def test_query_keys_and_flags_are_unique():
+    queries = [item.query for item in all_settings()]
+    assert len(queries) == len(set(queries))
+    flags = [item.flag for item in all_settings() if item.flag and item.key != "s_tensor_parallel"]
+    assert len(flags) == len(set(flags))  # --tensor-parallel alone serves two modes
+
+
+def test_sidebar_widgets_take_their_bounds_from_the_model():
+    training = open_app()
+    assert training.number_input(key="seq_len").max == 10_000_000  # TrainingSettings.seq_len le
+    assert training.number_input(key="micro_batch").min == 1  # gt=0 on an integer
+    serving = open_app(mode="inference")
+    assert serving.number_input(key="s_concurrency").max == 16_777_216  # ServingSettings bound
+    assert serving.number_input(key="s_context_len").max == 100_000_000
