@@ -1,6 +1,6 @@
 """Times the fit matrix (the workload on every GPU of the catalogue) and the Compare page.
 
-Goal (issue 4): under 50 ms for the 40+ GPUs of the catalogue. Run from the repository root:
+Goal: under 50 ms for the 40+ GPUs of the catalogue. Run from the repository root:
 
     python bench/bench_fit_matrix.py
 """

@@ -1,6 +1,6 @@
 """Times the memory estimator and a full rerun of the Memory page.
 
-Goals (issue 2): under 1 ms per estimate, under 150 ms per page rerun, and torch
+Goals: under 1 ms per estimate, under 150 ms per page rerun, and torch
 never imported by the pages. Run from the repository root:
 
     python bench/bench_memory.py
