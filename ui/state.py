@@ -6,8 +6,8 @@ key: a widget is seeded from it each time it is drawn and writes back what it re
 Hidden settings are therefore kept, not reset, and a link holds every page's settings.
 
 The settings themselves (default, bounds, URL key) are declared once, in
-calculators.settings; app-only ones (the Compare page's filters, say) are declared beside
-the page that draws them, with the same `Setting` type.
+calculators.settings; app-only ones (the Compare page's filters, say) in ui/page_settings.py,
+with the same `Setting` type, so that a link read on any page knows them all.
 """
 
 from __future__ import annotations
