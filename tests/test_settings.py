@@ -60,3 +60,13 @@ def test_sidebar_widgets_take_their_bounds_from_the_model():
     serving = open_app(mode="inference")
     assert serving.number_input(key="s_concurrency").max == 16_777_216  # ServingSettings bound
     assert serving.number_input(key="s_context_len").max == 100_000_000
+
+
+def test_an_exclusive_bound_is_never_offered_by_its_widget():
+    """The discount must stay below 100% (RunInputs.discount_pct lt=100): the widget's maximum
+    is the float just below it, and choosing it breaks nothing (found by the page fuzz)."""
+    app = open_app("app_pages/cost.py")
+    discount = app.number_input(key="cost_discount_pct")
+    assert discount.max < 100 and discount.max > 99.999
+    discount.set_value(discount.max).run()
+    assert not app.exception

@@ -12,6 +12,7 @@ with the same `Setting` type, so that a link read on any page knows them all.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -82,7 +83,7 @@ def number(container, key: str, label: str | None = None, **kwargs) -> Any:
     """A number input with the declared bounds, unit scale and help."""
     item = _declared(key)
     scale = item.ui_scale
-    (low, low_open), (high, _) = item.lower, item.upper
+    (low, low_open), (high, high_open) = item.lower, item.upper
     is_int = item.value_type is int and scale == 1
     if low is not None and low_open:
         low = low + 1 if is_int else low
@@ -90,7 +91,9 @@ def number(container, key: str, label: str | None = None, **kwargs) -> Any:
     if low is not None:
         bounds["min_value"] = int(low) if is_int else low / scale
     if high is not None:
-        bounds["max_value"] = int(high) if is_int else high / scale
+        # a widget's maximum is inclusive: an exclusive bound becomes the value just below it
+        high = high / scale if not is_int else int(high)
+        bounds["max_value"] = (high - 1 if is_int else math.nextafter(high, -math.inf)) if high_open else high
     if not is_int:
         bounds = {name: float(bound) for name, bound in bounds.items()}
         kwargs.setdefault("format", "%g")
