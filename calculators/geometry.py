@@ -27,7 +27,8 @@ from pydantic import BaseModel
 
 from calculators.model_spec import ModelSpec
 
-MLP_LINEAR_NAMES = frozenset({"gate", "up", "gate_up", "down", "fc1", "fc2"})
+ROUTED_MLP_NAMES = frozenset({"gate", "up", "gate_up", "down", "fc1", "fc2"})
+MLP_LINEAR_NAMES = ROUTED_MLP_NAMES | {"shared_" + name for name in ROUTED_MLP_NAMES}
 
 
 class Linear(NamedTuple):
@@ -59,36 +60,74 @@ def kv_heads_per_rank(spec: ModelSpec, tensor_parallel: int = 1) -> int:
     return max(1, math.ceil(spec.n_kv_heads / tensor_parallel))
 
 
-def layer_linears(spec: ModelSpec, tensor_parallel: int = 1) -> list[Linear]:
-    """The linears of one layer, split as Megatron-LM splits them over `tensor_parallel` ranks
-    (the router is apart: see router_elements)."""
-    t = tensor_parallel
-    h, experts = spec.hidden_size, spec.n_experts
+def attention_linears(spec: ModelSpec, tensor_parallel: int = 1) -> list[Linear]:
+    """The attention linears of one layer on one rank.
+
+    Multi-head latent attention (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1; deepseek-ai/DeepSeek-V3
+    modeling_deepseek.py): q through a low-rank q_a (h x q_lora_rank) and q_b, k and v from one
+    compressed latent, kv_a (h x (kv_lora_rank + rope dim)) then kv_b (kv_lora_rank x heads x
+    (nope + v head dims)), and o from heads x v head dim."""
+    t, h = tensor_parallel, spec.hidden_size
     q_local = split(spec.q_dim, t)
+    if spec.is_mla:
+        nope = spec.attention_head_dim - spec.qk_rope_head_dim
+        if spec.q_lora_rank:
+            linears = [Linear("q_a", h, spec.q_lora_rank, 1), Linear("q_b", spec.q_lora_rank, q_local, 1)]
+        else:
+            linears = [Linear("q", h, q_local, 1)]
+        kv_up = split(spec.n_heads * (nope + spec.value_head_dim), t)
+        return linears + [
+            Linear("kv_a", h, spec.kv_lora_rank + spec.qk_rope_head_dim, 1),
+            Linear("kv_b", spec.kv_lora_rank, kv_up, 1),
+            Linear("o", split(spec.n_heads * spec.value_head_dim, t), h, 1),
+        ]
     kv_local = kv_heads_per_rank(spec, t) * spec.attention_head_dim if t > 1 else spec.kv_dim
-    f_local = split(spec.ffn_hidden_size, t)
     if spec.fused_qkv:
         linears = [Linear("qkv", h, q_local + 2 * kv_local, 1)]
     else:
         linears = [Linear("q", h, q_local, 1), Linear("k", h, kv_local, 1), Linear("v", h, kv_local, 1)]
-    linears.append(Linear("o", q_local, h, 1))
+    return linears + [Linear("o", q_local, h, 1)]
+
+
+def mlp_linears(spec: ModelSpec, width: float, copies: int, prefix: str = "") -> list[Linear]:
+    """An MLP of `width` (already split over ranks), `copies` times (the experts): fc1 and fc2,
+    or gate, up (fused or not) and down for a gated MLP (Shazeer 2020)."""
+    h = spec.hidden_size
     if not spec.is_gated_mlp:
-        return linears + [Linear("fc1", h, f_local, experts), Linear("fc2", f_local, h, experts)]
+        return [Linear(prefix + "fc1", h, width, copies), Linear(prefix + "fc2", width, h, copies)]
     if spec.fused_gate_up:
-        linears.append(Linear("gate_up", h, 2 * f_local, experts))
+        linears = [Linear(prefix + "gate_up", h, 2 * width, copies)]
     else:
-        linears += [Linear("gate", h, f_local, experts), Linear("up", h, f_local, experts)]
-    return linears + [Linear("down", f_local, h, experts)]
+        linears = [Linear(prefix + "gate", h, width, copies), Linear(prefix + "up", h, width, copies)]
+    return linears + [Linear(prefix + "down", width, h, copies)]
+
+
+def layer_linears(spec: ModelSpec, tensor_parallel: int = 1, dense: bool = False) -> list[Linear]:
+    """The linears of one layer, split as Megatron-LM splits them over `tensor_parallel` ranks
+    (the router is apart: see router_elements). For a mixture of experts this is a sparse layer
+    (routed experts of ffn_hidden_size each, plus the shared experts that every token runs, as
+    Qwen2-MoE and DeepSeek-V2 add them); `dense=True` gives one of its dense layers instead."""
+    t = tensor_parallel
+    linears = attention_linears(spec, t)
+    if dense or spec.n_experts == 1:
+        width = spec.dense_ffn_hidden_size if dense and spec.dense_ffn_hidden_size else spec.ffn_hidden_size
+        return linears + mlp_linears(spec, split(width, t), 1)
+    linears += mlp_linears(spec, split(spec.ffn_hidden_size, t), spec.n_experts)
+    if spec.shared_expert_ffn_size:
+        linears += mlp_linears(spec, split(spec.shared_expert_ffn_size, t), 1, prefix="shared_")
+    return linears
 
 
 def router_elements(spec: ModelSpec) -> int:
-    """The h x n_experts router of a mixture of experts (replicated across ranks); none for a
-    dense model."""
-    return spec.hidden_size * spec.n_experts if spec.n_experts > 1 else 0
+    """The h x n_experts router of a mixture of experts (replicated across ranks), and the h x 1
+    gate of Qwen2-MoE's shared expert; none for a dense model."""
+    if spec.n_experts == 1:
+        return 0
+    return spec.hidden_size * spec.n_experts + (spec.hidden_size if spec.shared_expert_gate else 0)
 
 
 def layer_matmul_elements(spec: ModelSpec, tensor_parallel: int = 1) -> float:
-    """Matmul weights of one layer on one rank, router included."""
+    """Matmul weights of one (sparse, for a MoE) layer on one rank, router included."""
     return sum(linear.weight_elements for linear in layer_linears(spec, tensor_parallel)) + router_elements(spec)
 
 
@@ -133,31 +172,63 @@ class ParameterCount(BaseModel):
     largest_tensor: int
 
 
-def norm_parameters(spec: ModelSpec) -> int:
+def norm_parameters(spec: ModelSpec, width: int | None = None) -> int:
     """LayerNorm has a weight and a bias per channel; RMSNorm only a weight."""
-    return 2 * spec.hidden_size if spec.norm == "layernorm" else spec.hidden_size
+    width = spec.hidden_size if width is None else width
+    return 2 * width if spec.norm == "layernorm" else width
+
+
+def _linear_biases(linears: list[Linear]) -> int:
+    return sum(linear.copies * int(linear.out_features) for linear in linears)
 
 
 def attention_params(spec: ModelSpec) -> tuple[int, int]:
     """(all, matmul-weight) parameters of one attention block: q h x (heads*d), k and v
-    h x (kv_heads*d) each, o (heads*d) x h, plus biases where the model has them."""
-    h = spec.hidden_size
-    weights = sum(int(linear.weight_elements) for linear in layer_linears(spec) if not linear.is_mlp)
-    biases = 0
+    h x (kv_heads*d) each, o (heads*d) x h, plus what some models add: biases (GPT-2, gpt-oss;
+    q/k/v only for Qwen2), per-head q/k norms (Qwen3, Gemma 3; OLMo 2 normalises all of q and k),
+    MLA's two latent norms, and gpt-oss's one attention-sink logit per head
+    (openai/gpt-oss-20b config.json; transformers models/gpt_oss/modeling_gpt_oss.py `sinks`)."""
+    linears = attention_linears(spec)
+    weights = sum(int(linear.weight_elements) for linear in linears)
+    extra = 0
     if spec.linear_bias:
-        biases = spec.q_dim + 2 * spec.kv_dim + h
+        extra += _linear_biases(linears)
     elif spec.qkv_bias:
-        biases = spec.q_dim + 2 * spec.kv_dim
-    return weights + biases, weights
+        extra += _linear_biases([linear for linear in linears if linear.name != "o"])
+    if spec.qk_norm == "head":
+        extra += 2 * norm_parameters(spec, spec.attention_head_dim)
+    elif spec.qk_norm == "full":
+        extra += norm_parameters(spec, spec.q_dim) + norm_parameters(spec, spec.kv_dim)
+    if spec.is_mla:
+        extra += norm_parameters(spec, spec.kv_lora_rank) + norm_parameters(spec, spec.q_lora_rank or 0)
+    if spec.attention_sinks:
+        extra += spec.n_heads
+    return weights + extra, weights
+
+
+def _mlp_params(spec: ModelSpec, dense: bool) -> tuple[int, int]:
+    linears = [linear for linear in layer_linears(spec, dense=dense) if linear.is_mlp]
+    weights = sum(int(linear.weight_elements) for linear in linears)
+    biases = _linear_biases(linears) if spec.linear_bias else 0
+    if dense or spec.n_experts == 1:
+        return weights + biases, weights
+    router = router_elements(spec)
+    return weights + biases + router + (spec.n_experts if spec.router_bias else 0), weights + router
 
 
 def mlp_params(spec: ModelSpec) -> tuple[int, int]:
-    """(all, matmul-weight) parameters of the MLP, all experts and the router included.
+    """(all, matmul-weight) parameters of the MLP of a sparse layer (of the only kind of layer for a
+    dense model): all routed experts, shared experts and the router included.
     GELU MLP: h x f and f x h; gated MLP: gate and up h x f, down f x h."""
-    n_mats = 3 if spec.is_gated_mlp else 2
-    biases_per_expert = (spec.ffn_hidden_size * (n_mats - 1) + spec.hidden_size) if spec.linear_bias else 0
-    weights = int(expert_weights_per_layer(spec)) + router_elements(spec)
-    return weights + biases_per_expert * spec.n_experts, weights
+    return _mlp_params(spec, dense=False)
+
+
+def routed_expert_params(spec: ModelSpec) -> int:
+    """Parameters of one routed expert: its MLP's weights and biases."""
+    linears = [linear for linear in layer_linears(spec) if linear.name in ROUTED_MLP_NAMES]
+    weights = sum(int(linear.in_features * linear.out_features) for linear in linears)
+    biases = sum(int(linear.out_features) for linear in linears) if spec.linear_bias else 0
+    return weights + biases
 
 
 def vocab_matrix_elements(spec: ModelSpec) -> int:
@@ -170,12 +241,22 @@ def lm_head_params(spec: ModelSpec) -> int:
     return vocab_matrix_elements(spec) if spec.head == "lm" and not spec.tied_embeddings else 0
 
 
-def parameter_count(spec: ModelSpec) -> ParameterCount:
-    """Count parameters module by module, as Hugging Face models build them."""
-    h = spec.hidden_size
+def layer_params(spec: ModelSpec, dense: bool = False) -> tuple[int, int]:
+    """(all, matmul-weight) parameters of one layer: attention, MLP and the layer's norms."""
     attn_all, attn_matmul = attention_params(spec)
-    mlp_all, mlp_matmul = mlp_params(spec)
-    per_layer = attn_all + mlp_all + spec.norms_per_layer * norm_parameters(spec)
+    mlp_all, mlp_matmul = _mlp_params(spec, dense)
+    return attn_all + mlp_all + spec.norms_per_layer * norm_parameters(spec), attn_matmul + mlp_matmul
+
+
+def parameter_count(spec: ModelSpec) -> ParameterCount:
+    """Count parameters module by module, as Hugging Face models build them. A mixture of experts
+    may keep dense MLPs in some layers (DeepSeek-V3 `first_k_dense_replace`, Qwen-MoE
+    `mlp_only_layers`); `extra_params` (a vision tower) is added to the total."""
+    h = spec.hidden_size
+    per_layer, matmul_per_layer = layer_params(spec)
+    dense_layers = spec.n_dense_layers if spec.n_experts > 1 else 0
+    dense_all, dense_matmul = layer_params(spec, dense=True) if dense_layers else (0, 0)
+    sparse_layers = spec.n_layers - dense_layers
 
     embedding = vocab_matrix_elements(spec)
     if spec.position_embedding == "learned":
@@ -198,29 +279,33 @@ def parameter_count(spec: ModelSpec) -> ParameterCount:
         head += h * spec.num_labels + spec.num_labels
         matmul_head += h * spec.num_labels
 
-    layers = spec.n_layers * per_layer
-    largest = max(vocab_matrix_elements(spec), h * spec.ffn_hidden_size * (2 if spec.fused_gate_up else 1))
+    layers = sparse_layers * per_layer + dense_layers * dense_all
+    widest = max(spec.ffn_hidden_size, spec.dense_ffn_hidden_size or 0, spec.shared_expert_ffn_size)
+    largest = max(vocab_matrix_elements(spec), h * widest * (2 if spec.fused_gate_up else 1))
     return ParameterCount(
         embedding=embedding,
         per_layer=per_layer,
         layers=layers,
         head=head,
-        total=embedding + layers + head,
-        matmul_per_layer=attn_matmul + mlp_matmul,
+        total=embedding + layers + head + spec.extra_params,
+        matmul_per_layer=matmul_per_layer,
         matmul_head=matmul_head,
         largest_tensor=largest,
-        matmul_total=spec.n_layers * (attn_matmul + mlp_matmul) + matmul_head,
+        matmul_total=sparse_layers * matmul_per_layer + dense_layers * dense_matmul + matmul_head,
     )
 
 
 def unused_expert_parameters(spec: ModelSpec, matmul_only: bool) -> int:
-    """Parameters of the experts a token does not run through, over all layers: a mixture of
-    experts runs `experts_per_token` of `n_experts` MLPs per token (Fedus et al. 2021)."""
+    """Parameters of the experts a token does not run through, over all sparse layers: a mixture
+    of experts runs `experts_per_token` of `n_experts` routed MLPs per token, shared experts always
+    (Fedus et al. 2021; DeepSeek-V3 card: 671B total, 37B activated)."""
     if spec.n_experts == 1:
         return 0
-    mlp_all, mlp_matmul = mlp_params(spec)
-    per_expert = ((mlp_matmul if matmul_only else mlp_all) - router_elements(spec)) // spec.n_experts
-    return spec.n_layers * (spec.n_experts - spec.experts_per_token) * per_expert
+    per_expert = routed_expert_params(spec)
+    if matmul_only:
+        linears = [linear for linear in layer_linears(spec) if linear.name in ROUTED_MLP_NAMES]
+        per_expert = sum(int(linear.in_features * linear.out_features) for linear in linears)
+    return spec.n_moe_layers * (spec.n_experts - spec.experts_per_token) * per_expert
 
 
 def active_matmul_parameters(spec: ModelSpec) -> int:
@@ -231,6 +316,18 @@ def active_matmul_parameters(spec: ModelSpec) -> int:
 
 
 def active_parameters(spec: ModelSpec) -> int:
-    """Parameters one token uses: all of a dense model; a MoE only its routed experts
-    (Mixtral 8x7B: 46.7B total, 12.9B active, arXiv 2401.04088)."""
-    return parameter_count(spec).total - unused_expert_parameters(spec, matmul_only=False)
+    """Parameters one token uses, the embedding table included: all of a dense model; a MoE only
+    its routed and shared experts (Mixtral 8x7B: 46.7B total, 12.9B active, arXiv 2401.04088).
+    The vision tower is left out: a text token does not run it."""
+    return parameter_count(spec).total - spec.extra_params - unused_expert_parameters(spec, matmul_only=False)
+
+
+def siglip_vision_params(hidden: int, intermediate: int, layers: int, patch: int, image: int, channels: int = 3) -> int:
+    """Parameters of a SigLIP vision encoder without its pooling head (Zhai et al. 2023, arXiv
+    2303.15343; transformers models/siglip/modeling_siglip.py SiglipVisionTransformer): a patch
+    convolution with bias, one learned position per patch, per layer q/k/v/o with biases, a GELU
+    MLP with biases and two LayerNorms, and a final LayerNorm."""
+    patches = (image // patch) ** 2
+    embeddings = channels * patch * patch * hidden + hidden + patches * hidden
+    per_layer = 4 * (hidden * hidden + hidden) + 2 * hidden * intermediate + intermediate + hidden + 4 * hidden
+    return embeddings + layers * per_layer + 2 * hidden

@@ -23,17 +23,17 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from calculators.finetune import NF4_BITS_PER_WEIGHT
 from calculators.fit import largest_passing
 from calculators.fit_matrix import gpu_memory_gib
 from calculators.geometry import (
+    ROUTED_MLP_NAMES,
     active_matmul_parameters,
     active_parameters,
     kv_heads_per_rank,
     layer_linears,
-    layer_matmul_elements,
     lm_head_params,
     parameter_count,
-    router_elements,
     vocab_matrix_elements,
 )
 from calculators.gpu_catalogue import GpuSpec
@@ -41,7 +41,7 @@ from calculators.memory import GIB
 from calculators.model_spec import ModelSpec
 from calculators.training import Overheads
 
-WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "nf4"]
 KvPrecision = Literal["fp16", "bf16", "fp8", "int8", "fp32"]
 DecodeBound = Literal["memory bandwidth", "compute"]
 
@@ -49,7 +49,7 @@ WEIGHT_PRECISIONS: tuple[str, ...] = WeightPrecision.__args__
 KV_PRECISIONS: tuple[str, ...] = KvPrecision.__args__
 TENSOR_PARALLEL_SIZES: tuple[int, ...] = (1, 2, 4, 8)
 
-WEIGHT_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
+WEIGHT_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "nf4": 4}
 KV_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 GROUP_QUANTISED = ("int8", "int4")
 SCALE_BYTES = 2  # one fp16 scale per group (GPTQ/AWQ `scales` tensor)
@@ -92,9 +92,9 @@ class ServingSettings(BaseModel):
         description="decode CUDA graphs; vLLM logs 0.13-0.21 GiB for 1B models, 0.5 GiB assumed",
     )
     memory_bandwidth_efficiency: float = Field(
-        default=0.8, gt=0, le=1, description="achieved fraction of datasheet memory bandwidth"
+        default=0.8, ge=0.01, le=1, description="achieved fraction of datasheet memory bandwidth"
     )
-    compute_efficiency: float = Field(default=0.8, gt=0, le=1, description="achieved fraction of dense tensor peak")
+    compute_efficiency: float = Field(default=0.8, ge=0.01, le=1, description="achieved fraction of dense tensor peak")
     overheads: Overheads = Field(default_factory=Overheads)
 
 
@@ -170,10 +170,30 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
 # --- KV cache ---------------------------------------------------------------------------
 
 
+def kv_elements_per_token_layer(spec: ModelSpec, tp: int = 1) -> int:
+    """Cache elements one token adds to one layer on one rank: K and V, kv-heads per rank x
+    head_dim each (PagedAttention, arXiv 2309.06180, Sec. 3; grouped- and multi-query attention
+    share K/V across heads). Multi-head latent attention caches only the compressed latent and
+    the shared rope key, kv_lora_rank + qk_rope_head_dim (DeepSeek-V2, arXiv 2405.04434, Table 1),
+    which every rank holds whole (vLLM's MLA backend)."""
+    if spec.is_mla:
+        return spec.kv_lora_rank + spec.qk_rope_head_dim
+    return 2 * kv_heads_per_rank(spec, tp) * spec.attention_head_dim
+
+
 def kv_cache_bytes_per_token(spec: ModelSpec, kv_precision: str = "bf16", tp: int = 1) -> int:
-    """2 (K and V) x layers x kv-heads per rank x head_dim x bytes per element
-    (PagedAttention, arXiv 2309.06180, Sec. 3; grouped-query attention shares K/V)."""
-    return 2 * spec.n_layers * kv_heads_per_rank(spec, tp) * spec.attention_head_dim * KV_BYTES[kv_precision]
+    """Cache bytes one token adds over all layers, while the context is within any sliding window."""
+    return spec.n_layers * kv_elements_per_token_layer(spec, tp) * KV_BYTES[kv_precision]
+
+
+def kv_cache_bytes_per_sequence(spec: ModelSpec, kv_precision: str, tp: int, tokens: int) -> int:
+    """Cache bytes of one sequence of `tokens` on one rank: full-attention layers keep every token,
+    sliding-window layers only the last `sliding_window` (Mistral 7B, arXiv 2310.06825, Sec. 2
+    rolling buffer cache; Gemma 2/3 and gpt-oss alternate such layers with global ones)."""
+    per_layer_token = kv_elements_per_token_layer(spec, tp) * KV_BYTES[kv_precision]
+    sliding = spec.sliding_window_layers
+    windowed = min(tokens, spec.sliding_window) if sliding else 0
+    return per_layer_token * ((spec.n_layers - sliding) * tokens + sliding * windowed)
 
 
 def kv_cache_tokens(settings: ServingSettings, context_len: int | None = None) -> int:
@@ -185,8 +205,10 @@ def kv_cache_tokens(settings: ServingSettings, context_len: int | None = None) -
 
 def kv_cache_bytes(spec: ModelSpec, settings: ServingSettings) -> int:
     """KV cache of all concurrent sequences on one rank, at the full context length."""
-    per_token = kv_cache_bytes_per_token(spec, settings.kv_cache_precision, settings.tensor_parallel)
-    return per_token * kv_cache_tokens(settings) * settings.concurrent_sequences
+    per_sequence = kv_cache_bytes_per_sequence(
+        spec, settings.kv_cache_precision, settings.tensor_parallel, kv_cache_tokens(settings)
+    )
+    return per_sequence * settings.concurrent_sequences
 
 
 # --- Weights ----------------------------------------------------------------------------
@@ -201,6 +223,21 @@ class WeightSplit(NamedTuple):
     rest: float
 
 
+def _layers_linear_elements(spec: ModelSpec, tp: int = 1, expert_fraction: float = 1.0) -> float:
+    """Linear weights of all layers on one rank, the routed experts' times expert_fraction; a
+    mixture of experts' dense layers (DeepSeek-V3's first three) and shared experts always whole."""
+
+    def one_layer(dense: bool) -> float:
+        return sum(
+            item.weight_elements * (expert_fraction if item.name in ROUTED_MLP_NAMES and not dense else 1.0)
+            for item in layer_linears(spec, tp, dense=dense)
+        )
+
+    dense_layers = spec.n_layers - spec.n_moe_layers if spec.n_experts > 1 else 0
+    total = (spec.n_layers - dense_layers) * one_layer(dense=spec.n_experts == 1)
+    return total + (dense_layers * one_layer(dense=True) if dense_layers else 0.0)
+
+
 def weight_split_per_rank(spec: ModelSpec, tp: int = 1, expert_fraction: float = 1.0) -> WeightSplit:
     """Parameters one tensor-parallel rank holds (or reads, with expert_fraction < 1).
 
@@ -208,15 +245,14 @@ def weight_split_per_rank(spec: ModelSpec, tp: int = 1, expert_fraction: float =
     MLP weights split, k/v by kv-heads per rank, replicated when tp > kv-heads); vLLM shards
     the vocabulary (VocabParallelEmbedding, ParallelLMHead). Norms, biases and the MoE router
     are counted whole on every rank (replicated, and tiny)."""
-    linear = sum(item.weight_elements * (expert_fraction if item.is_mlp else 1.0) for item in layer_linears(spec, tp))
-    linear_full = layer_matmul_elements(spec) - router_elements(spec)
+    linear = _layers_linear_elements(spec, tp, expert_fraction)
     embedding = vocab_matrix_elements(spec)
     lm_head = lm_head_params(spec)
-    replicated = parameter_count(spec).total - spec.n_layers * linear_full - embedding - lm_head
+    replicated = parameter_count(spec).total - _layers_linear_elements(spec) - embedding - lm_head
     if spec.head == "lm" and spec.tied_embeddings:  # the table is the LM head, read every step
         embedding, lm_head = 0, embedding
     return WeightSplit(
-        linear=spec.n_layers * linear,
+        linear=linear,
         input_embedding=embedding / tp,
         rest=lm_head / tp + replicated,
     )
@@ -229,7 +265,10 @@ def quantised_weight_bytes(settings: ServingSettings) -> float:
     negligible). int4/int8 (GPTQ arXiv 2210.17323, AWQ arXiv 2306.00978, as vLLM loads
     them): bits/8 for the packed `qweight`, plus per group of `quant_group_size` input
     channels one fp16 `scales` entry and, with zero points, one `qzeros` entry packed at
-    the same bit width. int4 g128: 0.5 + (2 + 0.5) / 128 = 0.51953125 B."""
+    the same bit width. int4 g128: 0.5 + (2 + 0.5) / 128 = 0.51953125 B. nf4: bitsandbytes
+    NF4 with double quantisation as QLoRA stores it (arXiv 2305.14314 Sec. 3), 4.127 bits."""
+    if settings.weight_precision == "nf4":
+        return NF4_BITS_PER_WEIGHT / 8
     bits = WEIGHT_BITS[settings.weight_precision]
     per_weight = bits / 8
     if settings.weight_precision in GROUP_QUANTISED:
@@ -288,7 +327,7 @@ def activation_bytes(spec: ModelSpec, settings: ServingSettings) -> float:
 def overhead_bytes(activations_bytes: float, settings: ServingSettings) -> float:
     """CUDA context, cuBLAS workspace, NCCL buffers (tp > 1), CUDA graphs, and the caching
     allocator's reserve on the transient activations (weights and the KV cache are
-    allocated once, in large blocks). Overheads defaults: shared/reference README."""
+    allocated once, in large blocks). Overheads defaults: calculators.training.Overheads, each with its source."""
     o = settings.overheads
     nccl_gib = o.nccl_gib if settings.tensor_parallel > 1 else 0.0
     fixed_gib = o.cuda_context_gib + o.cublas_workspace_gib + nccl_gib + settings.cuda_graphs_gib
@@ -340,9 +379,11 @@ def _assumptions(spec: ModelSpec, settings: ServingSettings) -> list[str]:
 
 def _weight_storage_text(settings: ServingSettings) -> str:
     precision = settings.weight_precision
-    if precision not in GROUP_QUANTISED and precision != "fp8":
+    if precision not in GROUP_QUANTISED and precision not in ("fp8", "nf4"):
         return f"{precision}, {quantised_weight_bytes(settings):g} B per parameter"
-    if precision == "fp8":
+    if precision == "nf4":
+        layout = "NF4 linear weights with double-quantised absmax per 64 (bitsandbytes)"
+    elif precision == "fp8":
         layout = "fp8 linear weights (per-tensor scales)"
     else:
         zero = f" and one {WEIGHT_BITS[precision]}-bit zero point" if settings.quant_zero_points else ""
@@ -359,10 +400,26 @@ def _weight_storage_text(settings: ServingSettings) -> str:
 def _kv_text(spec: ModelSpec, settings: ServingSettings) -> str:
     tp = settings.tensor_parallel
     per_token = kv_cache_bytes_per_token(spec, settings.kv_cache_precision, tp)
+    element_bytes = KV_BYTES[settings.kv_cache_precision]
+    if spec.is_mla:
+        shape = (
+            f"{spec.n_layers} layers x (latent {spec.kv_lora_rank} + rope key {spec.qk_rope_head_dim}) "
+            f"x {element_bytes} B (multi-head latent attention)"
+        )
+    else:
+        shape = (
+            f"2 x {spec.n_layers} layers x {kv_heads_per_rank(spec, tp)} kv-heads per GPU x "
+            f"{spec.attention_head_dim} x {element_bytes} B"
+        )
+    window = ""
+    if spec.sliding_window_layers:
+        window = (
+            f" {spec.sliding_window_layers} of the {spec.n_layers} layers keep only the last "
+            f"{spec.sliding_window:,} tokens (sliding window)."
+        )
     return (
-        f"KV cache {settings.kv_cache_precision}: 2 x {spec.n_layers} layers x {kv_heads_per_rank(spec, tp)} "
-        f"kv-heads per GPU x {spec.attention_head_dim} x {KV_BYTES[settings.kv_cache_precision]} B = "
-        f"{per_token:,} B per token; contexts rounded up to {settings.kv_block_tokens}-token blocks."
+        f"KV cache {settings.kv_cache_precision}: {shape} = {per_token:,} B per token; contexts rounded up "
+        f"to {settings.kv_block_tokens}-token blocks.{window}"
     )
 
 
@@ -382,7 +439,10 @@ def estimate_serving(spec: ModelSpec, settings: ServingSettings) -> ServingEstim
         activations_gib=parts["activations"] / GIB,
         overhead_gib=parts["overhead"] / GIB,
         total_gib=sum(parts.values()) / GIB,
-        kv_cache_per_sequence_gib=per_token * kv_cache_tokens(settings) / GIB,
+        kv_cache_per_sequence_gib=kv_cache_bytes_per_sequence(
+            spec, settings.kv_cache_precision, settings.tensor_parallel, kv_cache_tokens(settings)
+        )
+        / GIB,
         kv_cache_bytes_per_token=per_token,
         kv_heads_per_gpu=kv_heads_per_rank(spec, settings.tensor_parallel),
         tensor_parallel=settings.tensor_parallel,
@@ -409,8 +469,8 @@ def max_concurrency(spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: 
     """Most sequences of settings.context_len tokens whose KV cache fits next to the
     weights, activations and overhead; 0 when not even one fits. Memory only: vLLM also
     caps the batch at max_num_seqs (256 by default)."""
-    per_sequence = kv_cache_bytes_per_token(spec, settings.kv_cache_precision, settings.tensor_parallel)
-    per_sequence *= kv_cache_tokens(settings)
+    tokens = kv_cache_tokens(settings)
+    per_sequence = kv_cache_bytes_per_sequence(spec, settings.kv_cache_precision, settings.tensor_parallel, tokens)
     upper = int(budget_gib(gpu_memory_gib, settings) * GIB // per_sequence) + 1
     upper = min(max(upper, 1), MAX_SEQUENCES_SEARCHED)
     return _largest_passing(1, upper, lambda n: _fits(spec, settings, gpu_memory_gib, concurrent_sequences=n))
@@ -454,16 +514,20 @@ def decode_weight_read_bytes(spec: ModelSpec, settings: ServingSettings, concurr
 def decode_kv_read_bytes(spec: ModelSpec, settings: ServingSettings, concurrency: int) -> float:
     """KV bytes one rank reads per decode step: every sequence's cache at the full context
     (the last step of generation, the slowest)."""
-    per_token = kv_cache_bytes_per_token(spec, settings.kv_cache_precision, settings.tensor_parallel)
-    return concurrency * settings.context_len * per_token
+    tp, tokens = settings.tensor_parallel, settings.context_len
+    return concurrency * kv_cache_bytes_per_sequence(spec, settings.kv_cache_precision, tp, tokens)
 
 
 def decode_flops(spec: ModelSpec, settings: ServingSettings, concurrency: int) -> float:
     """FLOPs one rank does per decode step: 2 per active matmul weight per sequence, plus
     attention over the context, 4 x layers x context x (heads x head_dim) per sequence
-    (QK^T and softmax x V; Kaplan et al. 2020, arXiv 2001.08361, Table 1)."""
+    (QK^T and softmax x V; Kaplan et al. 2020, arXiv 2001.08361, Table 1), a sliding-window
+    layer attending to at most its window."""
     matmul = 2 * active_matmul_parameters(spec)
-    attention = 4 * spec.n_layers * settings.context_len * spec.q_dim
+    context = settings.context_len
+    sliding = spec.sliding_window_layers
+    attended = (spec.n_layers - sliding) * context + (sliding * min(context, spec.sliding_window) if sliding else 0)
+    attention = 4 * attended * spec.q_dim
     return concurrency * (matmul + attention) / settings.tensor_parallel
 
 
@@ -483,7 +547,8 @@ def decode_tokens_per_s(spec: ModelSpec, settings: ServingSettings, gpu: GpuSpec
     memory_bandwidth_efficiency x datasheet bandwidth, and doing its FLOPs at
     compute_efficiency x dense peak. Defaults 0.8 and 0.8: memory-bound kernels reach
     80-90% of datasheet bandwidth (A100 read kernel 88%, NVIDIA developer forum), and
-    bf16 matmuls 80-87% of dense peak (H100 80.3%, A100 86.9%; shared/reference README).
+    bf16 matmuls 80-87% of dense peak (H100 80.3%, A100 86.9%; mamf-finder,
+    github.com/stas00/ml-engineering compute/accelerator/README.md @7bc7c305).
     Tensor-parallel all-reduces are not counted."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")

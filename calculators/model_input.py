@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from calculators.geometry import siglip_vision_params
 from calculators.model_spec import ModelSpec
 
 MAX_CONFIG_BYTES = 1_000_000  # real config.json files are a few KB
@@ -21,7 +22,10 @@ MAX_INTEGER = 2**53  # the largest integer a float holds exactly; the estimates 
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 _DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
-_GATED_MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "gemma", "gemma2", "phi3")
+_GATED_MODEL_TYPES = (
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
+    "gpt_oss", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "olmo", "olmo2",
+)  # fmt: skip
 
 
 class ModelInputError(ValueError):
@@ -190,26 +194,176 @@ def _explicit_head_dim(fields: _Fields, hidden: int, heads: int) -> int | None:
     return head_dim
 
 
-def _require(name: str, **sizes: int | None) -> None:
-    """Refuse a config lacking the sizes that have no sensible default."""
+def _require(name: str, model_type: str = "", **sizes: int | None) -> None:
+    """Refuse a config lacking the sizes that have no sensible default, naming them all."""
     missing = [key for key, value in sizes.items() if value is None]
-    if missing:
-        raise ModelInputError(f"{name} lacks {', '.join(missing)}")
+    if not missing:
+        return
+    if model_type and model_type not in KNOWN_MODEL_TYPES:
+        raise ModelInputError(
+            f"{name}: model_type {model_type!r} is not one this app reads; it lacks {', '.join(missing)}. "
+            "Describe the architecture by hand (the Custom fields) or upload a config that has them."
+        )
+    raise ModelInputError(f"{name} lacks {', '.join(missing)}")
+
+
+# Configuration classes whose tie_word_embeddings defaults to true (GemmaConfig, Starcoder2Config, ...).
+_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text", "starcoder2", "falcon", "gpt_bigcode")
+
+# model_type values whose configuration classes in transformers this reader follows.
+KNOWN_MODEL_TYPES = frozenset(
+    {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
+     "gpt_oss", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "olmo", "olmo2", "falcon", "gpt_neox",
+     "gpt2", "gpt_bigcode", "starcoder2", "bert", "roberta"}
+)  # fmt: skip
+
+
+def _dense_layer_count(fields: _Fields, model_type: str, layers: int, experts: int) -> int:
+    """Layers of a mixture of experts that keep a dense MLP: DeepSeek's first
+    `first_k_dense_replace` (deepseek-ai/DeepSeek-V3 modeling_deepseek.py DeepseekV3DecoderLayer), and
+    Qwen-MoE's `mlp_only_layers` plus every layer i where (i + 1) % decoder_sparse_step != 0
+    (transformers models/qwen3_moe/modeling_qwen3_moe.py Qwen3MoeDecoderLayer)."""
+    if experts == 1:
+        return 0
+    if model_type.startswith("deepseek"):
+        return min(layers, fields.integer("first_k_dense_replace", default=0))
+    step = fields.integer("decoder_sparse_step", default=1) or 1
+    only = fields.values.get("mlp_only_layers") or []
+    if not isinstance(only, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only):
+        raise fields._refuse("mlp_only_layers", "a list of layer numbers", only)
+    return sum(1 for i in range(layers) if i in only or (i + 1) % step)
+
+
+def _sliding_layer_count(fields: _Fields, model_type: str, layers: int) -> tuple[int | None, int]:
+    """(window, layers attending only within it). `layer_types` names each layer's attention when the
+    config has it (gpt-oss, newer Gemma/Qwen configs); otherwise Mistral v0.1 and Starcoder2 window
+    every layer, Gemma 2 every other layer (from the first), Gemma 3 five layers in six
+    (`sliding_window_pattern`), and Qwen2/3 layers from `max_window_layers` on when
+    `use_sliding_window` is true (transformers configuration_*.py of each)."""
+    window = fields.integer("sliding_window")
+    if window is None:
+        return None, 0
+    types = fields.values.get("layer_types")
+    if isinstance(types, list) and types:
+        return window, sum(1 for kind in types if kind == "sliding_attention")
+    if model_type == "gemma2":
+        return window, (layers + 1) // 2
+    if model_type.startswith("gemma3"):
+        pattern = fields.integer("sliding_window_pattern", default=6)
+        return window, sum(1 for i in range(layers) if (i + 1) % pattern)
+    if model_type.startswith("qwen"):
+        if not fields.boolean("use_sliding_window", default=False):
+            return None, 0
+        return window, max(0, layers - fields.integer("max_window_layers", default=layers))
+    if model_type in ("mistral", "mixtral", "starcoder2"):
+        return window, layers
+    return None, 0
+
+
+def _family_fields(fields: _Fields, model_type: str, hidden: int, heads: int, layers: int) -> dict:
+    """What differs from a Llama-style decoder, family by family (transformers' modeling files)."""
+    extra: dict = {}
+    experts = fields.integer("num_local_experts", "num_experts", "n_routed_experts", default=1)
+    if model_type in ("qwen2_moe", "qwen3_moe") and experts > 1:
+        extra["ffn_hidden_size"] = fields.integer("moe_intermediate_size")
+        extra["dense_ffn_hidden_size"] = fields.integer("intermediate_size")
+        extra["shared_expert_ffn_size"] = fields.integer("shared_expert_intermediate_size", default=0)
+        extra["shared_expert_gate"] = extra["shared_expert_ffn_size"] > 0
+    if model_type.startswith("deepseek"):
+        moe_width = fields.integer("moe_intermediate_size")
+        if experts > 1:
+            extra["ffn_hidden_size"] = moe_width
+            extra["dense_ffn_hidden_size"] = fields.integer("intermediate_size")
+            extra["shared_expert_ffn_size"] = fields.integer("n_shared_experts", default=0) * moe_width
+            extra["router_bias"] = fields.string("topk_method", default="") == "noaux_tc"
+        rope = fields.integer("qk_rope_head_dim", default=0)
+        extra.update(
+            q_lora_rank=fields.integer("q_lora_rank"),
+            kv_lora_rank=fields.integer("kv_lora_rank"),
+            qk_rope_head_dim=rope,
+            head_dim=fields.integer("qk_nope_head_dim", default=0) + rope,
+            v_head_dim=fields.integer("v_head_dim"),
+            n_kv_heads=heads,
+        )
+    extra["n_experts"] = experts
+    extra["n_dense_layers"] = _dense_layer_count(fields, model_type, layers, experts)
+    if model_type == "gpt_oss":
+        extra.update(linear_bias=True, router_bias=True, attention_sinks=True)
+    if model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):
+        extra["qk_norm"] = "head"
+    if model_type == "olmo2":
+        extra["qk_norm"] = "full"
+    if model_type in ("gemma2", "gemma3", "gemma3_text", "olmo2"):
+        extra["norms_per_layer"] = 4 if model_type != "olmo2" else 2
+    if model_type == "olmo":  # non-parametric LayerNorm (OLMo 1, arXiv 2402.00838 Sec. 2.1)
+        extra.update(norms_per_layer=0, final_norm=False)
+    if model_type == "gpt_bigcode" and fields.boolean("multi_query", default=True):
+        extra["n_kv_heads"] = 1
+    if model_type == "gpt_neox":
+        extra.update(fused_qkv=True, linear_bias=fields.boolean("attention_bias", default=True))
+    if model_type == "starcoder2":
+        extra.update(linear_bias=fields.boolean("use_bias", default=True), norm="layernorm")
+    if model_type == "falcon":
+        extra.update(_falcon_fields(fields, hidden, heads))
+    window, sliding = _sliding_layer_count(fields, model_type, layers)
+    extra.update(sliding_window=window, sliding_window_layers=sliding)
+    extra.update(
+        rotary_fraction=fields.number("partial_rotary_factor", "rotary_pct", default=1.0),
+        parallel_residual=fields.boolean("use_parallel_residual", default=model_type == "gpt_neox")
+        or (model_type == "falcon" and fields.boolean("parallel_attn", default=True)),
+        attention_softcap=fields.number("attn_logit_softcapping", default=0.0) or None,
+        logit_softcap=fields.number("final_logit_softcapping", default=0.0) or None,
+    )
+    return extra
+
+
+def _falcon_fields(fields: _Fields, hidden: int, heads: int) -> dict:
+    """Falcon (tiiuae/falcon-7b, -40b, -180B; transformers models/falcon/modeling_falcon.py): fused qkv,
+    a 4h GELU MLP, LayerNorm, a tied head; multi-query (7B) or grouped kv (new_decoder_architecture,
+    with two input norms per layer where 7B's parallel block has one)."""
+    new_arch = fields.boolean("new_decoder_architecture", default=False)
+    if new_arch:
+        kv = fields.integer("num_kv_heads", default=heads)
+    else:
+        kv = 1 if fields.boolean("multi_query", default=True) else heads
+    parallel = fields.boolean("parallel_attn", default=True)
+    return dict(
+        n_kv_heads=kv,
+        fused_qkv=True,
+        linear_bias=fields.boolean("bias", default=False),
+        norm="layernorm",
+        activation="gelu",
+        ffn_hidden_size=fields.integer("ffn_hidden_size", default=4 * hidden),
+        norms_per_layer=2
+        if (new_arch and fields.integer("num_ln_in_parallel_attn", default=2) == 2) or not parallel
+        else 1,
+        tied_embeddings=fields.boolean("tie_word_embeddings", default=True),
+    )
+
+
+def _upload_name(file_name: str, model_type: str) -> str:
+    """What to call a model whose config has no _name_or_path: its file's name when that says
+    more than config.json (qwen2.5-7b.json), else its model_type."""
+    stem = file_name.split(":")[0].removesuffix(".json").strip()
+    return stem if stem and stem.casefold() != "config" else model_type
 
 
 def _spec_fields(fields: _Fields, name: str) -> dict:
     """ModelSpec's fields from the config's keys, which follow transformers' configuration
-    classes (LlamaConfig, GPT2Config, BertConfig, MixtralConfig, ...)."""
+    classes (LlamaConfig, GPT2Config, BertConfig, MixtralConfig, Qwen3MoeConfig, DeepseekV3Config,
+    GptOssConfig, Gemma3TextConfig, ...)."""
     model_type = fields.string("model_type", default="custom")
     hidden = fields.integer("hidden_size", "n_embd", "d_model")
     heads = fields.integer("num_attention_heads", "n_head")
     layers = fields.integer("num_hidden_layers", "n_layer", "num_layers")
-    _require(name, hidden_size=hidden, num_attention_heads=heads, num_hidden_layers=layers)
-    is_gpt2 = model_type == "gpt2" or fields.has("n_embd")
+    vocab = fields.integer("vocab_size")
+    _require(name, model_type, hidden_size=hidden, num_attention_heads=heads, num_hidden_layers=layers,
+             vocab_size=vocab)  # fmt: skip
+    is_gpt2 = model_type in ("gpt2", "gpt_bigcode") or fields.has("n_embd")
     is_bert = model_type in ("bert", "roberta")
     has_layer_norm_eps = fields.has("layer_norm_eps") or fields.has("layer_norm_epsilon")
-    return dict(
-        name=fields.string("_name_or_path", default="") or model_type,
+    values = dict(
+        name=fields.string("_name_or_path", default="") or _upload_name(name, model_type),
         family=model_type,
         n_layers=layers,
         hidden_size=hidden,
@@ -217,42 +371,78 @@ def _spec_fields(fields: _Fields, name: str) -> dict:
         n_kv_heads=fields.integer("num_key_value_heads", default=heads),
         head_dim=_explicit_head_dim(fields, hidden, heads),
         ffn_hidden_size=fields.integer("intermediate_size", "n_inner", "ffn_dim", default=4 * hidden),
-        vocab_size=fields.integer("vocab_size"),
+        vocab_size=vocab,
         max_position_embeddings=fields.integer("max_position_embeddings", "n_positions", default=2048),
         activation=_activation(fields, model_type),
         norm="layernorm" if (is_gpt2 or is_bert or has_layer_norm_eps) else "rmsnorm",
         position_embedding="learned" if (is_gpt2 or is_bert) else "rope",
-        tied_embeddings=fields.boolean("tie_word_embeddings", default=is_gpt2),
+        tied_embeddings=fields.boolean("tie_word_embeddings", default=is_gpt2 or model_type in _TIED_BY_DEFAULT),
         fused_qkv=is_gpt2 or model_type == "phi3",
         fused_gate_up=model_type == "phi3",
-        linear_bias=is_gpt2 or is_bert,
-        qkv_bias=fields.boolean("attention_bias", default=model_type == "qwen2"),
-        norms_per_layer=4 if model_type == "gemma2" else 2,
+        linear_bias=is_gpt2 or is_bert or fields.boolean("mlp_bias", default=False),
+        qkv_bias=fields.boolean("attention_bias", default=model_type in ("qwen2", "qwen2_moe")),
+        norms_per_layer=2,
         final_norm=not is_bert,
         embedding_norm=is_bert,
         token_type_vocab=fields.integer("type_vocab_size", default=0),
         has_pooler=is_bert,
         head="classifier" if is_bert else "lm",
-        n_experts=fields.integer("num_local_experts", "num_experts", default=1),
-        experts_per_token=fields.integer("num_experts_per_tok", default=1),
+        experts_per_token=fields.integer("num_experts_per_tok", "experts_per_token", default=1),
         dropout=fields.number("resid_pdrop", "hidden_dropout_prob", "attention_dropout", default=0.0),
         source=f"uploaded {name}",
     )
+    values.update(_family_fields(fields, model_type, hidden, heads, layers))
+    return values
 
 
-def spec_from_hf_config(text: str | bytes, name: str = "config.json") -> ModelSpec:
+def _vision_tower_params(top: _Fields, text_hidden: int) -> tuple[int, str]:
+    """Parameters of a vision-language model's vision tower and projector, and a note when the
+    tower is one this reader does not count. Gemma 3 pairs a SigLIP encoder with a projector of
+    one vision x text matrix and an RMSNorm (transformers models/gemma3/modeling_gemma3.py
+    Gemma3MultiModalProjector)."""
+    vision = top.section("vision_config")
+    if vision is None:
+        return 0, ""
+    kind = vision.string("model_type", default="")
+    if kind == "siglip_vision_model" and top.string("model_type", default="") == "gemma3":
+        width = vision.integer("hidden_size", default=1152)
+        tower = siglip_vision_params(
+            hidden=width,
+            intermediate=vision.integer("intermediate_size", default=4304),
+            layers=vision.integer("num_hidden_layers", default=27),
+            patch=vision.integer("patch_size", default=14),
+            image=vision.integer("image_size", default=896),
+            channels=vision.integer("num_channels", default=3),
+        )
+        return tower + width * text_hidden + width, ""
+    return 0, f"; vision tower {kind or '(unnamed)'} not counted"
+
+
+def spec_from_config_dict(document: dict, name: str = "config.json", model_id: str | None = None) -> ModelSpec:
+    """A ModelSpec from a parsed config.json object; `model_id` (a Hub id) names the model."""
+    top = _Fields(document, f"{name}: ")
+    fields = top.section("text_config") or top
+    try:
+        values = _spec_fields(fields, name)
+        extra, note = _vision_tower_params(top, values["hidden_size"])
+        values.update(extra_params=extra, source=values["source"] + note)
+        values["image_tokens"] = top.integer("mm_tokens_per_image", default=0) if extra else 0
+        if model_id:
+            values.update(name=model_id, source=model_id + note)
+        return ModelSpec(**values)
+    except ValidationError as error:
+        raise ModelInputError(f"{name}: {describe_validation_error(error)}") from None
+
+
+def spec_from_hf_config(text: str | bytes, name: str = "config.json", model_id: str | None = None) -> ModelSpec:
     """Parse a Hugging Face `config.json` (never downloaded) into a ModelSpec.
 
     Anything wrong with the file, from malformed JSON to a field of the wrong type, raises
     ModelInputError with a one-line message, the only error the pages and the CLI catch.
-    A multimodal config's text_config, when present, describes the language model.
+    A multimodal config's text_config, when present, describes the language model, and its
+    vision_config adds the vision tower's parameters where the tower is known.
     """
-    fields = _Fields(_load_object(text, name), f"{name}: ")
-    fields = fields.section("text_config") or fields
-    try:
-        return ModelSpec(**_spec_fields(fields, name))
-    except ValidationError as error:
-        raise ModelInputError(f"{name}: {describe_validation_error(error)}") from None
+    return spec_from_config_dict(_load_object(text, name), name, model_id)
 
 
 def spec_from_parameter_count(parameters: float, vocab_size: int = 32000) -> ModelSpec:

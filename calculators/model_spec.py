@@ -14,6 +14,7 @@ Activation = Literal["gelu", "swiglu", "geglu"]
 Norm = Literal["layernorm", "rmsnorm"]
 PositionEmbedding = Literal["learned", "rope"]
 Head = Literal["lm", "classifier"]
+QkNorm = Literal["none", "head", "full"]
 
 
 class ModelSpec(BaseModel):
@@ -47,6 +48,28 @@ class ModelSpec(BaseModel):
     n_experts: int = Field(default=1, gt=0, le=100_000)
     experts_per_token: int = Field(default=1, gt=0)
     dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    # Mixture of experts beyond Mixtral: ffn_hidden_size is then one routed expert's width.
+    n_dense_layers: int = Field(default=0, ge=0, description="layers with a dense MLP in a MoE")
+    dense_ffn_hidden_size: int | None = Field(default=None, gt=0, le=10_000_000)
+    shared_expert_ffn_size: int = Field(default=0, ge=0, le=10_000_000, description="width of the shared experts")
+    shared_expert_gate: bool = False
+    router_bias: bool = False
+    # Multi-head latent attention (DeepSeek-V2/V3): head_dim is then the q/k head (nope + rope).
+    q_lora_rank: int | None = Field(default=None, gt=0, le=1_000_000)
+    kv_lora_rank: int | None = Field(default=None, gt=0, le=1_000_000)
+    qk_rope_head_dim: int = Field(default=0, ge=0, le=100_000)
+    v_head_dim: int | None = Field(default=None, gt=0, le=100_000)
+    qk_norm: QkNorm = "none"
+    attention_sinks: bool = False
+    sliding_window: int | None = Field(default=None, gt=0)
+    sliding_window_layers: int = Field(default=0, ge=0, description="layers attending only within the window")
+    extra_params: int = Field(default=0, ge=0, description="parameters outside the transformer (vision tower)")
+    image_tokens: int = Field(default=0, ge=0, description="context tokens one image takes (a VLM)")
+    rotary_fraction: float = Field(default=1.0, gt=0.0, le=1.0, description="share of head_dim rotated (RoPE)")
+    parallel_residual: bool = False
+    attention_softcap: float | None = Field(default=None, gt=0.0)
+    logit_softcap: float | None = Field(default=None, gt=0.0)
+    reported_active_params: int | None = None
     reported_params: int | None = None
     source: str = "user input"
     as_of: str = ""
@@ -62,7 +85,24 @@ class ModelSpec(BaseModel):
             raise ValueError(f"kv-heads ({self.n_kv_heads}) must divide attention heads ({self.n_heads})")
         if self.experts_per_token > self.n_experts:
             raise ValueError("experts per token cannot exceed the number of experts")
+        if self.n_dense_layers > self.n_layers or self.sliding_window_layers > self.n_layers:
+            raise ValueError("dense and sliding-window layers cannot outnumber the layers")
+        if self.sliding_window_layers and self.sliding_window is None:
+            raise ValueError("sliding-window layers need a sliding_window")
         return self
+
+    @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention: k and v come from a compressed latent (DeepSeek-V2)."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def n_moe_layers(self) -> int:
+        return self.n_layers - self.n_dense_layers if self.n_experts > 1 else 0
+
+    @property
+    def value_head_dim(self) -> int:
+        return self.v_head_dim or self.attention_head_dim
 
     @property
     def attention_head_dim(self) -> int:

@@ -1,0 +1,275 @@
+"""Today's architectures read from their config.json, with parameter counts worked out by hand.
+
+The configs below carry the architecture fields of the published config.json files (read on
+huggingface.co at main); each count is worked out module by module in the test's docstring and
+compared with the number the model card or technical report publishes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from calculators.geometry import active_parameters, parameter_count
+from calculators.inference import (
+    ServingSettings,
+    kv_cache_bytes_per_sequence,
+    kv_cache_bytes_per_token,
+    weight_split_per_rank,
+)
+from calculators.model_input import ModelInputError, spec_from_hf_config
+
+QWEN3_30B_A3B = {
+    "model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144, "moe_intermediate_size": 768,
+    "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+    "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1, "mlp_only_layers": [],
+    "vocab_size": 151936, "tie_word_embeddings": False, "hidden_act": "silu", "use_sliding_window": False,
+    "sliding_window": None, "max_position_embeddings": 40960,
+}  # fmt: skip
+DEEPSEEK_V3 = {
+    "model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+    "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128, "n_shared_experts": 1,
+    "n_routed_experts": 256, "num_experts_per_tok": 8, "first_k_dense_replace": 3, "moe_layer_freq": 1,
+    "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
+    "vocab_size": 129280, "tie_word_embeddings": False, "topk_method": "noaux_tc", "hidden_act": "silu",
+    "max_position_embeddings": 163840,
+}  # fmt: skip
+GPT_OSS_20B = {
+    "model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880, "num_hidden_layers": 24,
+    "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64, "num_local_experts": 32,
+    "num_experts_per_tok": 4, "experts_per_token": 4, "vocab_size": 201088, "tie_word_embeddings": False,
+    "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"] * 12, "attention_bias": True,
+    "hidden_act": "silu", "max_position_embeddings": 131072,
+}  # fmt: skip
+GEMMA3_1B = {
+    "model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
+    "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
+    "sliding_window": 512, "sliding_window_pattern": 6, "hidden_activation": "gelu_pytorch_tanh",
+    "max_position_embeddings": 32768,
+}  # fmt: skip
+MISTRAL_7B_V01 = {
+    "model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000, "sliding_window": 4096,
+    "hidden_act": "silu", "tie_word_embeddings": False, "max_position_embeddings": 32768,
+}  # fmt: skip
+STARCODER = {
+    "model_type": "gpt_bigcode", "n_embd": 6144, "n_head": 48, "n_layer": 40, "n_inner": 24576,
+    "n_positions": 8192, "vocab_size": 49152, "multi_query": True, "activation_function": "gelu_pytorch_tanh",
+    "layer_norm_epsilon": 1e-05,
+}  # fmt: skip
+
+
+def spec(config: dict):
+    return spec_from_hf_config(json.dumps(config))
+
+
+def test_qwen3_30b_a3b_counts_its_128_experts_of_768():
+    """Qwen3-30B-A3B (huggingface.co/Qwen/Qwen3-30B-A3B model card: 30.5B total, 3.3B activated,
+    29.9B non-embedding). Per layer: attention q 2048 x 4096 + k, v 2048 x 512 + o 4096 x 2048
+    = 18,874,368, q/k norms 2 x 128; 128 experts of 3 x 2048 x 768 = 603,979,776, router
+    2048 x 128 = 262,144; two norms 4,096: 623,120,640. x 48 = 29,909,790,720; embedding and
+    untied head 2 x 151,936 x 2048 = 622,329,856; final norm 2,048: 30,532,122,624.
+    Active: 120 unused experts x 4,718,592 x 48 = 27,179,089,920 fewer: 3,353,032,704."""
+    qwen = spec(QWEN3_30B_A3B)
+    assert parameter_count(qwen).total == 30_532_122_624
+    assert active_parameters(qwen) == 3_353_032_704
+    assert round(parameter_count(qwen).total / 1e9, 1) == 30.5
+    assert 3.3e9 <= active_parameters(qwen) < 3.4e9  # the card truncates: 3.3B
+
+
+def test_qwen3_moe_dense_layers_follow_mlp_only_layers_and_sparse_step():
+    """Layers 0 and 1 listed in mlp_only_layers keep a dense 6144-wide MLP: each differs from a
+    sparse layer by 3 x 2048 x 6144 - 603,979,776 - 262,144 = -566,493,184."""
+    dense = spec(QWEN3_30B_A3B | {"mlp_only_layers": [0, 1]})
+    assert dense.n_dense_layers == 2
+    assert parameter_count(dense).total == 30_532_122_624 - 2 * 566_493_184
+    every_other = spec(QWEN3_30B_A3B | {"decoder_sparse_step": 2})
+    assert every_other.n_dense_layers == 24  # layers 0, 2, 4, ... ((i + 1) % 2 != 0)
+
+
+def test_deepseek_v3_mla_shared_expert_and_dense_first_layers():
+    """DeepSeek-V3 (huggingface.co/deepseek-ai/DeepSeek-V3 model card: 671B total, 37B activated;
+    the 685B on the Hub adds the 14B multi-token-prediction module, not counted here).
+    MLA per layer: q_a 7168 x 1536 + norm 1536 + q_b 1536 x 128 x 192 + kv_a 7168 x 576 + norm 512
+    + kv_b 512 x 128 x 256 + o 128 x 128 x 7168 = 187,107,328. Dense layer: + 3 x 7168 x 18432
+    + 2 norms = 583,483,392 (x 3). MoE layer: + 256 experts and 1 shared of 3 x 7168 x 2048
+    (44,040,192 each) + router 7168 x 256 and its 256 correction biases + 2 norms
+    = 11,507,286,272 (x 58). Embedding and head 2 x 129,280 x 7168, final norm:
+    671,026,419,200. Active: 248 unused experts x 44,040,192 x 58 fewer = 37,552,297,472."""
+    ds = spec(DEEPSEEK_V3)
+    assert ds.n_dense_layers == 3 and ds.is_mla
+    assert parameter_count(ds).total == 671_026_419_200
+    assert active_parameters(ds) == 37_552_297_472
+
+
+def test_deepseek_v3_caches_the_compressed_latent():
+    """MLA caches kv_lora_rank + rope dim = 576 elements per layer and token (DeepSeek-V2 paper,
+    Table 1): 61 x 576 x 2 B = 70,272 B per token in bf16, against 2 x 61 x 128 x 192 x 2 B
+    = 5,996,544 B for the same heads uncompressed."""
+    assert kv_cache_bytes_per_token(spec(DEEPSEEK_V3), "bf16") == 70_272
+    assert kv_cache_bytes_per_token(spec(DEEPSEEK_V3), "bf16", tp=8) == 70_272  # the latent is not split
+
+
+def test_gpt_oss_20b_biases_sinks_and_experts():
+    """gpt-oss-20b (OpenAI gpt-oss model card, arXiv 2508.10925, Table 1: 20.91B total, 3.61B active
+    without the embedding). Per layer: attention 2 x 2880 x 4096 + 2 x 2880 x 512 = 26,542,080,
+    biases 4096 + 512 + 512 + 2880, 64 sinks: 26,550,144; 32 experts of gate_up 2880 x 5760 + down
+    2880 x 2880 + biases 8,640 = 24,891,840 each; router 2880 x 32 + 32 biases; 2 norms 5,760:
+    823,186,976. x 24 + 2 x 201,088 x 2880 + 2880 = 20,914,757,184. Active: 28 unused experts
+    x 24 layers fewer = 4,187,440,704, less the 579,133,440 embedding = 3,608,307,264."""
+    oss = spec(GPT_OSS_20B)
+    assert parameter_count(oss).total == 20_914_757_184
+    assert active_parameters(oss) == 4_187_440_704
+    assert round((active_parameters(oss) - 201_088 * 2880) / 1e9, 2) == 3.61
+    assert oss.sliding_window == 128 and oss.sliding_window_layers == 12
+
+
+def test_gpt_oss_120b_matches_the_card():
+    """gpt-oss-120b: 36 layers of 128 experts (card: 116.83B total, 5.13B active without the
+    embedding). Per layer 26,550,144 + 128 x 24,891,840 + 2880 x 128 + 128 + 5,760 = 3,213,080,192;
+    x 36 + 1,158,266,880 + 2,880 = 116,829,156,672."""
+    oss = spec(GPT_OSS_20B | {"num_hidden_layers": 36, "num_local_experts": 128, "layer_types": None})
+    assert parameter_count(oss).total == 116_829_156_672
+    assert round((active_parameters(oss) - 201_088 * 2880) / 1e9, 2) == 5.13
+
+
+def test_gemma3_1b_tied_head_qk_norms_and_five_local_layers_in_six():
+    """gemma-3-1b (Gemma 3 technical report, arXiv 2503.19786, Table 1: 1B; safetensors 999,885,952).
+    Per layer: q 1152 x 1024 + k, v 1152 x 256 + o = 2,949,120, q/k norms 2 x 256, MLP 3 x 1152 x 6912
+    = 23,887,872, four norms 4 x 1152: 26,842,112. x 26 + tied embedding 262,144 x 1152 + final norm
+    = 999,885,952. Layers 6, 12, 18, 24 are global; the other 22 slide over 512 tokens."""
+    gemma = spec(GEMMA3_1B)
+    assert parameter_count(gemma).total == 999_885_952
+    assert gemma.sliding_window_layers == 22
+
+
+def test_sliding_window_caps_the_cache():
+    """Mistral 7B v0.1 windows every layer at 4096 tokens (arXiv 2310.06825): a 32,768-token
+    sequence caches 4096 tokens x 32 layers x 2 x 8 x 128 x 2 B = 536,870,912 B, not 8x that.
+    Gemma 3 1B at 8192 tokens: 4 global layers x 8192 + 22 local x 512 tokens, each 2 x 256 x 2 B."""
+    mistral = spec(MISTRAL_7B_V01)
+    assert kv_cache_bytes_per_sequence(mistral, "bf16", 1, 32_768) == 536_870_912
+    assert kv_cache_bytes_per_sequence(mistral, "bf16", 1, 1000) == 1000 * 131_072
+    gemma = spec(GEMMA3_1B)
+    assert kv_cache_bytes_per_sequence(gemma, "bf16", 1, 8192) == (4 * 8192 + 22 * 512) * 1024
+
+
+def test_starcoder_is_multi_query():
+    """GPTBigCode with multi_query (bigcode/starcoder, 15.5B on its card): one kv-head, so c_attn is
+    6144 x (6144 + 2 x 128). Per layer 6144 x 6400 + 6400 + 6144^2 + 6144 + 2 x 6144 x 24576
+    + 24576 + 6144 + 2 x 2 x 6144 = 379,128,064; x 40 + tied 49,152 x 6144 + 8192 x 6144
+    + final norm 12,288 = 15,517,456,384."""
+    star = spec(STARCODER)
+    assert star.n_kv_heads == 1
+    assert parameter_count(star).total == 15_517_456_384
+    assert kv_cache_bytes_per_token(star, "bf16") == 2 * 40 * 1 * 128 * 2
+
+
+def test_moe_serving_reads_dense_layers_whole():
+    """DeepSeek-V3's three dense layers and shared experts count in full on every rank; the
+    routed experts are what expert_fraction scales."""
+    ds = spec(DEEPSEEK_V3)
+    full = weight_split_per_rank(ds).linear
+    none_routed = weight_split_per_rank(ds, expert_fraction=0.0).linear
+    assert full - none_routed == 58 * 256 * 44_040_192
+
+
+def test_unknown_model_type_names_missing_fields():
+    with pytest.raises(ModelInputError, match=r"model_type 'resnet'.*lacks hidden_size, num_attention_heads"):
+        spec({"model_type": "resnet", "num_hidden_layers": 4})
+
+
+def test_serving_estimate_reports_active_parameters():
+    from calculators.inference import estimate_serving
+
+    estimate = estimate_serving(spec(QWEN3_30B_A3B), ServingSettings(context_len=4096))
+    assert estimate.parameters == 30_532_122_624
+    assert estimate.active_parameters == 3_353_032_704
+
+
+def tiny(model_type: str, **fields) -> dict:
+    """A small config: 2 layers, hidden 64, 4 heads of 16, MLP 128, vocabulary 1000."""
+    base = {"model_type": model_type, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "intermediate_size": 128, "vocab_size": 1000}  # fmt: skip
+    return base | fields
+
+
+def test_gpt_neox_partial_rotary_parallel_residual_and_biases():
+    """Pythia-70M (EleutherAI/pythia-70m card: 18,915,328 non-embedding): per layer two LayerNorms
+    2 x 2 x 512, fused qkv 512 x 1536 + 1536, dense 512 x 512 + 512, MLP 512 x 2048 + 2048 and
+    2048 x 512 + 512 = 3,152,384; x 6 + final LayerNorm 1024 = 18,915,328; untied in and out
+    embeddings 2 x 50,304 x 512."""
+    pythia = spec({"model_type": "gpt_neox", "num_hidden_layers": 6, "hidden_size": 512, "num_attention_heads": 8,
+                   "intermediate_size": 2048, "vocab_size": 50304, "rotary_pct": 0.25,
+                   "use_parallel_residual": True, "tie_word_embeddings": False, "hidden_act": "gelu",
+                   "layer_norm_eps": 1e-5})  # fmt: skip
+    assert pythia.rotary_fraction == 0.25 and pythia.parallel_residual
+    assert parameter_count(pythia).total == 18_915_328 + 2 * 50_304 * 512
+
+
+def test_gemma2_softcaps_and_every_other_layer_sliding():
+    gemma2 = spec(tiny("gemma2", num_hidden_layers=5, head_dim=16, sliding_window=4096,
+                       attn_logit_softcapping=50.0, final_logit_softcapping=30.0))  # fmt: skip
+    assert (gemma2.attention_softcap, gemma2.logit_softcap) == (50.0, 30.0)
+    assert gemma2.sliding_window_layers == 3  # layers 0, 2, 4
+    assert gemma2.tied_embeddings and gemma2.norms_per_layer == 4
+
+
+def test_olmo2_normalises_all_of_q_and_k():
+    """OLMo 2 (allenai/OLMo-2-1124-7B; transformers Olmo2Attention q_norm over heads x head_dim):
+    per layer attention 4 x 64 x 64 = 16,384, q_norm 64 + k_norm 64, MLP 3 x 64 x 128 = 24,576,
+    two norms 128: 41,216; x 2 + untied 2 x 1000 x 64 + final 64 = 210,496."""
+    olmo2 = spec(tiny("olmo2", num_key_value_heads=4, tie_word_embeddings=False))
+    assert olmo2.qk_norm == "full"
+    assert parameter_count(olmo2).total == 210_496
+
+
+def test_olmo1_layer_norm_has_no_parameters():
+    """OLMo 1 (arXiv 2402.00838, Sec. 2.1: non-parametric layer norm): 2 x (16,384 + 24,576)
+    + 2 x 1000 x 64 = 209,920."""
+    olmo = spec(tiny("olmo", tie_word_embeddings=False))
+    assert parameter_count(olmo).total == 209_920
+
+
+def test_starcoder2_biases_layernorm_and_window():
+    """Starcoder2 (bigcode/starcoder2-3b config: use_bias, LayerNorm, GELU MLP c_fc/c_proj, GQA,
+    sliding_window): q 64 x 64 + k, v 64 x 32 + o 64 x 64 = 12,288 + biases 64 + 32 + 32 + 64;
+    MLP 2 x 64 x 128 + 128 + 64; two LayerNorms 4 x 64: 29,312 per layer; x 2 + tied 64,000
+    + final 128 = 122,752."""
+    star2 = spec(tiny("starcoder2", num_key_value_heads=2, use_bias=True, norm_epsilon=1e-5,
+                      hidden_act="gelu_pytorch_tanh", sliding_window=4096))  # fmt: skip
+    assert star2.n_kv_heads == 2 and star2.norm == "layernorm" and star2.activation == "gelu"
+    assert star2.sliding_window_layers == 2
+    assert parameter_count(star2).total == 122_752
+
+
+def test_falcon_multi_query_with_one_norm_per_parallel_block():
+    """Falcon-7B style (tiiuae/falcon-7b config: multi_query, parallel_attn, no bias): fused qkv
+    64 x (64 + 2 x 16), dense 64 x 64, MLP 2 x 64 x 256 (4h), one LayerNorm 128: 43,136 per
+    layer; x 2 + tied 64,000 + final 128 = 150,400."""
+    falcon = spec(tiny("falcon", multi_query=True, parallel_attn=True, bias=False, intermediate_size=None))
+    assert falcon.n_kv_heads == 1 and falcon.parallel_residual
+    assert parameter_count(falcon).total == 150_400
+
+
+def test_qwen2_moe_shared_expert_has_a_gate():
+    """Qwen1.5-MoE style: 4 experts of 32 + a shared expert of 64 with its 64 x 1 gate; router
+    64 x 4. MoE per layer 4 x 3 x 64 x 32 + 3 x 64 x 64 + 64 + 256 = 37,184."""
+    moe = spec(tiny("qwen2_moe", num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                    shared_expert_intermediate_size=64, num_key_value_heads=4))  # fmt: skip
+    attention = 4 * 64 * 64 + 3 * 64  # q/k/v biases
+    assert parameter_count(moe).per_layer == attention + 37_184 + 2 * 64
+    assert moe.shared_expert_gate and moe.n_dense_layers == 0
+
+
+def test_gemma3_vlm_image_tokens():
+    config = {"model_type": "gemma3", "mm_tokens_per_image": 256, "text_config": tiny("gemma3_text", head_dim=16),
+              "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                                "num_hidden_layers": 1, "patch_size": 14, "image_size": 28}}  # fmt: skip
+    vlm = spec(config)
+    assert vlm.image_tokens == 256
+    # SigLIP: conv 3 x 14 x 14 x 32 + 32, 4 positions x 32, layer 4 x (32^2 + 32) + 2 x 32 x 64 + 64 + 32
+    # + 4 x 32, final norm 64; projector 32 x 64 + 32.
+    tower = 3 * 14 * 14 * 32 + 32 + 4 * 32 + 4 * (32 * 32 + 32) + 2 * 32 * 64 + 64 + 32 + 4 * 32 + 64
+    assert vlm.extra_params == tower + 32 * 64 + 32

@@ -1,0 +1,39 @@
+"""AppTest: the sidebar's model box finds presets and bundled open models by their names,
+and keeps what the user typed when it cannot be found."""
+
+from __future__ import annotations
+
+import pytest
+
+import ui.workload
+from tests.apptest_helpers import open_app
+
+
+@pytest.fixture(autouse=True)
+def no_hub(monkeypatch):
+    def offline(repo, revision):
+        raise OSError("offline")
+
+    monkeypatch.setattr(ui.workload, "fetch_hub_config", offline)
+
+
+def texts(elements) -> list[str]:
+    return [element.value for element in elements]
+
+
+def test_the_model_box_offers_presets_and_library_models():
+    app = open_app()
+    box = app.selectbox(key="preset")
+    assert "llama-3.1-8b" in box.options and "Qwen/Qwen3-30B-A3B" in box.options
+    box.set_value("Qwen/Qwen3-30B-A3B").run()
+    assert not app.exception
+    assert app.query_params["model"] == "Qwen/Qwen3-30B-A3B"
+    assert any(text.startswith("Qwen/Qwen3-30B-A3B@main: license apache-2.0") for text in texts(app.info))
+
+
+def test_a_hub_id_in_the_link_is_kept_and_explained_when_offline():
+    app = open_app(model="someone/not-bundled-7b")
+    assert not app.exception
+    assert app.selectbox(key="preset").value == "someone/not-bundled-7b"
+    errors = texts(app.error)
+    assert any("someone/not-bundled-7b" in text and "upload its config.json" in text for text in errors)
