@@ -13,6 +13,7 @@ from ui.calibration_state import measured_utilisation
 from ui.charts import time_cost_figure
 from ui.cost_inputs import cost_inputs
 from ui.cost_table import FORMULAS, catalogue_dates, escape_dollars, left_out_rows, ranked_rows, table_and_left_out
+from ui.step_view import step_view
 from ui.user_gpus import user_gpus
 
 st.title("Time and cost")
@@ -89,7 +90,12 @@ if chosen_gpu is not None:
         cols[1].metric("Tokens/s", f"{estimate.tokens_per_s:,.0f}")
         cols[2].metric("Hours per epoch", f"{estimate.hours_per_epoch:,.1f}")
         cols[3].metric("Hours in all", f"{estimate.hours_total:,.1f}")
-        cols[4].metric("Utilisation", f"{estimate.utilisation:.0%}", help=f"of {estimate.peak_tflops:g} dense TFLOPS")
+        cols[4].metric(
+            "MFU",
+            f"{estimate.mfu:.0%}",
+            help=f"of {estimate.peak_tflops:g} dense {estimate.compute_format} TFLOPS; HFU {estimate.hfu:.0%}",
+        )
+        step_view(spec, settings, chosen_gpu, chosen_time_settings, estimate, inputs.prices)
 if peak_gib > workload.gpu_memory_gib:
     if chosen_gpu is not None:
         capacity = f"{chosen_gpu.name} has {chosen_gpu.memory_gb:g} GB"

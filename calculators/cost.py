@@ -59,6 +59,8 @@ class CostOption(BaseModel):
     gpus_per_instance: int
     instances: int
     step_s: float
+    tokens_per_s_per_gpu: float = 0.0
+    mfu: float = Field(default=0.0, description="model FLOPs utilisation of the dense peak")
     hours: float = Field(description="wall hours on demand")
     on_demand_usd_per_hour: float = Field(description="per instance")
     spot_usd_per_hour: float | None = Field(description="per instance")
@@ -167,6 +169,8 @@ def _option(
         gpus_per_instance=price.gpu_count,
         instances=instances,
         step_s=estimate.step_s,
+        tokens_per_s_per_gpu=estimate.tokens_per_s_per_gpu,
+        mfu=estimate.mfu,
         hours=hours,
         on_demand_usd_per_hour=price.on_demand_usd_per_hour,
         spot_usd_per_hour=spot_usd,

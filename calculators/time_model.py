@@ -1,19 +1,20 @@
-"""Training time: FLOPs per token, achieved throughput, data-parallel communication, hours.
+"""Training time: a step built from its operations and every parallel dimension's traffic.
 
-The estimate for one optimizer step on `gpus` data-parallel GPUs is
+The estimate for one optimizer step on one GPU of the busiest pipeline stage is
 
-    compute_s = flops_per_token * tokens_per_gpu_per_step / achieved_flops_per_gpu
-    step_s    = compute_s + exposed communication
+    step_s = compute (GEMMs, attention, bandwidth-bound ops, recomputation, optimizer)
+             + exposed tensor-parallel, pipeline point-to-point and data-parallel traffic
+             + the pipeline bubble
 
-Sources, cited in each function's docstring:
+computed in calculators.step_time (per-operation roofline) and calculators.communication
+(bytes per dimension, placement). With a given `utilisation` the compute is instead the
+FLOPs at that flat fraction of dense peak (a measured MFU, e.g. from calibration).
 
-- FLOPs per token: 6N (Kaplan et al. 2020, arXiv 2001.08361, Sec. 2.1) plus PaLM's attention
-  term 12*L*s*(heads*head_dim) (Chowdhery et al. 2022, arXiv 2204.02311, Appendix B);
-  recomputation as in Korthikanti et al. 2022 (arXiv 2205.05198).
-- Achievable matmul fraction per GPU family: shared/reference README (mamf-finder).
-- Ring all-reduce volume 2(n-1)/n (nccl-tests doc/PERFORMANCE.md, "bus bandwidth");
-  ZeRO-3's 1.5x volume (Rajbhandari et al. 2020, arXiv 1910.02054, Sec. 7).
-- NVLink reaches about 88% of its spec (shared/reference README).
+One FLOP convention everywhere: model FLOPs per token = 6N (Kaplan et al. 2020, arXiv
+2001.08361, Sec. 2.1; 4N with a frozen base) + PaLM's attention term 12*L*s*(heads*head_dim)
+(Chowdhery et al. 2022, arXiv 2204.02311, Appendix B); recomputation is counted apart
+(Korthikanti et al. 2022, arXiv 2205.05198). MFU divides the model FLOPs by the dense peak of
+the matmuls' format, HFU adds the recomputed ones.
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from calculators.geometry import active_matmul_parameters, parameter_count
+from calculators import communication
+from calculators.communication import NVLINK_EFFICIENCY, allreduce_bytes, bubble_fraction, ring_factor  # noqa: F401
+from calculators.geometry import active_matmul_parameters
 from calculators.gpu_catalogue import GpuSpec
 from calculators.model_spec import ModelSpec
-from calculators.training import TrainingSettings, gradient_bytes, weight_bytes
+from calculators.step_time import DEFAULT_MATMUL_FRACTION, gpu_family, matmul_fraction, step_compute
+from calculators.training import TrainingSettings
 
 # --- FLOPs per token -------------------------------------------------------------
 
@@ -72,65 +76,38 @@ def matmul_flops_factor(settings: TrainingSettings) -> float:
     return 4.0 if settings.method in ("lora", "qlora") else 6.0
 
 
-def pipeline_bubble_factor(settings: TrainingSettings) -> float:
-    """1F1B pipeline schedule: idle time is (p - 1) / m of the ideal time for m micro-batches
-    per step (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2)."""
-    return 1.0 + (settings.pipeline_parallel - 1) / settings.grad_accum
+def model_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Model FLOPs per token, the MFU numerator: 6N (4N with a frozen base) + PaLM's attention
+    term; recomputation excluded."""
+    return matmul_flops_factor(settings) * active_matmul_parameters(spec) + attention_flops_per_token(
+        spec, settings.seq_len
+    )
+
+
+def pipeline_bubble_factor(settings: TrainingSettings, virtual_stages: int = 1) -> float:
+    """1 + the 1F1B bubble (p - 1) / (v x m) (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2)."""
+    return 1.0 + bubble_fraction(settings.pipeline_parallel, settings.grad_accum, virtual_stages)
 
 
 # --- throughput ------------------------------------------------------------------
 
-# Achievable BF16 matmul, fraction of dense peak (mamf-finder; shared/reference README).
-MATMUL_FRACTION: dict[str, float] = {"A100": 0.869, "H100": 0.803, "B200": 0.776, "MI300X": 0.514, "Gaudi2": 0.969}
-# Name prefixes that share a measured family (same SM / compute die and software stack); AMD
-# Instinct chips without a measurement of their own (MI250X, MI325X, MI355X) take MI300X's.
-FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("A100", "A100"),
-    ("H100", "H100"),
-    ("H200", "H100"),
-    ("GH200", "H100"),
-    ("B200", "B200"),
-    ("GB200", "B200"),
-    ("B300", "B200"),
-    ("MI", "MI300X"),
-    ("Gaudi2", "Gaudi2"),
-)
-DEFAULT_MATMUL_FRACTION = 0.80  # no measurement: near the NVIDIA datacenter figures (0.78-0.87)
-END_TO_END_FACTOR = 0.6  # share of matmul speed a whole training step sustains (see default_utilisation)
-
-
-def gpu_family(gpu: GpuSpec) -> str | None:
-    """The measured family a GPU belongs to ('A100', 'H100', ...), or None."""
-    for prefix, family in FAMILY_PREFIXES:
-        if gpu.name.startswith(prefix):
-            return family
-    return None
-
-
-def matmul_fraction(gpu: GpuSpec) -> float:
-    """Achievable fraction of dense peak on large BF16 matmuls: the family's mamf-finder
-    figure (shared/reference README), else DEFAULT_MATMUL_FRACTION (an assumption)."""
-    family = gpu_family(gpu)
-    return MATMUL_FRACTION[family] if family else DEFAULT_MATMUL_FRACTION
+END_TO_END_FACTOR = 0.6  # share of matmul speed a whole step sustains, for a flat utilisation
 
 
 def default_utilisation(gpu: GpuSpec) -> float:
-    """Default utilisation (fraction of dense peak a step sustains): matmul fraction x END_TO_END_FACTOR.
-
-    The 0.6 is a stated assumption covering what a full step adds to pure matmuls (attention,
-    norms and elementwise kernels, launch gaps, sustained clocks 15-20% below burst per the
-    reference README). It gives A100 0.869 x 0.6 = 0.52, the 52% of peak Narayanan et al. 2021
-    (arXiv 2104.04473) sustained on A100, and H100 0.803 x 0.6 = 0.48, near the 38-43% BF16 MFU
-    Llama 3 reports at 16k-GPU scale (Dubey et al. 2024, arXiv 2407.21783, Table 4). Override it
-    with a measured figure when you have one.
-    """
+    """A flat utilisation (fraction of dense peak a step sustains) for a measured matmul fraction:
+    matmul fraction x END_TO_END_FACTOR, a stated assumption (A100 0.869 x 0.6 = 0.52, the 52%
+    of peak Narayanan et al. 2021 sustained on A100). Only calibration's conversion of a measured
+    matmul fraction uses it; the estimate itself builds the step from its operations."""
     return matmul_fraction(gpu) * END_TO_END_FACTOR
 
 
-def compute_format(precision: str, fp32_uses_tf32: bool = True) -> str:
-    """Format the matmuls run in: bf16 for amp-bf16 / bf16-mixed / bf16, fp16 for amp-fp16 /
-    fp16-mixed, and for fp32 either tf32 (torch.set_float32_matmul_precision('high'); PyTorch's
-    default since 1.12 is full fp32 matmuls) or fp32."""
+def compute_format(precision: str, fp32_uses_tf32: bool = False) -> str:
+    """Format the matmuls run in: fp8 for fp8, bf16 for amp-bf16 / bf16-mixed / bf16, fp16 for
+    amp-fp16 / fp16-mixed, and for fp32 either plain fp32 (PyTorch's default since 1.12:
+    torch.backends.cuda.matmul.allow_tf32 = False) or tf32 when allowed."""
+    if precision == "fp8":
+        return "fp8"
     if "bf16" in precision:
         return "bf16"
     if "fp16" in precision:
@@ -138,7 +115,7 @@ def compute_format(precision: str, fp32_uses_tf32: bool = True) -> str:
     return "tf32" if fp32_uses_tf32 else "fp32"
 
 
-def rate_and_format(gpu: GpuSpec, precision: str, fp32_uses_tf32: bool = True) -> tuple[float, str]:
+def rate_and_format(gpu: GpuSpec, precision: str, fp32_uses_tf32: bool = False) -> tuple[float, str]:
     """(dense peak TFLOPS, format) that `precision`'s matmuls run at on `gpu`.
 
     fp32 uses the TF32 rate when `fp32_uses_tf32` and the GPU has one, else the FP32 rate.
@@ -153,12 +130,12 @@ def rate_and_format(gpu: GpuSpec, precision: str, fp32_uses_tf32: bool = True) -
     return rate, fmt
 
 
-def peak_tflops(gpu: GpuSpec, precision: str, fp32_uses_tf32: bool = True) -> float:
+def peak_tflops(gpu: GpuSpec, precision: str, fp32_uses_tf32: bool = False) -> float:
     """Dense peak TFLOPS of `gpu` in the format `precision` computes in (see rate_and_format)."""
     return rate_and_format(gpu, precision, fp32_uses_tf32)[0]
 
 
-def achieved_tflops(gpu: GpuSpec, precision: str, utilisation: float, fp32_uses_tf32: bool = True) -> float:
+def achieved_tflops(gpu: GpuSpec, precision: str, utilisation: float, fp32_uses_tf32: bool = False) -> float:
     """Sustained TFLOPS per GPU: dense peak for the precision's format x utilisation."""
     if not 0 < utilisation <= 1:
         raise ValueError(f"utilisation must be in (0, 1], got {utilisation}")
@@ -167,45 +144,28 @@ def achieved_tflops(gpu: GpuSpec, precision: str, utilisation: float, fp32_uses_
 
 # --- communication -----------------------------------------------------------------
 
-NVLINK_EFFICIENCY = 0.88  # achieved / spec NVLink bandwidth (shared/reference README)
 DEFAULT_INTER_NODE_GBPS = 400.0  # Gb/s network per GPU (one 400G NIC per GPU, as HGX H100 nodes)
-
-
-def ring_factor(gpus: int) -> float:
-    """Bytes each GPU sends in a ring all-reduce per byte reduced: 2(n-1)/n (nccl-tests
-    doc/PERFORMANCE.md: busbw = algbw x 2(n-1)/n). A reduce-scatter or all-gather sends half."""
-    return 2.0 * (gpus - 1) / gpus
 
 
 def allreduce_bytes_per_gpu(grad_bytes: float, gpus: int) -> float:
     """Bytes each GPU sends (and receives) to all-reduce `grad_bytes` over `gpus` in a ring."""
-    return ring_factor(gpus) * grad_bytes
+    return allreduce_bytes(grad_bytes, gpus)
 
 
 def comm_bytes_per_gpu(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
-    """(bytes per micro-batch, bytes once per step) each GPU sends for data parallelism.
-
-    With P parameters, g gradient bytes and w weight bytes per element, h = (n-1)/n:
-    - ZeRO 0/1: one gradient all-reduce per step, 2h*P*g (DDP skips it while accumulating).
-    - ZeRO 2: a gradient reduce-scatter every micro-batch (h*P*g, gradients are sharded) and
-      one all-gather of the updated weights per step (h*P*w).
-    - ZeRO 3: per micro-batch, weight all-gathers in forward and backward plus the gradient
-      reduce-scatter, h*P*(2w + g): 1.5x the plain data-parallel volume (ZeRO paper Sec. 7.2).
-    With grad_accum = 1 this gives ZeRO 0-2 the all-reduce volume and ZeRO 3 1.5x it.
-    """
-    if settings.gpus == 1:
-        return 0.0, 0.0
-    params = parameter_count(spec).total
-    half_ring = ring_factor(settings.gpus) / 2
-    grad_b, weight_b = gradient_bytes(settings.precision), weight_bytes(settings.precision)
-    if settings.zero <= 1:
-        return 0.0, allreduce_bytes_per_gpu(params * grad_b, settings.gpus)
-    if settings.zero == 2:
-        return half_ring * params * grad_b, half_ring * params * weight_b
-    return half_ring * params * (2 * weight_b + grad_b), 0.0
+    """(bytes per micro-batch, bytes once per step) each GPU sends for data parallelism: the
+    trainable per-rank parameters' ZeRO traffic (calculators.communication.dp_bytes)."""
+    return communication.dp_bytes(spec, settings)
 
 
 # --- settings and result ---------------------------------------------------------------
+
+# TimeSettings fields that describe the step (placement, overlap, schedule, compiler): every
+# command takes them, the rest (dataset, epochs, utilisation) only the commands that time a run.
+STEP_SETTING_FIELDS: tuple[str, ...] = (
+    "gpus_per_node", "inter_node_gbps", "overlap_fraction", "tp_overlap_fraction", "pp_overlap_fraction",
+    "virtual_stages", "compile", "fp32_uses_tf32", "matmul_fraction", "expert_parallel",
+)  # fmt: skip
 
 
 class TimeSettings(BaseModel):
@@ -214,22 +174,58 @@ class TimeSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     utilisation: float | None = Field(
-        default=None, gt=0, le=1, description="fraction of dense peak sustained; None = default_utilisation(gpu)"
+        default=None,
+        ge=0.001,  # a tenth of a per cent at least: below it the run time is no useful number
+        le=1,
+        description="flat fraction of dense peak a step sustains (a measured MFU); None = the step built from "
+        "its operations",
+    )
+    matmul_fraction: float | None = Field(
+        default=None,
+        ge=0.01,
+        le=1,
+        description="achievable fraction of dense peak on large matmuls, measured (calibration); None = the "
+        "GPU family's mamf-finder figure",
     )
     gpus_per_node: int = Field(default=8, ge=1, le=1024, description="GPUs sharing the fast intra-node link")
     inter_node_gbps: float = Field(
-        default=DEFAULT_INTER_NODE_GBPS, gt=0, le=100_000, description="network Gb/s per GPU between nodes"
+        default=DEFAULT_INTER_NODE_GBPS, ge=0.1, le=100_000, description="network Gb/s per GPU between nodes"
     )
-    intra_node_efficiency: float = Field(default=NVLINK_EFFICIENCY, gt=0, le=1)
+    intra_node_efficiency: float = Field(default=NVLINK_EFFICIENCY, ge=0.01, le=1)
     overlap_fraction: float = Field(
-        default=0.5, ge=0, le=1, description="share of communication hidden under compute when there is compute"
+        default=1.0,
+        ge=0,
+        le=1,
+        description="share of data-parallel traffic hidden under compute (at most the compute it runs beside): "
+        "DDP buckets and FSDP prefetch overlap it",
     )
-    fp32_uses_tf32: bool = True
-    dataset_tokens: float | None = Field(default=None, gt=0, le=1e16)
+    tp_overlap_fraction: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="share of tensor-parallel traffic hidden (0: plain TP; async TP hides some)",
+    )
+    pp_overlap_fraction: float = Field(
+        default=0.0, ge=0, le=1, description="share of pipeline point-to-point traffic hidden under compute"
+    )
+    expert_parallel: int = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description="expert-parallel degree inside data parallel (mixture of experts; ignored for dense models)",
+    )
+    virtual_stages: int = Field(
+        default=1, ge=1, le=128, description="model chunks per pipeline rank (interleaved 1F1B; 1 = plain 1F1B)"
+    )
+    compile: bool = Field(default=False, description="torch.compile the model (measured 1.157x, torchtitan)")
+    fp32_uses_tf32: bool = Field(
+        default=False, description="fp32 matmuls on TF32 tensor cores (PyTorch's default: off since 1.12)"
+    )
+    dataset_tokens: float | None = Field(default=None, ge=1, le=1e16, description="tokens per epoch (at least one)")
     dataset_samples: int | None = Field(
         default=None, gt=0, le=10**13, description="sequences of the training seq_len (packed or padded)"
     )
-    epochs: float = Field(default=1.0, gt=0, le=100_000)
+    epochs: float = Field(default=1.0, ge=0.001, le=100_000, description="passes over the data (a thousandth at least)")
 
     @model_validator(mode="after")
     def _one_dataset_size(self) -> TimeSettings:
@@ -250,17 +246,27 @@ class TimeEstimate(BaseModel):
     gpu: str
     compute_format: str
     peak_tflops: float = Field(description="dense peak per GPU in compute_format")
-    utilisation: float
-    achieved_tflops: float = Field(description="per GPU")
-    flops_per_token: float
-    tokens_per_step: int = Field(description="micro_batch x seq_len x grad_accum x gpus")
+    utilisation: float = Field(description="model FLOPs / (step time x dense peak): the MFU")
+    achieved_tflops: float = Field(description="model TFLOPS per GPU")
+    flops_per_token: float = Field(description="executed FLOPs per token, recomputation included")
+    model_flops_per_token: float = Field(description="6N + attention, recomputation excluded")
+    mfu: float
+    hfu: float
+    tokens_per_step: int = Field(description="micro_batch x seq_len x grad_accum x data-parallel GPUs")
     compute_s: float
-    comm_bytes_per_gpu: float = Field(description="bytes each GPU sends per step")
-    comm_gbytes_per_s: float = Field(description="GB/s per GPU per direction used for communication")
-    comm_s: float = Field(description="all data-parallel communication time of one step")
-    comm_exposed_s: float = Field(description="the part not hidden under compute")
+    compute_by_class_s: dict[str, float]
+    comm_bytes_per_gpu: float = Field(description="data-parallel bytes each GPU sends per step")
+    comm_gbytes_per_s: float = Field(description="GB/s per GPU per direction of the data-parallel group")
+    comm_s: float = Field(description="data-parallel communication time of one step")
+    comm_exposed_s: float = Field(description="the data-parallel part not hidden under compute")
+    comm_by_dimension_s: dict[str, float]
+    comm_exposed_by_dimension_s: dict[str, float]
+    link_gbytes_per_s: dict[str, float]
+    crosses_nodes: dict[str, bool]
+    bubble_s: float
     step_s: float
     tokens_per_s: float
+    tokens_per_s_per_gpu: float
     dataset_tokens: float
     epochs: float
     steps_per_epoch: int
@@ -273,18 +279,16 @@ class TimeEstimate(BaseModel):
 
 
 def link_gbytes_per_s(gpu: GpuSpec, gpus: int, time_settings: TimeSettings) -> tuple[float, str]:
-    """GB/s per GPU per direction for data-parallel traffic, and where it comes from.
-
-    Within a node: the GPU's bidirectional interconnect figure / 2 x efficiency (0.88, the
-    NVLink figure of the reference README). Across nodes, or when the catalogue has no
-    interconnect figure: the network, inter_node_gbps / 8 (bits to bytes) per GPU.
-    """
-    network = time_settings.inter_node_gbps / 8
-    if gpus <= time_settings.gpus_per_node and gpu.interconnect_gbps:
-        per_direction = gpu.interconnect_gbps / 2 * time_settings.intra_node_efficiency
-        return per_direction, f"intra-node {gpu.interconnect or 'link'}: {per_direction:.1f} GB/s per direction"
-    where = "inter-node" if gpus > time_settings.gpus_per_node else "no interconnect figure, network"
-    return network, f"{where}: {time_settings.inter_node_gbps:g} Gb/s = {network:.1f} GB/s per GPU"
+    """GB/s per GPU per direction for a group of `gpus` consecutive ranks, and where it comes from
+    (calculators.communication.link_gbytes_per_s)."""
+    crosses = gpus > time_settings.gpus_per_node
+    rate = communication.link_gbytes_per_s(
+        gpu.interconnect_gbps, crosses, time_settings.inter_node_gbps, time_settings.intra_node_efficiency
+    )
+    if not crosses and gpu.interconnect_gbps:
+        return rate, f"intra-node {gpu.interconnect or 'link'}: {rate:.1f} GB/s per direction"
+    where = "inter-node" if crosses else "no interconnect figure, network"
+    return rate, f"{where}: {time_settings.inter_node_gbps:g} Gb/s = {rate:.1f} GB/s per GPU"
 
 
 def exposed_comm_s(comm_s: float, hideable_under_s: float, overlap_fraction: float) -> float:
@@ -294,17 +298,34 @@ def exposed_comm_s(comm_s: float, hideable_under_s: float, overlap_fraction: flo
     return comm_s - hidden
 
 
+def dimension_links(gpu: GpuSpec, settings: TrainingSettings, time_settings: TimeSettings) -> dict[str, float]:
+    """GB/s per GPU per direction each dimension's traffic runs at (placement in
+    calculators.communication.dimension_crossings)."""
+    crossings = communication.dimension_crossings(settings, time_settings.gpus_per_node, time_settings.expert_parallel)
+    return {
+        dim: communication.link_gbytes_per_s(
+            gpu.interconnect_gbps, crosses, time_settings.inter_node_gbps, time_settings.intra_node_efficiency
+        )
+        for dim, crosses in crossings.items()
+    }
+
+
+def expert_parallel_of(spec: ModelSpec, time_settings: TimeSettings) -> int:
+    """The expert-parallel degree that applies: the setting for a mixture of experts, 1 otherwise."""
+    return time_settings.expert_parallel if spec.n_experts > 1 else 1
+
+
 def comm_seconds(
     spec: ModelSpec, settings: TrainingSettings, gpu: GpuSpec, time_settings: TimeSettings, compute_s: float
 ) -> tuple[float, float, float]:
-    """(total, exposed) communication seconds of one step and the bytes sent per GPU.
+    """(total, exposed) data-parallel seconds of one step and the bytes sent per GPU.
 
     Traffic every micro-batch (ZeRO 2/3) overlaps with that micro-batch's compute; traffic
     once per step (the ZeRO 0/1 all-reduce, ZeRO 2's weight all-gather) only with the last
     micro-batch's backward, so gradient accumulation does not hide it further.
     """
-    per_micro_b, per_step_b = comm_bytes_per_gpu(spec, settings)
-    bandwidth, _ = link_gbytes_per_s(gpu, settings.gpus, time_settings)
+    per_micro_b, per_step_b = communication.dp_bytes(spec, settings, expert_parallel_of(spec, time_settings))
+    bandwidth = dimension_links(gpu, settings, time_settings)["dp"]
     micro_compute_s = compute_s / settings.grad_accum
     per_micro_s = per_micro_b / (bandwidth * 1e9)
     per_step_s = per_step_b / (bandwidth * 1e9)
@@ -315,27 +336,50 @@ def comm_seconds(
     return settings.grad_accum * per_micro_s + per_step_s, exposed, total_bytes
 
 
-def _assumptions(gpu: GpuSpec, settings: TrainingSettings, time_settings: TimeSettings, fmt: str) -> list[str]:
+def _flat_compute_s(
+    spec: ModelSpec, settings: TrainingSettings, peak: float, utilisation: float, compiled: bool
+) -> float:
+    """Compute seconds at a flat utilisation of dense peak: executed FLOPs of one replica's
+    tokens over its t x p GPUs."""
+    del compiled  # a measured utilisation already includes what the stack does
+    tokens_per_replica = settings.micro_batch * settings.seq_len * settings.grad_accum
+    gpus_per_replica = settings.tensor_parallel * settings.pipeline_parallel
+    return (
+        training_flops_per_token(spec, settings) * tokens_per_replica / (peak * 1e12 * utilisation * gpus_per_replica)
+    )
+
+
+def _assumptions(
+    gpu: GpuSpec, settings: TrainingSettings, time_settings: TimeSettings, fmt: str, links: dict[str, float]
+) -> list[str]:
     """Plain-language list of what the estimate assumes."""
     family = gpu_family(gpu)
     basis = f"{family} mamf-finder {matmul_fraction(gpu):.3f}" if family else f"assumed {DEFAULT_MATMUL_FRACTION}"
-    utilisation = (
-        f"utilisation {time_settings.utilisation:.3f} (given)"
+    if time_settings.matmul_fraction is not None:
+        basis = f"measured {time_settings.matmul_fraction:.3f}"
+    compute = (
+        f"utilisation {time_settings.utilisation:.3f} (given) of dense peak for all executed FLOPs"
         if time_settings.utilisation is not None
-        else f"utilisation {default_utilisation(gpu):.3f} = achievable matmul ({basis}) x {END_TO_END_FACTOR} "
-        "end-to-end factor"
+        else f"each GEMM at dense peak x achievable fraction ({basis}) x the measured shape curve x 0.825 "
+        "sustained clocks, "
+        "or memory-bound; FlashAttention at its published fraction; norms, activations, loss and optimizer "
+        "bandwidth-bound"
     )
-    _, link = link_gbytes_per_s(gpu, settings.gpus, time_settings)
+    crossings = communication.dimension_crossings(settings, time_settings.gpus_per_node)
+    placement = ", ".join(
+        f"{dim} {'across nodes' if crossings[dim] else 'in a node'} {links[dim]:.0f} GB/s" for dim in ("tp", "dp", "pp")
+    )
     return [
-        f"FLOPs/token = {matmul_flops_factor(settings):g}N (N = matmul weights incl. LM head; 4N with a frozen "
-        f"LoRA/QLoRA base) + 12*L*s*heads*head_dim attention (PaLM App. B), recomputation: {settings.checkpointing}",
-        f"matmuls in {fmt} at the dense peak from the GPU catalogue",
-        utilisation + "; it applies to all executed FLOPs, recomputation included",
-        f"data parallel over {settings.gpus} GPU(s), ZeRO-{settings.zero}; ring collectives 2(n-1)/n; {link}",
-        f"{time_settings.overlap_fraction:.0%} of communication overlaps compute",
-        f"tensor parallel {settings.tensor_parallel} x pipeline parallel {settings.pipeline_parallel} per replica: "
-        f"work split evenly, pipeline bubble (p-1)/m = {pipeline_bubble_factor(settings) - 1:.2f} (Narayanan et al. "
-        "2021); tensor-parallel all-reduces not modelled",
+        f"model FLOPs/token = {matmul_flops_factor(settings):g}N + 12*L*s*heads*head_dim attention (PaLM App. B); "
+        f"recomputation ({settings.checkpointing}) counted apart",
+        f"matmuls in {fmt} at the dense peak from the GPU catalogue; {compute}",
+        f"data parallel over {settings.gpus} GPU(s), ZeRO-{settings.zero}, trainable parameters per rank only; "
+        f"tensor parallel {settings.tensor_parallel} (4 all-reduces per layer), pipeline "
+        f"{settings.pipeline_parallel} x {time_settings.virtual_stages} virtual stage(s); ring collectives "
+        f"2(n-1)/n; {time_settings.gpus_per_node} GPUs per node: {placement}",
+        f"overlap: data parallel {time_settings.overlap_fraction:.0%}, tensor parallel "
+        f"{time_settings.tp_overlap_fraction:.0%}, pipeline p2p {time_settings.pp_overlap_fraction:.0%}",
+        "torch.compile: compute / 1.157 (torchtitan Table 1)" if time_settings.compile else "no torch.compile",
         "no data loading or evaluation time; checkpoint writes not included",
     ]
 
@@ -343,46 +387,115 @@ def _assumptions(gpu: GpuSpec, settings: TrainingSettings, time_settings: TimeSe
 def estimate_time(
     spec: ModelSpec, settings: TrainingSettings, gpu: GpuSpec, time_settings: TimeSettings
 ) -> TimeEstimate:
-    """Step time, throughput and hours for `settings` on `settings.gpus` GPUs of type `gpu`.
+    """Step time, throughput and hours for `settings` on `settings.total_gpus` GPUs of type `gpu`.
 
     Raises ValueError when the GPU has no rate for the precision's compute format.
     """
-    utilisation = time_settings.utilisation if time_settings.utilisation is not None else default_utilisation(gpu)
     peak, fmt = rate_and_format(gpu, settings.precision, time_settings.fp32_uses_tf32)
-    achieved = peak * utilisation
-    flops_per_token = training_flops_per_token(spec, settings)
-    # One data-parallel replica spans tensor_parallel x pipeline_parallel GPUs that share its
-    # tokens' work (tensor-parallel communication is not modelled; stated in the assumptions).
-    tokens_per_replica = settings.micro_batch * settings.seq_len * settings.grad_accum
+    m = settings.grad_accum
+    if time_settings.utilisation is not None:
+        compute_s = _flat_compute_s(spec, settings, peak, time_settings.utilisation, time_settings.compile)
+        by_class = {"flat utilisation": compute_s}
+    else:
+        fraction = time_settings.matmul_fraction or matmul_fraction(gpu)
+        parts = step_compute(
+            spec, settings, gpu, peak, fraction, time_settings.compile, expert_parallel_of(spec, time_settings)
+        )
+        compute_s = parts.total_s
+        by_class = {
+            "gemm": parts.gemm_s,
+            "attention": parts.attention_s,
+            "elementwise": parts.elementwise_s,
+            "loss": parts.loss_s,
+            "recompute": parts.recompute_s,
+            "optimizer": parts.optimizer_s,
+        }
+    links = dimension_links(gpu, settings, time_settings)
+    tp_s = m * communication.tp_bytes_per_micro(spec, settings) / (links["tp"] * 1e9)
+    pp_s = m * communication.pp_bytes_per_micro(spec, settings, time_settings.virtual_stages) / (links["pp"] * 1e9)
+    ep_bytes = communication.moe_alltoall_bytes_per_micro(spec, settings, expert_parallel_of(spec, time_settings))
+    ep_s = m * ep_bytes / (links["ep"] * 1e9)
+    tp_exposed = tp_s * (1 - time_settings.tp_overlap_fraction)
+    pp_exposed = pp_s * (1 - time_settings.pp_overlap_fraction)
+    ep_exposed = ep_s  # the MoE layer waits for its tokens: the all-to-all is not overlapped
+    dp_s, dp_exposed, dp_bytes = comm_seconds(spec, settings, gpu, time_settings, compute_s)
+    bubble = bubble_fraction(settings.pipeline_parallel, m, time_settings.virtual_stages)
+    busy_s = compute_s + tp_exposed + pp_exposed + ep_exposed
+    bubble_s = bubble * busy_s
+    step_s = busy_s + bubble_s + dp_exposed
+
+    tokens_per_replica = settings.micro_batch * settings.seq_len * m
     tokens_per_step = tokens_per_replica * settings.gpus
-    gpus_per_replica = settings.tensor_parallel * settings.pipeline_parallel
-    compute_s = flops_per_token * tokens_per_replica / (achieved * 1e12 * gpus_per_replica)
-    compute_s *= pipeline_bubble_factor(settings)
-    comm_s, exposed_s, comm_bytes = comm_seconds(spec, settings, gpu, time_settings, compute_s)
-    step_s = compute_s + exposed_s
+    tokens_per_s = tokens_per_step / step_s
+    per_gpu = tokens_per_s / settings.total_gpus
+    model_flops = model_flops_per_token(spec, settings)
+    executed_flops = training_flops_per_token(spec, settings)
+    mfu = per_gpu * model_flops / (peak * 1e12)
     dataset_tokens = time_settings.tokens_per_epoch(settings.seq_len)
     steps_per_epoch = math.ceil(dataset_tokens / tokens_per_step)
     hours_per_epoch = steps_per_epoch * step_s / 3600
-    bandwidth, _ = link_gbytes_per_s(gpu, settings.total_gpus, time_settings)
     return TimeEstimate(
         gpu=gpu.name,
         compute_format=fmt,
         peak_tflops=peak,
-        utilisation=utilisation,
-        achieved_tflops=achieved,
-        flops_per_token=flops_per_token,
+        utilisation=mfu,
+        achieved_tflops=per_gpu * model_flops / 1e12,
+        flops_per_token=executed_flops,
+        model_flops_per_token=model_flops,
+        mfu=mfu,
+        hfu=per_gpu * executed_flops / (peak * 1e12),
         tokens_per_step=tokens_per_step,
         compute_s=compute_s,
-        comm_bytes_per_gpu=comm_bytes,
-        comm_gbytes_per_s=bandwidth,
-        comm_s=comm_s,
-        comm_exposed_s=exposed_s,
+        compute_by_class_s=by_class,
+        comm_bytes_per_gpu=dp_bytes,
+        comm_gbytes_per_s=links["dp"],
+        comm_s=dp_s,
+        comm_exposed_s=dp_exposed,
+        comm_by_dimension_s={"dp": dp_s, "tp": tp_s, "pp": pp_s, "ep": ep_s},
+        comm_exposed_by_dimension_s={"dp": dp_exposed, "tp": tp_exposed, "pp": pp_exposed, "ep": ep_exposed},
+        link_gbytes_per_s=links,
+        crosses_nodes=communication.dimension_crossings(
+            settings, time_settings.gpus_per_node, expert_parallel_of(spec, time_settings)
+        ),
+        bubble_s=bubble_s,
         step_s=step_s,
-        tokens_per_s=tokens_per_step / step_s,
+        tokens_per_s=tokens_per_s,
+        tokens_per_s_per_gpu=per_gpu,
         dataset_tokens=dataset_tokens,
         epochs=time_settings.epochs,
         steps_per_epoch=steps_per_epoch,
         hours_per_epoch=hours_per_epoch,
         hours_total=hours_per_epoch * time_settings.epochs,
-        assumptions=_assumptions(gpu, settings, time_settings, fmt),
+        assumptions=_assumptions(gpu, settings, time_settings, fmt, links),
     )
+
+
+class ScalingPoint(BaseModel):
+    """The run at one data-parallel degree."""
+
+    gpus: int = Field(description="all GPUs: data x tensor x pipeline parallel")
+    step_s: float
+    tokens_per_s_per_gpu: float
+    hours_total: float
+
+
+def scaling_points(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    gpu: GpuSpec,
+    time_settings: TimeSettings,
+    data_parallel: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+) -> list[ScalingPoint]:
+    """The estimate at each data-parallel degree (the tensor x pipeline replica kept as given)."""
+    points = []
+    for degree in data_parallel:
+        estimate = estimate_time(spec, settings.model_copy(update={"gpus": degree}), gpu, time_settings)
+        points.append(
+            ScalingPoint(
+                gpus=degree * settings.tensor_parallel * settings.pipeline_parallel,
+                step_s=estimate.step_s,
+                tokens_per_s_per_gpu=estimate.tokens_per_s_per_gpu,
+                hours_total=estimate.hours_total,
+            )
+        )
+    return points

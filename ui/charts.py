@@ -133,3 +133,45 @@ def time_cost_figure(rows: pd.DataFrame) -> go.Figure:
         margin=dict(l=10, r=10, t=30, b=10),
     )
     return figure
+
+
+def throughput_ratio_figure(ids: list[str], ratios: list[float]) -> go.Figure:
+    """Estimate / measured tokens per second per GPU per published run, with the +-20% band."""
+    figure = go.Figure()
+    figure.add_bar(x=ids, y=ratios, name="estimate / measured", hovertemplate="%{x}: %{y:.2f}<extra></extra>")
+    figure.add_hrect(y0=0.8, y1=1.2, fillcolor="green", opacity=0.1, line_width=0)
+    figure.add_hline(y=1.0, line_dash="dash")
+    figure.update_layout(yaxis_title="estimate / measured", height=380, margin=dict(l=10, r=10, t=30, b=10))
+    return figure
+
+
+def step_breakdown_figure(compute_s: dict[str, float], exposed_s: dict[str, float], bubble_s: float) -> go.Figure:
+    """One stacked bar of the step: compute by op class, exposed traffic by dimension, the bubble."""
+    figure = go.Figure()
+    parts = {
+        **compute_s,
+        **{f"{dim} traffic (exposed)": s for dim, s in exposed_s.items()},
+        "pipeline bubble": bubble_s,
+    }
+    for name, seconds in parts.items():
+        if seconds > 0:
+            figure.add_bar(name=name, x=["step"], y=[seconds], hovertemplate=f"{name}: %{{y:.4f}} s<extra></extra>")
+    figure.update_layout(
+        barmode="stack", yaxis_title="seconds per step", height=380, margin=dict(l=10, r=10, t=30, b=10)
+    )
+    return figure
+
+
+def scaling_figure(gpus: list[int], tokens_per_s_per_gpu: list[float], hours: list[float]) -> go.Figure:
+    """Tokens per second per GPU and hours for the run against the number of GPUs."""
+    figure = go.Figure()
+    figure.add_scatter(x=gpus, y=tokens_per_s_per_gpu, name="tokens/s per GPU", mode="lines+markers")
+    figure.add_scatter(x=gpus, y=hours, name="hours", mode="lines+markers", yaxis="y2")
+    figure.update_layout(
+        xaxis=dict(type="log", title="GPUs"),
+        yaxis=dict(title="tokens/s per GPU"),
+        yaxis2=dict(title="hours", overlaying="y", side="right", type="log"),
+        height=380,
+        margin=dict(l=10, r=10, t=30, b=10),
+    )
+    return figure

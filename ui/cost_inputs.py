@@ -45,11 +45,28 @@ def _throughput_controls(column) -> dict:
             column,
             "cost_utilisation_pct",
             step=5.0,
-            help="Model FLOPs utilisation. Defaults: achievable matmul % (mamf-finder) x 0.6 for a whole step.",
+            help="A measured MFU for every GPU. 0 = the step built from its operations (each GEMM's roofline, "
+            "FlashAttention, bandwidth-bound ops, traffic per parallel dimension).",
         ),
         "inter_node_gbps": state.number(column, "cost_inter_node_gbps", step=100.0),
         "overlap_fraction": state.number(column, "cost_overlap_pct", step=10.0),
     }
+
+
+def _step_controls() -> dict:
+    """Placement, per-dimension overlap, pipeline schedule and compiler of the step."""
+    with st.expander("Step: placement, overlap, schedule, compiler"):
+        left, middle, right = st.columns(3)
+        return {
+            "gpus_per_node": state.number(left, "cost_gpus_per_node", step=1),
+            "virtual_stages": state.number(left, "cost_virtual_stages", step=1),
+            "expert_parallel": state.number(left, "cost_expert_parallel", step=1),
+            "matmul_fraction": state.number(middle, "cost_matmul_fraction", step=0.05),
+            "tp_overlap_fraction": state.number(middle, "cost_tp_overlap_pct", step=10.0),
+            "pp_overlap_fraction": state.number(middle, "cost_pp_overlap_pct", step=10.0),
+            "compile": state.checkbox(right, "cost_compile"),
+            "fp32_uses_tf32": state.checkbox(right, "cost_tf32"),
+        }
 
 
 def _spot_controls(column) -> tuple[float, float, float | None]:
@@ -108,11 +125,12 @@ def cost_inputs(catalogue: list[GpuSpec]) -> CostInputs:
     dataset = _dataset_controls(left)
     throughput = _throughput_controls(middle)
     write_h, restart_h, rate = _spot_controls(right)
+    step = _step_controls()
     fits_only = state.checkbox(st, "cost_fits_only")
     prices, discount, notes = _price_controls(catalogue)
     errors = []
     try:
-        time_settings = TimeSettings(**dataset, **throughput)
+        time_settings = TimeSettings(**dataset, **throughput, **step)
     except ValidationError as error:
         errors.append(f"Time settings: {describe_validation_error(error)}")
         time_settings = None

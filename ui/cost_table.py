@@ -10,9 +10,13 @@ from calculators.prices import CloudPrice, prices_as_of
 FORMULAS = [
     "training FLOPs per token = 6 N + 12 L s h_attn (+ 2 N + attention forward with full checkpointing) "
     "(Kaplan et al. 2020; PaLM appendix B; Korthikanti et al. 2022)",
-    "step compute s = FLOPs per token x tokens per step / (GPUs x dense peak TFLOPS x utilisation)",
-    "all-reduce bytes per GPU = 2 (n - 1) / n x gradient bytes (ring; nccl-tests PERFORMANCE.md); ZeRO-3 x 1.5",
-    "step s = compute s + communication s not hidden under compute",
+    "GEMM s = max(2 m n k / (dense peak x achievable fraction at the shape x 0.825 sustained), bytes / bandwidth)"
+    " per linear of a layer, per tensor-parallel rank and micro-batch (mamf-finder; XLA's measured H100 curve)",
+    "attention s = FlashAttention FLOPs / (peak x 0.615 A100, 0.35 H100) (Dao 2023; Shah et al. 2024); norms, "
+    "activations, loss and optimizer = bytes / memory bandwidth",
+    "data-parallel bytes per GPU = 2 (n - 1) / n x trainable per-rank gradient bytes (ring; nccl-tests "
+    "PERFORMANCE.md); ZeRO-3 x 1.5; tensor parallel 4 all-reduces of b s h per layer; pipeline 2 b s h per micro-batch",
+    "step s = compute s + exposed traffic per dimension + bubble (p - 1) / (v m) (Narayanan et al. 2021)",
     "hours = steps per epoch x epochs x step s / 3600",
     "cost on demand = instances x USD per instance-hour x hours; instances = ceil(GPUs / GPUs per instance)",
     "checkpoint interval = sqrt(2 x checkpoint write time x mean time between interruptions) (Young 1974, Daly 2006)",

@@ -1,0 +1,382 @@
+"""Compute time of one training step from its operations, on one GPU of one pipeline stage.
+
+Every operation gets a roofline time, max(FLOPs / achievable rate, bytes / memory bandwidth)
+(Williams, Waterman and Patterson 2009, CACM 52(4)):
+
+- GEMMs: the layer's linears as one tensor-parallel rank holds them (calculators.geometry),
+  on one micro-batch of b x s tokens, forward, input gradient and weight gradient (the weight
+  gradient skipped for a frozen base); rate = dense peak x the achievable fraction of large
+  GEMMs (mamf-finder, github.com/stas00/ml-engineering compute/accelerator/README.md
+  @7bc7c305; or a measured one) x the shape factor of the
+  GEMM (the measured H100 curve of data/matmul_efficiency.csv, relative to its best shape)
+  x the sustained-clock factor (the same README: sustained rate under full power
+  15-20% below burst).
+- attention: FlashAttention's FLOPs (causal half of the square, backward 2.5x forward; Dao
+  2023, arXiv 2307.08691, Sec. 4) at its published fraction of peak.
+- norms, residual adds, activations, rotary embeddings, the loss and the optimizer step:
+  bandwidth-bound, bytes / memory bandwidth.
+- recomputation by the checkpointing policy (Korthikanti et al. 2022, arXiv 2205.05198).
+- a floor of one kernel launch per operation.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import functools
+import math
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from calculators.communication import trainable_parameters_per_rank
+from calculators.geometry import layer_linears, split
+from calculators.gpu_catalogue import GpuSpec
+from calculators.model_spec import ModelSpec
+from calculators.training import (
+    TrainingSettings,
+    compute_bytes,
+    gradient_bytes,
+    master_weight_bytes,
+    optimizer_state_element_bytes,
+    weight_bytes,
+)
+
+# Achievable BF16 matmul, fraction of dense peak on the best large shapes (mamf-finder;
+# github.com/stas00/ml-engineering compute/accelerator/README.md @7bc7c305, Maximum Achievable FLOPS).
+MATMUL_FRACTION: dict[str, float] = {"A100": 0.869, "H100": 0.803, "B200": 0.776, "MI300X": 0.514, "Gaudi2": 0.969}
+DEFAULT_MATMUL_FRACTION = 0.80  # no measurement: near the NVIDIA datacenter figures (0.78-0.87)
+# Name prefixes that share a measured family (same SM / compute die and software stack).
+FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("A100", "A100"),
+    ("H100", "H100"),
+    ("H200", "H100"),
+    ("GH200", "H100"),
+    ("B200", "B200"),
+    ("GB200", "B200"),
+    ("B300", "B200"),
+    ("MI", "MI300X"),
+    ("Gaudi2", "Gaudi2"),
+)
+# The measured shape curve: bf16 TFLOPS of (b x m) x k @ k x n GEMMs on H100, b x m from 4096 to
+# 16384 rows, n and k from 256 to 4096 (data/matmul_efficiency.csv, XLA's default matmul
+# performance table).
+MATMUL_CURVE_PATH = Path(__file__).resolve().parent.parent / "data" / "matmul_efficiency.csv"
+# Sustained tensor-core rate under full power is 15-20% below burst
+# (github.com/stas00/ml-engineering compute/accelerator/README.md @7bc7c305):
+# the midpoint, 17.5%, applies to matmuls of a whole training step.
+SUSTAINED_CLOCK_FACTOR = 0.825
+# FlashAttention forward + backward, fraction of dense BF16 peak: 50-73% on A100 for
+# FlashAttention-2 (Dao 2023, arXiv 2307.08691, abstract), midpoint 0.615; 35% on H100
+# (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, abstract: "FlashAttention-2 achieves
+# only 35% utilization on H100"). Others: 0.5, an assumption.
+FLASH_ATTENTION_FRACTION: dict[str, float] = {"A100": 0.615, "H100": 0.35}
+DEFAULT_FLASH_ATTENTION_FRACTION = 0.5
+# Kernel launch latency: a few microseconds per launch (NVIDIA developer blog, "Getting
+# Started with CUDA Graphs", 2019): no kernel finishes faster than one launch.
+KERNEL_LAUNCH_S = 4e-6
+# torch.compile on Llama 3.1 8B, 8 H100s, FSDP: 6,667 against 5,762 tokens/s per GPU, 1.157x
+# (torchtitan benchmarks/llama3_h100_202412_torchtitan.md, Table 1, @31a17bf).
+COMPILE_SPEEDUP = 6667 / 5762
+
+
+def gpu_family(gpu: GpuSpec) -> str | None:
+    """The measured family a GPU belongs to ('A100', 'H100', ...), or None."""
+    for prefix, family in FAMILY_PREFIXES:
+        if gpu.name.startswith(prefix):
+            return family
+    return None
+
+
+def matmul_fraction(gpu: GpuSpec) -> float:
+    """Achievable fraction of dense peak on large matmuls: the family's mamf-finder figure,
+    else DEFAULT_MATMUL_FRACTION (an assumption)."""
+    family = gpu_family(gpu)
+    return MATMUL_FRACTION[family] if family else DEFAULT_MATMUL_FRACTION
+
+
+def flash_attention_fraction(gpu: GpuSpec) -> float:
+    """FlashAttention's forward + backward fraction of dense peak on this GPU's family."""
+    return FLASH_ATTENTION_FRACTION.get(gpu_family(gpu) or "", DEFAULT_FLASH_ATTENTION_FRACTION)
+
+
+class GemmRates(BaseModel):
+    """How fast this GPU runs the step's matmuls."""
+
+    peak_tflops: float
+    fraction: float
+    bandwidth_tbps: float
+    element_bytes: float
+
+
+@functools.cache
+def _matmul_curve() -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...], dict, float]:
+    """(rows, n, k values, TFLOPS by (rows, n, k), the best TFLOPS) of the measured curve;
+    rows = batch x m."""
+    with MATMUL_CURVE_PATH.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    table = {
+        (float(row["batch"]) * float(row["m"]), float(row["n"]), float(row["k"])): float(row["measured_tflops"])
+        for row in rows
+    }
+    ms, ns, ks = (tuple(sorted({key[axis] for key in table})) for axis in range(3))
+    return ms, ns, ks, table, max(table.values())
+
+
+def _bracket(values: tuple[float, ...], x: float) -> tuple[float, float, float]:
+    """(lower, upper, weight of upper) for x on a log2 scale, clamped to the measured range."""
+    x = min(max(x, values[0]), values[-1])
+    upper_index = min(bisect.bisect_left(values, x), len(values) - 1)
+    upper = values[upper_index]
+    lower = values[max(upper_index - 1, 0)]
+    if upper == lower:
+        return lower, upper, 0.0
+    return lower, upper, (math.log2(x) - math.log2(lower)) / (math.log2(upper) - math.log2(lower))
+
+
+@functools.lru_cache(maxsize=65536)
+def shape_factor(rows: float, n: float, k: float) -> float:
+    """Achievable rate of a (rows x k) @ (k x n) GEMM relative to the best measured shape: the
+    measured curve interpolated (trilinear in log2 of rows, n and k) and clamped to its range
+    (rows 4096-16384, n and k 256-4096); larger shapes stay at the edge, the plateau where
+    mamf-finder's best shapes lie. The curve is H100's; other GPUs take its shape (an assumption)."""
+    ms, ns, ks, table, best = _matmul_curve()
+    value = 0.0
+    for m_point, m_weight in _corners(ms, rows):
+        for n_point, n_weight in _corners(ns, n):
+            for k_point, k_weight in _corners(ks, k):
+                value += m_weight * n_weight * k_weight * table[m_point, n_point, k_point]
+    return value / best
+
+
+def _corners(values: tuple[float, ...], x: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    lower, upper, weight = _bracket(values, x)
+    return (lower, 1 - weight), (upper, weight)
+
+
+def gemm_seconds(
+    rows: float, inner: float, cols: float, peak_tflops: float, fraction: float, bandwidth_tbps: float,
+    element_bytes: float,
+) -> float:  # fmt: skip
+    """Roofline time of a (rows x inner) @ (inner x cols) GEMM: the larger of 2 x rows x inner x
+    cols FLOPs at peak x fraction x the shape factor and the bytes of both inputs and the output
+    (element_bytes each) at the memory bandwidth (Williams et al. 2009), at least one launch."""
+    flops = 2.0 * rows * inner * cols
+    factor = shape_factor(rows, cols, inner)
+    rate = peak_tflops * 1e12 * fraction * factor
+    moved = element_bytes * (rows * inner + inner * cols + rows * cols)
+    return max(flops / rate, moved / (bandwidth_tbps * 1e12), KERNEL_LAUNCH_S)
+
+
+def linear_seconds(
+    rows: float, in_features: float, out_features: float, rates: GemmRates
+) -> tuple[float, float, float]:
+    """(forward, input-gradient, weight-gradient) seconds of one linear on `rows` tokens: forward
+    X @ W (n = out, k = in), input gradient dY @ W^T (n = in, k = out), weight gradient X^T @ dY
+    (in x tokens @ tokens x out), each 2 x rows x in x out FLOPs."""
+    common = (rates.peak_tflops, rates.fraction, rates.bandwidth_tbps, rates.element_bytes)
+    forward = gemm_seconds(rows, in_features, out_features, *common)
+    data_grad = gemm_seconds(rows, out_features, in_features, *common)
+    weight_grad = gemm_seconds(in_features, rows, out_features, *common)
+    return forward, data_grad, weight_grad
+
+
+# --- what one micro-batch does on one rank -------------------------------------------------
+
+
+def rows_and_copies(spec: ModelSpec, tokens: float, copies: int, expert_parallel: int = 1) -> tuple[float, float]:
+    """(rows per GEMM, GEMMs) of a linear on one rank: `tokens` rows once for a dense linear; for
+    an expert MLP the rank's n_experts / ep experts, each on the tokens routed to it from the ep
+    ranks of its group, tokens x k x ep / n_experts on average (Fedus et al. 2021, arXiv
+    2101.03961; expert parallelism as Megatron-Core's, arXiv 2006.16668 GShard Sec. 2)."""
+    if copies == 1:
+        return tokens, 1
+    return tokens * spec.experts_per_token * expert_parallel / spec.n_experts, copies / expert_parallel
+
+
+def layer_gemm_seconds(
+    spec: ModelSpec, settings: TrainingSettings, rates: GemmRates, trains_weights: bool, expert_parallel: int = 1
+) -> tuple[float, float]:
+    """(forward, backward) seconds of one layer's GEMMs on one micro-batch and rank: per linear
+    (per expert: b x s x k / E rows each, Fedus et al. 2021) forward, input gradient and, when
+    the layer's weights train, the weight gradient, each the forward's FLOPs (Kaplan et al.
+    2020, Sec. 2.1: 2 + 4 FLOPs per weight and token)."""
+    tokens = settings.micro_batch * settings.seq_len
+    forward = backward = 0.0
+    for linear in layer_linears(spec, settings.tensor_parallel):
+        rows, copies = rows_and_copies(spec, tokens, linear.copies, expert_parallel)
+        fwd, data_grad, weight_grad = linear_seconds(rows, linear.in_features, linear.out_features, rates)
+        forward += copies * fwd
+        backward += copies * (data_grad + (weight_grad if trains_weights else 0.0))
+    return forward, backward
+
+
+def head_gemm_seconds(spec: ModelSpec, settings: TrainingSettings, rates: GemmRates) -> tuple[float, float]:
+    """(forward, backward) of the LM head, b x s x h @ h x (vocab / t) (vocabulary-parallel);
+    its weight gradient only when it trains (full training)."""
+    if spec.head != "lm":
+        return 0.0, 0.0
+    tokens = settings.micro_batch * settings.seq_len
+    forward, data_grad, weight_grad = linear_seconds(
+        tokens, spec.hidden_size, split(spec.vocab_size, settings.tensor_parallel), rates
+    )
+    return forward, data_grad + (weight_grad if settings.method == "full" else 0.0)
+
+
+def attention_seconds_forward(
+    spec: ModelSpec, settings: TrainingSettings, peak_tflops: float, fraction: float
+) -> float:
+    """Forward FlashAttention of one layer on one micro-batch and rank: Q@K^T and P@V over the
+    causal half, 4 x b x s^2 x (heads/t x head_dim) / 2 FLOPs (Dao 2023, Sec. 4.1, which counts
+    causal attention as half), at peak x fraction. The backward is 2.5x (ibid.)."""
+    heads_dim = split(spec.q_dim, settings.tensor_parallel)
+    flops = 4.0 * settings.micro_batch * settings.seq_len**2 * heads_dim / 2
+    return max(flops / (peak_tflops * 1e12 * fraction), KERNEL_LAUNCH_S)
+
+
+def elementwise_bytes_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Bytes one layer's bandwidth-bound forward ops move per token on one rank, each op reading
+    its inputs and writing its output once: the norms (read + write h), the two residual adds
+    (two reads and one write of h), rotary embeddings on q and k (read + write), the MLP
+    activation (gated: read 2f, write f; else read f, write f); at the compute dtype's bytes.
+    With tensor parallelism the h-wide ops are split by sequence parallelism (Korthikanti et al.
+    2022, Sec. 4.2.2)."""
+    t = settings.tensor_parallel
+    h = split(spec.hidden_size, t)
+    q, kv, f = split(spec.q_dim, t), split(spec.kv_dim, t), split(spec.ffn_hidden_size, t)
+    elements = spec.norms_per_layer * 2 * h + 2 * 3 * h
+    elements += 3 * f if spec.is_gated_mlp else 2 * f
+    if spec.position_embedding == "rope":
+        elements += 2 * (q + kv)
+    return elements * compute_bytes(settings.precision)
+
+
+def fp8_cast_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int = 1) -> float:
+    """Bytes one layer's fp8 casts move per micro-batch on one rank: each linear's input and
+    weight are quantised from bf16 to fp8 in forward (read 2 + write 1 bytes per element), the
+    output gradient in backward (3 bytes), and the input and weight get transposed fp8 copies
+    for the backward GEMMs (read 1 + write 1) (NVIDIA Transformer Engine, "Using FP8 with
+    Transformer Engine": Hopper fp8 GEMMs take only TN layouts, so fp8 tensors are transposed)."""
+    tokens = settings.micro_batch * settings.seq_len
+    total = 0.0
+    for linear in layer_linears(spec, settings.tensor_parallel):
+        rows, copies = rows_and_copies(spec, tokens, linear.copies, expert_parallel)
+        inputs = copies * rows * linear.in_features
+        weights = copies * linear.in_features * linear.out_features
+        output_grad = copies * rows * linear.out_features
+        total += 3 * (inputs + weights) + 3 * output_grad + 2 * (inputs + weights)
+    return total
+
+
+def loss_bytes_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Cross-entropy over the vocabulary: read the logits (compute dtype) and their fp32 copy
+    for the softmax, write the fp32 gradient and read it back in the half dtype
+    (PyTorch upcasts logits to fp32 for the loss): (2 + 4 + 4 + 2) bytes x vocab / t."""
+    if spec.head != "lm":
+        return 0.0
+    return 12.0 * split(spec.vocab_size, settings.tensor_parallel)
+
+
+def optimizer_bytes_per_parameter(settings: TrainingSettings) -> float:
+    """Bytes an optimizer step moves per parameter: read the gradient, read and write the fp32
+    master (or the weight itself) and each state, and write the half weight where a master
+    copy exists (AdamW: 2 states, SGD with momentum: 1; ZeRO paper Sec. 3.1 for the dtypes)."""
+    states = {
+        "adamw": 2,
+        "sgd": 1,
+        "adafactor": 0.1,
+        "adamw-8bit": 0.5,
+        "paged-adamw": 2,
+        "paged-adamw-8bit": 0.5,
+        "none": 0,
+    }[settings.optimizer]
+    master = master_weight_bytes(settings.precision)
+    weight = weight_bytes(settings.precision)
+    parameter_io = 2 * master + weight if master else 2 * weight
+    return (
+        gradient_bytes(settings.precision)
+        + parameter_io
+        + 2 * states * optimizer_state_element_bytes(settings.precision)
+    )
+
+
+class StepCompute(BaseModel):
+    """Compute seconds of one step on the busiest GPU, by op class (recomputation apart)."""
+
+    gemm_s: float
+    attention_s: float
+    elementwise_s: float
+    loss_s: float
+    optimizer_s: float
+    recompute_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.gemm_s + self.attention_s + self.elementwise_s + self.loss_s + self.optimizer_s + self.recompute_s
+
+
+def step_compute(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    gpu: GpuSpec,
+    peak_tflops: float,
+    fraction: float,
+    compiled: bool = False,
+    expert_parallel: int = 1,
+) -> StepCompute:
+    """Compute seconds of one optimizer step (all micro-batches) on the last pipeline stage of
+    one rank: its n_layers / p layers, the head and loss, and the optimizer on its shard.
+
+    `fraction` is the achievable fraction of peak for large GEMMs (mamf-finder, or a measured
+    one); the sustained-clock factor and wave quantisation apply on top. torch.compile divides
+    the step's compute by its measured speedup (torchtitan, see COMPILE_SPEEDUP).
+    """
+    bandwidth = gpu.memory_bandwidth_tbps
+    fp8 = settings.precision == "fp8"
+    rates = GemmRates(
+        peak_tflops=peak_tflops,
+        fraction=fraction * SUSTAINED_CLOCK_FACTOR,
+        bandwidth_tbps=bandwidth,
+        element_bytes=1.0 if fp8 else compute_bytes(settings.precision),
+    )
+    layers = spec.n_layers / settings.pipeline_parallel
+    # A frozen prefix (full training with frozen first layers) needs no backward at all: no
+    # gradient flows below the first trained layer. Adapters need the input gradient everywhere.
+    backward_layers = layers * (1 - min(1.0, settings.frozen_layers / spec.n_layers))
+    fwd, bwd = layer_gemm_seconds(spec, settings, rates, settings.method == "full", expert_parallel)
+    head_fwd, head_bwd = head_gemm_seconds(spec, settings, rates)
+    gemm_per_micro = layers * fwd + backward_layers * bwd + head_fwd + head_bwd
+
+    attention_peak = gpu.dense_tflops("bf16") or peak_tflops  # fp8 runs attention in bf16
+    attn_fwd = attention_seconds_forward(spec, settings, attention_peak, flash_attention_fraction(gpu))
+    attention_per_micro = layers * attn_fwd + backward_layers * attn_fwd * 2.5
+
+    tokens = settings.micro_batch * settings.seq_len
+    bytes_per_s = bandwidth * 1e12
+    elementwise_fwd = tokens * elementwise_bytes_per_token(spec, settings) / bytes_per_s
+    # backward: read the inputs and the output gradient, write the input gradient
+    elementwise_per_micro = layers * elementwise_fwd + backward_layers * elementwise_fwd * 2
+    if fp8:
+        elementwise_per_micro += layers * fp8_cast_bytes(spec, settings, expert_parallel) / bytes_per_s
+    loss_per_micro = tokens * loss_bytes_per_token(spec, settings) / bytes_per_s
+
+    recompute_per_micro = 0.0
+    if settings.checkpointing == "full":
+        recompute_per_micro = backward_layers * (fwd + attn_fwd + elementwise_fwd)
+    elif settings.checkpointing == "selective":
+        recompute_per_micro = backward_layers * attn_fwd
+
+    sharded = settings.gpus if settings.zero >= 1 else 1
+    optimizer_params = trainable_parameters_per_rank(spec, settings, expert_parallel) / sharded
+    optimizer_s = optimizer_params * optimizer_bytes_per_parameter(settings) / bytes_per_s
+
+    m = settings.grad_accum
+    speed = COMPILE_SPEEDUP if compiled else 1.0
+    return StepCompute(
+        gemm_s=m * gemm_per_micro / speed,
+        attention_s=m * attention_per_micro / speed,
+        elementwise_s=m * elementwise_per_micro / speed,
+        loss_s=m * loss_per_micro / speed,
+        optimizer_s=optimizer_s,
+        recompute_s=m * recompute_per_micro / speed,
+    )

@@ -1,0 +1,138 @@
+"""The per-operation step: GEMM roofline, measured shape curve, attention, optimizer, fp8.
+
+Numbers worked out by hand in the comments (H100 SXM: 989 dense bf16 TFLOPS, 3.35 TB/s).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from calculators.gpu_catalogue import find_gpu
+from calculators.presets import get_preset
+from calculators.step_time import (
+    attention_seconds_forward,
+    gemm_seconds,
+    optimizer_bytes_per_parameter,
+    shape_factor,
+)
+from calculators.time_model import TimeSettings, estimate_time
+from calculators.training import TrainingSettings
+
+H100 = find_gpu("H100-SXM5-80GB")
+LLAMA2_7B = get_preset("llama-2-7b")
+
+
+def test_shape_factor_at_and_between_measured_points():
+    # Best measured shape: 16384 rows, n 2048, k 4096: 808.70 TFLOPS.
+    # 16384 x 1024 x 1024: 673.84 / 808.70 = 0.83324; 4096 rows: 488.06 / 808.70 = 0.60352.
+    assert shape_factor(16384, 1024, 1024) == pytest.approx(0.83324, rel=1e-4)
+    assert shape_factor(4096, 1024, 1024) == pytest.approx(0.60352, rel=1e-4)
+    # 2^12.5 = 5792.6 rows: halfway (log2) between 4096 (488.06) and 8192 (598.18) -> 543.12 / 808.70
+    assert shape_factor(2**12.5, 1024, 1024) == pytest.approx(0.67160, rel=1e-4)
+    # (16384, n 2048, k 768): log2 interpolation between k 512 (607.49) and 1024 (687.86), weight
+    # log2(1.5) = 0.58496 -> 654.51 / 808.70 = 0.80933.
+    assert shape_factor(16384, 2048, 768) == pytest.approx(0.80933, rel=1e-4)
+    # beyond the measured range the edge: 16384 x 4096 x 4096, 793.13 / 808.70 = 0.98075
+    assert shape_factor(65536, 16384, 8192) == pytest.approx(0.98075, rel=1e-4)
+
+
+def test_gemm_roofline_compute_bound_shape():
+    """16384 x 4096 @ 4096 x 4096: 2 x 16384 x 4096^2 = 5.4976e11 FLOPs at 989 x 0.803 x 0.98075
+    = 778.88 TFLOPS -> 0.70583 ms; bytes 2 x (16384 x 4096 x 2 + 4096^2) = 302 MB / 3.35 TB/s =
+    0.090 ms, so compute-bound."""
+    seconds = gemm_seconds(16384, 4096, 4096, 989, 0.803, 3.35, 2)
+    assert seconds == pytest.approx(0.70583e-3, rel=1e-4)
+
+
+def test_gemm_roofline_memory_bound_shape():
+    """1 x 4096 @ 4096 x 4096 (one token): 2 x (4096 + 4096^2 + 4096) = 33,570,816 bytes /
+    3.35 TB/s = 10.021 us; its 33.6 MFLOPs would take 0.1 us even at the smallest measured
+    shape's rate: memory-bound."""
+    seconds = gemm_seconds(1, 4096, 4096, 989, 0.803, 3.35, 2)
+    assert seconds == pytest.approx(10.0211e-6, rel=1e-4)
+
+
+def test_flash_attention_forward():
+    """b 1, s 4096, heads x head_dim 4096: 4 x 4096^2 x 4096 / 2 (causal) = 1.3744e11 FLOPs at
+    989 x 0.35 = 346.15 TFLOPS -> 0.39705 ms."""
+    seconds = attention_seconds_forward(LLAMA2_7B, TrainingSettings(seq_len=4096), 989, 0.35)
+    assert seconds == pytest.approx(0.39705e-3, rel=1e-4)
+
+
+def test_adamw_step_bytes_per_parameter():
+    # bf16-mixed: gradient 2 + master read/write 8 + bf16 weight write 2 + 2 states x (4 + 4) = 28.
+    assert optimizer_bytes_per_parameter(TrainingSettings(precision="bf16-mixed")) == 28
+    # pure bf16: gradient 2 + weight read/write 4 + 2 states x (2 + 2) = 14.
+    assert optimizer_bytes_per_parameter(TrainingSettings(precision="bf16")) == 14
+
+
+def test_full_recompute_reruns_the_forward_and_counts_apart():
+    plain = estimate_time(LLAMA2_7B, TrainingSettings(seq_len=4096), H100, TimeSettings(dataset_tokens=1e9))
+    full = estimate_time(
+        LLAMA2_7B, TrainingSettings(seq_len=4096, checkpointing="full"), H100, TimeSettings(dataset_tokens=1e9)
+    )
+    assert plain.compute_by_class_s["recompute"] == 0
+    # the layers' forward GEMMs are a third of their forward + backward (2 of 6 FLOPs per weight)
+    assert full.compute_by_class_s["recompute"] > full.compute_by_class_s["gemm"] / 4
+    assert full.mfu < plain.mfu and full.hfu > full.mfu
+
+
+def test_fp8_runs_matmuls_at_the_fp8_rate():
+    bf16 = estimate_time(LLAMA2_7B, TrainingSettings(seq_len=4096), H100, TimeSettings(dataset_tokens=1e9))
+    fp8 = estimate_time(
+        LLAMA2_7B, TrainingSettings(seq_len=4096, precision="fp8"), H100, TimeSettings(dataset_tokens=1e9)
+    )
+    assert fp8.compute_format == "fp8" and fp8.peak_tflops == 1979
+    # the GEMMs take half as long (twice the rate); casts add bandwidth-bound time
+    assert fp8.compute_by_class_s["gemm"] == pytest.approx(bf16.compute_by_class_s["gemm"] / 2, rel=0.05)
+    assert fp8.compute_by_class_s["elementwise"] > bf16.compute_by_class_s["elementwise"]
+    assert fp8.step_s < bf16.step_s
+
+
+def test_compile_divides_compute_by_the_measured_speedup():
+    # torchtitan Table 1: 6,667 / 5,762 tokens/s = 1.15706x
+    plain = estimate_time(LLAMA2_7B, TrainingSettings(), H100, TimeSettings(dataset_tokens=1e9))
+    compiled = estimate_time(LLAMA2_7B, TrainingSettings(), H100, TimeSettings(dataset_tokens=1e9, compile=True))
+    moved = plain.compute_s - plain.compute_by_class_s["optimizer"]
+    moved_compiled = compiled.compute_s - compiled.compute_by_class_s["optimizer"]
+    assert moved_compiled == pytest.approx(moved * 5762 / 6667)
+
+
+def test_estimate_time_is_fast():
+    settings = TrainingSettings(seq_len=4096, gpus=8, tensor_parallel=8, pipeline_parallel=4, grad_accum=16)
+    time_settings = TimeSettings(dataset_tokens=1e9, virtual_stages=2)
+    estimate_time(get_preset("llama-3.1-70b"), settings, H100, time_settings)
+    spec = get_preset("llama-3.1-70b")
+    best = float("inf")
+    for _ in range(5):  # the best of five rounds: a busy machine slows a round, not the code
+        start = time.perf_counter()
+        for _ in range(20):
+            estimate_time(spec, settings, H100, time_settings)
+        best = min(best, (time.perf_counter() - start) / 20)
+    assert best < 2e-3
+
+
+def test_a_measured_matmul_fraction_replaces_mamf_finder():
+    # Llama-2-7B at 4096 tokens: every GEMM is compute-bound, so half the fraction (0.4015 against
+    # H100's 0.803) doubles the GEMM time.
+    plain = estimate_time(LLAMA2_7B, TrainingSettings(seq_len=4096), H100, TimeSettings(dataset_tokens=1e9))
+    measured = TimeSettings(dataset_tokens=1e9, matmul_fraction=0.4015)
+    half = estimate_time(LLAMA2_7B, TrainingSettings(seq_len=4096), H100, measured)
+    assert half.compute_by_class_s["gemm"] == pytest.approx(2 * plain.compute_by_class_s["gemm"])
+
+
+def test_a_frozen_prefix_has_no_backward():
+    """Half the layers frozen: their forward stays, their backward (and recomputation) goes, so
+    the layers' GEMM time drops by half of the backward, which is two thirds of a trained layer's
+    forward + backward: (1 - 1/2 x 2/3) = 2/3 of the layers' GEMM time remains."""
+    base = TrainingSettings(seq_len=4096)
+    plain = estimate_time(LLAMA2_7B, base, H100, TimeSettings(dataset_tokens=1e9))
+    frozen = estimate_time(
+        LLAMA2_7B, base.model_copy(update={"frozen_layers": 16}), H100, TimeSettings(dataset_tokens=1e9)
+    )
+    # saved: a third of the GEMM time; the head (131e6 of 6.6e9 matmul weights, 2%) keeps its
+    # backward, hence the 5% tolerance
+    saved = plain.compute_by_class_s["gemm"] - frozen.compute_by_class_s["gemm"]
+    assert saved == pytest.approx(plain.compute_by_class_s["gemm"] / 3, rel=0.05)

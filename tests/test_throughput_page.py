@@ -1,0 +1,23 @@
+"""The Validation page's throughput section and the Time and cost page's step view."""
+
+from __future__ import annotations
+
+from apptest_helpers import open_app
+
+
+def test_validation_page_shows_the_throughput_table():
+    app = open_app("app_pages/validation.py")
+    assert not app.exception
+    assert "Training throughput" in [header.value for header in app.header]
+    table = next(frame.value for frame in app.table if "estimate / measured" in frame.value.columns)
+    assert len(table) == 17
+    assert {"measured tokens/s/GPU", "estimate tokens/s/GPU"} <= set(table.columns)
+    labels = [metric.label for metric in app.metric]
+    assert "Median estimate / measured" in labels and "Worst row" in labels
+
+
+def test_cost_page_shows_mfu_and_the_step_charts():
+    app = open_app("app_pages/cost.py")
+    assert not app.exception
+    assert "MFU" in [metric.label for metric in app.metric]
+    assert len(app.get("plotly_chart")) >= 3  # time-cost, step breakdown, scaling

@@ -1,0 +1,49 @@
+"""The Time and cost page's step breakdown and scaling charts for the chosen GPU."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from calculators.gpu_catalogue import GpuSpec
+from calculators.model_spec import ModelSpec
+from calculators.prices import CloudPrice
+from calculators.time_model import TimeEstimate, TimeSettings, scaling_points
+from calculators.training import TrainingSettings
+from ui.charts import scaling_figure, step_breakdown_figure
+from ui.cost_table import escape_dollars
+
+
+def _usd_per_gpu_hour(gpu: GpuSpec, prices: list[CloudPrice]) -> float | None:
+    """The cheapest on-demand price of one GPU-hour of `gpu` among the price rows."""
+    rates = [price.on_demand_usd_per_hour / price.gpu_count for price in prices if price.gpu == gpu.name]
+    return min(rates, default=None)
+
+
+def step_view(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    gpu: GpuSpec,
+    time_settings: TimeSettings,
+    estimate: TimeEstimate,
+    prices: list[CloudPrice],
+) -> None:
+    """The step as a stacked bar, and tokens/s per GPU, hours and cost against the GPU count."""
+    with st.expander("Step breakdown and scaling", expanded=False):
+        left, right = st.columns(2)
+        left.plotly_chart(
+            step_breakdown_figure(estimate.compute_by_class_s, estimate.comm_exposed_by_dimension_s, estimate.bubble_s),
+            width="stretch",
+        )
+        points = scaling_points(spec, settings, gpu, time_settings)
+        right.plotly_chart(
+            scaling_figure(
+                [point.gpus for point in points],
+                [point.tokens_per_s_per_gpu for point in points],
+                [point.hours_total for point in points],
+            ),
+            width="stretch",
+        )
+        rate = _usd_per_gpu_hour(gpu, prices)
+        if rate is not None:
+            costs = ", ".join(f"{point.gpus} GPUs ${point.hours_total * point.gpus * rate:,.0f}" for point in points)
+            st.caption(escape_dollars(f"Cost at the cheapest on-demand GPU-hour (${rate:.2f}): {costs}"))
