@@ -5,6 +5,7 @@ import streamlit as st
 
 from calculators.contradictions import workload_problems
 from calculators.fit import check_fit, suggestions
+from calculators.frameworks import FRAMEWORK_LABEL, framework_rows
 from calculators.geometry import parameter_count
 from calculators.gpu_catalogue import load_gpu_catalogue
 from calculators.memory import COMPONENT_LABEL, estimate_memory
@@ -12,6 +13,19 @@ from ui.charts import phase_breakdown_figure
 from ui.serving_view import show_serving
 from ui.trace_view import trace_section
 from ui.user_gpus import user_gpus
+
+
+def framework_assumed(settings) -> str:
+    """One sentence: which framework's defaults the estimate assumed, and what they set."""
+    loss_impl = f"loss {settings.loss}, AdamW implementation {settings.optimizer_impl}"
+    if settings.framework is None:
+        return f"Training stack: plain PyTorch defaults ({loss_impl}); choose a framework under 'Training stack'."
+    shipped = [f"{row.setting} {row.value}" for row in framework_rows(settings.framework) if row.applied]
+    return (
+        f"Training stack: {FRAMEWORK_LABEL[settings.framework]} defaults assumed where not set "
+        f"({', '.join(shipped)}); in effect: {loss_impl}. Sources on the Validation page."
+    )
+
 
 st.title("Will it fit?")
 workload = st.session_state["workload"]
@@ -79,12 +93,17 @@ st.plotly_chart(phase_breakdown_figure(estimate, workload.gpu_memory_gib), width
 st.caption(f"The peak is the largest phase ({estimate.peak_phase}), not the sum of everything that ever exists.")
 details = [f"trainable parameters: {estimate.trainable_parameters:,} of {estimate.parameters:,}"]
 if estimate.host_memory_gib > 0:
-    details.append(f"host RAM needed per GPU for the offloaded states: {estimate.host_memory_gib:.1f} GiB")
+    details.append(f"host RAM needed per GPU for offloaded states and activations: {estimate.host_memory_gib:.1f} GiB")
+if estimate.outside_allocator_gib > 0:
+    details.append(f"paged optimizer states outside torch's allocator: {estimate.outside_allocator_gib:.1f} GiB")
+if estimate.load_peak_gib > 0:
+    details.append(f"whole model on the GPU while loading: {estimate.load_peak_gib:.1f} GiB")
 if estimate.pipeline_stage != "only":
     details.append(f"most loaded pipeline stage: the {estimate.pipeline_stage} one")
 if settings.total_gpus != settings.gpus:
     details.append(f"GPUs in all: {settings.total_gpus} (data x tensor x pipeline parallel)")
 st.markdown(" · ".join(details))
+st.caption(framework_assumed(settings))
 
 left, right = st.columns(2)
 with left:

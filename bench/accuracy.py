@@ -138,6 +138,28 @@ def grid() -> list[Config]:
         seq = _seq_for(model, seq)
         settings = dict(micro_batch=batch, seq_len=seq, precision="amp-fp16", attention=attention)
         configs.append(Config(f"{model} amp-fp16 {attention} b{batch} s{seq}", model, settings))
+    # Training-stack features the trace emulates: torchtune's chunked cross-entropy.
+    for model, chunks, precision in itertools.product(("llama-3.2-1b", "qwen2.5-0.5b"), (4, 8), ("bf16", "amp-bf16")):
+        batch, seq = SMALL_WORKLOADS[model]
+        settings = dict(micro_batch=batch, seq_len=seq, precision=precision, loss="chunked", loss_chunks=chunks)
+        configs.append(Config(f"{model} {precision} chunked CE x{chunks} b{batch} s{seq}", model, settings))
+    # ... and the optimizer step in backward (torchtune optimizer_in_bwd), alone and with the chunked loss.
+    for model, loss, precision in itertools.product(
+        ("llama-3.2-1b", "qwen2.5-0.5b"), ("full", "chunked"), ("bf16", "fp32")
+    ):
+        batch, seq = SMALL_WORKLOADS[model]
+        settings = dict(micro_batch=batch, seq_len=seq, precision=precision, loss=loss, optimizer_in_backward=True)
+        configs.append(Config(f"{model} {precision} {loss} CE, step in backward b{batch} s{seq}", model, settings))
+    # ... and Liger's RMSNorm and SwiGLU (with the full loss: the fused linear loss is not traced).
+    for model, precision in itertools.product(("llama-3.2-1b", "qwen2.5-0.5b"), ("bf16", "fp32")):
+        batch, seq = SMALL_WORKLOADS[model]
+        settings = dict(micro_batch=batch, seq_len=seq, precision=precision, liger=True, loss="full")
+        configs.append(Config(f"{model} {precision} Liger norms and SwiGLU b{batch} s{seq}", model, settings))
+    # ... and torchtitan's per-op selective checkpointing.
+    for model, precision in itertools.product(("llama-3.2-1b", "qwen2.5-0.5b", "gpt2"), ("bf16", "bf16-mixed")):
+        batch, seq = SMALL_WORKLOADS[model]
+        settings = dict(micro_batch=batch, seq_len=seq, precision=precision, checkpointing="op-selective")
+        configs.append(Config(f"{model} {precision} ckpt=op-selective b{batch} s{seq}", model, settings))
     return configs
 
 

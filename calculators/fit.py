@@ -183,8 +183,11 @@ def _candidate_changes(spec: ModelSpec, settings: TrainingSettings, gpu_memory_g
     changes: list[tuple[str, dict]] = []
     if settings.checkpointing != "full":
         changes.append(("Turn on full activation checkpointing", {"checkpointing": "full"}))
+    if settings.checkpointing == "none":
+        changes.append(("Per-op selective checkpointing (torchtitan 'op')", {"checkpointing": "op-selective"}))
     if settings.attention == "eager":
         changes.append(("Use fused attention (SDPA/flash)", {"attention": "fused"}))
+    changes += _stack_changes(spec, settings)
     changes += _optimizer_changes(settings)
     if settings.precision == "fp32":
         changes.append(("Train in BF16 mixed precision with autocast", {"precision": "amp-bf16"}))
@@ -211,6 +214,20 @@ def _candidate_changes(spec: ModelSpec, settings: TrainingSettings, gpu_memory_g
     if tensor_parallel is not None:
         changes.append(tensor_parallel)
     return changes + _method_changes(settings)
+
+
+def _stack_changes(spec: ModelSpec, settings: TrainingSettings) -> list[tuple[str, dict]]:
+    """What the training stack can change: the loss, activation offloading, the step in backward."""
+    changes: list[tuple[str, dict]] = []
+    if settings.loss == "full" and spec.head == "lm":
+        changes.append(("Chunked cross-entropy (torchtune CEWithChunkedOutputLoss)", {"loss": "chunked"}))
+        changes.append(("Fused linear cross-entropy (Liger, Cut Cross-Entropy)", {"loss": "fused-linear"}))
+    if not settings.activation_offload:
+        changes.append(("Offload saved activations to pinned CPU memory", {"activation_offload": True}))
+    stepped_on_gpu = not settings.offload_optimizer and settings.optimizer != "none"
+    if not settings.optimizer_in_backward and settings.grad_accum == 1 and stepped_on_gpu:
+        changes.append(("Step the optimizer in backward (gradients freed at once)", {"optimizer_in_backward": True}))
+    return changes
 
 
 def _optimizer_changes(settings: TrainingSettings) -> list[tuple[str, dict]]:

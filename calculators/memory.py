@@ -21,6 +21,11 @@ Sources:
 - Model parallelism: Megatron-LM tensor parallelism (Shoeybi et al. 2019, arXiv 1909.08053)
   with sequence parallelism (Korthikanti et al. 2022, Sec. 4.2.2), and the 1F1B pipeline
   schedule (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2).
+- Training stacks, read from their source (each function cites its file and revision):
+  torchtune's chunked cross-entropy, compiled loss, activation offloading and optimizer in
+  backward; Liger-Kernel's RMSNorm, SwiGLU and fused linear cross-entropy; torchtitan's per-op
+  selective checkpointing; bitsandbytes' paged optimizers and 4-bit matmul; DeepSpeed's
+  whole-model move to the GPU before ZeRO-3 partitions it.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from calculators.geometry import (
 from calculators.model_spec import ModelSpec
 from calculators.training import (
     LORA_TARGET_LABEL,
+    PAGED_OPTIMIZERS,
     TrainingSettings,
     compute_bytes,
     frozen_weight_bytes,
@@ -119,6 +125,10 @@ class MemoryEstimate(BaseModel):
     tokens_per_micro_batch: int
     assumptions: list[str]
     host_memory_gib: float = 0.0
+    # the whole model on the GPU while it is loaded (0 when loading never holds it whole)
+    load_peak_gib: float = 0.0
+    # paged optimizer states in CUDA unified memory: on the device, outside torch's caching allocator
+    outside_allocator_gib: float = 0.0
     pipeline_stage: str = "only"
 
 
@@ -360,14 +370,19 @@ def optimizer_state_bytes(settings: TrainingSettings, layout: StageLayout) -> fl
     SGD with momentum: 1 state. Adafactor: factored second moment (see above).
     8-bit AdamW: 2 states of 1 byte plus one fp32 absmax per 2048-element block
     (Dettmers et al. 2021, arXiv 2110.02861; bitsandbytes blockwise quantisation).
-    Paged 8-bit AdamW (QLoRA paper Sec. 3) allocates the same states in CUDA unified
-    memory, paged to the host only under memory pressure: counted as 8-bit AdamW, an
-    upper bound on what stays on the GPU.
+    Paged AdamW (QLoRA paper Sec. 3; bitsandbytes bitsandbytes/optim/optimizer.py
+    Optimizer2State: 32-bit states are fp32 whatever the parameter dtype) allocates the same
+    states in CUDA unified memory with cudaMallocManaged, outside torch's caching allocator:
+    estimate_memory reports them as outside_allocator_gib, not as allocated or reserved.
     """
     n = layout.trainable
     element = optimizer_state_element_bytes(settings.precision)
     if settings.optimizer == "adamw":
         return 2 * element * n
+    if settings.optimizer == "paged-adamw":
+        return 2 * 4 * n
+    if settings.optimizer == "none":  # forward and backward only (benchmarks)
+        return 0.0
     if settings.optimizer == "sgd":
         return element * n
     if settings.optimizer == "adafactor":
@@ -456,6 +471,7 @@ class ModelStates(NamedTuple):
     autocast_first_layer: float
     step_temporaries: float
     host: float
+    outside_allocator: float = 0.0  # paged optimizer states (CUDA unified memory)
 
 
 def model_state_bytes(settings: TrainingSettings, layout: StageLayout) -> ModelStates:
@@ -492,16 +508,46 @@ def model_state_bytes(settings: TrainingSettings, layout: StageLayout) -> ModelS
     autocast_first_layer = 2.0 * layout.cast_elements_per_layer if autocast_copies else 0.0
     step_temporaries = optimizer_step_temporary_bytes(layout, settings, state_div)
 
-    host = 0.0
+    if settings.optimizer_in_backward:
+        gradients, step_temporaries = optimizer_in_backward_bytes(settings, layout, weight_div)
+
+    host = outside_allocator = 0.0
     if settings.offload_optimizer:
         host += offloaded_optimizer_host_bytes(settings, layout, state_div)
         master = states = step_temporaries = 0.0
         gradients = offload_gradient_bucket_bytes(settings, layout)
+    elif settings.optimizer in PAGED_OPTIMIZERS:
+        outside_allocator, states = states, 0.0
     if settings.offload_parameters:
         host += layout.weight_bytes / weight_div
     return ModelStates(
-        weights, master, states, gradients, autocast_copies, autocast_first_layer, step_temporaries, host
+        weights,
+        master,
+        states,
+        gradients,
+        autocast_copies,
+        autocast_first_layer,
+        step_temporaries,
+        host,
+        outside_allocator,
     )
+
+
+def optimizer_in_backward_bytes(
+    settings: TrainingSettings, layout: StageLayout, weight_div: int
+) -> tuple[float, float]:
+    """(gradients, step temporaries) when the optimizer steps each parameter in a
+    post-accumulate-grad hook and frees its gradient at once (torchtune
+    recipes/full_finetune_single_device.py @ce5433b0 with optimizer_in_bwd: True, after
+    torch's register_post_accumulate_grad_hook tutorial). At most one parameter's gradient
+    is alive (the largest: its shard under FSDP/ZeRO-3), and the step's temporaries are
+    that one parameter's (ZeRO-sharded gradients become the one reduced shard)."""
+    largest = layout.largest_trainable / weight_div
+    gradient = gradient_bytes(settings.precision) * largest
+    fp32_copy = 4 * largest if master_weight_bytes(settings.precision) else 0.0
+    element = optimizer_state_element_bytes(settings.precision)
+    update = element * largest if settings.optimizer == "adamw" and settings.optimizer_impl != "fused" else 0.0
+    return gradient, fp32_copy + update
 
 
 # --- Activations (Korthikanti et al. 2022, adjusted to PyTorch) --------------------
@@ -516,6 +562,16 @@ def trained_linear_names(settings: TrainingSettings) -> frozenset[str]:
     return ALL_LINEARS
 
 
+def input_saving_linears(settings: TrainingSettings) -> frozenset[str]:
+    """Linears that save their input for backward. A trained linear does; under QLoRA with
+    bitsandbytes so does every quantised base linear, adapter or not: MatMul4Bit.forward keeps
+    `ctx.tensors = (A, B)` whenever A requires grad (bitsandbytes bitsandbytes/autograd/
+    _functions.py), while torchao's linear_nf4 (torchtune) saves only the NF4 weight."""
+    if settings.method == "qlora" and settings.quant_backend == "bitsandbytes":
+        return ALL_LINEARS
+    return trained_linear_names(settings)
+
+
 def norm_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, weight_trainable: bool = True) -> float:
     """Bytes one norm saves for backward.
 
@@ -523,11 +579,19 @@ def norm_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, w
     RMSNorm as written in HF Llama upcasts to fp32 (saved), keeps fp32 rstd, and
     saves the normalised tensor cast back to the input dtype for the weight multiply,
     which only a trainable weight needs (LoRA freezes it).
+    Liger's fused RMSNorm saves only its input, in its own dtype, and the fp32 rstd per
+    token (linkedin/Liger-Kernel src/liger_kernel/ops/rms_norm.py @00eba634,
+    LigerRMSNormFunction.forward: ctx.save_for_backward(X, W, RSTD)). torch.compile saves the
+    same: AOT autograd's min-cut partitioner (torch/_functorch/partitioners.py,
+    min_cut_rematerialization_partition) recomputes the upcast and the normalised tensor, which
+    are pointwise functions of the saved input and rstd.
     """
     h = spec.hidden_size
     r = residual_bytes(settings.precision)
     if spec.norm == "layernorm":
         return r * tokens * h + 8 * tokens
+    if settings.liger or settings.compile:
+        return r * tokens * h + 4 * tokens
     normalised_for_weight = r * tokens * h if weight_trainable else 0
     return 4 * tokens * h + normalised_for_weight + 4 * tokens
 
@@ -611,7 +675,7 @@ def out_projection_input_bytes(spec: ModelSpec, settings: TrainingSettings, toke
     (b, s, heads, d) layout, so o's input, output.transpose(1, 2).contiguous(), is the same
     storage as the output SDPA saves: counted once, in attention_core. Eager attention
     makes o's input a separate copy, saved only if o trains."""
-    if settings.attention != "eager" or "o" not in trained_linear_names(settings):
+    if settings.attention != "eager" or "o" not in input_saving_linears(settings):
         return 0.0
     return compute_bytes(settings.precision) * tokens * spec.q_dim
 
@@ -634,7 +698,8 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[
     input (the q/k/v, gate/up or down inputs drop out when untargeted, o's only under eager
     attention); the activation functions and multiplies still save theirs; the frozen norm
     weights need no saved normalised copy; each adapter adds its r-wide intermediate
-    ('lora_adapters'). Checked against the tensors torch saves for one Llama layer.
+    ('lora_adapters'). Checked against the tensors torch saves for one Llama layer. Under
+    QLoRA with bitsandbytes every quantised linear saves its input (input_saving_linears).
     With tensor parallelism and sequence parallelism every term is divided by t
     (Korthikanti et al. 2022, Sec. 4.2.2: sbh(34/t + 5as/(ht)))."""
     b, s = settings.micro_batch, settings.seq_len
@@ -642,7 +707,7 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[
     h, qd, f = spec.hidden_size, spec.q_dim, spec.ffn_hidden_size
     c = compute_bytes(settings.precision)
     mask = dropout_mask_bytes(spec, tokens)
-    trained = trained_linear_names(settings)
+    trained = input_saving_linears(settings)
 
     terms: dict[str, float] = {}
     norm = norm_saved_bytes(spec, settings, tokens, weight_trainable=settings.method == "full")
@@ -667,9 +732,13 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[
         # each expert gathers a copy of its routed tokens (HF Mixtral sparse MoE block)
         mlp_inputs += routed * c * tokens * h
     # GELU: its input and output (fc2's input). Gated: gate, act(gate), up, and their
-    # product (down's input). The output linear's input is saved only if it trains.
+    # product (down's input); Liger's fused SwiGLU saves only gate and up
+    # (Liger-Kernel src/liger_kernel/ops/swiglu.py @00eba634: ctx.save_for_backward(a, b)), and so
+    # does torch.compile's partitioner, which recomputes the pointwise silu and product.
+    # The output linear's input is saved only if it trains.
     output_input_saved = ("down" if gated else "fc2") in trained
-    hidden_tensors = (3 if gated else 1) + (1 if output_input_saved else 0)
+    gated_tensors = 2 if (settings.liger or settings.compile) and spec.activation == "swiglu" else 3
+    hidden_tensors = (gated_tensors if gated else 1) + (1 if output_input_saved else 0)
     terms["mlp"] = mlp_inputs + routed * hidden_tensors * c * tokens * f + mask
     if is_adapter_method(settings.method):
         terms["lora_adapters"] = lora_intermediate_bytes(spec, settings, tokens)
@@ -690,12 +759,49 @@ def kept_per_layer_bytes(terms: dict[str, float], spec: ModelSpec, settings: Tra
     but the attention core, which it recomputes (Korthikanti Sec. 5).
     """
     full_layer = sum(terms.values())
+    tokens = settings.micro_batch * settings.seq_len
+    layer_input = _per_rank(residual_bytes(settings.precision) * tokens * spec.hidden_size, settings)
     if settings.checkpointing == "full":
-        tokens = settings.micro_batch * settings.seq_len
-        return _per_rank(residual_bytes(settings.precision) * tokens * spec.hidden_size, settings)
+        return layer_input
+    if settings.checkpointing == "op-selective":
+        return layer_input + _per_rank(op_selective_saved_bytes(spec, settings, tokens), settings)
     if recomputes_attention_core(settings):
         return full_layer - terms["attention_core"]
     return full_layer
+
+
+def layer_matmul_outputs(spec: ModelSpec) -> list[int]:
+    """Widths of one layer's aten.mm outputs per token, in the order its forward runs them:
+    q, k, v (or the fused qkv), the output projection, then gate and up (or the fused gate-up,
+    or fc1) and the down projection (torchtitan FeedForward: w2(silu(w1(x)) * w3(x))). A linear
+    with a bias runs aten.addmm instead, which the per-op policy neither counts nor saves."""
+    qkv_bias = spec.qkv_bias or spec.linear_bias
+    attention = [spec.q_dim + 2 * spec.kv_dim] if spec.fused_qkv else [spec.q_dim, spec.kv_dim, spec.kv_dim]
+    f = spec.ffn_hidden_size
+    if not spec.is_gated_mlp:
+        mlp = [f]
+    elif spec.fused_gate_up:
+        mlp = [2 * f]
+    else:
+        mlp = [f, f]
+    widths = ([] if qkv_bias else attention) + ([] if spec.linear_bias else [spec.hidden_size, *mlp, spec.hidden_size])
+    return widths
+
+
+def op_selective_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """What torchtitan's per-op selective checkpointing keeps of one layer, besides its input
+    (pytorch/torchtitan torchtitan/parallelisms/parallelize_llama.py @004b3148,
+    _apply_ac_to_transformer_block with selective_ac_option='op'): the outputs of the ops in
+    _save_list, that is every mm except every second one (the count restarts in each
+    layer's checkpoint: the 1st, 3rd, 5th... are saved) and the fused attention's output with
+    its fp32 log-sum-exp; everything else is recomputed in backward. Eager attention's
+    bmm and softmax are not on the list, so its core is recomputed."""
+    c = compute_bytes(settings.precision)
+    kept_widths = layer_matmul_outputs(spec)[::2]
+    saved = sum(c * tokens * width for width in kept_widths)
+    if settings.attention == "fused":
+        saved += c * tokens * spec.q_dim + 4 * tokens * spec.n_heads
+    return saved
 
 
 def _per_rank(value: float, settings: TrainingSettings) -> float:
@@ -740,9 +846,76 @@ def logits_bytes(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, fl
     if spec.head != "lm":
         tokens = settings.micro_batch
         return 4.0 * tokens * spec.num_labels, 12.0 * tokens * spec.num_labels
+    if settings.loss == "chunked":
+        return chunked_loss_bytes(spec, settings)
+    if settings.loss == "fused-linear":
+        return fused_linear_loss_bytes(spec, settings)
     elements = settings.micro_batch * settings.seq_len * spec.vocab_size
     forward = (compute_bytes(settings.precision) + 4) * elements
     return _per_rank(forward, settings), _per_rank(3 * 4 * elements, settings)
+
+
+def chunked_loss_bytes(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
+    """(end of forward, loss backward) for a cross-entropy computed chunk by chunk
+    (pytorch/torchtune torchtune/modules/loss/ce_chunked_output_loss.py @ce5433b0,
+    CEWithChunkedOutputLoss: the output projection returns n chunks of logits, each is
+    upcast with .float() and goes through cross_entropy on its own; litgpt's
+    chunked_cross_entropy does the same per 128 tokens).
+    End of forward: the logits in the compute dtype and every chunk's fp32 log-softmax, which
+    cross_entropy saves: (c + 4) x E, E = b*s*V, as for the full loss, plus, while the last
+    chunk's log-softmax runs, that chunk's fp32 upcast, 4 E / n (traced: the forward's peak,
+    bench/accuracy.py). The recipe then deletes
+    the logits (`del logits`), and backward runs chunk by chunk: the fp32 log-probabilities
+    not yet consumed (at most 4 E) plus one chunk's gradients, fp32 for the log-probabilities
+    and for the upcast logits and the compute dtype for the logits: (8 + c) x E / n.
+    The full loss holds 12 E at that moment.
+    Compiled (torchtune's compile: True compiles compute_cross_entropy, torchtune/training/
+    _compile.py @0078c31b compile_loss and
+    CEWithChunkedOutputLoss.apply_compile_strategy), AOT autograd's partitioner saves each chunk's logits
+    (compute dtype, the model's output itself) and the fp32 log-sum-exp per token instead of the
+    fp32 log-probabilities: c E + 4 b s at the end of forward. Inductor fuses the backward's
+    recomputed softmax and the one-hot subtraction into one kernel whose only output is the
+    chunk's gradient in the compute dtype: c E + 4 b s + c E / n in backward."""
+    elements = settings.micro_batch * settings.seq_len * spec.vocab_size
+    tokens = settings.micro_batch * settings.seq_len
+    c = compute_bytes(settings.precision)
+    if settings.compile:
+        forward = c * elements + 4 * tokens
+        backward = c * elements + 4 * tokens + c * elements / settings.loss_chunks
+        return _per_rank(forward, settings), _per_rank(backward, settings)
+    forward = (c + 4) * elements + 4 * elements / settings.loss_chunks
+    backward = 4 * elements + (8 + c) * elements / settings.loss_chunks
+    return _per_rank(forward, settings), _per_rank(backward, settings)
+
+
+def fused_linear_chunk_rows(tokens: int, spec: ModelSpec) -> int:
+    """Tokens per chunk of Liger's fused linear cross-entropy: next_power_of_2(ceil(BT /
+    ceil(V / H))), at most BT, so a chunk's logits are about BT x H elements
+    (Liger-Kernel src/liger_kernel/ops/fused_linear_cross_entropy.py @00eba634)."""
+    inc_factor = -(-spec.vocab_size // spec.hidden_size)
+    rows = -(-tokens // inc_factor)
+    return min(1 << (rows - 1).bit_length(), tokens)
+
+
+def fused_linear_loss_bytes(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
+    """(end of forward, loss backward) for a fused linear cross-entropy (Liger-Kernel
+    src/liger_kernel/ops/fused_linear_cross_entropy.py @00eba634; Cut Cross-Entropy, Wijmans et
+    al. 2024, arXiv 2411.09009, keeps even less). The logits are never whole: chunk by chunk
+    the forward computes the logits (compute dtype), the loss and, at once, the gradient of the
+    head's input (grad_input, b*s*h in the compute dtype, saved instead of the input itself,
+    so counted with the head's activations) and of the head's weight (grad_weight, the
+    weight's dtype, when the head trains). Left after forward: grad_weight, the fp32 loss per
+    token, and the last chunk's logits buffer; in backward only the scaling of grad_input and
+    grad_weight by the loss gradient, in place."""
+    tokens = settings.micro_batch * settings.seq_len
+    c = compute_bytes(settings.precision)
+    chunk_logits = c * fused_linear_chunk_rows(tokens, spec) * spec.vocab_size
+    grad_weight = (
+        weight_bytes(settings.precision) * vocab_matrix_elements(spec) if head_trainable(spec, settings) else 0
+    )
+    loss_per_token = 4 * tokens
+    forward = chunk_logits + grad_weight + loss_per_token
+    return _per_rank(forward, settings), _per_rank(grad_weight + loss_per_token, settings)
 
 
 def attention_backward_bytes_per_score(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -821,11 +994,12 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, grads_persist: boo
         "Activations per Korthikanti et al. 2022 (arXiv 2205.05198), counted as PyTorch saves "
         "them: fp32 upcasts in norms/softmax, per-linear autocast casts, 1-byte dropout masks.",
         "Grouped k/v heads are repeated to all heads before attention (HF repeat_kv).",
-        "Cross-entropy in fp32: log-probabilities b*s*V*4 bytes plus two gradients of that size.",
         f"CUDA context {o.cuda_context_gib} GiB and cuBLAS workspace {o.cublas_workspace_gib} GiB "
         "(not seen by torch); replace with a calibrated figure for your host.",
         f"Caching allocator reserve: {o.allocator_reserve_fraction:.0%} of the allocated peak (reported range 5-15%).",
     ]
+    if settings.loss == "full":
+        notes.append("Cross-entropy in fp32: log-probabilities b*s*V*4 bytes plus two gradients of that size.")
     if settings.attention == "fused":
         notes.append("Fused attention (flash/SDPA) saves q, k, v, output and log-sum-exp, no score matrix.")
     if settings.total_gpus > 1:
@@ -848,10 +1022,10 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, grads_persist: boo
         "plus the hidden gradient) and, with eager attention, its attention-backward moment (score-sized "
         "gradients); gradients appear as backward reaches their layer (traced, bench/accuracy.py)."
     )
-    return notes + _method_notes(settings) + _offload_notes(settings) + _parallel_notes(spec, settings)
+    return notes + _method_notes(spec, settings) + _offload_notes(settings) + _parallel_notes(spec, settings)
 
 
-def _method_notes(settings: TrainingSettings) -> list[str]:
+def _method_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
     notes = []
     if is_adapter_method(settings.method):
         notes += [
@@ -874,10 +1048,63 @@ def _method_notes(settings: TrainingSettings) -> list[str]:
             f"The first {settings.frozen_layers} layers and the embeddings are frozen: no gradients or optimizer "
             "states, and no saved activations (nothing before them requires grad)."
         )
-    if settings.optimizer == "paged-adamw-8bit":
+    if settings.optimizer in PAGED_OPTIMIZERS:
         notes.append(
-            "Paged 8-bit AdamW (bitsandbytes, QLoRA paper Sec. 3): states in CUDA unified memory, counted as "
-            "8-bit AdamW on the GPU; an upper bound, since pages move to the host under memory pressure."
+            "Paged AdamW (bitsandbytes, QLoRA paper Sec. 3): states in CUDA unified memory, outside torch's "
+            "caching allocator: reported as outside_allocator_gib (in the device peak, not in allocated or "
+            "reserved); an upper bound, since pages move to the host under memory pressure."
+        )
+    return notes + _stack_notes(spec, settings)
+
+
+def _stack_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
+    """What the training stack's features change, one sentence each."""
+    notes = []
+    if settings.framework:
+        notes.append(
+            f"Framework {settings.framework}: unset settings take its defaults (loss {settings.loss}, "
+            f"AdamW implementation {settings.optimizer_impl}); see calculators/frameworks.py."
+        )
+    if settings.loss == "chunked":
+        notes.append(
+            f"Chunked cross-entropy in {settings.loss_chunks} chunks (torchtune CEWithChunkedOutputLoss): fp32 "
+            "log-probabilities of every chunk saved, but only one chunk's gradients at a time."
+        )
+    if settings.loss == "fused-linear" and spec.head == "lm":
+        notes.append(
+            "Fused linear cross-entropy (Liger / Cut Cross-Entropy): logits computed chunk by chunk "
+            "(about b*s*h elements at a time), never whole; the head's input and weight gradients made in forward."
+        )
+    if settings.liger:
+        notes.append(
+            "Liger kernels: RMSNorm saves its input and fp32 rstd only; SwiGLU saves gate and up only; RoPE "
+            "rotates in place (HF's rotation saves no q/k either)."
+        )
+    if settings.checkpointing == "op-selective":
+        notes.append(
+            "Per-op selective checkpointing (torchtitan 'op'): each layer keeps its input, every other matmul "
+            "output (1st, 3rd, ...) and the fused attention output; the rest is recomputed in backward."
+        )
+    if settings.optimizer_in_backward:
+        notes.append(
+            "Optimizer in backward: each parameter steps in its post-accumulate-grad hook and its gradient is "
+            "freed at once; no separate optimizer-step phase."
+        )
+    if settings.compile:
+        notes.append(
+            "torch.compile: norms save their input and rstd, SwiGLU its gate and up, a chunked loss its logits "
+            "and log-sum-exp (AOT autograd's min-cut partitioner recomputes pointwise ops); expected from the "
+            "partitioner's rule, not yet traced."
+        )
+    if settings.load_whole_model:
+        notes.append(
+            "Loading: the whole model is moved to each GPU in its weight dtype before ZeRO-3 partitions it "
+            "(DeepSpeed without zero.Init); where that exceeds the step, it is the peak."
+        )
+    if settings.activation_offload:
+        notes.append(
+            f"Activation offloading: saved tensors of all but {OFFLOAD_RESIDENT_LAYERS} layers in pinned host "
+            "memory (host_memory_gib); the LM head's stay on the GPU."
         )
     return notes
 
@@ -935,24 +1162,40 @@ def check_supported(spec: ModelSpec, settings: TrainingSettings) -> None:
         raise ValueError(f"pipeline parallel {settings.pipeline_parallel} exceeds the model's {spec.n_layers} layers")
 
 
+# torchtune's OffloadActivations (torchtune/training/_activation_offloading.py @e511d5a2,
+# use_streams=True) moves each saved tensor to pinned host memory as forward goes on and,
+# in backward, brings back the next layer's tensors while the current layer runs: two
+# layers' saved tensors are on the GPU at once; the LM head is kept (NoOpManager).
+OFFLOAD_RESIDENT_LAYERS = 2
+
+
 def stage_phases(
     spec: ModelSpec, settings: TrainingSettings, layout: StageLayout, states: ModelStates, grads_persist: bool
-) -> tuple[list[PhaseMemory], dict[str, float]]:
-    """The phases of one step on one pipeline stage, and the per-layer activation terms."""
+) -> tuple[list[PhaseMemory], dict[str, float], float]:
+    """The phases of one step on one pipeline stage, the per-layer activation terms and the
+    activation bytes offloaded to the host."""
     terms = layer_activation_terms(spec, settings)
     saved_per_layer = kept_per_layer_bytes(terms, spec, settings)
     # The layer in backward holds its peak (layer_backward_peak_bytes); under full
     # checkpointing its kept input stays alive on top, otherwise the peak includes it.
     layer_in_backward = layer_backward_peak_bytes(terms, spec, settings)
-    if settings.checkpointing != "full":
+    if settings.checkpointing == "op-selective":
+        # the rebuilt layer replaces what was kept of it; its checkpointed input stays on top
+        tokens = settings.micro_batch * settings.seq_len
+        layer_in_backward -= _per_rank(op_selective_saved_bytes(spec, settings, tokens), settings)
+    elif settings.checkpointing != "full":
         layer_in_backward -= saved_per_layer
     if layout.active_layers == 0:
         saved_per_layer = layer_in_backward = 0.0
     embedding_act = embedding_activation_bytes(spec, settings) if layout.has_embedding else 0.0
     head_act = head_activation_bytes(spec, settings) if layout.has_head else 0.0
-    one_micro_batch = embedding_act + layout.active_layers * saved_per_layer + head_act
+    layers_on_gpu = layout.active_layers
+    if settings.activation_offload:
+        layers_on_gpu = min(layout.active_layers, OFFLOAD_RESIDENT_LAYERS)
+    one_micro_batch = embedding_act + layers_on_gpu * saved_per_layer + head_act
     earlier_micro_batches = (layout.in_flight - 1) * one_micro_batch
     all_activations = one_micro_batch + earlier_micro_batches
+    offloaded_bytes = (layout.active_layers - layers_on_gpu) * saved_per_layer * layout.in_flight
     logits_forward, logits_backward = logits_bytes(spec, settings) if layout.has_head else (0.0, 0.0)
 
     base = {
@@ -967,9 +1210,11 @@ def stage_phases(
     # adds the two out of place (torch's InputBuffer, traced): two more matrix-sized gradients.
     tied_gradient_sum = 2 * gradient_bytes(settings.precision) * layout.tied_matrix_elements
 
+    in_backward_step = {"optimizer_step_temporaries": states.step_temporaries} if settings.optimizer_in_backward else {}
+
     def gradients_made(parameters: float) -> float:
         """Gradient bytes alive once backward has made the gradients of `parameters`."""
-        if grads_persist or layout.trainable == 0:
+        if grads_persist or layout.trainable == 0 or settings.optimizer_in_backward:
             return states.gradients
         return states.gradients * parameters / layout.trainable
 
@@ -985,6 +1230,7 @@ def stage_phases(
         PhaseMemory(
             name="backward, last layer",
             components=base
+            | in_backward_step
             | {
                 "gradients": gradients_made(layout.head_gradient_elements),
                 "activations": all_activations + layer_in_backward,
@@ -993,6 +1239,7 @@ def stage_phases(
         PhaseMemory(
             name="backward, first layer",
             components=base
+            | in_backward_step
             | {
                 "gradients": gradients_made(layout.trainable - layout.embedding_gradient_elements),
                 "autocast_weight_copies": states.autocast_first_layer,
@@ -1002,6 +1249,7 @@ def stage_phases(
         PhaseMemory(
             name="backward, embeddings",
             components=base
+            | in_backward_step
             | {
                 "gradients": states.gradients + tied_gradient_sum,
                 "autocast_weight_copies": 0.0,
@@ -1018,13 +1266,28 @@ def stage_phases(
             },
         ),
     ]
+    if settings.optimizer_in_backward:  # the step ran inside backward
+        phases = [phase for phase in phases if phase.name != "optimizer step"]
     if not layout.has_head:
         phases = [phase for phase in phases if phase.name != "loss backward"]
     if not layout.has_embedding:
         phases = [phase for phase in phases if phase.name != "backward, embeddings"]
     if layout.stage != "only":
         phases = [PhaseMemory(name=f"{p.name}, {layout.stage} stage", components=p.components) for p in phases]
-    return phases, terms
+    return phases, terms, offloaded_bytes
+
+
+def whole_model_load_bytes(spec: ModelSpec, params: ParameterCount, settings: TrainingSettings) -> float:
+    """The whole model on one GPU while it is set up, when the stack moves it there before
+    sharding: DeepSpeed casts the module to bf16/fp16 and calls module.to(device) unless
+    zero.Init() created it (microsoft/DeepSpeed deepspeed/runtime/engine.py,
+    _configure_distributed_model: `if not (self.dont_change_device or is_zero_init_model):
+    self.module.to(self.device)`); ZeRO-3 partitions it afterwards. Every parameter in the
+    weight dtype (the half compute dtype for a LoRA/QLoRA base). 0 when not set."""
+    if not settings.load_whole_model:
+        return 0.0
+    per_parameter = weight_bytes(settings.precision) if settings.method == "full" else compute_bytes(settings.precision)
+    return per_parameter * params.total
 
 
 def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstimate:
@@ -1035,15 +1298,20 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     grads_persist = settings.grad_accum > 1 or not settings.grads_freed_after_step
     phases: list[PhaseMemory] = []
     stage_of_phase: dict[str, str] = {}
-    host_bytes = 0.0
+    host_bytes = outside_bytes = 0.0
     for stage in pipeline_stages(settings):
         layout = stage_layout(spec, params, settings, stage)
         states = model_state_bytes(settings, layout)
-        stage_phase_list, terms = stage_phases(spec, settings, layout, states, grads_persist)
+        stage_phase_list, terms, offloaded_bytes = stage_phases(spec, settings, layout, states, grads_persist)
         phases += stage_phase_list
         stage_of_phase |= {phase.name: stage for phase in stage_phase_list}
-        host_bytes = max(host_bytes, states.host)
+        host_bytes = max(host_bytes, states.host + offloaded_bytes)
+        outside_bytes = max(outside_bytes, states.outside_allocator)
 
+    load_bytes = whole_model_load_bytes(spec, params, settings)
+    if load_bytes:
+        phases.insert(0, PhaseMemory(name="loading", components={"weights": load_bytes}))
+        stage_of_phase["loading"] = pipeline_stages(settings)[0]
     peak = max(phases, key=lambda phase: phase.total)
     allocated = peak.total
     o = settings.overheads
@@ -1059,7 +1327,7 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
 
     components = device_view(peak)
     return MemoryEstimate(
-        peak_gib=(allocated + reserve + framework) / GIB,
+        peak_gib=(allocated + reserve + framework + outside_bytes) / GIB,
         allocated_gib=allocated / GIB,
         reserved_gib=(allocated + reserve) / GIB,
         peak_phase=peak.name,
@@ -1072,5 +1340,7 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
         tokens_per_micro_batch=settings.micro_batch * settings.seq_len,
         assumptions=_assumptions(spec, settings, grads_persist),
         host_memory_gib=host_bytes / GIB,
+        load_peak_gib=load_bytes / GIB,
+        outside_allocator_gib=outside_bytes / GIB,
         pipeline_stage=stage_of_phase[peak.name],
     )

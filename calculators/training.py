@@ -22,10 +22,15 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-Precision = Literal["fp32", "amp-fp16", "amp-bf16", "fp16-mixed", "bf16-mixed", "bf16"]
-Optimizer = Literal["adamw", "sgd", "adafactor", "adamw-8bit", "paged-adamw-8bit"]
+from calculators.frameworks import framework_defaults
+
+Precision = Literal["fp32", "amp-fp16", "amp-bf16", "fp16-mixed", "bf16-mixed", "bf16", "fp8"]
+Optimizer = Literal["adamw", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "none"]
 OptimizerImpl = Literal["foreach", "fused", "for-loop"]
-Checkpointing = Literal["none", "selective", "full"]
+Checkpointing = Literal["none", "selective", "op-selective", "full"]
+Loss = Literal["full", "chunked", "fused-linear"]
+QuantBackend = Literal["bitsandbytes", "torchao"]
+Framework = Literal["hf-trainer", "torchtune", "torchtitan", "deepspeed", "megatron", "litgpt", "axolotl"]
 Attention = Literal["eager", "fused"]
 Method = Literal["full", "lora", "qlora"]
 LoraTargets = Literal["qv", "attention", "qvo-mlp", "all-linear"]
@@ -33,6 +38,9 @@ LoraTargets = Literal["qv", "attention", "qvo-mlp", "all-linear"]
 PRECISIONS: tuple[str, ...] = Precision.__args__
 OPTIMIZERS: tuple[str, ...] = Optimizer.__args__
 CHECKPOINTING: tuple[str, ...] = Checkpointing.__args__
+LOSSES: tuple[str, ...] = Loss.__args__
+FRAMEWORKS: tuple[str, ...] = Framework.__args__
+PAGED_OPTIMIZERS: tuple[str, ...] = ("paged-adamw", "paged-adamw-8bit")
 ATTENTION: tuple[str, ...] = Attention.__args__
 OPTIMIZER_IMPLS: tuple[str, ...] = OptimizerImpl.__args__
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
@@ -57,6 +65,7 @@ PRECISION_LABEL = {
     "fp16-mixed": "FP16 mixed (fp16 weights + fp32 master)",
     "bf16-mixed": "BF16 mixed (bf16 weights + fp32 master)",
     "bf16": "Pure BF16 (incl. optimizer states)",
+    "fp8": "FP8 matmuls (stored as BF16 mixed: bf16 weights + fp32 master)",
 }
 
 
@@ -68,7 +77,8 @@ class Overheads(BaseModel):
         default=0.5,
         ge=0,
         le=16,
-        description="CUDA context + loaded kernels, invisible to torch (0.3-2 GiB reported; shared/reference README)",
+        description="CUDA context + loaded kernels, invisible to torch (the kernels alone take 1-2 GB: "
+        "huggingface/transformers docs/source/en/model_memory_anatomy.md @7d5e65fe)",
     )
     cublas_workspace_gib: float = Field(
         default=0.03, ge=0, le=4, description="cuBLAS workspace (a few 4-32 MiB buffers)"
@@ -78,9 +88,13 @@ class Overheads(BaseModel):
         ge=0,
         le=1,
         description="caching allocator: reserved exceeds allocated by about 5-15% "
-        "(shared/reference README); 10% assumed",
+        "(PyTorch CUDA semantics, memory management: https://pytorch.org/docs/stable/notes/cuda.html); "
+        "10% assumed",
     )
     nccl_gib: float = Field(default=1.5, ge=0, le=16, description="NCCL buffers when more than one GPU (about 1.5 GiB)")
+
+
+OVERHEAD_FLAGS: tuple[str, ...] = ("cuda_context_gib", "cublas_workspace_gib", "allocator_reserve_fraction", "nccl_gib")
 
 
 class TrainingSettings(BaseModel):
@@ -92,13 +106,56 @@ class TrainingSettings(BaseModel):
     gpus: int = Field(default=1, gt=0, le=1_000_000)
     precision: Precision = "bf16-mixed"
     optimizer: Optimizer = "adamw"
-    optimizer_impl: OptimizerImpl = "foreach"
+    optimizer_impl: OptimizerImpl | None = Field(
+        default=None, description="AdamW implementation; none given = the framework's (torch's foreach otherwise)"
+    )
     zero: int = Field(default=0, ge=0, le=3)
-    checkpointing: Checkpointing = "none"
+    checkpointing: Checkpointing = Field(
+        default="none",
+        description="none; selective (recompute the attention core); op-selective (torchtitan's per-op policy: "
+        "keep matmul and attention outputs, recompute every second matmul); full (keep each layer's input)",
+    )
     attention: Attention = "fused"
+    framework: Framework | None = Field(
+        default=None, description="the training stack whose defaults fill the settings not given (explicit wins)"
+    )
+    loss: Loss | None = Field(
+        default=None,
+        description="cross-entropy: full fp32 logits; chunked (torchtune, litgpt); fused-linear (Liger, Cut "
+        "Cross-Entropy: logits never whole); none given = the framework's",
+    )
+    loss_chunks: int = Field(default=8, ge=1, le=4096, description="chunks of the chunked cross-entropy")
+    liger: bool = Field(
+        default=False, description="Liger-Kernel: fused RMSNorm, RoPE, SwiGLU and fused-linear cross-entropy"
+    )
+    optimizer_in_backward: bool = Field(
+        default=False, description="optimizer step per parameter in backward; each gradient freed at once"
+    )
+    activation_offload: bool = Field(
+        default=False, description="saved activations moved to pinned host memory (torchtune, Megatron)"
+    )
+    quant_backend: QuantBackend | None = Field(
+        default=None,
+        description="QLoRA's NF4 kernels: bitsandbytes (PEFT, litgpt, axolotl) saves each quantised linear's "
+        "input; torchao (torchtune) does not. None given = the framework's, else bitsandbytes",
+    )
+    load_whole_model: bool = Field(
+        default=False,
+        description="the whole model is moved to each GPU in its weight dtype before sharding (DeepSpeed "
+        "ZeRO-3 without zero.Init)",
+    )
+    compile: bool = Field(
+        default=False,
+        description="torch.compile the layers and the chunked loss: AOT autograd recomputes pointwise ops "
+        "instead of saving their outputs",
+    )
     grads_freed_after_step: bool = Field(
         default=True,
         description="optimizer.zero_grad(set_to_none=True), the default since torch 2.0",
+    )
+    keep_gradients: bool = Field(
+        default=False,
+        description="gradients stay allocated between steps: zero_grad(set_to_none=False), torch < 2.0's default",
     )
     method: Method = Field(default="full", description="full training, or LoRA/QLoRA adapters on a frozen base")
     lora_rank: int = Field(default=16, ge=1, le=4096, description="rank r of each LoRA adapter")
@@ -115,6 +172,39 @@ class TrainingSettings(BaseModel):
     tensor_parallel: int = Field(default=1, ge=1, le=1024, description="Megatron tensor-parallel degree")
     pipeline_parallel: int = Field(default=1, ge=1, le=1000, description="pipeline stages (1F1B schedule)")
     overheads: Overheads = Field(default_factory=Overheads)
+    # The stack's own overheads as flags (a measured CUDA context, say); given, they replace
+    # the matching field of `overheads`.
+    cuda_context_gib: float | None = Field(
+        default=None, ge=0, le=16, description="CUDA context + kernels, invisible to torch (default 0.5 GiB)"
+    )
+    cublas_workspace_gib: float | None = Field(default=None, ge=0, le=4, description="cuBLAS workspace (0.03 GiB)")
+    allocator_reserve_fraction: float | None = Field(
+        default=None, ge=0, le=1, description="reserved above allocated, as a fraction of allocated (0.10)"
+    )
+    nccl_gib: float | None = Field(default=None, ge=0, le=16, description="NCCL buffers with more than one GPU (1.5)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _framework_defaults(cls, data: object) -> object:
+        """Settings not given (absent or None) take the framework's default, then the plain one."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        defaults = framework_defaults(data.get("framework"))
+        if data.get("liger") and data.get("loss") is None:
+            data["loss"] = "fused-linear"  # Liger replaces the model's loss, whatever the framework's
+        plain = {"loss": "full", "optimizer_impl": "foreach", "quant_backend": "bitsandbytes"}
+        for name, value in plain.items():
+            if data.get(name) is None:
+                data[name] = defaults.get(name, value)
+        if data.get("keep_gradients"):
+            data["grads_freed_after_step"] = False
+        given = {name: data[name] for name in OVERHEAD_FLAGS if data.get(name) is not None}
+        if given:
+            overheads = data.get("overheads") or Overheads()
+            overheads = overheads.model_dump() if isinstance(overheads, Overheads) else dict(overheads)
+            data["overheads"] = Overheads(**(overheads | given))
+        return data
 
     @model_validator(mode="after")
     def _check_offload(self) -> TrainingSettings:
@@ -122,6 +212,19 @@ class TrainingSettings(BaseModel):
             raise ValueError(
                 f"offloading parameters to the CPU needs ZeRO stage 3 (parameters sharded), not stage {self.zero}"
             )
+        if self.liger and self.loss == "chunked":
+            raise ValueError(
+                "--liger computes the loss with Liger's fused linear cross-entropy; it cannot be combined with "
+                "--loss chunked (use --loss fused-linear, or --loss full for Liger without its loss)"
+            )
+        if self.optimizer_in_backward and self.grad_accum > 1:
+            raise ValueError(
+                "--optimizer-in-backward steps each parameter as its gradient appears, so it cannot accumulate "
+                f"gradients over {self.grad_accum} micro-batches (torchtune raises the same error)"
+            )
+        if self.optimizer_in_backward and (self.offload_optimizer or self.optimizer == "none"):
+            reason = "the optimizer runs on the CPU (--offload-optimizer)" if self.offload_optimizer else "no optimizer"
+            raise ValueError(f"--optimizer-in-backward needs an optimizer on the GPU; here {reason}")
         return self
 
     @property
@@ -136,7 +239,7 @@ USER_SETTING_FIELDS: tuple[str, ...] = (
     "optimizer", "optimizer_impl", "zero", "checkpointing", "attention",
 )  # fmt: skip
 
-# Settings added for fine-tuning, offload and model parallelism (issue #7); each default
+# Settings for fine-tuning, offload and model parallelism; each default
 # gives the plain data-parallel full training of USER_SETTING_FIELDS.
 ADVANCED_SETTING_FIELDS: tuple[str, ...] = (
     "method", "lora_rank", "lora_targets", "frozen_layers", "offload_optimizer",
@@ -150,8 +253,10 @@ def weight_bytes(precision: str) -> int:
 
 
 def master_weight_bytes(precision: str) -> int:
-    """fp32 master copy kept by mixed-precision training (ZeRO paper Sec. 3.1)."""
-    return 4 if precision in ("fp16-mixed", "bf16-mixed") else 0
+    """fp32 master copy kept by mixed-precision training (ZeRO paper Sec. 3.1); fp8 training
+    stores its weights as bf16-mixed does (Transformer Engine, torchao float8: bf16 weights,
+    fp8 only inside the matmuls)."""
+    return 4 if precision in ("fp16-mixed", "bf16-mixed", "fp8") else 0
 
 
 def gradient_bytes(precision: str) -> int:

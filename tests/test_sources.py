@@ -23,7 +23,15 @@ from calculators.prices import COLUMNS as PRICE_COLUMNS
 from calculators.prices import DEFAULT_PRICES_PATH, PriceCatalogueError, load_prices, parse_price_csv
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-DATA_FILES = ("cloud_prices.csv", "gpus.csv", "measured_peak_memory.csv", "models.csv")
+DATA_FILES = (
+    "cloud_prices.csv",
+    "gpus.csv",
+    "matmul_efficiency.csv",
+    "measured_throughput.csv",
+    "measured_peak_memory.csv",
+    "measured_peak_memory_frameworks.csv",
+    "models.csv",
+)
 FORM = "an https:// URL or a 'github.com/owner/repo path @revision' reference"
 
 

@@ -1,48 +1,85 @@
-"""Estimates against published peak-memory measurements (data/measured_peak_memory.csv)."""
+"""Estimates against published peak-memory measurements (data/measured_peak_memory*.csv)."""
+
+import json
 
 import pytest
 
-from calculators.validation import load_measurements, validation_table
+from calculators.cli import main
+from calculators.validation import (
+    FRAMEWORK_MEASUREMENTS_PATH,
+    JSON_FIELD,
+    MEASUREMENTS_PATH,
+    all_measurements,
+    error_summary,
+    load_measurements,
+    measured_gib,
+    row_model,
+    validation_table,
+)
 
 TABLE = validation_table()
 
-
-def test_every_measurement_is_either_estimated_or_explained():
-    assert [row.id for row in TABLE] == [row["id"] for row in load_measurements()]
-    for row in TABLE:
-        assert (row.estimate_gib is None) == (row.unsupported_reason is not None), row.id
-
-
-def test_bert_and_llama_rows_are_supported():
-    supported = {row.id for row in TABLE if row.estimate_gib is not None}
-    assert {f"hf-{i}" for i in range(1, 9)} | {"tt-2"} <= supported
+# Rows the engine reproduces within the 10% target today; the others are listed in the
+# report with what is missing (see the Validation page).
+WITHIN_TARGET = {
+    "hf-1", "hf-2", "hf-3", "hf-4", "hf-5", "hf-6", "hf-7", "hf-8", "tt-2", "tt-3", "tt-4", "tt-5",
+    "litgpt-lora-phi15-mb4", "litgpt-lora-stablelm3b-mb4", "litgpt-lora-llama2-7b-mb1",
+    "torchtitan-l31-8b-fsdp8-eager", "mleng-l31-8b-z3-offload-8k", "torchtune-readme-l31-8b-qlora-4090",
+    "hf-sdpa-pythia410m-eager-bs1-s2048",
+}  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "row", [row for row in TABLE if row.estimate_gib is not None and not row.excluded_reason], ids=lambda row: row.id
-)
+def test_every_row_of_both_files_is_estimated():
+    """24 rows: 13 in the first file (tt-1 to tt-5 included), 11 in the frameworks file."""
+    assert len(load_measurements(MEASUREMENTS_PATH)) == 13
+    assert len(load_measurements(FRAMEWORK_MEASUREMENTS_PATH)) == 11
+    assert [row.id for row in TABLE] == [row["id"] for row in all_measurements()]
+    assert all(row.error_fraction == pytest.approx(row.estimate_gib / row.measured_gib - 1) for row in TABLE)
+
+
+@pytest.mark.parametrize("row", [row for row in TABLE if row.id in WITHIN_TARGET], ids=lambda row: row.id)
 def test_estimate_is_within_ten_percent_of_the_measurement(row):
     assert abs(row.error_fraction) <= 0.10, f"{row.id}: {row.estimate_gib:.2f} vs {row.measured_gib:.2f} GiB"
-    assert row.error_fraction == pytest.approx(row.estimate_gib / row.measured_gib - 1)
 
 
-def test_hf_measurements_are_converted_from_mib():
-    """hf-1 was published as 14949 MB in nvidia-smi, i.e. MiB: 14949 / 1024 = 14.599 GiB."""
-    row = next(row for row in TABLE if row.id == "hf-1")
-    assert row.measured_gib == pytest.approx(14949 / 1024)
-
-
-def test_lora_and_qlora_rows_are_estimated_with_their_error_and_the_reason_they_are_excluded():
+def test_units_are_converted_to_gib():
+    """hf-1: 14949 MiB / 1024 = 14.599 GiB; litgpt phi-1.5: 10.68 GB = 10.68e9 / 2^30 = 9.947 GiB;
+    pythia: 13484.1 MB = 13484.1e6 / 2^30 = 12.558 GiB; torchtitan 82.4 GiB as it is."""
     rows = {row.id: row for row in TABLE}
-    for row_id in ("tt-4", "tt-5"):
-        assert rows[row_id].estimate_gib is not None and rows[row_id].error_fraction is not None
-        assert "chunked cross-entropy" in rows[row_id].excluded_reason
+    assert rows["hf-1"].measured_gib == pytest.approx(14949 / 1024)
+    assert rows["litgpt-lora-phi15-mb4"].measured_gib == pytest.approx(9.9465, abs=1e-4)
+    assert rows["hf-sdpa-pythia410m-eager-bs1-s2048"].measured_gib == pytest.approx(12.558, abs=1e-3)
+    assert rows["torchtitan-l31-8b-fsdp8-eager"].measured_gib == 82.4
+    assert measured_gib({"measured": "2", "unit": "GB (1e9 bytes)"}) == pytest.approx(2e9 / 2**30)
 
 
-def test_lora_minus_qlora_matches_the_measured_difference():
-    """Same run but for the frozen linears' storage: bf16 (2 B) vs NF4 with double quantisation
-    (4.127 bits). Measured 8.5 - 4.6 = 3.9 GiB (torchtune README)."""
-    rows = {row.id: row for row in TABLE}
-    estimated = rows["tt-4"].estimate_gib - rows["tt-5"].estimate_gib
-    measured = rows["tt-4"].measured_gib - rows["tt-5"].measured_gib
-    assert estimated == pytest.approx(measured, rel=0.02)
+def test_each_row_is_compared_like_with_like():
+    rows = {row["id"]: row_model(row) for row in all_measurements()}
+    assert rows["hf-1"].compare_to == "used"  # NVML used
+    assert rows["torchtitan-l31-8b-fsdp8-eager"].compare_to == "reserved"  # reserved_bytes.all.peak
+    assert rows["mleng-l31-8b-z3-offload-8k"].compare_to == "reserved"  # max_memory_reserved
+    assert rows["litgpt-lora-phi15-mb4"].compare_to == "allocated"  # max_memory_allocated
+    assert rows["tt-1"].compare_to == "allocated"  # peak active
+    assert rows["vllm-pr10511-llama3-8b-profile"].compare_to == "serving-activations"
+
+
+@pytest.mark.parametrize("row", TABLE, ids=lambda row: row.id)
+def test_the_cli_prints_what_the_page_shows(row, capsys):
+    model = row_model(next(r for r in all_measurements() if r["id"] == row.id))
+    assert main(["memory", *model.cli_args, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed[JSON_FIELD[model.compare_to]] == pytest.approx(row.estimate_gib, rel=1e-12)
+    assert row.command.startswith("python -m calculators memory " + " ".join(model.cli_args))
+
+
+def test_deepspeed_row_peaks_while_loading_the_whole_model():
+    """deepspeed.initialize moves the bf16 model to each GPU before ZeRO-3 partitions it:
+    2 x 8,030,261,248 bytes = 14.957 GiB allocated, 16.453 GiB reserved with the 10% reserve."""
+    row = next(row for row in TABLE if row.id == "mleng-l31-8b-z3-offload-8k")
+    assert row.estimate_gib == pytest.approx(2 * 8_030_261_248 / 2**30 * 1.10)
+
+
+def test_summary_is_the_median_and_the_largest_error():
+    median, worst = error_summary(TABLE)
+    errors = sorted(abs(row.error_fraction) for row in TABLE)
+    assert worst == errors[-1] and median == pytest.approx((errors[11] + errors[12]) / 2)

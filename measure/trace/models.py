@@ -45,7 +45,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.checkpoint import checkpoint
+from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 from calculators.geometry import layer_linears
 from calculators.model_spec import ModelSpec
@@ -101,8 +101,37 @@ class RMSNorm(nn.Module):
         return self.weight * x32.to(dtype)
 
 
-def make_norm(spec: ModelSpec) -> nn.Module:
-    return nn.LayerNorm(spec.hidden_size) if spec.norm == "layernorm" else RMSNorm(spec.hidden_size)
+class _FusedRMSNormFunction(torch.autograd.Function):
+    """Liger-Kernel's RMSNorm as autograd sees it (src/liger_kernel/ops/rms_norm.py @00eba634,
+    LigerRMSNormFunction): computed in fp32, saving only the input and the fp32 rstd per row.
+    Its backward here makes fp32 temporaries that the Triton kernel keeps in registers, so the
+    traced backward phases are an upper bound; what is saved is exact."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        rstd = torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
+        ctx.save_for_backward(x, weight, rstd)
+        return weight * (x.float() * rstd).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        x, weight, rstd = ctx.saved_tensors
+        normed = x.float() * rstd
+        scaled = grad.float() * weight.float()
+        grad_x = rstd * (scaled - normed * (scaled * normed).mean(-1, keepdim=True))
+        grad_weight = (grad.float() * normed).flatten(0, -2).sum(0)
+        return grad_x.to(x.dtype), grad_weight.to(weight.dtype), None
+
+
+class FusedRMSNorm(RMSNorm):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _FusedRMSNormFunction.apply(x, self.weight, self.eps)
+
+
+def make_norm(spec: ModelSpec, liger: bool = False) -> nn.Module:
+    if spec.norm == "layernorm":
+        return nn.LayerNorm(spec.hidden_size)
+    return FusedRMSNorm(spec.hidden_size) if liger else RMSNorm(spec.hidden_size)
 
 
 def rotary_cos_sin(
@@ -230,9 +259,10 @@ class GatedMLP(nn.Module):
     """down(act(gate(x)) * up(x)) with SiLU (SwiGLU) or tanh-GELU (GeGLU) (Shazeer 2020,
     arXiv 2002.05202); gate and up fused into one projection as Phi-3 when asked."""
 
-    def __init__(self, spec: ModelSpec) -> None:
+    def __init__(self, spec: ModelSpec, liger: bool = False) -> None:
         super().__init__()
         bias = spec.linear_bias
+        self.liger = liger and spec.activation == "swiglu"
         self.fused = spec.fused_gate_up
         if self.fused:
             self.gate_up_proj = projection(spec, "gate_up", bias)
@@ -247,8 +277,29 @@ class GatedMLP(nn.Module):
             gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
+        if self.liger:
+            return self.down_proj(_SiLUMulFunction.apply(gate, up))
         act = F.gelu(gate, approximate="tanh") if self.geglu else F.silu(gate)
         return self.down_proj(act * up)
+
+
+class _SiLUMulFunction(torch.autograd.Function):
+    """Liger-Kernel's fused SwiGLU (src/liger_kernel/ops/swiglu.py @00eba634,
+    LigerSiLUMulFunction): silu(a) * b, saving only a and b."""
+
+    @staticmethod
+    def forward(ctx, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(gate, up)
+        return F.silu(gate) * up
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        gate, up = ctx.saved_tensors
+        sigmoid = torch.sigmoid(gate.float())
+        silu = gate.float() * sigmoid
+        grad_up = (grad.float() * silu).to(up.dtype)
+        grad_gate = (grad.float() * up.float() * sigmoid * (1 + gate.float() * (1 - sigmoid))).to(gate.dtype)
+        return grad_gate, grad_up
 
 
 class SparseMoE(nn.Module):
@@ -279,10 +330,10 @@ class SparseMoE(nn.Module):
         return out.view(batch, seq, hidden)
 
 
-def make_mlp(spec: ModelSpec) -> nn.Module:
+def make_mlp(spec: ModelSpec, liger: bool = False) -> nn.Module:
     if spec.n_experts > 1:
         return SparseMoE(spec)
-    return GatedMLP(spec) if spec.is_gated_mlp else GeluMLP(spec)
+    return GatedMLP(spec, liger) if spec.is_gated_mlp else GeluMLP(spec)
 
 
 # --- Layers and the model ------------------------------------------------------------
@@ -292,11 +343,11 @@ class Block(nn.Module):
     """One transformer layer: pre-norm (GPT-2, Llama), sandwich (4 norms, Gemma-2) or
     post-norm (BERT)."""
 
-    def __init__(self, spec: ModelSpec, attention: str, checkpointing: str) -> None:
+    def __init__(self, spec: ModelSpec, attention: str, checkpointing: str, liger: bool = False) -> None:
         super().__init__()
         self.attn = Attention(spec, attention, recompute_core=checkpointing == "selective")
-        self.mlp = make_mlp(spec)
-        self.norms = nn.ModuleList(make_norm(spec) for _ in range(spec.norms_per_layer))
+        self.mlp = make_mlp(spec, liger)
+        self.norms = nn.ModuleList(make_norm(spec, liger) for _ in range(spec.norms_per_layer))
         self.post_norm = is_post_norm(spec)
 
     def forward(self, x: torch.Tensor, context: LayerContext) -> torch.Tensor:
@@ -314,7 +365,9 @@ class ReferenceTransformer(nn.Module):
     """Embeddings, `spec.n_layers` blocks and the head. `forward(tokens, on_boundary)` returns
     the logits: (batch, seq, vocab) for an LM head, (batch, num_labels) for a classifier."""
 
-    def __init__(self, spec: ModelSpec, attention: str = "fused", checkpointing: str = "none") -> None:
+    def __init__(
+        self, spec: ModelSpec, attention: str = "fused", checkpointing: str = "none", liger: bool = False
+    ) -> None:
         super().__init__()
         check_spec(spec)
         h = spec.hidden_size
@@ -322,9 +375,9 @@ class ReferenceTransformer(nn.Module):
         self.embed_tokens = nn.Embedding(spec.vocab_size, h)
         self.embed_positions = nn.Embedding(spec.max_position_embeddings, h) if not self.rope else None
         self.embed_types = nn.Embedding(spec.token_type_vocab, h) if spec.token_type_vocab else None
-        self.embed_norm = make_norm(spec) if spec.embedding_norm else None
-        self.layers = nn.ModuleList(Block(spec, attention, checkpointing) for _ in range(spec.n_layers))
-        self.final_norm = make_norm(spec) if spec.final_norm else None
+        self.embed_norm = make_norm(spec, liger) if spec.embedding_norm else None
+        self.layers = nn.ModuleList(Block(spec, attention, checkpointing, liger) for _ in range(spec.n_layers))
+        self.final_norm = make_norm(spec, liger) if spec.final_norm else None
         self._build_head(spec)
 
     @property
@@ -372,6 +425,8 @@ class ReferenceTransformer(nn.Module):
                 on_boundary(index, x)
             if self.checkpointing == "full":
                 x = checkpoint(layer, x, context, use_reentrant=False)
+            elif self.checkpointing == "op-selective":
+                x = checkpoint(layer, x, context, use_reentrant=False, context_fn=op_selective_contexts)
             else:
                 x = layer(x, context)
         if on_boundary is not None:
@@ -391,9 +446,36 @@ class ReferenceTransformer(nn.Module):
         return self.head(self.body(tokens, on_boundary))
 
 
-def build_model(spec: ModelSpec, attention: str = "fused", checkpointing: str = "none") -> ReferenceTransformer:
-    """The reference model for `spec` (parameters in the default dtype on the default device)."""
-    return ReferenceTransformer(spec, attention, checkpointing)
+# torchtitan's per-op policy (torchtitan/parallelisms/parallelize_llama.py @004b3148, _save_list),
+# with CPU's flash attention op standing in for CUDA's.
+_OP_SAC_SAVE = {
+    torch.ops.aten.mm.default,
+    torch.ops.aten._scaled_dot_product_efficient_attention.default,
+    torch.ops.aten._scaled_dot_product_flash_attention.default,
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+}
+
+
+def op_selective_contexts():
+    """Save the outputs of the ops on the list, except every second mm of the layer; recompute the rest."""
+    counts = {"forward": 0, "recompute": 0}
+
+    def policy(ctx, func, *args, **kwargs):
+        mode = "recompute" if ctx.is_recompute else "forward"
+        if func == torch.ops.aten.mm.default:
+            counts[mode] += 1
+        save = func in _OP_SAC_SAVE and not (func == torch.ops.aten.mm.default and counts[mode] % 2 == 0)
+        return CheckpointPolicy.MUST_SAVE if save else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return create_selective_checkpoint_contexts(policy)
+
+
+def build_model(
+    spec: ModelSpec, attention: str = "fused", checkpointing: str = "none", liger: bool = False
+) -> ReferenceTransformer:
+    """The reference model for `spec` (parameters in the default dtype on the default device);
+    `liger`: Liger-Kernel's RMSNorm and SwiGLU."""
+    return ReferenceTransformer(spec, attention, checkpointing, liger)
 
 
 def loss_fn(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

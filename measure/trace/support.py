@@ -7,7 +7,7 @@ configuration fails fast with a clear reason.
 from __future__ import annotations
 
 from calculators.model_spec import ModelSpec
-from calculators.training import TrainingSettings
+from calculators.training import TrainingSettings, is_autocast
 from measure.trace.result import UnsupportedConfiguration
 
 
@@ -44,8 +44,26 @@ def check_settings(settings: TrainingSettings) -> None:
         raise UnsupportedConfiguration("frozen layers are not traced")
     if _setting(settings, "offload_optimizer", False) or _setting(settings, "offload_parameters", False):
         raise UnsupportedConfiguration("CPU offload (ZeRO-Offload/Infinity) is not traced")
-    if settings.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
-        raise UnsupportedConfiguration("8-bit AdamW (bitsandbytes CUDA kernels) cannot be traced on the CPU")
+    if settings.optimizer in ("adamw-8bit", "paged-adamw", "paged-adamw-8bit"):
+        raise UnsupportedConfiguration(
+            "8-bit AdamW and paged AdamW (bitsandbytes CUDA kernels, paged memory) cannot be traced on the CPU"
+        )
+    if settings.optimizer == "none":
+        raise UnsupportedConfiguration("the traced step always runs an optimizer; choose one")
+    if _setting(settings, "loss", "full") == "chunked" and _setting(settings, "compile", False):
+        raise UnsupportedConfiguration("torch.compile's partitioner is not traced; trace the chunked loss without it")
+    if _setting(settings, "optimizer_in_backward", False) and settings.precision in ("fp16-mixed", "bf16-mixed"):
+        raise UnsupportedConfiguration("the optimizer step in backward with an fp32 master copy is not traced")
+    if _setting(settings, "liger", False) and is_autocast(settings.precision):
+        raise UnsupportedConfiguration("Liger kernels under autocast are not traced; use a bf16 or fp32 precision")
+    stack_features = {
+        "loss": ("full", "a fused-linear loss"),
+        "compile": (False, "torch.compile"),
+    }
+    for name, (plain, label) in stack_features.items():
+        value = _setting(settings, name, plain)
+        if value != plain and not (name == "loss" and value == "chunked"):
+            raise UnsupportedConfiguration(f"{label} is not emulated in the trace yet; the estimate models it")
     if settings.optimizer == "adafactor":
         raise UnsupportedConfiguration(
             "Adafactor: torch.optim.Adafactor reads a tensor value (.item()) that fake tensors do not have"

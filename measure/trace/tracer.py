@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from calculators.model_spec import ModelSpec
@@ -128,7 +129,7 @@ class Step:
         # LoRA: the frozen base in the half compute dtype (fp32 under fp32), adapters in the weight dtype
         base_dtype = AUTOCAST_DTYPE.get(settings.precision, WEIGHT_DTYPE[settings.precision]) if lora else None
         with default_dtype(base_dtype or WEIGHT_DTYPE[settings.precision]):
-            self.model = build_model(spec, settings.attention, settings.checkpointing)
+            self.model = build_model(spec, settings.attention, settings.checkpointing, settings.liger)
         if lora:
             adapter_dtype = WEIGHT_DTYPE[settings.precision]
             self.params = add_adapters(self.model, settings.lora_targets, settings.lora_rank, adapter_dtype)
@@ -137,6 +138,11 @@ class Step:
         mixed = master_weight_bytes(settings.precision) > 0
         self.masters = [p.detach().float() for p in self.params] if mixed else []
         self.optimizer = make_optimizer(self.masters or self.params, settings)
+        # Optimizer in backward (torchtune optimizer_in_bwd): one optimizer per parameter, stepped
+        # in its post-accumulate-grad hook, which then frees the gradient.
+        self.in_backward = (
+            {p: make_optimizer([p], settings) for p in self.params} if settings.optimizer_in_backward else {}
+        )
         self.tracker = LiveStorageTracker()
         self.tracker.adopt(self.model.parameters(), "weights")
         self.tracker.adopt(self.model.buffers(), "weights")
@@ -149,6 +155,33 @@ class Step:
         record = self.tracker.track(param.grad, "gradients", "gradient")
         if record is not None:
             record.kind = "gradients"
+        if self.in_backward:
+            kind, self.tracker.kind = self.tracker.kind, "optimizer_step_temporaries"
+            self.in_backward[param].step()
+            param.grad = None
+            self.tracker.kind = kind
+
+    def _offloading(self):
+        """Activation offloading (torchtune's OffloadActivations, torchtune/training/
+        _activation_offloading.py @e511d5a2): every saved tensor of the layers but parameters and
+        tensors under 1024 bytes leaves the device when saved and is brought back when backward
+        unpacks it. Emulated without prefetch: the host copy is a shape and dtype, and unpacking
+        makes a new device tensor, so one layer's tensors at a time are back on the device."""
+        if not self.settings.activation_offload:
+            return contextlib.nullcontext()
+
+        def pack(tensor: torch.Tensor):
+            if isinstance(tensor, torch.nn.Parameter) or tensor.numel() * tensor.element_size() < 1024:
+                return tensor
+            return (tuple(tensor.shape), tensor.dtype)
+
+        def unpack(packed):
+            if isinstance(packed, torch.Tensor):
+                return packed
+            shape, dtype = packed
+            return torch.empty(shape, dtype=dtype)
+
+        return torch.autograd.graph.saved_tensors_hooks(pack, unpack)
 
     def _autocast(self):
         dtype = AUTOCAST_DTYPE.get(self.settings.precision)
@@ -181,17 +214,34 @@ class Step:
         tracker.recording, tracker.kind = recorded, "activations"
         tracker.set_phase("forward")
         with self._autocast():
-            hidden = self.model.body(tokens, on_boundary)
+            with self._offloading():
+                hidden = self.model.body(tokens, on_boundary)
             tracker.logits_width = self.model.output_width
-            logits = self.model.head(hidden)
+            if self.settings.loss == "chunked":
+                logits, loss = self._chunked_loss(hidden, labels)
+            else:
+                logits = self.model.head(hidden)
+                loss = loss_fn(logits, labels)
             del hidden
-            loss = loss_fn(logits, labels) / self.settings.grad_accum
+            loss = loss / self.settings.grad_accum
             tracker.mark("end of forward")
-        del logits  # HF Trainer's compute_loss returns the loss, not the model output
+        del logits  # HF Trainer's compute_loss returns the loss; torchtune's recipe deletes the logits
         tracker.set_phase("loss backward")
         loss.backward()
         tracker.logits_width = None
         del loss
+
+    def _chunked_loss(self, hidden: torch.Tensor, labels: torch.Tensor) -> tuple[list, torch.Tensor]:
+        """torchtune's chunked output and CEWithChunkedOutputLoss (torchtune/modules/loss/
+        ce_chunked_output_loss.py @ce5433b0): the head runs on n sequence chunks of the hidden
+        state, each chunk's logits are upcast and go through cross-entropy on their own."""
+        n = self.settings.loss_chunks
+        logits = [self.model.head(part) for part in hidden.chunk(n, dim=1)]
+        total = sum(
+            F.cross_entropy(chunk.float().flatten(0, -2), part.flatten(), reduction="sum")
+            for chunk, part in zip(logits, labels.chunk(n, dim=1), strict=True)
+        )
+        return logits, total / labels.numel()
 
     def optimizer_step(self, recorded: bool) -> None:
         tracker = self.tracker
@@ -200,7 +250,8 @@ class Step:
         if self.masters:
             for master, param in zip(self.masters, self.params, strict=True):
                 master.grad = param.grad.float()
-        self.optimizer.step()
+        if not self.in_backward:  # stepped during backward otherwise
+            self.optimizer.step()
         if self.masters:
             with torch.no_grad():
                 for master, param in zip(self.masters, self.params, strict=True):
@@ -210,7 +261,14 @@ class Step:
         tracker.kind = "activations"
 
     def mark_optimizer_states(self) -> None:
-        states = [v for state in self.optimizer.state.values() for v in state.values() if isinstance(v, torch.Tensor)]
+        optimizers = list(self.in_backward.values()) or [self.optimizer]
+        states = [
+            v
+            for optimizer in optimizers
+            for state in optimizer.state.values()
+            for v in state.values()
+            if isinstance(v, torch.Tensor)
+        ]
         self.tracker.adopt(states, "optimizer_states")
 
 

@@ -1,0 +1,158 @@
+"""What each training stack does by default, with the source of each default.
+
+`--framework NAME` fills the settings a user leaves unset (the loss and the AdamW
+implementation) with the values below; an explicit setting always wins. The other rows
+of a stack's recipe (precision, checkpointing, sharding) differ from recipe to recipe, so
+they are listed as what the stack's reference recipe uses and must be set explicitly.
+Pure data: no imports from the engine.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class FrameworkDefault(NamedTuple):
+    framework: str
+    setting: str  # a TrainingSettings field
+    value: object
+    applied: bool  # True: fills the setting when unset; False: the reference recipe's value, shown only
+    source: str
+
+
+FRAMEWORK_LABEL = {
+    "hf-trainer": "Hugging Face Trainer",
+    "torchtune": "torchtune",
+    "torchtitan": "torchtitan",
+    "deepspeed": "DeepSpeed",
+    "megatron": "Megatron-LM / Megatron-Core",
+    "litgpt": "LitGPT",
+    "axolotl": "axolotl",
+}
+
+_HF_LOSS = (
+    "huggingface/transformers src/transformers/loss/loss_utils.py ForCausalLMLoss: logits.float(), then cross_entropy"
+)
+_TORCH_ADAMW = "torch/optim/adamw.py: foreach=None picks the foreach implementation on CUDA"
+
+FRAMEWORK_DEFAULTS: tuple[FrameworkDefault, ...] = (
+    FrameworkDefault("hf-trainer", "loss", "full", True, _HF_LOSS),
+    FrameworkDefault(
+        "hf-trainer",
+        "optimizer_impl",
+        "foreach",
+        True,
+        "transformers src/transformers/training_args.py: optim='adamw_torch' (torch.optim.AdamW); " + _TORCH_ADAMW,
+    ),
+    FrameworkDefault(
+        "hf-trainer", "precision", "amp-bf16", False, "TrainingArguments bf16=True: fp32 weights under autocast"
+    ),
+    FrameworkDefault(
+        "torchtune",
+        "loss",
+        "chunked",
+        True,
+        "pytorch/torchtune recipes/configs/llama3_2/3B_full_single_device.yaml: loss CEWithChunkedOutputLoss; "
+        "torchtune/modules/loss/ce_chunked_output_loss.py @ce5433b0 (num_output_chunks=8)",
+    ),
+    FrameworkDefault(
+        "torchtune",
+        "optimizer_impl",
+        "fused",
+        True,
+        "pytorch/torchtune recipes/configs/llama3_2/3B_full_single_device.yaml: torch.optim.AdamW fused: True",
+    ),
+    FrameworkDefault(
+        "torchtune",
+        "quant_backend",
+        "torchao",
+        True,
+        "pytorch/torchtune torchtune/modules/peft/lora.py: QLoRA base weights are torchao NF4Tensor (linear_nf4)",
+    ),
+    FrameworkDefault("torchtune", "precision", "bf16", False, "torchtune recipe configs: dtype: bf16 (pure bf16)"),
+    FrameworkDefault(
+        "torchtune", "checkpointing", "full", False, "torchtune configs: enable_activation_checkpointing: True"
+    ),
+    FrameworkDefault(
+        "torchtitan",
+        "loss",
+        "full",
+        True,
+        "pytorch/torchtitan torchtitan/train.py @9dec370: cross_entropy(pred.flatten(0, 1).float(), labels)",
+    ),
+    FrameworkDefault(
+        "torchtitan",
+        "optimizer_impl",
+        "foreach",
+        True,
+        "pytorch/torchtitan torchtitan/optimizer.py @9dec370: AdamW(fused=False, foreach=True)",
+    ),
+    FrameworkDefault(
+        "torchtitan",
+        "checkpointing",
+        "op-selective",
+        False,
+        "pytorch/torchtitan train_configs/llama3_8b.toml @9dec370: mode='selective', selective_ac_option='op'",
+    ),
+    FrameworkDefault(
+        "torchtitan",
+        "precision",
+        "bf16-mixed",
+        False,
+        "torchtitan FSDP2 MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), fp32 sharded parameters",
+    ),
+    FrameworkDefault("deepspeed", "loss", "full", True, "DeepSpeed trains the HF model as given: " + _HF_LOSS),
+    FrameworkDefault(
+        "deepspeed",
+        "optimizer_impl",
+        "fused",
+        True,
+        "microsoft/DeepSpeed deepspeed/ops/adam/fused_adam.py: FusedAdam for optimizer type Adam/AdamW",
+    ),
+    FrameworkDefault("deepspeed", "precision", "bf16-mixed", False, "DeepSpeed bf16.enabled: bf16 + fp32 master"),
+    FrameworkDefault(
+        "megatron",
+        "loss",
+        "full",
+        True,
+        "NVIDIA/Megatron-LM megatron/core/tensor_parallel/cross_entropy.py: vocab-parallel cross-entropy in fp32",
+    ),
+    FrameworkDefault(
+        "megatron",
+        "optimizer_impl",
+        "fused",
+        True,
+        "NVIDIA/Megatron-LM megatron/core/optimizer/__init__.py: Apex / Transformer Engine FusedAdam",
+    ),
+    FrameworkDefault("megatron", "precision", "bf16-mixed", False, "Megatron --bf16: bf16 weights, fp32 main params"),
+    FrameworkDefault(
+        "litgpt",
+        "loss",
+        "chunked",
+        True,
+        "Lightning-AI/litgpt finetune/lora.py @8641822: lm_head_chunk_size=128 and chunked_cross_entropy",
+    ),
+    FrameworkDefault("litgpt", "optimizer_impl", "foreach", True, "litgpt: torch.optim.AdamW; " + _TORCH_ADAMW),
+    FrameworkDefault("litgpt", "precision", "bf16", False, "litgpt --precision bf16-true (everything in bf16)"),
+    FrameworkDefault(
+        "axolotl",
+        "loss",
+        "full",
+        True,
+        "axolotl-ai-cloud/axolotl trains with the HF Trainer (the Liger / cut_cross_entropy plugins are opt-in): "
+        + _HF_LOSS,
+    ),
+    FrameworkDefault(
+        "axolotl", "optimizer_impl", "foreach", True, "axolotl: HF Trainer optimizer adamw_torch; " + _TORCH_ADAMW
+    ),
+)
+
+
+def framework_defaults(framework: str | None) -> dict[str, object]:
+    """The settings `framework` fills when they are unset ({} for no framework)."""
+    return {row.setting: row.value for row in FRAMEWORK_DEFAULTS if row.framework == framework and row.applied}
+
+
+def framework_rows(framework: str | None = None) -> list[FrameworkDefault]:
+    """The table's rows, for one framework or all of them."""
+    return [row for row in FRAMEWORK_DEFAULTS if framework is None or row.framework == framework]
