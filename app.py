@@ -13,7 +13,8 @@ st.set_page_config(page_title="GPU sizing and cost", page_icon=":material/memory
 
 navigation = st.navigation(
     [
-        st.Page("app_pages/memory.py", title="Memory", icon=":material/memory:", default=True),
+        st.Page("app_pages/plan.py", title="Plan a run", icon=":material/event_available:", default=True),
+        st.Page("app_pages/memory.py", title="Memory", icon=":material/memory:", url_path="memory"),
         st.Page("app_pages/compare.py", title="Compare GPUs", icon=":material/compare:", url_path="compare"),
         st.Page("app_pages/cost.py", title="Time and cost", icon=":material/payments:", url_path="cost"),
         st.Page("app_pages/calibration.py", title="Calibration", icon=":material/speed:", url_path="calibration"),

@@ -25,9 +25,7 @@ def page_rerun_ms(page: str, repeats: int) -> float:
     from streamlit.testing.v1 import AppTest
 
     app = AppTest.from_file(str(REPO_ROOT / "app.py"), default_timeout=60)
-    app.run()
-    if page != "app_pages/memory.py":  # the default page
-        app.switch_page(page)
+    app.switch_page(page)
     app.run()
     assert not app.exception, app.exception
     return median_ms(app.run, repeats)

@@ -5,15 +5,14 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 APP_PATH = str(Path(__file__).resolve().parent.parent / "app.py")
+MEMORY_PAGE = "app_pages/memory.py"
 
 
 def open_app(page: str | None = None, timeout_s: float = 30, **query: str) -> AppTest:
-    """Run the app with `query` in the URL, switch to `page`, and check nothing raised."""
+    """Run the app with `query` in the URL on `page` (the Memory page by default), and check nothing raised."""
     app = AppTest.from_file(APP_PATH, default_timeout=timeout_s)
     for key, value in query.items():
         app.query_params[key] = value
-    app.run()
-    if page is not None:
-        app.switch_page(page).run()
+    app.switch_page(page or MEMORY_PAGE).run()  # the Plan page is the landing page
     assert not app.exception, [e.message for e in app.exception]
     return app

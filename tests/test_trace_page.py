@@ -16,7 +16,7 @@ def test_the_page_traces_on_request_and_shows_both_results_side_by_side():
     app.query_params["model"] = "gpt2"
     app.query_params["seq"] = "128"
     app.query_params["impl"] = "fused"
-    app.run()
+    app.switch_page("app_pages/memory.py").run()  # the Plan page is the landing page
     assert not any(m.label == "Traced peak (allocated)" for m in app.metric)  # nothing runs on load
     next(b for b in app.button if b.label == "Trace this step").click().run()
     assert not app.exception

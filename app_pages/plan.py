@@ -1,0 +1,136 @@
+"""Plan a run: the cheapest or fastest way to train the sidebar's model on N tokens, by a
+deadline, within a budget."""
+
+import streamlit as st
+
+from calculators.gpu_catalogue import load_gpu_catalogue
+from calculators.launch_configs import launch_files
+from calculators.plan_exports import plans_csv_bytes, plans_excel_bytes
+from calculators.prices import load_prices
+from ui import state
+from ui.plan_view import (
+    RESULT_KEY,
+    apply_plan,
+    front_figure,
+    plan_label,
+    plan_request,
+    plans_table,
+    run_search,
+    share_query,
+)
+from ui.user_gpus import user_gpus
+
+st.title("Plan a run")
+st.caption(
+    "What to rent (or buy), how many, with which settings, how long and for how much: every GPU, GPU count, "
+    "layout, provider and pricing is searched; only layouts that fit in memory and whose software runs on the "
+    "GPU are kept. The model, sequence length, precision and optimizer come from the sidebar."
+)
+workload = st.session_state["workload"]
+if not workload.ready:
+    st.error("The workload in the sidebar has an error; fix it to plan a run.")
+    st.stop()
+if workload.is_inference:
+    st.info("Plans are for training runs: pick a training or fine-tuning mode in the sidebar.")
+    st.stop()
+
+spec, settings = workload.spec, workload.settings
+catalogue = list(load_gpu_catalogue()) + user_gpus()
+gpu_names = {gpu.name for gpu in catalogue}
+prices = load_prices()
+columns = st.columns(4)
+state.number(columns[0], "plan_tokens_billion")
+state.number(columns[1], "plan_deadline_hours")
+state.number(columns[2], "plan_budget_usd")
+state.number(columns[3], "plan_max_gpus")
+columns = st.columns([3, 1, 1, 2])
+state.multiselect(columns[0], "plan_providers", sorted({price.provider for price in prices}))
+state.checkbox(columns[1], "plan_spot")
+state.checkbox(columns[2], "plan_owned")
+state.number(columns[3], "plan_global_batch")
+
+request, problem = plan_request(workload.mode)
+if problem:
+    st.error(f"Check the plan's settings: {problem}")
+    st.stop()
+asked = (spec.model_dump_json(), settings.model_dump_json(), request.model_dump_json(), len(catalogue))
+if st.button("Find plans", type="primary"):
+    try:
+        result = run_search(spec, settings, request, catalogue, prices)
+    except ValueError as error:
+        st.error(str(error))
+        st.stop()
+    st.session_state[RESULT_KEY] = (asked, result)
+kept = st.session_state.get(RESULT_KEY)
+if kept is None or kept[0] != asked:
+    st.info("Press **Find plans** to search.")
+    st.stop()
+result = kept[1]
+
+st.caption(
+    f"{result.searched:,} configurations examined in {result.seconds:.2f} s; {len(result.plans)} plans on the front."
+)
+for message in result.problems:
+    st.warning(message)
+best = result.best_under_deadline
+fastest = result.best_under_budget
+if best is not None:
+    st.success(
+        f"Cheapest within the limits: **{best.gpus} x {best.gpu}** on {best.provider} {best.instance_type} "
+        f"({best.pricing}), ZeRO-{best.zero}, micro-batch {best.micro_batch} x {best.grad_accum}, "
+        f"checkpointing {best.checkpointing}: {best.hours:,.1f} h, ${best.usd:,.0f}".replace("$", "\\$")
+    )
+if fastest is not None and fastest != best:
+    st.success(
+        f"Fastest within the limits: **{fastest.gpus} x {fastest.gpu}** on {fastest.provider} "
+        f"({fastest.pricing}): {fastest.hours:,.1f} h, ${fastest.usd:,.0f}".replace("$", "\\$")
+    )
+if not result.plans:
+    st.stop()
+
+labels = [plan_label(number, plan) for number, plan in enumerate(result.plans, start=1)]
+start = result.plans.index(best) if best in result.plans else 0
+chosen_label = st.selectbox("Plan", labels, index=start, key="plan_chosen")
+chosen = result.plans[labels.index(chosen_label)]
+st.plotly_chart(front_figure(result.plans, chosen), width="stretch")
+st.markdown(f"**Why this plan:** {chosen.reason}".replace("$", "\\$"))
+left, middle, right = st.columns(3)
+if left.button("Open on the Memory page", key="plan_open_memory"):
+    apply_plan(chosen, request.dataset_tokens, gpu_names)
+    st.switch_page("app_pages/memory.py")
+if middle.button("Open on the Time and cost page", key="plan_open_cost"):
+    apply_plan(chosen, request.dataset_tokens, gpu_names)
+    st.switch_page("app_pages/cost.py")
+query = share_query(chosen, request.dataset_tokens, gpu_names, dict(st.query_params))
+right.markdown(f"Links: [Memory](./memory?{query}) · [Time and cost](./cost?{query})")
+
+st.dataframe(
+    plans_table(result.plans),
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "hours": st.column_config.NumberColumn(format="%.1f"),
+        "usd": st.column_config.NumberColumn(format="$%.0f"),
+        "usd on demand": st.column_config.NumberColumn(format="$%.0f"),
+        "usd spot": st.column_config.NumberColumn(format="$%.0f"),
+        "peak GiB": st.column_config.NumberColumn(format="%.1f"),
+        "headroom GiB": st.column_config.NumberColumn(format="%.1f"),
+        "step s": st.column_config.NumberColumn(format="%.3f"),
+    },
+)
+request_row = {"model": spec.name} | request.model_dump(mode="json")
+downloads = st.columns(2)
+downloads[0].download_button("Plans (CSV)", plans_csv_bytes(result.plans), "plans.csv", "text/csv")
+downloads[1].download_button(
+    "Plans, request, assumptions and price dates (Excel)",
+    plans_excel_bytes(result, request_row),
+    "plans.xlsx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+)
+st.subheader("Launch settings for the chosen plan")
+launch = st.columns(4)
+for column, (name, text) in zip(launch, launch_files(chosen).items(), strict=True):
+    column.download_button(name, text.encode("utf-8"), name, "text/plain", key=f"launch_{name}")
+with st.expander("Assumptions"):
+    for line in result.assumptions:
+        st.markdown(f"- {line}")

@@ -1,0 +1,49 @@
+"""Downloads of a plan search: CSV of the plans, and an Excel workbook with the request, the
+assumptions and the price dates beside them (sheets "plans" and "assumptions", columns kind,
+name, value, as calculators.exports writes them)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from calculators.exports import ASSUMPTION_COLUMNS, _store_formulas_as_text, without_control_characters
+from calculators.planner import Plan, PlanResult
+
+PLANS_SHEET = "plans"
+ASSUMPTIONS_SHEET = "assumptions"
+PLAN_COLUMNS: tuple[str, ...] = tuple(Plan.model_fields)
+
+
+def plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
+    """One row per plan, Plan fields as columns (an empty table keeps the columns)."""
+    return pd.DataFrame([plan.model_dump() for plan in plans], columns=list(PLAN_COLUMNS))
+
+
+def plan_assumptions_frame(result: PlanResult, request: Mapping[str, object]) -> pd.DataFrame:
+    """The request, the assumptions, the impossible asks and each price source's as-of date."""
+    rows = [("request", str(name), str(value)) for name, value in request.items()]
+    rows += [("assumption", str(number), text) for number, text in enumerate(result.assumptions, start=1)]
+    rows += [("problem", str(number), text) for number, text in enumerate(result.problems, start=1)]
+    dates = sorted({(plan.provider, plan.source, str(plan.price_as_of)) for plan in result.plans})
+    rows += [("price as of", f"{provider}: {source}", as_of) for provider, source, as_of in dates]
+    return pd.DataFrame(rows, columns=list(ASSUMPTION_COLUMNS))
+
+
+def plans_csv_bytes(plans: Sequence[Plan]) -> bytes:
+    """The plans as UTF-8 CSV (header row, ISO dates, empty for None)."""
+    return plans_frame(plans).to_csv(index=False).encode("utf-8")
+
+
+def plans_excel_bytes(result: PlanResult, request: Mapping[str, object]) -> bytes:
+    """An .xlsx workbook with the sheets "plans" and "assumptions" (needs openpyxl)."""
+    sheets = {PLANS_SHEET: plans_frame(result.plans), ASSUMPTIONS_SHEET: plan_assumptions_frame(result, request)}
+    buffer = io.BytesIO()
+    with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
+        for name, frame in sheets.items():
+            without_control_characters(frame).to_excel(writer, sheet_name=name, index=False)
+        for sheet in writer.sheets.values():
+            _store_formulas_as_text(sheet)
+    return buffer.getvalue()

@@ -1,0 +1,47 @@
+"""The Plan page under AppTest: nothing runs on load, a search finds plans, a plan opens on the Memory page."""
+
+from __future__ import annotations
+
+from tests.apptest_helpers import open_app
+
+PLAN_PAGE = "app_pages/plan.py"
+
+
+def find_plans(app):
+    next(button for button in app.button if button.label == "Find plans").click().run()
+    assert not app.exception, [e.message for e in app.exception]
+    return app
+
+
+def test_nothing_is_searched_until_asked():
+    app = open_app(PLAN_PAGE, model="gpt2")
+    assert app.title[0].value == "Plan a run"
+    assert any("Find plans" in info.value for info in app.info)
+    assert not app.dataframe
+
+
+def test_a_search_shows_the_front_and_the_cheapest_plan_within_the_deadline():
+    app = find_plans(open_app(PLAN_PAGE, model="gpt2", plan_tokens_b="1", deadline_h="24", max_gpus="8"))
+    assert any(message.value.startswith("Cheapest within the limits") for message in app.success)
+    table = app.dataframe[0].value
+    assert len(table) >= 1 and (table["peak GiB"] <= 288).all()
+    assert not app.warning
+
+
+def test_an_impossible_deadline_says_the_shortest_time():
+    app = find_plans(open_app(PLAN_PAGE, model="gpt2", plan_tokens_b="1000", deadline_h="0.01", max_gpus="8"))
+    assert any("no plan meets the 0.0 h deadline: the fastest takes" in message.value for message in app.warning)
+
+
+def test_a_plan_opens_on_the_memory_page_with_its_settings():
+    app = find_plans(open_app(PLAN_PAGE, model="gpt2", plan_tokens_b="1", deadline_h="24", max_gpus="8"))
+    chosen = app.selectbox(key="plan_chosen").value
+    next(button for button in app.button if button.label == "Open on the Memory page").click().run()
+    assert not app.exception
+    assert app.title[0].value == "Will it fit?"
+    gpus = int(chosen.split(". ")[1].split(" x ")[0])
+    zero = app.session_state["_value_zero"]
+    data_parallel = app.session_state["_value_gpus"]
+    assert data_parallel * app.session_state["_value_tensor_parallel"] * app.session_state[
+        "_value_pipeline_parallel"] == gpus  # fmt: skip
+    assert zero in (0, 1, 2, 3)

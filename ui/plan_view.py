@@ -1,0 +1,151 @@
+"""The Plan page's pieces: the request from the page's settings, the search with a progress bar,
+the front as a chart and a table, and opening a plan on the other pages."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from pydantic import ValidationError
+
+from calculators.planner import Plan, PlanRequest, PlanResult, plan_run
+from calculators.settings import all_settings
+from calculators.workload import describe_workload_error
+from ui import state
+
+RESULT_KEY = "_plan_result"
+
+# The workload settings a plan sets, by their keys in calculators.settings.
+PLAN_SETTING_KEYS: dict[str, str] = {
+    "micro_batch": "micro_batch",
+    "grad_accum": "grad_accum",
+    "data_parallel": "gpus",
+    "zero": "zero",
+    "checkpointing": "checkpointing",
+    "tensor_parallel": "tensor_parallel",
+    "pipeline_parallel": "pipeline_parallel",
+    "precision": "precision",
+    "offload_optimizer": "offload_optimizer",
+    "offload_parameters": "offload_parameters",
+}
+
+
+def plan_request(mode: str) -> tuple[PlanRequest | None, str | None]:
+    """The request from the page's kept settings, or the reason it is not valid."""
+    providers = state.value("plan_providers")
+    try:
+        request = PlanRequest(
+            mode=mode,
+            dataset_tokens=state.value("plan_tokens_billion") * 1e9,
+            global_batch_tokens=state.value("plan_global_batch") or None,
+            deadline_hours=state.value("plan_deadline_hours") or None,
+            budget_usd=state.value("plan_budget_usd") or None,
+            max_gpus=state.value("plan_max_gpus"),
+            providers=tuple(providers) if providers else None,
+            allow_spot=state.value("plan_spot"),
+            include_owned=state.value("plan_owned"),
+        )
+    except ValidationError as error:
+        return None, describe_workload_error(error)
+    return request, None
+
+
+def run_search(spec, settings, request: PlanRequest, catalogue, prices) -> PlanResult:
+    """The search with a progress bar that is removed when it ends."""
+    bar = st.progress(0.0, text="Searching GPUs, counts and layouts")
+
+    def report(fraction: float, gpu: str) -> None:
+        bar.progress(min(fraction, 1.0), text=f"Searching {gpu}")
+
+    try:
+        return plan_run(spec, settings, request, catalogue, prices, progress=report)
+    finally:
+        bar.empty()
+
+
+def plan_label(number: int, plan: Plan) -> str:
+    return (
+        f"{number}. {plan.gpus} x {plan.gpu} · {plan.provider} {plan.pricing} · {plan.hours:,.1f} h · ${plan.usd:,.0f}"
+    )
+
+
+def plans_table(plans: list[Plan]) -> pd.DataFrame:
+    """The front as a table, fastest first."""
+    return pd.DataFrame(
+        [
+            {
+                "plan": number,
+                "gpu": plan.gpu,
+                "gpus": plan.gpus,
+                "provider": plan.provider,
+                "instance": plan.instance_type,
+                "pricing": plan.pricing,
+                "hours": plan.hours,
+                "usd": plan.usd,
+                "usd on demand": plan.usd_on_demand,
+                "usd spot": plan.usd_spot_expected,
+                "ZeRO": plan.zero,
+                "tp x pp": f"{plan.tensor_parallel} x {plan.pipeline_parallel}",
+                "checkpointing": plan.checkpointing,
+                "micro-batch x accumulation": f"{plan.micro_batch} x {plan.grad_accum}",
+                "peak GiB": plan.peak_gib,
+                "headroom GiB": plan.headroom_gib,
+                "step s": plan.step_s,
+                "price as of": plan.price_as_of,
+                "why": plan.reason,
+            }
+            for number, plan in enumerate(plans, start=1)
+        ]
+    )
+
+
+def front_figure(plans: list[Plan], chosen: Plan | None) -> go.Figure:
+    """Hours against USD of the front, the chosen plan marked."""
+    figure = go.Figure()
+    figure.add_scatter(
+        x=[plan.hours for plan in plans],
+        y=[plan.usd for plan in plans],
+        mode="lines+markers",
+        name="time-cost front",
+        text=[plan_label(number, plan) for number, plan in enumerate(plans, start=1)],
+        hovertemplate="%{text}<extra></extra>",
+        line=dict(dash="dot"),
+    )
+    if chosen is not None:
+        figure.add_scatter(
+            x=[chosen.hours], y=[chosen.usd], mode="markers", name="chosen", marker=dict(size=16, symbol="star")
+        )
+    figure.update_layout(
+        xaxis=dict(type="log", title="Hours (wall clock)"),
+        yaxis=dict(type="log", title="USD for the run"),
+        height=420,
+        margin=dict(l=10, r=10, t=30, b=10),
+    )
+    return figure
+
+
+def plan_values(plan: Plan, tokens: float, gpu_names: set[str]) -> dict[str, object]:
+    """The kept settings (by key) that put a plan on the other pages; `tokens` per epoch."""
+    values: dict[str, object] = {key: getattr(plan, field) for field, key in PLAN_SETTING_KEYS.items()}
+    values["cost_tokens_billion"] = tokens
+    if plan.gpu in gpu_names:
+        values["gpu"] = plan.gpu
+    return values
+
+
+def apply_plan(plan: Plan, tokens: float, gpu_names: set[str]) -> None:
+    """Make the plan's settings the user's (the sidebar and the other pages read them)."""
+    for key, value in plan_values(plan, tokens, gpu_names).items():
+        state.set_value(key, value)
+
+
+def share_query(plan: Plan, tokens: float, gpu_names: set[str], current: dict[str, str]) -> str:
+    """The link's query: the current one with the plan's settings, keys as calculators.settings declares."""
+    declared = {item.key: item for item in state.known_settings()} | {item.key: item for item in all_settings()}
+    query = dict(current)
+    for key, value in plan_values(plan, tokens, gpu_names).items():
+        item = declared[key]
+        query[item.query] = item.format_shown(value)
+    return urlencode(query)
