@@ -18,7 +18,10 @@ from calculators.contradictions import workload_problems
 from calculators.cost import adjusted_prices, cost_options
 from calculators.fit import check_fit, suggestions, verdict
 from calculators.fit_matrix import fit_matrix
-from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
+from calculators.framework_config import FrameworkConfigError, describe_unknown, merged_values, read_framework_config
+from calculators.geometry import active_parameters
+from calculators.gpu_catalogue import GpuSpec, find_gpu, load_gpu_catalogue
+from calculators.hub_config import fetch_hub_config
 from calculators.inference import ServingSettings, estimate_serving, max_concurrency, max_context_len, serving_table
 from calculators.memory import COMPONENT_LABEL, estimate_memory
 from calculators.model_input import (
@@ -27,11 +30,13 @@ from calculators.model_input import (
     spec_from_hf_config,
     spec_from_parameter_count,
 )
+from calculators.model_library import ModelNotFound, resolve_model, search_models
 from calculators.model_spec import ModelSpec
-from calculators.presets import get_preset, load_presets
+from calculators.planner import DEFAULT_MAX_GPUS, PlanRequest, PlanResult, plan_run
+from calculators.presets import load_presets
 from calculators.prices import PriceCatalogueError, load_prices, parse_price_csv
 from calculators.settings import RunInputs, Setting, SettingError, all_settings
-from calculators.time_model import TimeSettings
+from calculators.time_model import STEP_SETTING_FIELDS, TimeSettings, estimate_time
 from calculators.training import TrainingSettings
 from calculators.workload import ServeWorkload, TrainingWorkload, Workload, build_workload, describe_workload_error
 
@@ -78,11 +83,18 @@ def add_setting_arguments(parser: argparse.ArgumentParser, items: Iterable[Setti
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     """The model flags, then the mode, training and serving flags of calculators.settings."""
     model = parser.add_argument_group("model (one of)")
-    model.add_argument("--model", help="preset name, e.g. llama-3.1-8b")
+    model.add_argument("--model", help="preset name or Hugging Face id (org/name[@revision]), e.g. llama-3.1-8b")
     model.add_argument("--config-json", type=Path, help="a Hugging Face config.json file")
     model.add_argument("--params", type=float, help="a bare parameter count, e.g. 7e9 (shape assumed)")
+    parser.add_argument(
+        "--framework-config",
+        type=Path,
+        help="a torchtune YAML, DeepSpeed JSON or HF TrainingArguments JSON; fills the settings no flag gives",
+    )
     workload = [item for item in all_settings() if item.model in (None, TrainingSettings, ServingSettings)]
     add_setting_arguments(parser.add_argument_group("workload"), workload)
+    step = [item for item in all_settings() if item.model is TimeSettings and item.name in STEP_SETTING_FIELDS]
+    add_setting_arguments(parser.add_argument_group("step (placement, overlap, schedule)"), step)
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -102,23 +114,46 @@ def model_from_args(args: argparse.Namespace) -> ModelSpec:
         raise UsageError("give exactly one of --model, --config-json or --params")
     try:
         if args.model is not None:
-            return get_preset(args.model)
+            return resolve_model(args.model, fetch_hub_config)
         if args.config_json is not None:
             return spec_from_hf_config(args.config_json.read_bytes(), args.config_json.name)
         return spec_from_parameter_count(args.params)
     except KeyError as error:
         raise UsageError(str(error).strip("'\"")) from None
+    except ModelNotFound as error:
+        raise UsageError(str(error)) from None
     except OSError as error:
         raise UsageError(f"cannot read {args.config_json}: {error.strerror}") from None
     except ModelInputError as error:
         raise UsageError(str(error)) from None
 
 
+def _with_framework_config(args: argparse.Namespace, values: dict) -> dict:
+    """The settings of --framework-config FILE in place of those no flag gave; unknown keys
+    are named on stderr and the rest is kept."""
+    path = getattr(args, "framework_config", None)
+    if path is None:
+        return values
+    try:
+        config = read_framework_config(path.read_text(encoding="utf-8"), path.name)
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror}") from None
+    except FrameworkConfigError as error:
+        raise UsageError(str(error)) from None
+    warning = describe_unknown(config, path.name)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    defaults = {item.name: (item.key, item.default_value) for item in all_settings() if item.model is TrainingSettings}
+    defaults["mode"] = ("mode", "train")
+    return merged_values(values, config, defaults)
+
+
 def workload_from_args(args: argparse.Namespace) -> Workload:
     """The mode's workload from the flags; every problem is one usage line."""
     spec = model_from_args(args)
     try:
-        return build_workload(args.mode, spec, setting_values(args))
+        values = _with_framework_config(args, setting_values(args))
+        return build_workload(values.get("mode", args.mode), spec, values)
     except ValueError as error:  # pydantic's ValidationError is one
         raise UsageError(describe_workload_error(error)) from None
 
@@ -184,6 +219,8 @@ def memory_command(args: argparse.Namespace) -> str:
     estimate = estimate_memory(spec, settings)
     result = {"model": spec.name, "mode": workload.mode, "settings": settings.model_dump(exclude={"overheads"})}
     result |= estimate.model_dump() | {"warnings": workload_problems(workload)}
+    result["active_parameters"] = active_parameters(spec)
+    result["active_parameters_without_embedding"] = result["active_parameters"] - spec.vocab_size * spec.hidden_size
     if args.gpu_memory_gib is not None:
         result["fit"] = check_fit(spec, settings, args.gpu_memory_gib).model_dump()
         result["suggestions"] = [s.model_dump() for s in suggestions(spec, settings, args.gpu_memory_gib)]
@@ -280,16 +317,24 @@ def _serving_fit_output(workload: ServeWorkload, catalogue, as_json: bool) -> st
     return "\n".join(lines)
 
 
-def _time_settings_from_args(args: argparse.Namespace) -> TimeSettings:
-    if (args.dataset_tokens is None) == (args.dataset_samples is None):
+def _time_settings_from_args(args: argparse.Namespace, default_tokens: float | None = None) -> TimeSettings:
+    tokens = args.dataset_tokens
+    if tokens is None and args.dataset_samples is None:
+        tokens = default_tokens
+    if (tokens is None) == (args.dataset_samples is None):
         raise UsageError("give exactly one of --dataset-tokens or --dataset-samples")
+    step = {
+        item.name: getattr(args, _flag_dest(item.flag))
+        for item in all_settings()
+        if item.model is TimeSettings and item.name in STEP_SETTING_FIELDS
+    }
     try:
         return TimeSettings(
-            dataset_tokens=args.dataset_tokens,
+            dataset_tokens=tokens,
             dataset_samples=args.dataset_samples,
             epochs=args.epochs,
             utilisation=args.utilisation,
-            inter_node_gbps=args.inter_node_gbps,
+            **step,
         )
     except ValidationError as error:
         raise UsageError(describe_validation_error(error)) from None
@@ -340,6 +385,93 @@ def cost_command(args: argparse.Namespace) -> str:
             f"  on demand ${option.usd_on_demand:>12,.0f}  spot {spot:>12}"
             + (f"  left out: {option.excluded_reason}" if option.excluded_reason else "")
         )
+    return "\n".join(lines)
+
+
+def plan_command(args: argparse.Namespace) -> str:
+    """Search GPUs, counts, layouts, providers and pricing for the cheapest and fastest plans."""
+    workload = training_workload(args, "plan")
+    spec, settings = workload.model, workload.training
+    time_settings = _time_settings_from_args(args)
+    catalogue = list(load_gpu_catalogue())
+    prices = _prices_from_args(args, catalogue)
+    known = sorted({price.provider for price in prices})
+    unknown = [name for name in args.providers or () if name.casefold() not in {k.casefold() for k in known}]
+    if unknown:
+        raise UsageError(f"unknown provider {', '.join(unknown)}; the price sheet has: {', '.join(known)}")
+    try:
+        request = PlanRequest(
+            mode=workload.mode,
+            dataset_tokens=time_settings.tokens_per_epoch(settings.seq_len),
+            epochs=time_settings.epochs,
+            global_batch_tokens=args.global_batch_tokens,
+            deadline_hours=args.deadline_hours,
+            budget_usd=args.budget_usd,
+            max_gpus=args.max_gpus,
+            providers=tuple(args.providers) if args.providers else None,
+            allow_spot=not args.no_spot,
+            include_owned=args.owned,
+            checkpoint_write_h=args.checkpoint_write_min / 60,
+            restart_h=args.restart_min / 60,
+        )
+        result = plan_run(spec, settings, request, catalogue, prices, time_settings)
+    except ValidationError as error:
+        raise UsageError(describe_validation_error(error)) from None
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if args.json:
+        return json.dumps(result.model_dump(mode="json"), indent=2)
+    return format_plan_table(result)
+
+
+def format_plan_table(result: PlanResult) -> str:
+    lines = [
+        f"{result.model} ({result.mode}) on {result.dataset_tokens:,.0f} tokens x {result.epochs:g} epoch(s), "
+        f"global batch {result.global_batch_tokens:,} tokens: {len(result.plans)} plans on the time-cost front "
+        f"({result.searched:,} configurations examined in {result.seconds:.2f} s)"
+    ]
+    lines += [f"impossible: {problem}" for problem in result.problems]
+    for label, plan in (("cheapest within the limits", result.best_under_deadline),
+                        ("fastest within the limits", result.best_under_budget)):  # fmt: skip
+        if plan is not None:
+            lines.append(f"{label}: {plan.gpus} x {plan.gpu} on {plan.provider} {plan.instance_type} ({plan.pricing}), "
+                         f"{plan.hours:,.1f} h, ${plan.usd:,.0f}")  # fmt: skip
+    for plan in result.plans:
+        lines.append(
+            f"  {plan.gpus:>5} x {plan.gpu:<26}{plan.provider:<11}{plan.pricing:<10}ZeRO-{plan.zero} "
+            f"tp {plan.tensor_parallel} pp {plan.pipeline_parallel} ckpt {plan.checkpointing:<10}"
+            f"{'offload ' if plan.offload_optimizer or plan.offload_parameters else ''}"
+            f"mb {plan.micro_batch:>3} x ga {plan.grad_accum:<5}{plan.peak_gib:>7.1f} GiB{plan.hours:>10.1f} h"
+            f"  ${plan.usd:>12,.0f}"
+        )
+    return "\n".join(lines)
+
+
+def time_command(args: argparse.Namespace) -> str:
+    """The step time of the workload on one GPU type, broken down by op class and dimension."""
+    workload = training_workload(args, "time")
+    spec, settings = workload.model, workload.training
+    time_settings = _time_settings_from_args(args, default_tokens=1e9)
+    try:
+        gpu = find_gpu(args.gpu)
+        estimate = estimate_time(spec, settings, gpu, time_settings)
+    except (KeyError, ValueError) as error:
+        raise UsageError(str(error).strip("'\"")) from None
+    result = {"model": spec.name} | estimate.model_dump(mode="json")
+    if args.json:
+        return json.dumps(result, indent=2)
+    lines = [
+        f"{spec.name} on {settings.total_gpus} x {gpu.name}: step {estimate.step_s:.3f} s, "
+        f"{estimate.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, MFU {estimate.mfu:.1%} (HFU {estimate.hfu:.1%})",
+        "  compute:",
+        *(f"    {name:<14}{seconds:>10.4f} s" for name, seconds in estimate.compute_by_class_s.items()),
+        "  communication (total / exposed):",
+        *(
+            f"    {dim:<14}{estimate.comm_by_dimension_s[dim]:>10.4f} s {exposed:>10.4f} s"
+            for dim, exposed in estimate.comm_exposed_by_dimension_s.items()
+        ),
+        f"  pipeline bubble {estimate.bubble_s:.4f} s",
+    ]
     return "\n".join(lines)
 
 
@@ -427,6 +559,14 @@ def presets_command(args: argparse.Namespace) -> str:
     return "\n".join(sorted(presets))
 
 
+def models_command(args: argparse.Namespace) -> str:
+    """Presets and bundled library models whose name contains every word of --search."""
+    names = search_models(args.search or "", limit=args.limit)
+    if args.json:
+        return json.dumps(names, indent=2)
+    return "\n".join(names)
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="python -m calculators", description="GPU memory and cost estimates")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -448,6 +588,29 @@ def build_parser() -> OneLineParser:
     run.add_argument("--fits-only", action="store_true", help="only GPUs the workload fits on")
     run.add_argument("--top", type=int, default=20, help="rows in the readable table")
     cost.set_defaults(handler=cost_command)
+    plan = commands.add_parser("plan", help="cheapest and fastest ways to train on N tokens: GPUs, layout, provider")
+    add_workload_arguments(plan)
+    plan_run_group = plan.add_argument_group("run")
+    add_setting_arguments(plan_run_group, [item for item in all_settings() if item.model in (TimeSettings, RunInputs)])
+    plan_run_group.add_argument("--prices", type=Path, help="a price sheet CSV instead of data/cloud_prices.csv")
+    plan_run_group.add_argument("--deadline-hours", type=float, help="the run must end within this many hours")
+    plan_run_group.add_argument("--budget-usd", type=float, help="the run must cost at most this many USD")
+    plan_run_group.add_argument("--max-gpus", type=int, default=DEFAULT_MAX_GPUS, help="most GPUs in one plan")
+    plan_run_group.add_argument("--providers", nargs="+", help="only these providers (default: all)")
+    plan_run_group.add_argument("--no-spot", action="store_true", help="leave spot (preemptible) pricing out")
+    plan_run_group.add_argument("--owned", action="store_true", help="also price owning the GPUs")
+    plan_run_group.add_argument(
+        "--global-batch-tokens",
+        type=int,
+        help="tokens per optimizer step (default: 4M to train, 128 sequences to fine-tune)",
+    )
+    plan.set_defaults(handler=plan_command)
+    timing = commands.add_parser("time", help="step time of the workload on one GPU type, broken down")
+    add_workload_arguments(timing)
+    timing.add_argument("--gpu", required=True, help="a GPU of the catalogue, e.g. H100-SXM5-80GB")
+    run_settings = [item for item in all_settings() if item.model is TimeSettings]
+    add_setting_arguments(timing.add_argument_group("run"), run_settings)
+    timing.set_defaults(handler=time_command)
     trace = commands.add_parser("trace", help="exact memory and FLOPs of one step under fake tensors (CPU)")
     add_workload_arguments(trace)
     trace.add_argument("--timeout-s", type=float, default=120.0, help="limit for the traced subprocess")
@@ -465,6 +628,11 @@ def build_parser() -> OneLineParser:
     presets = commands.add_parser("presets", help="list the model presets")
     presets.add_argument("--json", action="store_true")
     presets.set_defaults(handler=presets_command)
+    models = commands.add_parser("models", help="search the presets and the bundled library of open models")
+    models.add_argument("--search", help="words the name contains, e.g. qwen")
+    models.add_argument("--limit", type=int, default=50)
+    models.add_argument("--json", action="store_true")
+    models.set_defaults(handler=models_command)
     return parser
 
 

@@ -171,7 +171,7 @@ def test_cost_discount_scales_every_price(capsys):
     ("argv", "message"),
     [
         (["cost", "--model", "gpt2"], "exactly one of --dataset-tokens or --dataset-samples"),
-        (["cost", "--model", "gpt2", "--dataset-tokens", "-5"], "--dataset-tokens: must be greater than 0"),
+        (["cost", "--model", "gpt2", "--dataset-tokens", "-5"], "--dataset-tokens: must be at least 1"),
         (["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--discount-pct", "120"], "--discount-pct"),
         (["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--utilisation", "3"], "utilisation"),
         (["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--prices", "/no/file.csv"], "cannot read"),

@@ -12,6 +12,33 @@ from ui import state
 COMPARE_DEFAULT_PICK = ["H100-SXM5-80GB", "A100-SXM4-80GB"]
 
 state.register(
+    # Plan a run (0 for the deadline, budget or global batch: none given)
+    Setting(
+        "plan_tokens_billion",
+        "plan_tokens_b",
+        "Tokens to train on (billions)",
+        kind=float,
+        default=20.0,
+        low=1e-6,
+        high=1e7,
+    ),  # fmt: skip
+    Setting(
+        "plan_deadline_hours", "deadline_h", "Deadline (hours, 0 = none)", kind=float, default=72.0, low=0, high=1e6
+    ),  # fmt: skip
+    Setting("plan_budget_usd", "budget_usd", "Budget (USD, 0 = none)", kind=float, default=0.0, low=0, high=1e12),
+    Setting("plan_max_gpus", "max_gpus", "Most GPUs", kind=int, default=256, low=1, high=65_536),
+    Setting(
+        "plan_global_batch",
+        "gbatch",
+        "Global batch (tokens per step, 0 = the mode's default)",
+        kind=int,
+        default=0,
+        low=0,
+        high=1 << 32,
+    ),  # fmt: skip
+    Setting("plan_providers", "providers", "Providers (all when empty)", kind=str, default=[], is_list=True),
+    Setting("plan_spot", "spot", "Spot allowed", kind=bool, default=True),
+    Setting("plan_owned", "owned", "Also price owning the GPUs", kind=bool, default=False),
     # Compare GPUs
     Setting("cmp_vendors", "vendors", "Vendor (all when empty)", kind=str, default=[], is_list=True),
     Setting("cmp_categories", "categories", "Category (all when empty)", kind=str, default=[], is_list=True),

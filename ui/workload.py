@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from calculators.fit_matrix import gpu_memory_gib
 from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
+from calculators.hub_config import fetch_hub_config
 from calculators.inference import ServingSettings
 from calculators.model_input import (
     ModelInputError,
@@ -22,11 +23,20 @@ from calculators.model_input import (
     spec_from_hf_config,
     spec_from_parameter_count,
 )
+from calculators.model_library import ModelNotFound, library_model, model_names, resolve_model
 from calculators.model_spec import ModelSpec
 from calculators.modes import MODE_LABEL
 from calculators.presets import load_presets
 from calculators.settings import Setting, all_settings
-from calculators.training import FSDP_NAME, LORA_TARGET_LABEL, PRECISION_LABEL, TrainingSettings
+from calculators.training import (
+    FRAMEWORKS,
+    FSDP_NAME,
+    LORA_TARGET_LABEL,
+    LOSSES,
+    OPTIMIZER_IMPLS,
+    PRECISION_LABEL,
+    TrainingSettings,
+)
 from calculators.workload import GpuTarget, Workload, build_workload, describe_workload_error
 from ui import page_settings, state
 from ui.calibration_state import active_calibration
@@ -84,23 +94,48 @@ class SidebarWorkload:
 # --- the model ---------------------------------------------------------------------------
 
 
+def _named_model(name: str) -> tuple[ModelSpec | None, list[str], list[str]]:
+    """A preset, a bundled library model, a cached or Hub config by its id; what the user typed
+    stays in the box when it cannot be found."""
+    try:
+        spec = resolve_model(name, fetch_hub_config)
+    except (ModelNotFound, ModelInputError) as error:
+        return None, [str(error)], []
+    bundled = library_model(name)
+    if bundled is None:
+        return spec, [], [] if name in load_presets() else [f"Model {spec.name} read from its config.json."]
+    gated = ", gated (accept the license on the Hub)" if bundled.gated else ""
+    note = f"{spec.name}: license {bundled.license}{gated}; parameters from {bundled.parameters_source}."
+    return spec, [], [note]
+
+
 def _model_controls(presets: dict[str, ModelSpec]) -> tuple[ModelSpec | None, list[str], list[str]]:
     sidebar = st.sidebar
     source = state.widget(sidebar.radio, "model_source", "Model from", MODEL_SOURCES, horizontal=True)
     preset_name = state.value("preset")
-    if preset_name not in presets:
-        state.set_value("preset", DEFAULT_PRESET)
-        unknown = f"Unknown preset {preset_name!r}; showing {DEFAULT_PRESET}."
-        spec, errors, notes = _model_controls(presets)
-        return spec, [unknown, *errors], notes
     if source == "Preset":
-        name = state.choice(sidebar, "preset", options=sorted(presets))
-        return presets[name], [], []
+        names = model_names()
+        options = names if preset_name in names else [*names, preset_name]  # a typed Hub id stays
+        state.choice(
+            sidebar,
+            "preset",
+            label="Model (preset or Hugging Face id)",
+            options=options,
+            accept_new_options=True,
+            help="Type any part of a name to search the presets and the bundled open models, or a "
+            "Hugging Face id org/name[@revision] to read its config.json.",
+        )
+        return _named_model(state.value("preset"))
     if source == "Parameter count":
         return _parameter_count_model()
     if source == "config.json":
         return _uploaded_model()
-    return _custom_architecture(presets[preset_name])
+    start_from, errors, _ = _named_model(preset_name)
+    if start_from is None:
+        start_from = presets[DEFAULT_PRESET]
+        errors = [f"{errors[0]} Starting from {DEFAULT_PRESET}."]
+    spec, more_errors, notes = _custom_architecture(start_from)
+    return spec, [*errors, *more_errors], notes
 
 
 def _parameter_count_model() -> tuple[ModelSpec | None, list[str], list[str]]:
@@ -183,6 +218,8 @@ def _training_controls(mode: str) -> None:
     state.choice(
         sidebar,
         "optimizer_impl",
+        options=[None, *OPTIMIZER_IMPLS],
+        format_func=lambda impl: impl or "framework default (foreach)",
         help="torch AdamW: foreach (default on CUDA) holds one extra copy of the states during step(); "
         "fused updates in place; for-loop holds one tensor's worth.",
     )
@@ -194,6 +231,9 @@ def _training_controls(mode: str) -> None:
         col1, col2 = sidebar.columns(2)
         state.number(col1, "lora_rank")
         state.choice(col2, "lora_targets", help="; ".join(LORA_TARGET_LABEL.values()))
+        if mode == "finetune-qlora":
+            backends = [None, "bitsandbytes", "torchao"]
+            state.choice(sidebar, "quant_backend", options=backends, format_func=lambda v: v or "framework default")
     with sidebar.expander("Parallelism, offload, frozen layers"):
         col1, col2 = st.columns(2)
         state.number(col1, "tensor_parallel")
@@ -202,6 +242,21 @@ def _training_controls(mode: str) -> None:
         state.checkbox(st, "offload_parameters")
         if mode == "train":
             state.number(st, "frozen_layers")
+    _stack_controls(sidebar)
+
+
+def _stack_controls(sidebar) -> None:
+    """The training stack: its framework's defaults fill the loss and the AdamW implementation
+    left on 'framework default'."""
+    with sidebar.expander("Training stack"):
+        state.choice(st, "framework", options=[None, *FRAMEWORKS], format_func=lambda f: f or "none (plain PyTorch)")
+        state.choice(st, "loss", options=[None, *LOSSES], format_func=lambda v: v or "framework default")
+        state.number(st, "loss_chunks")
+        state.checkbox(st, "liger")
+        state.checkbox(st, "optimizer_in_backward")
+        state.checkbox(st, "activation_offload")
+        state.checkbox(st, "load_whole_model")
+        st.caption("torch.compile: the run's compile switch (--compile) also changes the memory estimate.")
 
 
 WEIGHT_PRECISION_LABEL = {
@@ -211,6 +266,7 @@ WEIGHT_PRECISION_LABEL = {
     "fp8": "FP8",
     "int8": "INT8 (GPTQ/AWQ-style groups)",
     "int4": "INT4 (GPTQ/AWQ-style groups)",
+    "nf4": "NF4 (bitsandbytes, double quantisation)",
 }
 
 

@@ -6,11 +6,11 @@ from playwright.sync_api import expect
 
 
 def test_changing_the_preset_turns_does_not_fit_into_fits(page, app_url):
-    page.goto(app_url)
+    page.goto(f"{app_url}/memory")
     main = page.get_by_test_id("stMain")
     expect(main.get_by_text("Does not fit:", exact=False)).to_be_visible(timeout=60_000)
 
-    preset = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Preset")
+    preset = page.get_by_test_id("stSidebar").get_by_role("combobox", name="Model (preset or Hugging Face id)")
     preset.click()
     page.get_by_role("option", name="gpt2", exact=True).click()
 
@@ -20,7 +20,7 @@ def test_changing_the_preset_turns_does_not_fit_into_fits(page, app_url):
 
 
 def test_a_deep_link_reproduces_the_scenario(page, app_url):
-    page.goto(f"{app_url}/?model=gpt2&mb=4")
+    page.goto(f"{app_url}/memory?model=gpt2&mb=4")
     main = page.get_by_test_id("stMain")
     expect(main.get_by_text("Fits:", exact=False)).to_be_visible(timeout=60_000)
     expect(page.get_by_test_id("stSidebar").get_by_label("Micro-batch")).to_have_value("4")
@@ -63,17 +63,17 @@ def test_cost_page_ranks_options_and_downloads_a_csv(page, app_url):
 
 
 def test_inference_mode_shows_the_serving_answers(page, app_url):
-    page.goto(f"{app_url}/?mode=inference&gpu=RTX-4090-24GB")
+    page.goto(f"{app_url}/memory?mode=inference&gpu=RTX-4090-24GB")
     main = page.get_by_test_id("stMain")
     expect(main.get_by_text("Most sequences that fit")).to_be_visible(timeout=60_000)
     expect(main.get_by_text("KV cache per sequence")).to_be_visible()
 
 
 def test_qlora_mode_fits_a_7b_model_on_a_24_gb_card(page, app_url):
-    page.goto(f"{app_url}/?model=llama-2-7b&gpu=RTX-4090-24GB&ckpt=full")
+    page.goto(f"{app_url}/memory?model=llama-2-7b&gpu=RTX-4090-24GB&ckpt=full")
     main = page.get_by_test_id("stMain")
     expect(main.get_by_text("Does not fit:", exact=False)).to_be_visible(timeout=60_000)
-    mode = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Mode")
+    mode = page.get_by_test_id("stSidebar").get_by_role("combobox", name="Mode", exact=True)
     mode.click()
     page.get_by_role("option", name="Fine-tune: QLoRA (4-bit base)").click()
     expect(main.get_by_text("Fits:", exact=False)).to_be_visible()
