@@ -88,6 +88,10 @@ def test_config_json_file_is_accepted(capsys, tmp_path):
             ["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--mode", "inference"],
             "`cost` runs a training step; --mode inference is answered by `memory` and `fit`",
         ),
+        (
+            ["trace", "--model", "gpt2", "--mode", "inference"],
+            "`trace` runs a training step; --mode inference is answered by `memory` and `fit`",
+        ),
         (["memory", "--model", "gpt2", "--precision", "fp7"], "invalid choice"),
         (["memory", "--model", "gpt2", "--micro-batch", "two"], "--micro-batch: expected a number, got 'two'"),
         (["memory", "--model", "gpt2", "--gpu-memory-gib", "-3"], "--gpu-memory-gib"),
@@ -233,3 +237,14 @@ def test_bad_calibrate_requests_are_refused_before_the_run(capsys, tmp_path, arg
     code, out, err = run_cli(capsys, "calibrate", "--device", "cpu", "--budget-s", "60", *argv)
     assert code == 2 and message in err and err.count("\n") == 1
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("mode", ["train", "finetune-lora", "finetune-qlora", "inference"])
+@pytest.mark.parametrize("command", ["memory", "fit"])
+def test_memory_and_fit_answer_every_mode(capsys, command, mode):
+    """Both dispatch on the workload's type: JSON for each mode, never a traceback."""
+    code, out, err = run_cli(capsys, command, "--model", "llama-3.1-8b", "--mode", mode, "--json")
+    assert code == 0 and err == ""
+    answer = json.loads(out)
+    rows = answer if command == "fit" else [answer]
+    assert rows and all(row["peak_gib"] > 0 for row in rows)

@@ -166,7 +166,7 @@ def test_a_shared_link_reproduces_the_cost_page(page, browser, app_url):
 
 
 def test_a_shared_link_keeps_the_workload_on_the_other_pages(page, browser, app_url):
-    for path in ("calibration", "validation"):
+    for path in ("", "calibration", "validation"):  # "" is the Plan page, the landing page
         page.goto(f"{app_url}/{path}?model=gpt2&mb=3&mode=finetune-lora&rank=8")
         wait_for_app(page)
         expect(sidebar(page).get_by_label("Micro-batch", exact=True)).to_have_value("3")
