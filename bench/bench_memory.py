@@ -36,7 +36,7 @@ def bench_page(page: str, repeats: int = 20) -> None:
 
 if __name__ == "__main__":
     bench_calculators()
-    pages = ("memory", "compare", "cost", "calibration", "validation")
+    pages = ("plan", "memory", "compare", "cost", "calibration", "validation")
     for page_path in (f"app_pages/{name}.py" for name in pages):
         bench_page(page_path)
     print(f"torch imported by the pages: {'torch' in sys.modules}")
