@@ -63,6 +63,12 @@ def options_excel_bytes(
         OPTIONS_SHEET: options_frame(options),
         ASSUMPTIONS_SHEET: assumptions_frame(assumptions, catalogue_dates, formulas),
     }
+    return workbook_bytes(sheets)
+
+
+def workbook_bytes(sheets: Mapping[str, pd.DataFrame]) -> bytes:
+    """An .xlsx workbook with one sheet per frame: control characters XML cannot hold are
+    dropped, and text that starts with "=" is stored as text, never run as a formula."""
     buffer = io.BytesIO()
     with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
         for name, frame in sheets.items():

@@ -4,12 +4,11 @@ name, value, as calculators.exports writes them)."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from calculators.exports import ASSUMPTION_COLUMNS, _store_formulas_as_text, without_control_characters
+from calculators.exports import ASSUMPTION_COLUMNS, workbook_bytes
 from calculators.planner import Plan, PlanResult
 
 PLANS_SHEET = "plans"
@@ -39,11 +38,6 @@ def plans_csv_bytes(plans: Sequence[Plan]) -> bytes:
 
 def plans_excel_bytes(result: PlanResult, request: Mapping[str, object]) -> bytes:
     """An .xlsx workbook with the sheets "plans" and "assumptions" (needs openpyxl)."""
-    sheets = {PLANS_SHEET: plans_frame(result.plans), ASSUMPTIONS_SHEET: plan_assumptions_frame(result, request)}
-    buffer = io.BytesIO()
-    with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
-        for name, frame in sheets.items():
-            without_control_characters(frame).to_excel(writer, sheet_name=name, index=False)
-        for sheet in writer.sheets.values():
-            _store_formulas_as_text(sheet)
-    return buffer.getvalue()
+    return workbook_bytes(
+        {PLANS_SHEET: plans_frame(result.plans), ASSUMPTIONS_SHEET: plan_assumptions_frame(result, request)}
+    )
