@@ -121,13 +121,3 @@ class ModelSpec(BaseModel):
     @property
     def is_gated_mlp(self) -> bool:
         return self.activation in ("swiglu", "geglu")
-
-
-def __getattr__(name: str):
-    """Parameter counting moved to calculators.geometry; kept reachable here while the last
-    importers are updated."""
-    if name in ("ParameterCount", "parameter_count", "attention_params", "mlp_params", "active_matmul_parameters"):
-        from calculators import geometry
-
-        return getattr(geometry, name)
-    raise AttributeError(name)

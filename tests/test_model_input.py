@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from calculators.geometry import parameter_count
 from calculators.model_input import MAX_CONFIG_BYTES, ModelInputError, spec_from_hf_config, spec_from_parameter_count
-from calculators.model_spec import parameter_count
 from calculators.presets import get_preset
 
 LLAMA2_7B_CONFIG = {

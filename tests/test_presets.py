@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from calculators.model_spec import ModelSpec, parameter_count
+from calculators.geometry import parameter_count
+from calculators.model_spec import ModelSpec
 from calculators.presets import (
     DEFAULT_PRESETS_PATH,
     EXTRA_COLUMNS,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from calculators.model_spec import ModelSpec, parameter_count
+from calculators.geometry import parameter_count
+from calculators.model_spec import ModelSpec
 from calculators.presets import get_preset
 from calculators.training import TrainingSettings
 from measure.trace import TraceError, run_trace

@@ -30,8 +30,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from calculators.geometry import parameter_count
 from calculators.gpu_catalogue import GpuSpec
-from calculators.model_spec import ModelSpec, parameter_count
+from calculators.model_spec import ModelSpec
 from measure.calibration.result import MATMUL_PRECISION_OF, BenchmarkRecord
 
 GIB = 2**30
