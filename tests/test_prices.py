@@ -115,6 +115,19 @@ def test_usd_per_gpu_hour_divides_the_instance_price():
     assert usd_per_gpu_hour(find("gpu_8x_h100_sxm5"), spot=True) is None
 
 
+def test_rows_for_gb200_and_gaudi2_price_one_gpu_hour_by_hand():
+    # CoreWeave prices a GB200 NVL72 node of 4 GPUs at $42.00/h: $10.50 per GPU-hour, the same
+    # figure its page gives for one GB200; Spheron a Superchip (2 GPUs) at $9.08/h: $4.54;
+    # Shadeform (Denvr) 8 Gaudi2 at $8.80/h: $1.10. (A Seeweb A30 row was left out: its
+    # source may quote euros, and a price in an unknown currency is not a price.)
+    assert usd_per_gpu_hour(find("GB200 NVL72 node (4 GPU)")) == pytest.approx(10.50)
+    assert usd_per_gpu_hour(find("GB200 Superchip (per the post)")) == pytest.approx(4.54)
+    assert usd_per_gpu_hour(find("denvr_Gaudi2x8")) == pytest.approx(1.10)
+    priced = {price.gpu for price in PRICES}
+    assert {"GB200 (per B200 GPU)", "Gaudi2-96GB"} <= priced
+    assert find("denvr_Gaudi2x8").notes.startswith("marketplace:")
+
+
 def test_prices_as_of_gives_the_date_range():
     oldest, newest = prices_as_of(PRICES)
     assert oldest <= newest
