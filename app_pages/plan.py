@@ -8,9 +8,11 @@ from calculators.launch_configs import launch_files
 from calculators.plan_exports import plans_csv_bytes, plans_excel_bytes
 from calculators.prices import load_prices
 from ui import state
+from ui.calibration_state import measured_utilisation
 from ui.plan_view import (
     RESULT_KEY,
     apply_plan,
+    calibration_caption,
     front_figure,
     plan_label,
     plan_request,
@@ -53,10 +55,19 @@ request, problem = plan_request(workload.mode)
 if problem:
     st.error(f"Check the plan's settings: {problem}")
     st.stop()
-asked = (spec.model_dump_json(), settings.model_dump_json(), request.model_dump_json(), len(catalogue))
+calibrated = measured_utilisation(settings.precision)
+if caption := calibration_caption(calibrated):
+    st.caption(caption)
+asked = (
+    spec.model_dump_json(),
+    settings.model_dump_json(),
+    request.model_dump_json(),
+    len(catalogue),
+    tuple(sorted(calibrated.items())),
+)
 if st.button("Find plans", type="primary"):
     try:
-        result = run_search(spec, settings, request, catalogue, prices)
+        result = run_search(spec, settings, request, catalogue, prices, calibrated)
     except ValueError as error:
         st.error(str(error))
         st.stop()

@@ -270,9 +270,11 @@ class _Search:
         time_settings: TimeSettings,
         sequences: int,
         host_memory_gib: float = DEFAULT_HOST_MEMORY_GIB_PER_GPU,
+        measured_utilisation: dict[str, float] | None = None,
     ):
         self.spec, self.base, self.time_settings, self.sequences = spec, base, time_settings, sequences
         self.host_memory_gib = host_memory_gib
+        self.measured_utilisation = dict(measured_utilisation or {})
         self._peaks: dict[tuple, float | None] = {}
         self._times: dict[tuple, TimeEstimate | None] = {}
         self.searched = 0
@@ -330,6 +332,8 @@ class _Search:
         if key not in self._times:
             self.searched += 1
             node_time = self.time_settings.model_copy(update={"gpus_per_node": node_gpus})
+            if node_time.utilisation is None and gpu.name in self.measured_utilisation:
+                node_time = node_time.model_copy(update={"utilisation": self.measured_utilisation[gpu.name]})
             try:
                 self._times[key] = estimate_time(self.spec, settings, gpu, node_time)
             except ValueError:
@@ -631,13 +635,17 @@ def plan_run(
     time_settings: TimeSettings | None = None,
     ownership: OwnershipSettings | None = None,
     progress: Callable[[float, str], None] | None = None,
+    measured_utilisation: dict[str, float] | None = None,
 ) -> PlanResult:
     """Search every GPU, count, layout, price row and pricing for `spec` trained as `request.mode`
     on `request.dataset_tokens` x epochs tokens; `base` gives the settings the search does not
     choose (sequence length, precision, optimizer, stack). Returns the front and the answers.
 
     `time_settings` gives the step assumptions (overlap, network, compile); its dataset is
-    replaced by the request's. Raises ValueError when the global batch is shorter than one sequence.
+    replaced by the request's. `measured_utilisation` (GPU name -> fraction of dense peak, from a
+    calibration, as calculators.cost.cost_options takes it) replaces the per-family default for
+    those GPUs when `time_settings.utilisation` is not given. Raises ValueError when the global
+    batch is shorter than one sequence or a measured utilisation is not in (0, 1].
     """
     started = time.perf_counter()
     ownership = ownership or OwnershipSettings()
@@ -651,7 +659,10 @@ def plan_run(
     run_time = (time_settings or TimeSettings(dataset_tokens=1.0)).model_copy(
         update={"dataset_tokens": request.dataset_tokens, "dataset_samples": None, "epochs": request.epochs}
     )
-    search = _Search(spec, base, run_time, sequences, request.host_memory_gib_per_gpu)
+    for gpu_name, fraction in (measured_utilisation or {}).items():
+        if not 0.0 < fraction <= 1.0:
+            raise ValueError(f"the measured utilisation of {gpu_name} is {fraction:g}; it must be in (0, 1]")
+    search = _Search(spec, base, run_time, sequences, request.host_memory_gib_per_gpu, measured_utilisation)
     prices = list(prices)
     gpus = [gpu for gpu in catalogue if request.gpus is None or gpu.name in request.gpus]
     candidates: list[Plan] = []
@@ -683,7 +694,8 @@ def plan_run(
         problems=_problems(request, front, fastest, cheapest, spec),
         searched=search.searched,
         seconds=time.perf_counter() - started,
-        assumptions=_assumptions(request, ownership, sequences, base),
+        assumptions=_assumptions(request, ownership, sequences, base)
+        + _measured_assumptions(measured_utilisation, run_time),
     )
 
 
@@ -718,6 +730,14 @@ def _plans_for_gpu(
             if owned_usd is not None and node_gpus == DEFAULT_NODE_GPUS:
                 plans.append(_plan(gpu, layout, "owned", None, owned_usd, request))
     return plans
+
+
+def _measured_assumptions(measured: dict[str, float] | None, time_settings: TimeSettings) -> list[str]:
+    """The calibrated utilisations the search used, in words (none when a utilisation was given for all GPUs)."""
+    if not measured or time_settings.utilisation is not None:
+        return []
+    applied = ", ".join(f"{gpu} {fraction:.0%}" for gpu, fraction in sorted(measured.items()))
+    return [f"calibrated utilisation of dense peak replaces the per-family default: {applied}"]
 
 
 def _provider_allowed(row: CloudPrice, request: PlanRequest) -> bool:

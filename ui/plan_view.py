@@ -52,15 +52,31 @@ def plan_request(mode: str) -> tuple[PlanRequest | None, str | None]:
     return request, None
 
 
-def run_search(spec, settings, request: PlanRequest, catalogue, prices) -> PlanResult:
-    """The search with a progress bar that is removed when it ends."""
+def calibration_caption(calibrated: dict[str, float]) -> str | None:
+    """The line saying which calibrated utilisations the search applies, or None without any."""
+    if not calibrated:
+        return None
+    applied = ", ".join(f"{gpu} {value:.0%}" for gpu, value in sorted(calibrated.items()))
+    return (
+        f"Calibrated utilisation applied: {applied} of dense peak (measured matmul fraction x the end-to-end "
+        "factor) replaces the default for that GPU in the search."
+    )
+
+
+def run_search(
+    spec, settings, request: PlanRequest, catalogue, prices, measured_utilisation: dict[str, float] | None = None
+) -> PlanResult:
+    """The search with a progress bar that is removed when it ends; `measured_utilisation` (GPU
+    name -> fraction, from the active calibration) replaces the default utilisation of those GPUs."""
     bar = st.progress(0.0, text="Searching GPUs, counts and layouts")
 
     def report(fraction: float, gpu: str) -> None:
         bar.progress(min(fraction, 1.0), text=f"Searching {gpu}")
 
     try:
-        return plan_run(spec, settings, request, catalogue, prices, progress=report)
+        return plan_run(
+            spec, settings, request, catalogue, prices, progress=report, measured_utilisation=measured_utilisation
+        )
     finally:
         bar.empty()
 
