@@ -15,15 +15,11 @@ from ui.cost_inputs import cost_inputs
 from ui.cost_table import FORMULAS, catalogue_dates, escape_dollars, left_out_rows, ranked_rows, table_and_left_out
 from ui.step_view import step_view
 from ui.user_gpus import user_gpus
+from ui.workload import require_training
 
 st.title("Time and cost")
 workload = st.session_state["workload"]
-if not workload.ready:
-    st.error("The workload in the sidebar has an error; fix it to see times and costs.")
-    st.stop()
-if workload.is_inference:
-    st.info("Times and costs are for training runs: pick a training or fine-tuning mode in the sidebar.")
-    st.stop()
+require_training(workload, "Times and costs", "see times and costs")
 spec, settings = workload.spec, workload.settings
 catalogue = list(load_gpu_catalogue()) + user_gpus()
 inputs = cost_inputs(catalogue)

@@ -21,6 +21,7 @@ from ui.plan_view import (
     share_query,
 )
 from ui.user_gpus import user_gpus
+from ui.workload import require_training
 
 st.title("Plan a run")
 st.caption(
@@ -29,12 +30,7 @@ st.caption(
     "GPU are kept. The model, sequence length, precision and optimizer come from the sidebar."
 )
 workload = st.session_state["workload"]
-if not workload.ready:
-    st.error("The workload in the sidebar has an error; fix it to plan a run.")
-    st.stop()
-if workload.is_inference:
-    st.info("Plans are for training runs: pick a training or fine-tuning mode in the sidebar.")
-    st.stop()
+require_training(workload, "Plans", "plan a run")
 
 spec, settings = workload.spec, workload.settings
 catalogue = list(load_gpu_catalogue()) + user_gpus()

@@ -331,3 +331,14 @@ def _with_calibration(workload: Workload, notes: list[str]) -> Workload:
     overheads = calibration.apply_to_overheads(workload.training.overheads)
     notes.append(f"Using the overheads measured on {calibration.host} ({calibration.gpu_name or calibration.device}).")
     return workload.model_copy(update={"training": workload.training.model_copy(update={"overheads": overheads})})
+
+
+def require_training(workload: SidebarWorkload, what: str, purpose: str) -> None:
+    """Stop a training-only page with the reason when the sidebar has no training workload:
+    `what` names the page's answers ("Plans"), `purpose` what fixing the sidebar gives."""
+    if not workload.ready:
+        st.error(f"The workload in the sidebar has an error; fix it to {purpose}.")
+        st.stop()
+    if workload.is_inference:
+        st.info(f"{what} are for training runs: pick a training or fine-tuning mode in the sidebar.")
+        st.stop()
