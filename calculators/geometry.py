@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel
 
-from calculators.model_spec import ModelSpec
+from calculators.model_spec import ModelSpec, extension
 
 ROUTED_MLP_NAMES = frozenset({"gate", "up", "gate_up", "down", "fc1", "fc2"})
 MLP_LINEAR_NAMES = ROUTED_MLP_NAMES | {"shared_" + name for name in ROUTED_MLP_NAMES}
@@ -126,9 +126,11 @@ def router_elements(spec: ModelSpec) -> int:
     return spec.hidden_size * spec.n_experts + (spec.hidden_size if spec.shared_expert_gate else 0)
 
 
-def layer_matmul_elements(spec: ModelSpec, tensor_parallel: int = 1) -> float:
-    """Matmul weights of one (sparse, for a MoE) layer on one rank, router included."""
-    return sum(linear.weight_elements for linear in layer_linears(spec, tensor_parallel)) + router_elements(spec)
+def layer_matmul_elements(spec: ModelSpec, tensor_parallel: int = 1, dense: bool = False) -> float:
+    """Matmul weights of one (sparse, for a MoE) layer on one rank, router included; `dense=True`
+    gives one of a MoE's dense layers (no router)."""
+    linears = layer_linears(spec, tensor_parallel, dense=dense)
+    return sum(linear.weight_elements for linear in linears) + (0 if dense else router_elements(spec))
 
 
 def expert_weights_per_layer(spec: ModelSpec, tensor_parallel: int = 1) -> float:
@@ -142,15 +144,16 @@ def largest_linear(spec: ModelSpec, tensor_parallel: int = 1) -> Linear:
     return max(layer_linears(spec, tensor_parallel), key=lambda linear: linear.in_features * linear.out_features)
 
 
-def factored_matrices(spec: ModelSpec, tensor_parallel: int = 1) -> list[tuple[float, float]]:
+def factored_matrices(spec: ModelSpec, tensor_parallel: int = 1, dense: bool = False) -> list[tuple[float, float]]:
     """(rows, columns) of every 2-D weight of one layer on one rank, the router included: what a
-    factored optimizer (Adafactor) keeps one row and one column vector for."""
+    factored optimizer (Adafactor) keeps one row and one column vector for; `dense=True` gives
+    one of a MoE's dense layers."""
     matrices = [
         (linear.in_features, linear.out_features)
-        for linear in layer_linears(spec, tensor_parallel)
+        for linear in layer_linears(spec, tensor_parallel, dense=dense)
         for _ in range(linear.copies)
     ]
-    if spec.n_experts > 1:
+    if spec.n_experts > 1 and not dense:
         matrices.append((spec.hidden_size, spec.n_experts))
     return matrices
 
@@ -173,9 +176,10 @@ class ParameterCount(BaseModel):
 
 
 def norm_parameters(spec: ModelSpec, width: int | None = None) -> int:
-    """LayerNorm has a weight and a bias per channel; RMSNorm only a weight."""
+    """LayerNorm has a weight and a bias per channel (unless built without bias, as ModernBERT's);
+    RMSNorm only a weight."""
     width = spec.hidden_size if width is None else width
-    return 2 * width if spec.norm == "layernorm" else width
+    return 2 * width if spec.norm == "layernorm" and extension(spec, "norm_bias") else width
 
 
 def _linear_biases(linears: list[Linear]) -> int:
@@ -193,8 +197,11 @@ def attention_params(spec: ModelSpec) -> tuple[int, int]:
     extra = 0
     if spec.linear_bias:
         extra += _linear_biases(linears)
-    elif spec.qkv_bias:
-        extra += _linear_biases([linear for linear in linears if linear.name != "o"])
+    else:
+        if spec.qkv_bias:
+            extra += _linear_biases([linear for linear in linears if linear.name != "o"])
+        if extension(spec, "out_bias"):  # Phi-3.5-MoE: o has a bias as q/k/v do, the experts none
+            extra += _linear_biases([linear for linear in linears if linear.name == "o"])
     if spec.qk_norm == "head":
         extra += 2 * norm_parameters(spec, spec.attention_head_dim)
     elif spec.qk_norm == "full":
@@ -248,6 +255,25 @@ def layer_params(spec: ModelSpec, dense: bool = False) -> tuple[int, int]:
     return attn_all + mlp_all + spec.norms_per_layer * norm_parameters(spec), attn_matmul + mlp_matmul
 
 
+def cross_attention_params(spec: ModelSpec) -> tuple[int, int]:
+    """(all, matmul-weight) parameters of one decoder layer's cross-attention block and its norm:
+    q from the decoder, k and v from the encoder output, o, as T5's T5LayerCrossAttention
+    (huggingface/transformers src/transformers/models/t5/modeling_t5.py); 0 without one."""
+    if not extension(spec, "cross_attention_layers"):
+        return 0, 0
+    attention_all, attention_matmul = attention_params(spec)
+    return attention_all + norm_parameters(spec), attention_matmul
+
+
+def encoder_decoder_extra_params(spec: ModelSpec) -> int:
+    """What an encoder-decoder adds outside its layers: T5's relative position bias
+    (relative_attention_num_buckets x heads, in the first layer of each stack: T5Attention
+    has_relative_attention_bias) and the encoder stack's own final norm."""
+    stacks = 2 if extension(spec, "cross_attention_layers") else 1
+    bias = stacks * extension(spec, "relative_attention_buckets") * spec.n_heads
+    return bias + (norm_parameters(spec) if extension(spec, "cross_attention_layers") else 0)
+
+
 def parameter_count(spec: ModelSpec) -> ParameterCount:
     """Count parameters module by module, as Hugging Face models build them. A mixture of experts
     may keep dense MLPs in some layers (DeepSeek-V3 `first_k_dense_replace`, Qwen-MoE
@@ -271,7 +297,7 @@ def parameter_count(spec: ModelSpec) -> ParameterCount:
         # A tied LM head reuses the embedding matrix: no new parameters, but it
         # is still a matmul weight (and gets an autocast copy).
         matmul_head = vocab_matrix_elements(spec)
-        head += lm_head_params(spec)
+        head += lm_head_params(spec) + (spec.vocab_size if extension(spec, "lm_head_bias") else 0)
     else:
         if spec.has_pooler:
             head += h * h + h
@@ -279,7 +305,11 @@ def parameter_count(spec: ModelSpec) -> ParameterCount:
         head += h * spec.num_labels + spec.num_labels
         matmul_head += h * spec.num_labels
 
-    layers = sparse_layers * per_layer + dense_layers * dense_all
+    cross_all, cross_matmul = cross_attention_params(spec)
+    layers = (
+        sparse_layers * per_layer + dense_layers * dense_all + extension(spec, "cross_attention_layers") * cross_all
+    )
+    layers += encoder_decoder_extra_params(spec)
     widest = max(spec.ffn_hidden_size, spec.dense_ffn_hidden_size or 0, spec.shared_expert_ffn_size)
     largest = max(vocab_matrix_elements(spec), h * widest * (2 if spec.fused_gate_up else 1))
     return ParameterCount(
@@ -291,7 +321,10 @@ def parameter_count(spec: ModelSpec) -> ParameterCount:
         matmul_per_layer=matmul_per_layer,
         matmul_head=matmul_head,
         largest_tensor=largest,
-        matmul_total=sparse_layers * matmul_per_layer + dense_layers * dense_matmul + matmul_head,
+        matmul_total=sparse_layers * matmul_per_layer
+        + dense_layers * dense_matmul
+        + extension(spec, "cross_attention_layers") * cross_matmul
+        + matmul_head,
     )
 
 
@@ -329,5 +362,17 @@ def siglip_vision_params(hidden: int, intermediate: int, layers: int, patch: int
     MLP with biases and two LayerNorms, and a final LayerNorm."""
     patches = (image // patch) ** 2
     embeddings = channels * patch * patch * hidden + hidden + patches * hidden
+    per_layer = 4 * (hidden * hidden + hidden) + 2 * hidden * intermediate + intermediate + hidden + 4 * hidden
+    return embeddings + layers * per_layer + 2 * hidden
+
+
+def clip_vision_params(hidden: int, intermediate: int, layers: int, patch: int, image: int, channels: int = 3) -> int:
+    """Parameters of a CLIP vision encoder (Radford et al. 2021, arXiv 2103.00020; huggingface/
+    transformers src/transformers/models/clip/modeling_clip.py CLIPVisionTransformer): a patch
+    convolution without bias, a class embedding, one learned position per patch plus the class
+    token, a LayerNorm before the layers, per layer q/k/v/o with biases, a GELU MLP with biases
+    and two LayerNorms, and a LayerNorm after them."""
+    positions = (image // patch) ** 2 + 1
+    embeddings = channels * patch * patch * hidden + hidden + positions * hidden + 2 * hidden
     per_layer = 4 * (hidden * hidden + hidden) + 2 * hidden * intermediate + intermediate + hidden + 4 * hidden
     return embeddings + layers * per_layer + 2 * hidden

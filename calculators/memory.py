@@ -47,13 +47,17 @@ from calculators.finetune import (
 )
 from calculators.geometry import (
     ParameterCount,
+    attention_linears,
+    cross_attention_params,
+    encoder_decoder_extra_params,
     factored_matrices,
     layer_matmul_elements,
+    layer_params,
     parameter_count,
     split,
     vocab_matrix_elements,
 )
-from calculators.model_spec import ModelSpec
+from calculators.model_spec import ModelSpec, extension
 from calculators.training import (
     LORA_TARGET_LABEL,
     PAGED_OPTIMIZERS,
@@ -176,6 +180,32 @@ def stage_layer_counts(spec: ModelSpec, settings: TrainingSettings, stage: str) 
     return per_stage, max(0, min(per_stage, n_layers - frozen))
 
 
+def stage_dense_layer_counts(spec: ModelSpec, settings: TrainingSettings, stage: str) -> tuple[int, int]:
+    """(dense layers, dense layers that run backward) of a stage of a mixture of experts whose
+    first `n_dense_layers` layers keep a dense MLP (DeepSeek-V3 `first_k_dense_replace`:
+    DeepseekV3DecoderLayer builds DeepseekV3MoE only for layer_idx >= first_k_dense_replace,
+    huggingface/transformers src/transformers/models/deepseek_v3/modeling_deepseek_v3.py @00b676f8).
+    The first stage holds layers [0, ceil(L/p)), the last the final ceil(L/p); layers below
+    frozen_layers do not run backward. 0 for a dense model."""
+    n_dense = spec.n_dense_layers if spec.n_experts > 1 else 0
+    return _stage_layers_within(spec, settings, stage, 0, n_dense)
+
+
+def _stage_layers_within(
+    spec: ModelSpec, settings: TrainingSettings, stage: str, first: int, end: int
+) -> tuple[int, int]:
+    """(layers, layers that run backward) of a stage among the layers numbered [first, end)."""
+    n_layers, frozen = spec.n_layers, settings.frozen_layers
+    if stage == "only":
+        start, stop = 0, n_layers
+    else:
+        per_stage = math.ceil(n_layers / settings.pipeline_parallel)
+        start, stop = (0, per_stage) if stage == "first" else (n_layers - per_stage, n_layers)
+    held = max(0, min(end, stop) - max(first, start))
+    active = max(0, min(end, stop) - max(first, start, frozen))
+    return held, active
+
+
 def in_flight_micro_batches(settings: TrainingSettings, stage: str) -> int:
     """Under 1F1B stage i keeps the activations of p - i micro-batches (Narayanan et al.
     2021, Sec. 2.2), never more than the micro-batches of the step: min(p, m) on the first
@@ -195,13 +225,61 @@ def head_trainable(spec: ModelSpec, settings: TrainingSettings) -> bool:
     return settings.method == "full" and (not spec.tied_embeddings or embedding_trainable(settings))
 
 
-def local_layer_parameters(spec: ModelSpec, params: ParameterCount, tensor_parallel: int) -> tuple[float, float]:
+def local_layer_parameters(
+    spec: ModelSpec, params: ParameterCount, tensor_parallel: int, dense: bool = False
+) -> tuple[float, float]:
     """(all, matmul) parameters of one layer on one tensor-parallel rank: matmul weights
-    are split (Megatron-LM Sec. 3), norms and biases replicated (an upper bound for biases)."""
+    are split (Megatron-LM Sec. 3), norms and biases replicated (an upper bound for biases).
+    `dense=True` gives one of a mixture of experts' dense layers (geometry.layer_params)."""
+    per_layer, matmul_per_layer = params.per_layer, params.matmul_per_layer
+    if dense:
+        per_layer, matmul_per_layer = layer_params(spec, dense=True)
     if tensor_parallel == 1:
-        return params.per_layer, params.matmul_per_layer
-    matmul = layer_matmul_elements(spec, tensor_parallel)
-    return params.per_layer - params.matmul_per_layer + matmul, matmul
+        return per_layer, matmul_per_layer
+    matmul = layer_matmul_elements(spec, tensor_parallel, dense=dense)
+    return per_layer - matmul_per_layer + matmul, matmul
+
+
+def stage_layer_sums(
+    spec: ModelSpec, params: ParameterCount, settings: TrainingSettings, stage: str
+) -> tuple[float, float, float, float]:
+    """(all parameters of the layers held, of the layers that train, matmul weights of the layers
+    that train, Adafactor elements of the layers that train) on one rank of a stage, a MoE's dense
+    layers counted at their own size."""
+    t = settings.tensor_parallel
+    layers, active = stage_layer_counts(spec, settings, stage)
+    dense_held, dense_active = stage_dense_layer_counts(spec, settings, stage)
+    sparse_all, sparse_matmul = local_layer_parameters(spec, params, t)
+    held = (layers - dense_held) * sparse_all
+    trained = (active - dense_active) * sparse_all
+    matmul = (active - dense_active) * sparse_matmul
+    adafactor = (active - dense_active) * adafactor_layer_elements(spec, params, t)
+    if dense_held:
+        dense_all, dense_matmul = local_layer_parameters(spec, params, t, dense=True)
+        held += dense_held * dense_all
+        trained += dense_active * dense_all
+        matmul += dense_active * dense_matmul
+        adafactor += dense_active * adafactor_layer_elements(spec, params, t, dense=True)
+    if extension(spec, "cross_attention_layers"):
+        # an encoder-decoder's last layers are its decoder's, each with a cross-attention block
+        cross_held, cross_active = _stage_layers_within(
+            spec, settings, stage, spec.n_layers - extension(spec, "cross_attention_layers"), spec.n_layers
+        )
+        cross_all, cross_matmul = cross_attention_params(spec)
+        linears = attention_linears(spec, t)
+        local_matmul = sum(linear.weight_elements for linear in linears)
+        local_all = cross_all - cross_matmul + local_matmul
+        held += cross_held * local_all
+        trained += cross_active * local_all
+        matmul += cross_active * local_matmul
+        vectors = sum(linear.in_features + linear.out_features for linear in linears)
+        adafactor += cross_active * (vectors + cross_all - cross_matmul)
+        if stage in ("only", "first"):  # relative position biases and the encoder's final norm
+            extra = encoder_decoder_extra_params(spec)
+            held += extra
+            trained += extra if settings.frozen_layers == 0 else 0
+            adafactor += extra if settings.frozen_layers == 0 else 0
+    return held, trained, matmul, adafactor
 
 
 def local_embedding_parameters(spec: ModelSpec, params: ParameterCount, tensor_parallel: int) -> float:
@@ -229,13 +307,15 @@ def local_head_parameters(
     return other, (matrix if holds_matrix else 0), matrix
 
 
-def adafactor_layer_elements(spec: ModelSpec, params: ParameterCount, tensor_parallel: int = 1) -> float:
+def adafactor_layer_elements(
+    spec: ModelSpec, params: ParameterCount, tensor_parallel: int = 1, dense: bool = False
+) -> float:
     """Adafactor state of one layer: row + column vectors per weight matrix (a fused qkv or
     gate-up projection is one matrix, the MoE router another) and the full second moment of
     every vector (Shazeer & Stern 2018, arXiv 1804.04235, Alg. 4)."""
-    matrices = factored_matrices(spec, tensor_parallel)
+    matrices = factored_matrices(spec, tensor_parallel, dense=dense)
     matrix_elements = sum(rows * columns for rows, columns in matrices)
-    layer_all, _ = local_layer_parameters(spec, params, tensor_parallel)
+    layer_all, _ = local_layer_parameters(spec, params, tensor_parallel, dense=dense)
     return sum(rows + columns for rows, columns in matrices) + layer_all - matrix_elements
 
 
@@ -245,7 +325,11 @@ def adafactor_state_elements(spec: ModelSpec, params: ParameterCount) -> float:
     2018, arXiv 1804.04235, Alg. 4; HF transformers Adafactor with beta1=None). The
     embedding is factored; the head is kept as it is."""
     embedding_factored = spec.vocab_size + spec.hidden_size + params.embedding - vocab_matrix_elements(spec)
-    return spec.n_layers * adafactor_layer_elements(spec, params) + embedding_factored + params.head
+    dense = spec.n_layers - spec.n_moe_layers if spec.n_experts > 1 else 0
+    layers = (spec.n_layers - dense) * adafactor_layer_elements(spec, params)
+    if dense:
+        layers += dense * adafactor_layer_elements(spec, params, dense=True)
+    return layers + embedding_factored + params.head
 
 
 def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSettings, stage: str) -> StageLayout:
@@ -259,15 +343,17 @@ def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSett
     head_other, head_matrix, head_matmul = local_head_parameters(spec, params, t, stage) if has_head else (0, 0, 0)
     train_embedding, train_head = embedding_trainable(settings), head_trainable(spec, settings)
 
-    trainable = active * layer_all + (embedding if train_embedding else 0) + head_other
+    layers_held, layers_trained, layers_matmul, layers_adafactor = stage_layer_sums(spec, params, settings, stage)
+    trainable = layers_trained + (embedding if train_embedding else 0) + head_other
     trainable += head_matrix if train_head else 0
-    frozen = (layers - active) * layer_all + (0 if train_embedding else embedding) + (0 if train_head else head_matrix)
+    frozen = layers_held - layers_trained + (0 if train_embedding else embedding) + (0 if train_head else head_matrix)
     weight = weight_bytes(settings.precision)
     vocab_matrix = split(vocab_matrix_elements(spec), t)
-    largest = [split(spec.hidden_size * spec.ffn_hidden_size * (2 if spec.fused_gate_up else 1), t)]
+    widest = max(spec.ffn_hidden_size, spec.dense_ffn_hidden_size or 0, spec.shared_expert_ffn_size)
+    largest = [split(spec.hidden_size * widest * (2 if spec.fused_gate_up else 1), t)]
     if (has_embedding and train_embedding) or (has_head and train_head and spec.head == "lm"):
         largest.append(vocab_matrix)
-    adafactor = active * adafactor_layer_elements(spec, params, t)
+    adafactor = layers_adafactor
     if has_embedding and train_embedding:
         # the word embedding is factored (row + column), the rest of the embedding kept as is
         adafactor += split(spec.vocab_size, t) + spec.hidden_size + embedding - vocab_matrix
@@ -287,7 +373,7 @@ def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSett
         weight_bytes=weight * trainable + weight * frozen,
         layer_weight_bytes=weight * layer_all,
         # autocast keeps casts of the trained layers' weights, and the head's (its matmul needs it)
-        cast_elements=active * layer_matmul + head_matmul,
+        cast_elements=layers_matmul + head_matmul,
         cast_elements_per_layer=layer_matmul,
         largest_trainable=max(largest),
         head_gradient_elements=head_other + (head_matrix if train_head else 0) + tied_matrix,
@@ -351,7 +437,10 @@ def trainable_parameter_count(spec: ModelSpec, params: ParameterCount, settings:
         return round(active * lora_parameters_per_layer(spec, settings.lora_rank, settings.lora_targets))
     if settings.frozen_layers == 0:
         return params.total
-    return params.total - settings.frozen_layers * params.per_layer - params.embedding
+    frozen_dense = min(settings.frozen_layers, spec.n_dense_layers) if spec.n_experts > 1 else 0
+    frozen = (settings.frozen_layers - frozen_dense) * params.per_layer
+    frozen += frozen_dense * layer_params(spec, dense=True)[0] if frozen_dense else 0
+    return params.total - frozen - params.embedding
 
 
 # --- Per-parameter state (ZeRO paper, Sec. 3 and 5) ---------------------------------
@@ -572,7 +661,9 @@ def input_saving_linears(settings: TrainingSettings) -> frozenset[str]:
     return trained_linear_names(settings)
 
 
-def norm_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, weight_trainable: bool = True) -> float:
+def norm_saved_bytes(
+    spec: ModelSpec, settings: TrainingSettings, tokens: int, weight_trainable: bool = True, width: int | None = None
+) -> float:
     """Bytes one norm saves for backward.
 
     LayerNorm (native op) saves its input plus fp32 mean and rstd per token.
@@ -585,8 +676,9 @@ def norm_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, w
     same: AOT autograd's min-cut partitioner (torch/_functorch/partitioners.py,
     min_cut_rematerialization_partition) recomputes the upcast and the normalised tensor, which
     are pointwise functions of the saved input and rstd.
+    `width` is the normalised width when it is not the hidden size (MLA's latent norms).
     """
-    h = spec.hidden_size
+    h = spec.hidden_size if width is None else width
     r = residual_bytes(settings.precision)
     if spec.norm == "layernorm":
         return r * tokens * h + 8 * tokens
@@ -668,6 +760,44 @@ def dropout_mask_bytes(spec: ModelSpec, tokens: int) -> float:
     return tokens * spec.hidden_size if spec.dropout > 0 else 0.0
 
 
+def attention_output_width(spec: ModelSpec) -> int:
+    """Width of the attention output, o's input: heads x the value head dim (q_dim, except for
+    MLA, whose value heads are v_head_dim wide: DeepSeek-V3 128 against 192 for q and k)."""
+    return spec.n_heads * spec.value_head_dim
+
+
+def mla_attention_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """What multi-head latent attention saves for backward before its core and output projection
+    (DeepseekV3Attention.forward, huggingface/transformers
+    src/transformers/models/deepseek_v3/modeling_deepseek_v3.py @00b676f8), per token:
+    - q_a (or q, without q_lora_rank) and kv_a_proj_with_mqa read the normed hidden state: its
+      input, h wide (one copy per linear under autocast, as linear_inputs_saved_bytes);
+    - q_a_layernorm and kv_a_layernorm, RMSNorms over q_lora_rank and kv_lora_rank
+      (norm_saved_bytes at those widths), and q_b and kv_b's inputs, their outputs (c x rank);
+    - the core's inputs: query_states and key_states are torch.cat of the nope and rotated rope
+      parts, fresh heads x (nope + rope) tensors each; value_states is a split view of kv_b's
+      output, which keeps all of it alive: heads x (nope + v_head_dim). RoPE's multiplies save
+      only cos and sin (the rotated tensors' partners need no gradient).
+    The rotated k_rot is one head broadcast to all (expand), made whole by the cat.
+    LoRA targets: q_a/q_b count as "q", kv_a/kv_b as "k" or "v" (the names PEFT's presets use
+    for the projections they replace)."""
+    c = compute_bytes(settings.precision)
+    trained = input_saving_linears(settings)
+    q_trained = "q" in trained
+    kv_trained = bool(trained.intersection(("k", "v")))
+    weight_trainable = settings.method == "full"
+    saved = linear_inputs_saved_bytes(settings, tokens, spec.hidden_size, int(q_trained) + int(kv_trained))
+    if spec.q_lora_rank:
+        saved += norm_saved_bytes(spec, settings, tokens, weight_trainable, width=spec.q_lora_rank)
+        saved += c * tokens * spec.q_lora_rank if q_trained else 0
+    kv_rank = spec.kv_lora_rank or 0
+    saved += norm_saved_bytes(spec, settings, tokens, weight_trainable, width=kv_rank)
+    saved += c * tokens * kv_rank if kv_trained else 0
+    nope = spec.attention_head_dim - spec.qk_rope_head_dim
+    saved += c * tokens * (2 * spec.q_dim + spec.n_heads * (nope + spec.value_head_dim))
+    return saved
+
+
 def out_projection_input_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
     """The attention output projection's saved input.
 
@@ -677,7 +807,7 @@ def out_projection_input_bytes(spec: ModelSpec, settings: TrainingSettings, toke
     makes o's input a separate copy, saved only if o trains."""
     if settings.attention != "eager" or "o" not in input_saving_linears(settings):
         return 0.0
-    return compute_bytes(settings.precision) * tokens * spec.q_dim
+    return compute_bytes(settings.precision) * tokens * attention_output_width(spec)
 
 
 def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
@@ -690,9 +820,16 @@ def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens:
     return sum((routed if linear.copies > 1 else 1) * c * tokens * rank for linear in linears)
 
 
-def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[str, float]:
+def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: bool = False) -> dict[str, float]:
     """Bytes one transformer layer saves for backward, by part (no checkpointing), on one
-    tensor-parallel rank.
+    tensor-parallel rank; for a mixture of experts a sparse layer, or with `dense=True` one of
+    its dense layers (a single MLP of dense_ffn_hidden_size that every token runs).
+
+    Multi-head latent attention saves what mla_attention_saved_bytes lists. Shared experts
+    (DeepseekV3MoE.shared_experts, Qwen2-MoE's shared_expert) run on every token: their
+    hidden tensors are tokens x shared width, and under autocast each of their input linears
+    keeps its own half copy of the normed hidden state (without autocast they read the tensor
+    the router already saved).
 
     With LoRA the saved tensors change as follows: a linear without an adapter saves no
     input (the q/k/v, gate/up or down inputs drop out when untargeted, o's only under eager
@@ -704,7 +841,11 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[
     (Korthikanti et al. 2022, Sec. 4.2.2: sbh(34/t + 5as/(ht)))."""
     b, s = settings.micro_batch, settings.seq_len
     tokens = b * s
-    h, qd, f = spec.hidden_size, spec.q_dim, spec.ffn_hidden_size
+    h = spec.hidden_size
+    moe = spec.n_experts > 1 and not dense
+    f = spec.ffn_hidden_size
+    if not moe and spec.n_experts > 1:
+        f = spec.dense_ffn_hidden_size or spec.ffn_hidden_size
     c = compute_bytes(settings.precision)
     mask = dropout_mask_bytes(spec, tokens)
     trained = input_saving_linears(settings)
@@ -712,23 +853,26 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[
     terms: dict[str, float] = {}
     norm = norm_saved_bytes(spec, settings, tokens, weight_trainable=settings.method == "full")
     terms["norms"] = spec.norms_per_layer * norm
-    qkv_names = ("qkv",) if spec.fused_qkv else ("q", "k", "v")
-    qkv_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(qkv_names)))
-    qkv = attention_inputs_saved_bytes(spec, settings, tokens)
     out_projection_input = out_projection_input_bytes(spec, settings, tokens)
-    terms["attention_projections"] = qkv_inputs + qkv + out_projection_input + mask
+    if spec.is_mla:
+        terms["attention_projections"] = mla_attention_saved_bytes(spec, settings, tokens) + out_projection_input + mask
+    else:
+        qkv_names = ("qkv",) if spec.fused_qkv else ("q", "k", "v")
+        qkv_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(qkv_names)))
+        qkv = attention_inputs_saved_bytes(spec, settings, tokens)
+        terms["attention_projections"] = qkv_inputs + qkv + out_projection_input + mask
     if settings.attention == "fused":
-        # flash/SDPA saves its output and the fp32 log-sum-exp per head and token.
-        terms["attention_core"] = c * tokens * qd + 4 * tokens * spec.n_heads
+        # flash/SDPA saves its output (heads x value head dim) and the fp32 log-sum-exp per head and token.
+        terms["attention_core"] = c * tokens * attention_output_width(spec) + 4 * tokens * spec.n_heads
     else:
         terms["attention_core"] = attention_score_bytes(spec, settings) * b * spec.n_heads * s * s
 
-    routed = spec.experts_per_token if spec.n_experts > 1 else 1
+    routed = spec.experts_per_token if moe else 1
     gated = spec.is_gated_mlp
     in_names = ("fc1",) if not gated else (("gate_up",) if spec.fused_gate_up else ("gate", "up"))
     n_in = len(trained.intersection(in_names))
     mlp_inputs = linear_inputs_saved_bytes(settings, tokens, h, n_in)
-    if spec.n_experts > 1 and n_in:
+    if moe and n_in:
         # each expert gathers a copy of its routed tokens (HF Mixtral sparse MoE block)
         mlp_inputs += routed * c * tokens * h
     # GELU: its input and output (fc2's input). Gated: gate, act(gate), up, and their
@@ -740,6 +884,11 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings) -> dict[
     gated_tensors = 2 if (settings.liger or settings.compile) and spec.activation == "swiglu" else 3
     hidden_tensors = (gated_tensors if gated else 1) + (1 if output_input_saved else 0)
     terms["mlp"] = mlp_inputs + routed * hidden_tensors * c * tokens * f + mask
+    if moe and spec.shared_expert_ffn_size:
+        shared_names = trained.intersection("shared_" + name for name in in_names)
+        shared_inputs = len(shared_names) * c * tokens * h if is_autocast(settings.precision) else 0.0
+        shared_hidden = hidden_tensors * c * tokens * spec.shared_expert_ffn_size
+        terms["shared_experts"] = shared_inputs + shared_hidden
     if is_adapter_method(settings.method):
         terms["lora_adapters"] = lora_intermediate_bytes(spec, settings, tokens)
     return {name: _per_rank(value, settings) for name, value in terms.items()}
@@ -940,10 +1089,12 @@ def saved_after_attention_core_bytes(terms: dict[str, float], spec: ModelSpec, s
     norms_after = spec.norms_per_layer - (1 if spec.final_norm else 0)
     norm = terms["norms"] / spec.norms_per_layer if spec.norms_per_layer else 0.0
     after_core = out_projection_input_bytes(spec, settings, tokens) + dropout_mask_bytes(spec, tokens)
-    return terms["mlp"] + norms_after * norm + _per_rank(after_core, settings)
+    return terms["mlp"] + terms.get("shared_experts", 0.0) + norms_after * norm + _per_rank(after_core, settings)
 
 
-def layer_backward_peak_bytes(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:
+def layer_backward_peak_bytes(
+    terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings, dense: bool = False
+) -> float:
     """Bytes of one layer alive at the worst moment of its backward, the larger of two
     moments (under full checkpointing the layer has been rebuilt by then):
     - the MLP backward: every tensor the layer saved (selective checkpointing rebuilds the
@@ -954,7 +1105,9 @@ def layer_backward_peak_bytes(terms: dict[str, float], spec: ModelSpec, settings
       (attention_backward_bytes_per_score), the gradients of the attention output (in head
       layout) and of v, and the gradient of the residual stream; selective checkpointing
       adds the copies of q, k and v its rebuilt core makes.
-    QLoRA adds the bf16 copy of one dequantised linear weight and its output."""
+    QLoRA adds the bf16 copy of one dequantised linear weight and its output. The MLP's hidden
+    width is a MoE dense layer's own (`dense=True`), or the wider of a routed and the shared
+    expert (each runs its backward in turn)."""
     b, s = settings.micro_batch, settings.seq_len
     tokens = b * s
     c, r = compute_bytes(settings.precision), residual_bytes(settings.precision)
@@ -962,7 +1115,10 @@ def layer_backward_peak_bytes(terms: dict[str, float], spec: ModelSpec, settings
     recomputed_core = recomputes_attention_core(settings)
     hidden_gradients = 2 if spec.is_gated_mlp else 1
     mlp_moment = full_layer - (terms["attention_core"] if recomputed_core else 0.0)
-    peak = mlp_moment + _per_rank(hidden_gradients * c * tokens * spec.ffn_hidden_size, settings)
+    width = max(spec.ffn_hidden_size, spec.shared_expert_ffn_size)
+    if dense and spec.n_experts > 1:
+        width = spec.dense_ffn_hidden_size or spec.ffn_hidden_size
+    peak = mlp_moment + _per_rank(hidden_gradients * c * tokens * width, settings)
     if settings.attention == "eager":
         up_to_core = full_layer - terms["attention_core"] - saved_after_attention_core_bytes(terms, spec, settings)
         scores = b * spec.n_heads * s * s
@@ -1173,29 +1329,49 @@ def stage_phases(
     spec: ModelSpec, settings: TrainingSettings, layout: StageLayout, states: ModelStates, grads_persist: bool
 ) -> tuple[list[PhaseMemory], dict[str, float], float]:
     """The phases of one step on one pipeline stage, the per-layer activation terms and the
-    activation bytes offloaded to the host."""
+    activation bytes offloaded to the host. A mixture of experts with dense first layers
+    (DeepSeek-V3) saves each kind of layer's own activations; the last layer in backward is a
+    sparse one, the first a dense one when the stage trains one."""
     terms = layer_activation_terms(spec, settings)
-    saved_per_layer = kept_per_layer_bytes(terms, spec, settings)
-    # The layer in backward holds its peak (layer_backward_peak_bytes); under full
-    # checkpointing its kept input stays alive on top, otherwise the peak includes it.
-    layer_in_backward = layer_backward_peak_bytes(terms, spec, settings)
-    if settings.checkpointing == "op-selective":
-        # the rebuilt layer replaces what was kept of it; its checkpointed input stays on top
-        tokens = settings.micro_batch * settings.seq_len
-        layer_in_backward -= _per_rank(op_selective_saved_bytes(spec, settings, tokens), settings)
-    elif settings.checkpointing != "full":
-        layer_in_backward -= saved_per_layer
+
+    def kept_and_backward(layer_terms: dict[str, float], dense: bool) -> tuple[float, float]:
+        """(bytes a layer keeps until its backward, bytes its backward adds on top)."""
+        kept = kept_per_layer_bytes(layer_terms, spec, settings)
+        # The layer in backward holds its peak (layer_backward_peak_bytes); under full
+        # checkpointing its kept input stays alive on top, otherwise the peak includes it.
+        in_backward = layer_backward_peak_bytes(layer_terms, spec, settings, dense=dense)
+        if settings.checkpointing == "op-selective":
+            # the rebuilt layer replaces what was kept of it; its checkpointed input stays on top
+            tokens = settings.micro_batch * settings.seq_len
+            in_backward -= _per_rank(op_selective_saved_bytes(spec, settings, tokens), settings)
+        elif settings.checkpointing != "full":
+            in_backward -= kept
+        return kept, in_backward
+
+    saved_per_layer, layer_in_backward = kept_and_backward(terms, dense=False)
+    _, dense_active = stage_dense_layer_counts(spec, settings, layout.stage)
+    sparse_active = layout.active_layers - dense_active
+    saved_dense, dense_in_backward = saved_per_layer, layer_in_backward
+    if dense_active:
+        saved_dense, dense_in_backward = kept_and_backward(layer_activation_terms(spec, settings, dense=True), True)
     if layout.active_layers == 0:
-        saved_per_layer = layer_in_backward = 0.0
+        saved_per_layer = layer_in_backward = saved_dense = dense_in_backward = 0.0
+    saved_layers = sparse_active * saved_per_layer + dense_active * saved_dense
+    # the last layer to run backward first is sparse unless the stage trains dense layers only
+    last_in_backward = layer_in_backward if sparse_active else dense_in_backward
+    first_saved, first_in_backward = saved_per_layer, layer_in_backward
+    if dense_active:
+        first_saved, first_in_backward = saved_dense, dense_in_backward
     embedding_act = embedding_activation_bytes(spec, settings) if layout.has_embedding else 0.0
     head_act = head_activation_bytes(spec, settings) if layout.has_head else 0.0
-    layers_on_gpu = layout.active_layers
+    layers_on_gpu_bytes = saved_layers
     if settings.activation_offload:
-        layers_on_gpu = min(layout.active_layers, OFFLOAD_RESIDENT_LAYERS)
-    one_micro_batch = embedding_act + layers_on_gpu * saved_per_layer + head_act
+        resident = min(layout.active_layers, OFFLOAD_RESIDENT_LAYERS)
+        layers_on_gpu_bytes = min(saved_layers, resident * max(saved_per_layer, saved_dense))
+    one_micro_batch = embedding_act + layers_on_gpu_bytes + head_act
     earlier_micro_batches = (layout.in_flight - 1) * one_micro_batch
     all_activations = one_micro_batch + earlier_micro_batches
-    offloaded_bytes = (layout.active_layers - layers_on_gpu) * saved_per_layer * layout.in_flight
+    offloaded_bytes = (saved_layers - layers_on_gpu_bytes) * layout.in_flight
     logits_forward, logits_backward = logits_bytes(spec, settings) if layout.has_head else (0.0, 0.0)
 
     base = {
@@ -1233,7 +1409,7 @@ def stage_phases(
             | in_backward_step
             | {
                 "gradients": gradients_made(layout.head_gradient_elements),
-                "activations": all_activations + layer_in_backward,
+                "activations": all_activations + last_in_backward,
             },
         ),
         PhaseMemory(
@@ -1243,7 +1419,7 @@ def stage_phases(
             | {
                 "gradients": gradients_made(layout.trainable - layout.embedding_gradient_elements),
                 "autocast_weight_copies": states.autocast_first_layer,
-                "activations": embedding_act + saved_per_layer + layer_in_backward + earlier_micro_batches,
+                "activations": embedding_act + first_saved + first_in_backward + earlier_micro_batches,
             },
         ),
         PhaseMemory(

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, model_validator
 
 Activation = Literal["gelu", "swiglu", "geglu"]
 Norm = Literal["layernorm", "rmsnorm"]
-PositionEmbedding = Literal["learned", "rope"]
+PositionEmbedding = Literal["learned", "rope", "relative"]
 Head = Literal["lm", "classifier"]
 QkNorm = Literal["none", "head", "full"]
 
@@ -121,3 +121,34 @@ class ModelSpec(BaseModel):
     @property
     def is_gated_mlp(self) -> bool:
         return self.activation in ("swiglu", "geglu")
+
+
+class ArchitectureSpec(ModelSpec):
+    """A ModelSpec with the architecture features few models have, read from their config.json:
+    T5's decoder layers with cross-attention (the last `cross_attention_layers` of n_layers, each
+    adding a cross-attention block and its norm) and relative position biases (buckets x heads per
+    stack), ModernBERT's LayerNorms without bias, Phi-3.5-MoE's biases on the attention output
+    and the LM head. Kept apart from ModelSpec, whose fields are the columns of data/models.csv;
+    `extension` reads them from either, with the plain transformer's values by default."""
+
+    norm_bias: bool = Field(default=True, description="LayerNorm has a bias (ModernBERT's has none)")
+    out_bias: bool = Field(default=False, description="the attention output projection has a bias")
+    lm_head_bias: bool = False
+    cross_attention_layers: int = Field(default=0, ge=0, description="decoder layers with cross-attention")
+    relative_attention_buckets: int = Field(default=0, ge=0, le=100_000)
+
+    @model_validator(mode="after")
+    def _check_decoder(self) -> ArchitectureSpec:
+        if self.cross_attention_layers >= self.n_layers:
+            raise ValueError("an encoder-decoder needs at least one encoder layer besides its decoder layers")
+        return self
+
+
+EXTENSION_DEFAULTS: dict[str, bool | int] = {
+    name: field.default for name, field in ArchitectureSpec.model_fields.items() if name not in ModelSpec.model_fields
+}
+
+
+def extension(spec: ModelSpec, name: str):
+    """An ArchitectureSpec feature of `spec`, or its default for a plain ModelSpec."""
+    return getattr(spec, name, EXTENSION_DEFAULTS[name])
