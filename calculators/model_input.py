@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from calculators.geometry import siglip_vision_params
-from calculators.model_spec import ModelSpec
+from calculators.geometry import clip_vision_params, siglip_vision_params
+from calculators.model_spec import EXTENSION_DEFAULTS, ArchitectureSpec, ModelSpec
 
 MAX_CONFIG_BYTES = 1_000_000  # real config.json files are a few KB
 MAX_NESTING_DEPTH = 64  # real ones nest three or four levels (text_config, rope_scaling)
@@ -208,13 +208,13 @@ def _require(name: str, model_type: str = "", **sizes: int | None) -> None:
 
 
 # Configuration classes whose tie_word_embeddings defaults to true (GemmaConfig, Starcoder2Config, ...).
-_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text", "starcoder2", "falcon", "gpt_bigcode")
+_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text", "starcoder2", "falcon", "gpt_bigcode", "t5")
 
 # model_type values whose configuration classes in transformers this reader follows.
 KNOWN_MODEL_TYPES = frozenset(
     {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
      "gpt_oss", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "olmo", "olmo2", "falcon", "gpt_neox",
-     "gpt2", "gpt_bigcode", "starcoder2", "bert", "roberta"}
+     "gpt2", "gpt_bigcode", "starcoder2", "bert", "roberta", "t5", "modernbert", "phimoe"}
 )  # fmt: skip
 
 
@@ -240,6 +240,9 @@ def _sliding_layer_count(fields: _Fields, model_type: str, layers: int) -> tuple
     every layer, Gemma 2 every other layer (from the first), Gemma 3 five layers in six
     (`sliding_window_pattern`), and Qwen2/3 layers from `max_window_layers` on when
     `use_sliding_window` is true (transformers configuration_*.py of each)."""
+    if model_type == "modernbert":  # ModernBertConfig: local_attention, global_attn_every_n_layers
+        every = fields.integer("global_attn_every_n_layers", default=3) or 1
+        return fields.integer("local_attention", default=128), sum(1 for i in range(layers) if i % every)
     window = fields.integer("sliding_window")
     if window is None:
         return None, 0
@@ -305,6 +308,21 @@ def _family_fields(fields: _Fields, model_type: str, hidden: int, heads: int, la
         extra.update(linear_bias=fields.boolean("use_bias", default=True), norm="layernorm")
     if model_type == "falcon":
         extra.update(_falcon_fields(fields, hidden, heads))
+    if model_type == "t5":
+        extra.update(_t5_fields(fields, hidden, heads, layers))
+    if model_type == "modernbert":
+        extra.update(_modernbert_fields(fields))
+    if model_type == "phimoe":
+        # Phi-3.5-MoE (PhimoeConfig; huggingface/transformers src/transformers/models/phimoe/
+        # modeling_phimoe.py @008f5c8c): q/k/v/o with biases (attention_bias), bias-free experts and
+        # router, nn.LayerNorm (weight and bias) for every norm, and an LM head with a bias.
+        attention_bias = fields.boolean("attention_bias", default=False)
+        extra.update(
+            norm="layernorm",
+            qkv_bias=attention_bias,
+            out_bias=attention_bias,
+            lm_head_bias=fields.boolean("lm_head_bias", default=False),
+        )
     window, sliding = _sliding_layer_count(fields, model_type, layers)
     extra.update(sliding_window=window, sliding_window_layers=sliding)
     extra.update(
@@ -341,6 +359,53 @@ def _falcon_fields(fields: _Fields, hidden: int, heads: int) -> dict:
     )
 
 
+def _t5_fields(fields: _Fields, hidden: int, heads: int, layers: int) -> dict:
+    """T5 and Flan-T5 (T5Config; huggingface/transformers src/transformers/models/t5/modeling_t5.py):
+    an encoder of num_layers and a decoder of num_decoder_layers (default num_layers), each decoder
+    layer adding cross-attention and a third norm; q/k/v/o of heads x d_kv without biases;
+    a ReLU MLP (T5 1.0) or a gated-GELU one (`feed_forward_proj` "gated-gelu": T5 1.1, Flan-T5);
+    weight-only RMS-style T5LayerNorm; relative position biases instead of position embeddings;
+    a head tied to the shared embedding unless tie_word_embeddings is false (T5 1.1, Flan-T5)."""
+    decoder = fields.integer("num_decoder_layers", default=layers)
+    d_kv = fields.integer("d_kv", default=hidden // heads)
+    proj = fields.string("feed_forward_proj", default="relu")
+    return dict(
+        n_layers=layers + decoder,
+        cross_attention_layers=decoder,
+        head_dim=d_kv if d_kv * heads != hidden else None,
+        activation="geglu" if proj.startswith("gated") else "gelu",
+        norm="rmsnorm",
+        position_embedding="relative",
+        relative_attention_buckets=fields.integer("relative_attention_num_buckets", default=32),
+        dropout=fields.number("dropout_rate", default=0.1),
+    )
+
+
+def _modernbert_fields(fields: _Fields) -> dict:
+    """ModernBERT (ModernBertConfig; huggingface/transformers
+    src/transformers/models/modernbert/modeling_modernbert.py; Warner et al. 2024, arXiv 2412.13663):
+    fused Wqkv and a fused GeGLU Wi of 2 x intermediate_size, no linear biases (attention_bias,
+    mlp_bias false), LayerNorms without bias (norm_bias false), RoPE, and every
+    global_attn_every_n_layers-th layer global, the others local within local_attention tokens.
+    Layer 0 has no attention norm (nn.Identity) but the embeddings have one, so counting the
+    embedding norm as layer 0's gives the same parameters and the same saved tensors. Counted,
+    like BERT, as an encoder with a task head."""
+    return dict(
+        norm="layernorm",
+        norm_bias=fields.boolean("norm_bias", default=False),
+        position_embedding="rope",
+        activation="geglu",
+        fused_qkv=True,
+        fused_gate_up=True,
+        linear_bias=fields.boolean("mlp_bias", default=False),
+        qkv_bias=fields.boolean("attention_bias", default=False),
+        embedding_norm=False,
+        head="classifier",
+        has_pooler=False,
+        tied_embeddings=True,
+    )
+
+
 def _upload_name(file_name: str, model_type: str) -> str:
     """What to call a model whose config has no _name_or_path: its file's name when that says
     more than config.json (qwen2.5-7b.json), else its model_type."""
@@ -354,7 +419,7 @@ def _spec_fields(fields: _Fields, name: str) -> dict:
     GptOssConfig, Gemma3TextConfig, ...)."""
     model_type = fields.string("model_type", default="custom")
     hidden = fields.integer("hidden_size", "n_embd", "d_model")
-    heads = fields.integer("num_attention_heads", "n_head")
+    heads = fields.integer("num_attention_heads", "n_head", "num_heads")
     layers = fields.integer("num_hidden_layers", "n_layer", "num_layers")
     vocab = fields.integer("vocab_size")
     _require(name, model_type, hidden_size=hidden, num_attention_heads=heads, num_hidden_layers=layers,
@@ -370,7 +435,7 @@ def _spec_fields(fields: _Fields, name: str) -> dict:
         n_heads=heads,
         n_kv_heads=fields.integer("num_key_value_heads", default=heads),
         head_dim=_explicit_head_dim(fields, hidden, heads),
-        ffn_hidden_size=fields.integer("intermediate_size", "n_inner", "ffn_dim", default=4 * hidden),
+        ffn_hidden_size=fields.integer("intermediate_size", "n_inner", "ffn_dim", "d_ff", default=4 * hidden),
         vocab_size=vocab,
         max_position_embeddings=fields.integer("max_position_embeddings", "n_positions", default=2048),
         activation=_activation(fields, model_type),
@@ -415,7 +480,45 @@ def _vision_tower_params(top: _Fields, text_hidden: int) -> tuple[int, str]:
             channels=vision.integer("num_channels", default=3),
         )
         return tower + width * text_hidden + width, ""
+    if kind == "clip_vision_model" and top.string("model_type", default="") == "llava":
+        return _llava_vision_params(top, vision, text_hidden), ""
     return 0, f"; vision tower {kind or '(unnamed)'} not counted"
+
+
+def _llava_vision_params(top: _Fields, vision: _Fields, text_hidden: int) -> int:
+    """LLaVA (LlavaConfig; huggingface/transformers src/transformers/models/llava/modeling_llava.py):
+    the whole CLIP vision tower (its checkpoint keeps every layer, though features are read from
+    vision_feature_layer) and LlavaMultiModalProjector, linear_1 (vision width x text width) and
+    linear_2 (text x text), with biases unless multimodal_projector_bias is false."""
+    width = vision.integer("hidden_size", default=1024)
+    tower = clip_vision_params(
+        hidden=width,
+        intermediate=vision.integer("intermediate_size", default=4096),
+        layers=vision.integer("num_hidden_layers", default=24),
+        patch=vision.integer("patch_size", default=14),
+        image=vision.integer("image_size", default=336),
+        channels=vision.integer("num_channels", default=3),
+    )
+    feature_layers = top.values.get("vision_feature_layer", -2)
+    n_layers = len(feature_layers) if isinstance(feature_layers, list) else 1
+    bias = top.boolean("multimodal_projector_bias", default=True)
+    projector = width * n_layers * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
+    return tower + projector
+
+
+def _image_tokens(top: _Fields) -> int:
+    """Context tokens one image takes: Gemma 3's mm_tokens_per_image; LLaVA's image_seq_length, or
+    one per patch ((image / patch)^2, the class token dropped by vision_feature_select_strategy
+    "default", kept by "full")."""
+    if top.has("mm_tokens_per_image"):
+        return top.integer("mm_tokens_per_image", default=0)
+    vision = top.section("vision_config")
+    if top.string("model_type", default="") != "llava" or vision is None:
+        return 0
+    if top.has("image_seq_length"):
+        return top.integer("image_seq_length", default=0)
+    patches = (vision.integer("image_size", default=336) // vision.integer("patch_size", default=14)) ** 2
+    return patches + (1 if top.string("vision_feature_select_strategy", default="default") == "full" else 0)
 
 
 def spec_from_config_dict(document: dict, name: str = "config.json", model_id: str | None = None) -> ModelSpec:
@@ -426,9 +529,12 @@ def spec_from_config_dict(document: dict, name: str = "config.json", model_id: s
         values = _spec_fields(fields, name)
         extra, note = _vision_tower_params(top, values["hidden_size"])
         values.update(extra_params=extra, source=values["source"] + note)
-        values["image_tokens"] = top.integer("mm_tokens_per_image", default=0) if extra else 0
+        values["image_tokens"] = _image_tokens(top) if extra else 0
         if model_id:
             values.update(name=model_id, source=model_id + note)
+        extensions = {name: values.pop(name) for name in EXTENSION_DEFAULTS if name in values}
+        if any(value != EXTENSION_DEFAULTS[name] for name, value in extensions.items()):
+            return ArchitectureSpec(**values, **extensions)
         return ModelSpec(**values)
     except ValidationError as error:
         raise ModelInputError(f"{name}: {describe_validation_error(error)}") from None

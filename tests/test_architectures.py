@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from calculators.geometry import active_parameters, parameter_count
+from calculators.geometry import active_parameters, clip_vision_params, parameter_count
 from calculators.inference import (
     ServingSettings,
     kv_cache_bytes_per_sequence,
@@ -52,6 +52,14 @@ MISTRAL_7B_V01 = {
     "model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
     "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000, "sliding_window": 4096,
     "hidden_act": "silu", "tie_word_embeddings": False, "max_position_embeddings": 32768,
+}  # fmt: skip
+T5_SMALL = {
+    "model_type": "t5", "d_model": 512, "d_kv": 64, "d_ff": 2048, "num_layers": 6, "num_heads": 8,
+    "vocab_size": 32128, "relative_attention_num_buckets": 32, "layer_norm_epsilon": 1e-06, "dropout_rate": 0.1,
+}  # fmt: skip
+FLAN_T5_SMALL = T5_SMALL | {
+    "d_ff": 1024, "num_layers": 8, "num_decoder_layers": 8, "num_heads": 6, "feed_forward_proj": "gated-gelu",
+    "tie_word_embeddings": False,
 }  # fmt: skip
 STARCODER = {
     "model_type": "gpt_bigcode", "n_embd": 6144, "n_head": 48, "n_layer": 40, "n_inner": 24576,
@@ -273,3 +281,175 @@ def test_gemma3_vlm_image_tokens():
     # + 4 x 32, final norm 64; projector 32 x 64 + 32.
     tower = 3 * 14 * 14 * 32 + 32 + 4 * 32 + 4 * (32 * 32 + 32) + 2 * 32 * 64 + 64 + 32 + 4 * 32 + 64
     assert vlm.extra_params == tower + 32 * 64 + 32
+
+
+def test_t5_small_encoder_decoder_with_relative_position_biases():
+    """t5-small (google-t5/t5-small config.json; published 60,506,624: keras-team/keras-hub
+    keras_hub/src/models/t5/t5_presets.py @71453d08, t5_small_multi). Shared embedding, tied head
+    32,128 x 512 = 16,449,536. Encoder layer: q/k/v/o 4 x 512 x 512 = 1,048,576, ReLU MLP
+    2 x 512 x 2048 = 2,097,152, two weight-only norms 1,024: 3,146,752 (x 6 = 18,880,512).
+    Decoder layer: self- and cross-attention 2 x 1,048,576, MLP 2,097,152, three norms 1,536:
+    4,195,840 (x 6 = 25,175,040). Relative biases 32 buckets x 8 heads in each stack 512, final
+    norms 2 x 512: 16,449,536 + 18,880,512 + 25,175,040 + 512 + 1,024 = 60,506,624."""
+    t5 = spec(T5_SMALL)
+    assert (t5.n_layers, t5.cross_attention_layers, t5.activation, t5.norm) == (12, 6, "gelu", "rmsnorm")
+    assert t5.position_embedding == "relative" and t5.tied_embeddings
+    assert parameter_count(t5).total == 60_506_624
+
+
+def test_flan_t5_small_gated_gelu_and_untied_head():
+    """flan-t5-small (published 76,961,152: keras-hub t5_presets.py @71453d08, flan_small_multi).
+    6 heads of 64 (inner 384 against d_model 512), gated-GELU MLP of 1024, 8 + 8 layers, untied
+    head. Encoder layer: 4 x 512 x 384 = 786,432 + 3 x 512 x 1024 = 1,572,864 + 1,024 = 2,360,320
+    (x 8 = 18,882,560). Decoder layer: 2 x 786,432 + 1,572,864 + 1,536 = 3,147,264 (x 8 =
+    25,178,112). Embedding and head 2 x 16,449,536 = 32,899,072; biases 2 x 32 x 6 = 384; norms
+    1,024: 76,961,152."""
+    flan = spec(FLAN_T5_SMALL)
+    assert flan.head_dim == 64 and flan.activation == "geglu" and not flan.tied_embeddings
+    assert parameter_count(flan).total == 76_961_152
+
+
+ROBERTA_BASE = {
+    "model_type": "roberta", "vocab_size": 50265, "hidden_size": 768, "num_hidden_layers": 12,
+    "num_attention_heads": 12, "intermediate_size": 3072, "max_position_embeddings": 514, "type_vocab_size": 1,
+    "hidden_act": "gelu", "layer_norm_eps": 1e-05,
+}  # fmt: skip
+ROBERTA_LARGE = ROBERTA_BASE | {
+    "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("config", "encoder", "published"),
+    [(ROBERTA_BASE, 124_645_632, 124_052_736), (ROBERTA_LARGE, 355_359_744, 354_307_072)],
+)
+def test_roberta_encoder_against_the_keras_hub_count(config, encoder, published):
+    """FacebookAI/roberta-base and -large config.json (514 learned positions, one token type).
+    Published: keras-team/keras-hub keras_hub/src/models/roberta/roberta_presets.py @71453d08
+    (roberta_base_en 124,052,736, roberta_large_en 354,307,072), whose backbone
+    (roberta_backbone.py) keeps 512 positions, no token-type row and no pooler.
+    Base, as transformers' RobertaModel: embeddings (50,265 + 514 + 1) x 768 + LayerNorm 1,536
+    = 39,000,576; 12 layers of 4 x (768 x 768 + 768) + 2 x 768 x 3072 + 3072 + 768 + 2 x 1,536
+    = 7,087,872 (85,054,464); pooler 590,592: 124,645,632. Less the pooler, 2 position rows and
+    the token-type row (3 x 768): 124,052,736. Large likewise: 355,359,744 - (1024 x 1024 + 1024)
+    - 3 x 1024 = 354,307,072."""
+    roberta = spec(config)
+    h = roberta.hidden_size
+    assert parameter_count(roberta).total - (h * roberta.num_labels + roberta.num_labels) == encoder
+    assert encoder - (h * h + h) - 3 * h == published
+
+
+LLAVA_15_7B = {
+    "model_type": "llava", "image_token_index": 32000, "projector_hidden_act": "gelu", "vision_feature_layer": -2,
+    "vision_feature_select_strategy": "default",
+    "text_config": {
+        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064, "max_position_embeddings": 4096,
+        "tie_word_embeddings": False,
+    },
+    "vision_config": {
+        "model_type": "clip_vision_model", "hidden_size": 1024, "image_size": 336, "intermediate_size": 4096,
+        "num_attention_heads": 16, "num_hidden_layers": 24, "patch_size": 14, "projection_dim": 768,
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("vision", "text", "projection", "patch", "image", "published"),
+    [
+        ((1024, 4096, 24), (768, 3072, 12), 768, 14, 336, 427_944_770),
+        ((1024, 4096, 24), (768, 3072, 12), 768, 14, 224, 427_616_770),
+        ((768, 3072, 12), (512, 2048, 12), 512, 16, 224, 149_620_934),
+    ],
+    ids=["vit-l-14-336", "vit-l-14", "vit-b-16"],
+)
+def test_clip_vision_tower_against_the_whole_clip_count(vision, text, projection, patch, image, published):
+    """Published: keras-team/keras-hub keras_hub/src/models/clip/clip_presets.py @71453d08
+    (clip_vit_large_patch14_336 427,944,770; clip_vit_large_patch14 427,616,770;
+    clip_vit_base_patch16 149,620,934), the whole CLIP: vision tower, text tower, the two
+    projections, the logit scale, and the position-id table of the vision embedding stored as a
+    variable ((image / patch)^2 + 1 entries, a buffer in transformers). ViT-L/14-336: patch conv
+    3 x 14 x 14 x 1024 = 602,112, class 1024, positions 577 x 1024 = 590,848, pre-norm 2,048;
+    24 layers of 4 x (1024^2 + 1024) + 2 x 1024 x 4096 + 4096 + 1024 + 4 x 1024 = 12,596,224;
+    post-norm 2,048: 303,507,456. Text: 49,408 x 768 + 77 x 768 + 12 x 7,087,872 + 1,536
+    = 123,060,480. Projections 1024 x 768 + 768 x 768, logit scale 1, position ids 577:
+    427,944,770."""
+    (vh, vf, vl), (th, tf, tl) = vision, text
+    tower = clip_vision_params(vh, vf, vl, patch, image)
+    text_tower = 49_408 * th + 77 * th + tl * (4 * (th * th + th) + 2 * th * tf + tf + th + 4 * th) + 2 * th
+    position_ids = (image // patch) ** 2 + 1
+    assert tower + text_tower + vh * projection + th * projection + 1 + position_ids == published
+    if image == 336:
+        assert tower == 303_507_456
+
+
+def test_llava_counts_language_model_clip_tower_and_projector():
+    """llava-hf/llava-1.5-7b-hf config.json: Llama 2 7B with 64 more tokens (32,064) plus the
+    CLIP ViT-L/14-336 tower (303,507,456, checked above against the published CLIP count) and
+    the two-layer projector 1024 x 4096 + 4096 + 4096 x 4096 + 4096 = 20,979,712. Language model:
+    Llama-2-7b's published 6,738,415,616 (library row meta-llama/Llama-2-7b-hf) + 2 x 64 x 4096
+    = 6,738,939,904. Total 7,063,427,072 (card: 7B). One image: (336 / 14)^2 = 576 tokens, the
+    class token dropped (vision_feature_select_strategy "default")."""
+    llava = spec(LLAVA_15_7B)
+    assert llava.extra_params == 303_507_456 + 20_979_712
+    assert parameter_count(llava).total - llava.extra_params == 6_738_415_616 + 2 * 64 * 4096
+    assert parameter_count(llava).total == 7_063_427_072
+    assert llava.image_tokens == 576
+    assert active_parameters(llava) == 6_738_939_904  # a text token does not run the tower
+
+
+MODERNBERT_BASE = {
+    "model_type": "modernbert", "vocab_size": 50368, "hidden_size": 768, "intermediate_size": 1152,
+    "num_hidden_layers": 22, "num_attention_heads": 12, "max_position_embeddings": 8192, "hidden_activation": "gelu",
+    "norm_eps": 1e-05, "norm_bias": False, "attention_bias": False, "mlp_bias": False,
+    "global_attn_every_n_layers": 3, "local_attention": 128,
+}  # fmt: skip
+MODERNBERT_LARGE = MODERNBERT_BASE | {
+    "hidden_size": 1024, "intermediate_size": 2624, "num_hidden_layers": 28, "num_attention_heads": 16,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("config", "encoder", "published_millions"),
+    [(MODERNBERT_BASE, 149_014_272, 149), (MODERNBERT_LARGE, 394_781_696, 395)],
+)
+def test_modernbert_fused_geglu_bias_free_norms(config, encoder, published_millions):
+    """answerdotai/ModernBERT-base and -large config.json. Published: Warner et al. 2024
+    (arXiv 2412.13663, Sec. 2.2): 149 and 395 million parameters. Base: embedding 50,368 x 768
+    = 38,682,624; per layer fused Wqkv 768 x 2304 = 1,769,472, Wo 768 x 768 = 589,824, fused
+    GeGLU Wi 768 x 2304 = 1,769,472, Wo 1152 x 768 = 884,736 (no biases): 5,013,504 (x 22 =
+    110,297,088); weight-only LayerNorms: embeddings 1, layers 2 x 22 - 1 (layer 0 has none),
+    final 1: 45 x 768 = 34,560. 149,014,272 (149.0M). Large: 51,576,832 + 28 x 12,255,232
+    + 57 x 1024 = 394,781,696 (394.8M, the paper's 395M). 14 of 22 layers attend locally
+    (global every third, from layer 0) within 128 tokens."""
+    modernbert = spec(config)
+    h = modernbert.hidden_size
+    assert parameter_count(modernbert).total - (h * modernbert.num_labels + modernbert.num_labels) == encoder
+    assert round(encoder / 1e6) == published_millions
+    assert modernbert.fused_qkv and modernbert.fused_gate_up and not modernbert.norm_bias
+    layers = modernbert.n_layers
+    assert modernbert.sliding_window == 128 and modernbert.sliding_window_layers == layers - (layers + 2) // 3
+
+
+PHI_35_MOE = {
+    "model_type": "phimoe", "hidden_size": 4096, "intermediate_size": 6400, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 16, "num_experts_per_tok": 2,
+    "vocab_size": 32064, "attention_bias": True, "lm_head_bias": True, "hidden_act": "silu",
+    "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "tie_word_embeddings": False,
+}  # fmt: skip
+
+
+def test_phi35_moe_attention_and_head_biases_and_layer_norms():
+    """microsoft/Phi-3.5-MoE-instruct config.json. Published: the model card, "16x3.8B parameters
+    with 6.6B active parameters when using 2 experts"; Abdin et al., Phi-3 technical report
+    (arXiv 2404.14219), 42B total. Per layer: q and o 4096 x 4096, k and v 4096 x 1024 =
+    41,943,040 + biases 4096 + 1024 + 1024 + 4096 = 41,953,280; 16 experts of 3 x 4096 x 6400
+    (78,643,200 each) = 1,258,291,200; router 4096 x 16 = 65,536; two LayerNorms with biases
+    16,384: 1,300,326,400 (x 32 = 41,610,444,800). Embedding and untied head 2 x 32,064 x 4096
+    = 262,668,288, head bias 32,064, final LayerNorm 8,192: 41,873,153,344 (42B). Active:
+    14 unused experts x 78,643,200 x 32 = 35,232,153,600 fewer: 6,640,999,744 (6.6B)."""
+    phi = spec(PHI_35_MOE)
+    assert phi.norm == "layernorm" and phi.qkv_bias and phi.out_bias and not phi.linear_bias
+    assert parameter_count(phi).total == 41_873_153_344
+    assert active_parameters(phi) == 6_640_999_744
+    assert round(parameter_count(phi).total / 1e9) == 42 and round(active_parameters(phi) / 1e9, 1) == 6.6
