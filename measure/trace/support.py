@@ -6,13 +6,16 @@ configuration fails fast with a clear reason.
 
 from __future__ import annotations
 
-from calculators.model_spec import ModelSpec
+from calculators.model_spec import ModelSpec, extension
 from calculators.training import TrainingSettings, is_autocast
 from measure.trace.result import UnsupportedConfiguration
 
 
 def check_spec(spec: ModelSpec) -> None:
     """Raise UnsupportedConfiguration for specs the reference models cannot build exactly."""
+    for present, reason in _unbuilt_features(spec):
+        if present:
+            raise UnsupportedConfiguration(f"{reason} (the reference models cannot build it; the estimate models it)")
     if spec.norms_per_layer not in (2, 4):
         raise UnsupportedConfiguration(f"{spec.norms_per_layer} norms per layer (the reference models have 2 or 4)")
     if spec.norm == "rmsnorm" and spec.position_embedding != "rope":
@@ -23,6 +26,25 @@ def check_spec(spec: ModelSpec) -> None:
         raise UnsupportedConfiguration("a classifier head on a Llama-style model")
     if spec.n_experts > 1 and not spec.is_gated_mlp:
         raise UnsupportedConfiguration("a mixture of GELU experts (the MoE reference is Mixtral-style SwiGLU)")
+
+
+def _unbuilt_features(spec: ModelSpec) -> list[tuple[bool, str]]:
+    """Architecture features the reference transformers (Llama-, GPT/BERT- and Mixtral-style)
+    have no module for, each with the reason the trace gives."""
+    return [
+        (spec.is_mla, "multi-head latent attention (DeepSeek-V2/V3 MLA)"),
+        (spec.shared_expert_ffn_size > 0, "shared experts beside the routed ones"),
+        (spec.n_experts > 1 and spec.n_dense_layers > 0, "dense MLP layers inside a mixture of experts"),
+        (spec.qk_norm != "none", "q/k norms"),
+        (spec.attention_sinks, "attention sinks"),
+        (extension(spec, "cross_attention_layers") > 0, "an encoder-decoder (T5's cross-attention)"),
+        (spec.position_embedding == "relative", "relative position biases"),
+        (spec.norm == "layernorm" and not extension(spec, "norm_bias"), "LayerNorm without bias"),
+        (
+            extension(spec, "out_bias") or extension(spec, "lm_head_bias"),
+            "a bias on the attention output or the LM head alone",
+        ),
+    ]
 
 
 def _setting(settings: TrainingSettings, name: str, default):

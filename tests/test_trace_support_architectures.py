@@ -1,0 +1,53 @@
+"""The trace refuses, with one line naming the feature, architectures its reference models cannot build."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculators.model_spec import ArchitectureSpec, ModelSpec
+from measure.trace.result import UnsupportedConfiguration
+from measure.trace.support import check_spec
+from tests.test_architectures import DEEPSEEK_V3, GEMMA3_1B, GPT_OSS_20B, QWEN3_30B_A3B, spec
+
+LLAMA_LIKE = dict(n_layers=2, hidden_size=64, n_heads=4, n_kv_heads=4, ffn_hidden_size=128, vocab_size=100)
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        ({"kv_lora_rank": 16, "qk_rope_head_dim": 8, "head_dim": 24}, "multi-head latent attention"),
+        ({"n_experts": 4, "experts_per_token": 2, "shared_expert_ffn_size": 64}, "shared experts"),
+        ({"n_experts": 4, "experts_per_token": 2, "n_dense_layers": 1}, "dense MLP layers inside a mixture"),
+        ({"qk_norm": "head"}, "q/k norms"),
+        ({"attention_sinks": True}, "attention sinks"),
+        ({"cross_attention_layers": 1}, "an encoder-decoder"),
+        ({"position_embedding": "relative"}, "relative position biases"),
+        ({"norm": "layernorm", "norm_bias": False}, "LayerNorm without bias"),
+        ({"out_bias": True}, "a bias on the attention output"),
+        ({"lm_head_bias": True}, "the LM head alone"),
+    ],
+)
+def test_unbuildable_feature_is_refused_in_one_line(extra, reason):
+    with pytest.raises(UnsupportedConfiguration) as refused:
+        check_spec(ArchitectureSpec(**LLAMA_LIKE | extra))
+    message = str(refused.value)
+    assert reason in message and "\n" not in message
+
+
+def test_plain_llama_and_mixtral_are_still_traced():
+    check_spec(ModelSpec(**LLAMA_LIKE))
+    check_spec(ModelSpec(**LLAMA_LIKE | {"n_experts": 4, "experts_per_token": 2}))
+
+
+@pytest.mark.parametrize(
+    ("config", "reason"),
+    [
+        (DEEPSEEK_V3, "multi-head latent attention"),
+        (QWEN3_30B_A3B, "q/k norms"),
+        (GPT_OSS_20B, "attention sinks"),
+        (GEMMA3_1B, "q/k norms"),
+    ],
+)
+def test_published_configs_name_their_first_unbuildable_feature(config, reason):
+    with pytest.raises(UnsupportedConfiguration, match=reason):
+        check_spec(spec(config))
