@@ -322,7 +322,8 @@ def comm_seconds(
 
     Traffic every micro-batch (ZeRO 2/3) overlaps with that micro-batch's compute; traffic
     once per step (the ZeRO 0/1 all-reduce, ZeRO 2's weight all-gather) only with the last
-    micro-batch's backward, so gradient accumulation does not hide it further.
+    micro-batch's backward, so gradient accumulation does not hide it further. The last
+    micro-batch's compute is one window: its own traffic and the once-per-step traffic share it.
     """
     per_micro_b, per_step_b = communication.dp_bytes(spec, settings, expert_parallel_of(spec, time_settings))
     bandwidth = dimension_links(gpu, settings, time_settings)["dp"]
@@ -330,8 +331,8 @@ def comm_seconds(
     per_micro_s = per_micro_b / (bandwidth * 1e9)
     per_step_s = per_step_b / (bandwidth * 1e9)
     overlap = time_settings.overlap_fraction
-    exposed = settings.grad_accum * exposed_comm_s(per_micro_s, micro_compute_s, overlap)
-    exposed += exposed_comm_s(per_step_s, micro_compute_s, overlap)
+    exposed = (settings.grad_accum - 1) * exposed_comm_s(per_micro_s, micro_compute_s, overlap)
+    exposed += exposed_comm_s(per_micro_s + per_step_s, micro_compute_s, overlap)
     total_bytes = settings.grad_accum * per_micro_b + per_step_b
     return settings.grad_accum * per_micro_s + per_step_s, exposed, total_bytes
 
