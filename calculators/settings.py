@@ -247,7 +247,7 @@ class Setting:
         """The text parse_shown reads back to `value`."""
         if self.ui_scale == 1 or value is None:
             return self.format(value)
-        return f"{value / self.ui_scale:g}"
+        return _exact_text(value / self.ui_scale)
 
     def format(self, value: Any) -> str:
         """The text `parse` reads back to `value`."""
@@ -257,7 +257,14 @@ class Setting:
             return "1" if value else "0"
         if value is None:
             return "none"
-        return f"{value:g}" if isinstance(value, float) else str(value)
+        return _exact_text(value) if isinstance(value, float) else str(value)
+
+
+def _exact_text(number: float) -> str:
+    """The shortest text that reads back to exactly `number` (2 rather than 2.0, but never a
+    rounded 0.123457 for 0.123456789): a link must reproduce the value the user set."""
+    short = f"{number:g}"
+    return short if float(short) == number else repr(number)
 
 
 def readable(number: float) -> str:

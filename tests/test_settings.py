@@ -70,3 +70,11 @@ def test_an_exclusive_bound_is_never_offered_by_its_widget():
     assert discount.max < 100 and discount.max > 99.999
     discount.set_value(discount.max).run()
     assert not app.exception
+
+
+@pytest.mark.parametrize("value", [2e9, 123_456_789.0, 1.5e9, 7.0, 987_654_321_987.0])
+def test_a_link_carries_a_value_exactly(value):
+    """format_shown -> parse_shown gives back the value the user set, to the last digit
+    (123,456,789 tokens once came back as 123,457,000 through '%g')."""
+    item = setting("cost_tokens_billion")
+    assert item.parse_shown(item.format_shown(value)) == value
