@@ -6,16 +6,10 @@ import sys
 
 import pytest
 
-from calculators.cli import main
 from calculators.geometry import parameter_count
 from calculators.memory import COMPONENTS, GIB
 from calculators.presets import get_preset
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from tests.cli_helpers import run_cli
 
 
 def test_memory_json_has_peak_and_one_key_per_component(capsys):

@@ -42,6 +42,7 @@ from calculators.model_library import (
     search_models,
     split_model_ref,
 )
+from tests.cli_helpers import run_cli
 
 LIBRARY = load_library()
 
@@ -227,14 +228,8 @@ def test_fetch_hub_config_asks_only_for_config_json(tmp_path, monkeypatch):
     assert asked == [("someone/tiny", "config.json", "main")]
 
 
-def run_cli(argv, capsys):
-    code = cli.main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_models_search(capsys):
-    code, out, _ = run_cli(["models", "--search", "qwen", "--json"], capsys)
+    code, out, _ = run_cli(capsys, "models", "--search", "qwen", "--json")
     names = json.loads(out)
     assert code == 0 and "Qwen/Qwen3-30B-A3B" in names and all("qwen" in name.casefold() for name in names)
 
@@ -249,7 +244,7 @@ def test_cli_models_search(capsys):
 )
 def test_cli_memory_by_hub_id_offline(capsys, monkeypatch, model_id, total, active):
     monkeypatch.setattr(cli, "fetch_hub_config", lambda repo, revision: pytest.fail("the Hub was reached"))
-    code, out, _ = run_cli(["memory", "--model", model_id, "--json"], capsys)
+    code, out, _ = run_cli(capsys, "memory", "--model", model_id, "--json")
     result = json.loads(out)
     assert code == 0 and result["parameters"] == total and result["active_parameters"] == active
 
@@ -261,7 +256,7 @@ def test_cli_unknown_id_is_one_line(capsys, monkeypatch, tmp_path):
         raise OSError("offline")
 
     monkeypatch.setattr(cli, "fetch_hub_config", offline)
-    code, out, err = run_cli(["memory", "--model", "meta-llama/Llama-9-7b", "--json"], capsys)
+    code, out, err = run_cli(capsys, "memory", "--model", "meta-llama/Llama-9-7b", "--json")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("error: model 'meta-llama/Llama-9-7b'")
     assert "--config-json" in err and "closest bundled" in err

@@ -6,14 +6,8 @@ import json
 
 import pytest
 
-from calculators.cli import main
 from calculators.validation_throughput import load_rows, row_inputs, summary, throughput_table
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from tests.cli_helpers import run_cli
 
 
 def test_time_json_prints_the_step_breakdown(capsys):
