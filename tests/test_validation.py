@@ -22,7 +22,7 @@ TABLE = validation_table()
 # Rows the engine reproduces within the 10% target today; the others are listed in the
 # report with what is missing (see the Validation page).
 WITHIN_TARGET = {
-    "hf-1", "hf-2", "hf-3", "hf-4", "hf-5", "hf-6", "hf-7", "hf-8", "tt-2", "tt-3", "tt-4", "tt-5",
+    "hf-1", "hf-2", "hf-3", "hf-4", "hf-5", "hf-6", "hf-7", "hf-8", "tt-1", "tt-2", "tt-3", "tt-4", "tt-5",
     "litgpt-lora-phi15-mb4", "litgpt-lora-stablelm3b-mb4", "litgpt-lora-llama2-7b-mb1",
     "torchtitan-l31-8b-fsdp8-eager", "mleng-l31-8b-z3-offload-8k", "torchtune-readme-l31-8b-qlora-4090",
     "hf-sdpa-pythia410m-eager-bs1-s2048", "automodel-l32-1b-fsdp8-ac", "automodel-l32-1b-fsdp8-ac-lcce",
@@ -84,3 +84,17 @@ def test_summary_is_the_median_and_the_largest_error():
     median, worst = error_summary(TABLE)
     errors = sorted(abs(row.error_fraction) for row in TABLE)
     assert worst == errors[-1] and median == pytest.approx((errors[11] + errors[12]) / 2)
+
+
+def test_unpacked_torchtune_row_peaks_on_the_step_not_the_longest_sample():
+    """torchtune resets its peak counters every step, so tt-1 is a typical batch (512 tokens at
+    most). At that length the peak is the embedding's backward with every state alive:
+    weights, gradients and AdamW's two states in bf16 are 4 x 2 bytes x 3,212,749,824
+    parameters = 23.94 GiB, plus two embedding-sized transients, the embedding's dense gradient
+    and its sum with the tied head's gradient (128,256 x 3,072 x 2 bytes = 0.734 GiB each),
+    25.4 GiB in all; the longest
+    Alpaca sample (1304 tokens) would give 31.2 GiB, 22% over the measured 25.5."""
+    row = next(row for row in TABLE if row.id == "tt-1")
+    assert "--seq-len 512" in row.command
+    assert row.estimate_gib == pytest.approx(25.40, abs=0.01)
+    assert abs(row.error_fraction) < 0.01
