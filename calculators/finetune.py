@@ -63,3 +63,27 @@ def qlora_dequantised_weight_bytes(spec: ModelSpec, compute_bytes: int, tokens: 
     computation data type to perform the forward and backward pass')."""
     linear = largest_linear(spec, tensor_parallel)
     return 2 * linear.in_features * linear.out_features + compute_bytes * tokens * linear.out_features
+
+
+def nf4_quantisation_staging_bytes(
+    spec: ModelSpec, quant_backend: str, framework: str | None, tensor_parallel: int = 1
+) -> float:
+    """Bytes alive beside the already-quantised weights while the largest linear is quantised
+    at load time (every other weight is already NF4 by then, so this is the load's peak excess):
+    - bitsandbytes through transformers: the checkpoint's half-precision tensor is moved to the
+      GPU and quantised there (transformers src/transformers/quantizers/quantizer_bnb_4bit.py,
+      create_quantized_param -> bitsandbytes Params4bit._quantize: `w = self.data.contiguous()
+      .to(device)`, then quantize_4bit): 2 bytes per element;
+    - litgpt (Lightning's BitsandbytesPrecision, src/lightning/fabric/plugins/precision/
+      bitsandbytes.py @71aed751, _Linear4bit): the layer is built in bf16 on the GPU and
+      `_quantize_weight` copies it to fp16 before quantising: 2 + 2 bytes per element;
+    - torchao (torchtune's to_nf4): NF4Tensor.convert_to_norm_float_weight holds the bf16 input,
+      the bf16 scaled blocks and one uint8 index per element before packing two per byte
+      (pytorch/ao torchao/dtypes/nf4tensor.py): 2 + 2 + 1 bytes per element."""
+    linear = largest_linear(spec, tensor_parallel)
+    elements = linear.in_features * linear.out_features
+    if quant_backend == "torchao":
+        return 5 * elements
+    if framework == "litgpt":
+        return 4 * elements
+    return 2 * elements

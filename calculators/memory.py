@@ -43,6 +43,7 @@ from calculators.finetune import (
     lora_matrix_shapes,
     lora_parameters_per_layer,
     nf4_bytes,
+    nf4_quantisation_staging_bytes,
     qlora_dequantised_weight_bytes,
 )
 from calculators.geometry import (
@@ -1416,6 +1417,12 @@ def _stack_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
             "Loading: the whole model is moved to each GPU in its weight dtype before ZeRO-3 partitions it "
             "(DeepSpeed without zero.Init); where that exceeds the step, it is the peak."
         )
+    if settings.method == "qlora":
+        notes.append(
+            "Loading (load_peak_gib): the base is quantised to NF4 tensor by tensor on the GPU; the peak is the "
+            "finished weights plus the largest linear's staging copies (bitsandbytes 2, litgpt 4, torchao 5 bytes "
+            "per element); where that exceeds the step, it is the peak."
+        )
     if settings.activation_offload:
         notes.append(
             f"Activation offloading: saved tensors of all but {OFFLOAD_RESIDENT_LAYERS} layers in pinned host "
@@ -1646,6 +1653,19 @@ def whole_model_load_bytes(spec: ModelSpec, params: ParameterCount, settings: Tr
     return per_parameter * params.total
 
 
+def quantised_load_bytes(spec: ModelSpec, params: ParameterCount, settings: TrainingSettings) -> float:
+    """QLoRA's peak while the base is loaded and quantised tensor by tensor: the finished
+    weights (NF4 linears, half-precision rest, the adapters) of the first stage plus the staging
+    of the largest linear's quantisation (nf4_quantisation_staging_bytes). 0 for other methods."""
+    if settings.method != "qlora":
+        return 0.0
+    first = stage_layout(spec, params, settings, pipeline_stages(settings)[0])
+    staging = nf4_quantisation_staging_bytes(
+        spec, settings.quant_backend or "bitsandbytes", settings.framework, settings.tensor_parallel
+    )
+    return first.weight_bytes + staging
+
+
 def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstimate:
     """Peak memory of one training step on each GPU, phase by phase; with pipeline
     parallelism, on the most loaded of the first and the last stage."""
@@ -1664,7 +1684,7 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
         host_bytes = max(host_bytes, states.host + offloaded_bytes)
         outside_bytes = max(outside_bytes, states.outside_allocator)
 
-    load_bytes = whole_model_load_bytes(spec, params, settings)
+    load_bytes = max(whole_model_load_bytes(spec, params, settings), quantised_load_bytes(spec, params, settings))
     if load_bytes:
         phases.insert(0, PhaseMemory(name="loading", components={"weights": load_bytes}))
         stage_of_phase["loading"] = pipeline_stages(settings)[0]

@@ -325,3 +325,35 @@ def test_the_lora_to_qlora_saving_matches_torchtune():
     qlora = estimate_memory(spec, torchtune_settings("qlora")).allocated_gib
     measured = rows["tt-4"] - rows["tt-5"]
     assert lora - qlora == pytest.approx(measured, rel=0.10)
+
+
+@pytest.mark.parametrize(
+    ("framework", "quant_backend", "staging_bytes_per_element"),
+    [(None, "bitsandbytes", 2), ("litgpt", "bitsandbytes", 4), (None, "torchao", 5)],
+)
+def test_qlora_load_peak_is_the_nf4_weights_plus_the_largest_linear_being_quantised(
+    framework, quant_backend, staging_bytes_per_element
+):
+    """Llama-2-7B QLoRA, rank 8 on q and v, bf16. At load, every weight is final but the last
+    linear being quantised:
+    - NF4 layers: 32 x (4 x 4096^2 + 3 x 4096 x 11008) = 6,476,005,376 weights x 4.127 bits / 8
+      = 3,340,771,328 bytes;
+    - bf16 rest: (2 x 32000 x 4096 embeddings and head + 65 x 4096 norms) x 2 = 524,820,480 bytes;
+    - adapters: 32 x 2 x 8 x (4096 + 4096) x 2 bytes = 8,388,608 bytes;
+    - staging of one 11008 x 4096 MLP weight: 2 bytes each for bitsandbytes (the half copy on the
+      GPU), 4 for litgpt (its bf16 weight and Lightning's fp16 copy), 5 for torchao (bf16 input,
+      bf16 scaled blocks, a uint8 index each)."""
+    settings = TrainingSettings(
+        method="qlora", precision="bf16", lora_rank=8, lora_targets="qv", micro_batch=1, seq_len=256,
+        checkpointing="full", framework=framework, quant_backend=quant_backend,
+    )  # fmt: skip
+    estimate = estimate_memory(get_preset("llama-2-7b"), settings)
+    weights = 3_340_771_328 + 524_820_480 + 8_388_608
+    assert estimate.load_peak_gib * GIB == pytest.approx(weights + staging_bytes_per_element * 11008 * 4096)
+    assert estimate.phases_gib["loading"] == estimate.load_peak_gib
+    assert estimate.peak_phase != "loading"  # the step's activations and states exceed it here
+
+
+def test_lora_and_full_training_have_no_quantisation_load_phase():
+    estimate = estimate_memory(get_preset("llama-2-7b"), TrainingSettings(method="lora", micro_batch=1, seq_len=256))
+    assert estimate.load_peak_gib == 0.0 and "loading" not in estimate.phases_gib
