@@ -97,7 +97,7 @@ if estimate.host_memory_gib > 0:
 if estimate.outside_allocator_gib > 0:
     details.append(f"paged optimizer states outside torch's allocator: {estimate.outside_allocator_gib:.1f} GiB")
 if estimate.load_peak_gib > 0:
-    details.append(f"whole model on the GPU while loading: {estimate.load_peak_gib:.1f} GiB")
+    details.append(f"peak while the model is loaded (and quantised, for QLoRA): {estimate.load_peak_gib:.1f} GiB")
 if estimate.pipeline_stage != "only":
     details.append(f"most loaded pipeline stage: the {estimate.pipeline_stage} one")
 if settings.total_gpus != settings.gpus:
