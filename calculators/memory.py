@@ -66,8 +66,10 @@ from calculators.training import (
     compute_bytes,
     frozen_weight_bytes,
     gradient_bytes,
+    image_tokens_per_image,
     is_adapter_method,
     is_autocast,
+    language_model_settings,
     master_weight_bytes,
     optimizer_state_element_bytes,
     residual_bytes,
@@ -1474,6 +1476,8 @@ def _parallel_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
 
 def check_supported(spec: ModelSpec, settings: TrainingSettings) -> None:
     """Raise ValueError for settings this model cannot take."""
+    if settings.images_per_sample:
+        image_tokens_per_image(spec, settings)  # raises when the model's count depends on the image
     if settings.frozen_layers > spec.n_layers:
         raise ValueError(f"frozen_layers ({settings.frozen_layers}) cannot exceed the model's {spec.n_layers} layers")
     if spec.n_heads % settings.tensor_parallel:
@@ -1666,10 +1670,24 @@ def quantised_load_bytes(spec: ModelSpec, params: ParameterCount, settings: Trai
     return first.weight_bytes + staging
 
 
+def images_note(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
+    """The assumption line for a vision-language workload's images (none without images)."""
+    if not settings.images_per_sample:
+        return []
+    per_image = image_tokens_per_image(spec, settings)
+    return [
+        f"Images: {settings.images_per_sample} per sample x {per_image} tokens each = "
+        f"{settings.images_per_sample * per_image} tokens added to the {settings.seq_len} text tokens of each "
+        "sequence; the vision tower's weights are counted, its own activations are not."
+    ]
+
+
 def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstimate:
     """Peak memory of one training step on each GPU, phase by phase; with pipeline
     parallelism, on the most loaded of the first and the last stage."""
     check_supported(spec, settings)
+    image_note = images_note(spec, settings)
+    settings = language_model_settings(spec, settings)
     params = parameter_count(spec)
     grads_persist = settings.grad_accum > 1 or not settings.grads_freed_after_step
     phases: list[PhaseMemory] = []
@@ -1714,7 +1732,7 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
         parameters=params.total,
         trainable_parameters=trainable_parameter_count(spec, params, settings),
         tokens_per_micro_batch=settings.micro_batch * settings.seq_len,
-        assumptions=_assumptions(spec, settings, grads_persist),
+        assumptions=image_note + _assumptions(spec, settings, grads_persist),
         host_memory_gib=host_bytes / GIB,
         load_peak_gib=load_bytes / GIB,
         outside_allocator_gib=outside_bytes / GIB,

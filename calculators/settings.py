@@ -327,6 +327,8 @@ def _declare() -> list[Setting]:
         training("micro_batch", "mb", "Micro-batch", **train_only),
         training("seq_len", "seq", "Sequence length", unit="tokens", **train_only),
         training("grad_accum", "ga", "Grad. accumulation", **train_only),
+        training("images_per_sample", "imgs", "Images per sample", **train_only),
+        training("image_tokens", "img_tokens", "Tokens per image", unit="tokens", **train_only),
         training("gpus", "gpus", "Data-parallel GPUs", **train_only),
         training("precision", "prec", "Precision", **train_only),
         training("optimizer", "opt", "Optimizer", **train_only),

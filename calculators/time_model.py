@@ -37,7 +37,7 @@ from calculators.step_time import (
     op_selective_recomputed_linears,
     step_compute,
 )
-from calculators.training import TrainingSettings
+from calculators.training import TrainingSettings, language_model_settings
 
 # --- FLOPs per token -------------------------------------------------------------
 
@@ -427,8 +427,10 @@ def estimate_time(
 ) -> TimeEstimate:
     """Step time, throughput and hours for `settings` on `settings.total_gpus` GPUs of type `gpu`.
 
-    Raises ValueError when the GPU has no rate for the precision's compute format.
+    Raises ValueError when the GPU has no rate for the precision's compute format. Images of a
+    vision-language workload count as sequence tokens (language_model_settings).
     """
+    settings = language_model_settings(spec, settings)
     peak, fmt = rate_and_format(gpu, settings.precision, time_settings.fp32_uses_tf32)
     m = settings.grad_accum
     if time_settings.utilisation is not None:

@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from calculators.frameworks import framework_defaults
+from calculators.model_spec import ModelSpec
 
 Precision = Literal["fp32", "amp-fp16", "amp-bf16", "fp16-mixed", "bf16-mixed", "bf16", "fp8"]
 Optimizer = Literal["adamw", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "none"]
@@ -105,6 +106,18 @@ class TrainingSettings(BaseModel):
 
     micro_batch: int = Field(default=1, gt=0, le=1_000_000)
     seq_len: int = Field(default=2048, gt=0, le=10_000_000)
+    images_per_sample: int = Field(
+        default=0,
+        ge=0,
+        le=1024,
+        description="images in each sample of a vision-language model; each adds its image tokens to the sequence",
+    )
+    image_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=65_536,
+        description="context tokens one image takes; none given = the model's own count (fixed-resolution models)",
+    )
     grad_accum: int = Field(default=1, gt=0, le=1_000_000)
     gpus: int = Field(default=1, gt=0, le=1_000_000)
     precision: Precision = "bf16-mixed"
@@ -321,3 +334,34 @@ def frozen_weight_bytes(precision: str) -> int:
 
 def is_adapter_method(method: str) -> bool:
     return method in ("lora", "qlora")
+
+
+def image_tokens_per_image(spec: ModelSpec, settings: TrainingSettings) -> int:
+    """Tokens one image takes in the language model's sequence: the user's figure, else the
+    model's own (a fixed-resolution tower: LLaVA-1.5's 576 = (336/14)^2 CLIP patches, Gemma 3's
+    256 pooled SigLIP tokens, read from the config by calculators/model_input.py). Raises
+    ValueError when images are given for a model whose count depends on the image's size."""
+    if spec.family.startswith("mllama"):
+        raise ValueError(
+            f"{spec.name} reads images through cross-attention layers (transformers' Mllama), not as tokens of its "
+            "sequence; images per sample do not apply to it"
+        )
+    if settings.image_tokens:
+        return settings.image_tokens
+    if spec.image_tokens:
+        return spec.image_tokens
+    raise ValueError(
+        f"{spec.name} takes a number of tokens per image that depends on the image's size (dynamic resolution, "
+        "e.g. Qwen2.5-VL: (height/28) x (width/28)); give it with --image-tokens"
+    )
+
+
+def language_model_settings(spec: ModelSpec, settings: TrainingSettings) -> TrainingSettings:
+    """The settings as the language model sees them: each sample's sequence is its text tokens
+    plus images_per_sample x image_tokens_per_image (the image tokens are spliced into the
+    sequence, e.g. transformers' LlavaForConditionalGeneration merges the projected patches in
+    place of its image tokens). The vision tower's own activations are not added."""
+    if not settings.images_per_sample:
+        return settings
+    image_tokens = settings.images_per_sample * image_tokens_per_image(spec, settings)
+    return settings.model_copy(update={"seq_len": settings.seq_len + image_tokens, "images_per_sample": 0})
