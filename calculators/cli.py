@@ -89,7 +89,8 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--framework-config",
         type=Path,
-        help="a torchtune YAML, DeepSpeed JSON or HF TrainingArguments JSON; fills the settings no flag gives",
+        help="a torchtune or axolotl YAML, an accelerate config YAML, a DeepSpeed JSON or HF TrainingArguments JSON; "
+        "fills the settings no flag gives",
     )
     workload = [item for item in all_settings() if item.model in (None, TrainingSettings, ServingSettings)]
     add_setting_arguments(parser.add_argument_group("workload"), workload)

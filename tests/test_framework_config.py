@@ -114,3 +114,291 @@ def test_a_bad_file_on_the_cli_is_one_line(tmp_path, capsys):
     assert main(["memory", "--model", "llama-3.2-1b", "--framework-config", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: zero_optimization.stage")
+
+
+# --- axolotl YAML (modelled on axolotl-ai-cloud/axolotl @067b021c examples/llama-3/) -------------
+
+AXOLOTL_QLORA = """
+base_model: NousResearch/Meta-Llama-3-8B
+model_type: AutoModelForCausalLM
+tokenizer_type: AutoTokenizer
+load_in_8bit: false
+load_in_4bit: true
+datasets:
+  - path: aaditya/alpaca_subset_1
+    type: alpaca
+dataset_prepared_path:
+val_set_size: 0
+output_dir: ./outputs/qlora-out
+adapter: qlora
+lora_model_dir:
+sequence_len: 4096
+sample_packing: true
+lora_r: 32
+lora_alpha: 16
+lora_dropout: 0.05
+lora_target_linear: true
+wandb_project:
+gradient_accumulation_steps: 4
+micro_batch_size: 2
+num_epochs: 4
+optimizer: paged_adamw_32bit
+lr_scheduler: cosine
+learning_rate: 0.0002
+bf16: auto
+tf32: false
+gradient_checkpointing: true
+logging_steps: 1
+flash_attention: true
+warmup_ratio: 0.1
+special_tokens:
+  pad_token: "<|end_of_text|>"
+learnig_rate: 1
+"""
+
+AXOLOTL_FFT_LIGER_FSDP = """
+base_model: NousResearch/Meta-Llama-3.1-8B
+plugins:
+  - axolotl.integrations.liger.LigerPlugin
+liger_rope: true
+liger_rms_norm: true
+liger_glu_activation: true
+liger_fused_linear_cross_entropy: true
+datasets:
+  - path: mlabonne/FineTome-100k
+    type: chat_template
+sequence_len: 4096
+sample_packing: true
+gradient_accumulation_steps: 4
+micro_batch_size: 2
+optimizer: adamw_torch_fused
+learning_rate: 2e-5
+bf16: auto
+gradient_checkpointing: true
+gradient_checkpointing_kwargs:
+  use_reentrant: false
+attn_implementation: flash_attention_2
+fsdp_version: 2
+fsdp_config:
+  offload_params: false
+  cpu_ram_efficient_loading: true
+  auto_wrap_policy: TRANSFORMER_BASED_WRAP
+  transformer_layer_cls_to_wrap: LlamaDecoderLayer
+  state_dict_type: FULL_STATE_DICT
+  reshard_after_forward: true
+"""
+
+
+def test_an_axolotl_qlora_config_gives_adapter_batch_and_precision():
+    config = read_framework_config(AXOLOTL_QLORA, "qlora.yml")
+    assert config.framework == "axolotl"
+    assert config.values == {
+        "method": "qlora", "lora_rank": 32, "lora_targets": "all-linear", "seq_len": 4096, "micro_batch": 2,
+        "grad_accum": 4, "optimizer": "paged-adamw", "precision": "amp-bf16", "checkpointing": "full",
+        "attention": "fused",
+    }  # fmt: skip
+    assert config.unknown_keys == ["learnig_rate"]  # datasets, wandb_project, special_tokens... are axolotl's
+    assert describe_unknown(config, "qlora.yml") == (
+        "qlora.yml: unknown axolotl keys ignored: learnig_rate; the other settings were read"
+    )
+
+
+def test_an_axolotl_full_fine_tune_with_liger_and_fsdp2():
+    config = read_framework_config(AXOLOTL_FFT_LIGER_FSDP, "fft-8b-liger-fsdp.yaml")
+    assert config.values == {
+        "method": "full", "seq_len": 4096, "micro_batch": 2, "grad_accum": 4, "optimizer": "adamw",
+        "optimizer_impl": "fused", "precision": "bf16", "checkpointing": "full", "attention": "fused", "zero": 3,
+        "sharding_impl": "fsdp2", "offload_optimizer": False, "offload_parameters": False, "liger": True,
+        "loss": "fused-linear",
+    }  # fmt: skip
+    assert not config.unknown_keys and not config.notes
+
+
+def test_axolotl_lora_targets_legacy_fsdp_offload_and_cut_cross_entropy():
+    text = """
+base_model: meta-llama/Llama-3.2-1B
+adapter: lora
+lora_r: 16
+lora_target_modules: [q_proj, v_proj]
+micro_batch_size: 1
+optimizer: adamw_bnb_8bit
+fp16: true
+bf16: false
+gradient_checkpointing: offload
+torch_compile: auto
+plugins:
+  - axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin
+fsdp:
+  - full_shard
+  - auto_wrap
+fsdp_config:
+  fsdp_offload_params: true
+  fsdp_sharding_strategy: FULL_SHARD
+"""
+    values = read_framework_config(text, "lora.yml").values
+    assert values["lora_targets"] == "qv" and values["method"] == "lora" and values["lora_rank"] == 16
+    assert values["optimizer"] == "adamw-8bit" and values["precision"] == "amp-fp16"
+    assert values["checkpointing"] == "full" and values["activation_offload"] is True and values["compile"] is True
+    assert values["loss"] == "fused-linear" and values["seq_len"] == 512  # axolotl's default sequence_len
+    assert values["zero"] == 3 and values["sharding_impl"] == "zero"  # FSDP1
+    assert values["offload_parameters"] is True and values["offload_optimizer"] is True
+
+
+def test_an_axolotl_deepspeed_path_is_noted_and_its_precision_keeps_a_master_copy():
+    text = "base_model: m\nmicro_batch_size: 4\nsequence_len: 2048\ndeepspeed: deepspeed_configs/zero3_bf16.json\n"
+    config = read_framework_config(text, "ds.yml")
+    assert config.values["precision"] == "bf16-mixed" and "zero" not in config.values
+    warning = describe_unknown(config, "ds.yml")
+    assert "deepspeed: deepspeed_configs/zero3_bf16.json is a file of its own" in warning
+    inline = text.replace("deepspeed: deepspeed_configs/zero3_bf16.json", "deepspeed: {zero_optimization: {stage: 2}}")
+    assert read_framework_config(inline, "ds.yml").values["zero"] == 2
+
+
+# --- accelerate config YAML (modelled on huggingface/accelerate @16cb6eb8 examples/) -----------
+
+ACCELERATE_FSDP = """
+compute_environment: LOCAL_MACHINE
+debug: false
+distributed_type: FSDP
+downcast_bf16: 'no'
+fsdp_config:
+  fsdp_activation_checkpointing: true
+  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+  fsdp_backward_prefetch: BACKWARD_PRE
+  fsdp_cpu_ram_efficient_loading: true
+  fsdp_forward_prefetch: false
+  fsdp_offload_params: false
+  fsdp_sharding_strategy: SHARD_GRAD_OP
+  fsdp_state_dict_type: SHARDED_STATE_DICT
+  fsdp_sync_module_states: true
+  fsdp_use_orig_params: true
+  fsdp_colour: blue
+machine_rank: 0
+main_training_function: main
+mixed_precision: bf16
+num_machines: 2
+num_processes: 16
+rdzv_backend: static
+same_network: true
+tpu_env: []
+use_cpu: false
+"""
+
+
+def test_an_accelerate_fsdp_config_gives_gpus_sharding_and_precision():
+    config = read_framework_config(ACCELERATE_FSDP, "default_config.yaml")
+    assert config.framework == "hf-trainer"
+    assert config.values == {
+        "precision": "bf16-mixed", "zero": 2, "sharding_impl": "zero", "checkpointing": "full",
+        "offload_optimizer": False, "offload_parameters": False, "gpus": 16,
+    }  # fmt: skip
+    assert config.unknown_keys == ["fsdp_config.fsdp_colour"]
+
+
+def test_accelerate_fsdp2_deepspeed_and_ddp():
+    fsdp2 = "distributed_type: FSDP\nnum_processes: 8\nmixed_precision: bf16\nfsdp_config:\n  fsdp_version: 2\n" \
+        "  fsdp_reshard_after_forward: true\n  fsdp_offload_params: true\n"  # fmt: skip
+    values = read_framework_config(fsdp2, "fsdp2.yaml").values
+    assert values["zero"] == 3 and values["sharding_impl"] == "fsdp2" and values["offload_parameters"] is True
+    deepspeed = """
+compute_environment: LOCAL_MACHINE
+distributed_type: DEEPSPEED
+deepspeed_config:
+  gradient_accumulation_steps: 8
+  offload_optimizer_device: cpu
+  offload_param_device: none
+  zero3_init_flag: true
+  zero_stage: 3
+mixed_precision: bf16
+num_processes: 4
+dynamo_config:
+  dynamo_backend: INDUCTOR
+"""
+    config = read_framework_config(deepspeed, "ds.yaml")
+    assert config.framework == "deepspeed"
+    assert config.values == {
+        "zero": 3, "offload_optimizer": True, "offload_parameters": False, "grad_accum": 8,
+        "load_whole_model": False, "precision": "bf16-mixed", "gpus": 4, "compile": True,
+    }  # fmt: skip
+    ddp = read_framework_config('distributed_type: "MULTI_GPU"\nmixed_precision: "fp16"\nnum_processes: 2', "a.yml")
+    assert ddp.values == {"zero": 0, "precision": "amp-fp16", "gpus": 2}
+
+
+def test_the_planners_accelerate_file_reads_back():
+    from calculators.launch_configs import accelerate_fsdp_yaml
+
+    class PlanLike:
+        gpus, gpus_per_instance, precision, zero = 16, 8, "bf16-mixed", 3
+        offload_parameters, offload_optimizer, checkpointing = False, False, "full"
+
+    values = read_framework_config(accelerate_fsdp_yaml(PlanLike()), "accelerate_fsdp.yaml").values
+    assert values == {
+        "precision": "bf16-mixed", "gpus": 16, "zero": 3, "sharding_impl": "zero", "offload_optimizer": False,
+        "offload_parameters": False, "checkpointing": "full",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "message"),
+    [
+        ("base_model: m\nadapter: ia3\n", "a.yml", "adapter: 'ia3' is not one the engine models"),
+        ("base_model: m\noptimizer: lion_8bit\n", "a.yml", "optimizer: 'lion_8bit' is not one the engine models"),
+        ("base_model: m\nmicro_batch_size: 0\n", "a.yml", "micro_batch_size: expected a positive whole number"),
+        ("base_model: m\nload_in_4bit: true\n", "a.yml", "load_in_4bit/load_in_8bit: a quantised base needs"),
+        ("base_model: m\nadapter: lora\nlora_target_modules: [q_proj]\n", "a.yml", "lora_target_modules:"),
+        ("base_model: m\nbf16: sometimes\n", "a.yml", "bf16: expected true, false or auto"),
+        ("distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: HALF\n", "a.yaml", "sharding_strategy:"),
+        ("distributed_type: MULTI_GPU\nmixed_precision: fp4\n", "a.yaml", "mixed_precision: expected no, fp16"),
+        ("distributed_type: XLA\n", "a.yaml", "distributed_type: 'XLA' is not one the engine models"),
+        ("seed: 1\nepochs: 2\n", "a.yaml", "neither a torchtune recipe .* nor an axolotl config \\(base_model"),
+        ("base_model: m\nplugins: [axolotl.integrations.liger.LigerPlugin]\nliger_rms_norm: true\n"
+         "chunked_cross_entropy: true\n", "a.yml", "not valid together"),
+    ],
+)  # fmt: skip
+def test_bad_axolotl_and_accelerate_values_name_the_key(text, name, message):
+    with pytest.raises(FrameworkConfigError, match=message):
+        read_framework_config(text, name)
+
+
+def test_cli_prints_the_axolotl_settings(tmp_path, capsys):
+    from tests.cli_helpers import run_cli
+
+    path = tmp_path / "qlora.yml"
+    path.write_text(AXOLOTL_QLORA)
+    code, out, err = run_cli(capsys, "memory", "--model", "llama-3.1-8b", "--framework-config", str(path), "--json")
+    assert code == 0
+    printed = json.loads(out)
+    assert printed["mode"] == "finetune-qlora"
+    settings = printed["settings"]
+    assert (settings["micro_batch"], settings["seq_len"], settings["grad_accum"]) == (2, 4096, 4)
+    assert (settings["precision"], settings["optimizer"], settings["lora_rank"]) == ("amp-bf16", "paged-adamw", 32)
+    assert (settings["framework"], settings["checkpointing"], settings["lora_targets"]) == ("axolotl", "full",
+                                                                                           "all-linear")  # fmt: skip
+    assert err == "warning: qlora.yml: unknown axolotl keys ignored: learnig_rate; the other settings were read\n"
+    code, out, _ = run_cli(capsys, "memory", "--model", "llama-3.1-8b", "--framework-config", str(path),
+                           "--micro-batch", "8", "--json")  # fmt: skip
+    assert json.loads(out)["settings"]["micro_batch"] == 8  # an explicit flag wins
+
+
+def test_cli_reads_an_accelerate_file(tmp_path, capsys):
+    from tests.cli_helpers import run_cli
+
+    path = tmp_path / "default_config.yaml"
+    path.write_text(ACCELERATE_FSDP.replace("  fsdp_colour: blue\n", ""))
+    code, out, err = run_cli(capsys, "memory", "--model", "llama-3.1-8b", "--framework-config", str(path), "--json")
+    assert code == 0 and err == ""
+    settings = json.loads(out)["settings"]
+    assert (settings["gpus"], settings["zero"], settings["precision"]) == (16, 2, "bf16-mixed")
+
+
+def test_older_and_newer_fsdp_spellings():
+    """accelerate wrote fsdp_sharding_strategy as an int (1 = FULL_SHARD ... 4 = HYBRID_SHARD) before the names,
+    and FSDP1's strategy as fsdp_reshard_after_forward since FSDP2; FSDP2 reshard_after_forward false = ZeRO-2."""
+    hybrid = read_framework_config("distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: 4\n", "a.yaml")
+    assert hybrid.values["zero"] == 3
+    assert hybrid.notes == ("fsdp_config: HYBRID_SHARD shards within a node only; the engine shards over every GPU",)
+    assert "HYBRID_SHARD shards within a node only" in describe_unknown(hybrid, "a.yaml")
+    v1 = "distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 1\n  fsdp_reshard_after_forward: SHARD_GRAD_OP\n"
+    assert read_framework_config(v1, "a.yaml").values["zero"] == 2
+    v2 = "distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\n  fsdp_reshard_after_forward: false\n"
+    assert read_framework_config(v2, "a.yaml").values == {"zero": 2, "sharding_impl": "fsdp2"}
