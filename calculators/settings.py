@@ -328,7 +328,9 @@ def _declare() -> list[Setting]:
         training("seq_len", "seq", "Sequence length", unit="tokens", **train_only),
         training("grad_accum", "ga", "Grad. accumulation", **train_only),
         training("images_per_sample", "imgs", "Images per sample", **train_only),
-        training("image_tokens", "img_tokens", "Tokens per image", unit="tokens", **train_only),
+        training(
+            "image_tokens", "img_tokens", "Tokens per image (0 = the model's)", zero_means_unset=True, **train_only
+        ),
         training("gpus", "gpus", "Data-parallel GPUs", **train_only),
         training("precision", "prec", "Precision", **train_only),
         training("optimizer", "opt", "Optimizer", **train_only),

@@ -346,6 +346,8 @@ def image_tokens_per_image(spec: ModelSpec, settings: TrainingSettings) -> int:
             f"{spec.name} reads images through cross-attention layers (transformers' Mllama), not as tokens of its "
             "sequence; images per sample do not apply to it"
         )
+    if not spec.extra_params and not spec.image_tokens:
+        raise ValueError(f"{spec.name} has no vision tower: set images per sample to 0")
     if settings.image_tokens:
         return settings.image_tokens
     if spec.image_tokens:

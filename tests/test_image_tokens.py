@@ -1,6 +1,7 @@
 """Images of a vision-language workload lengthen each sample's sequence (issue 16)."""
 
 import pytest
+from apptest_helpers import open_app
 
 from calculators.cli import main
 from calculators.memory import estimate_memory
@@ -52,3 +53,17 @@ def test_bad_image_counts_are_one_error_line(bad, capsys):
     assert main(["memory", "--model", "llama-2-7b", "--images-per-sample", bad, "--json"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "Traceback" not in err
+
+
+def test_text_models_refuse_images(capsys):
+    assert main(["memory", "--model", "llama-2-7b", "--images-per-sample", "1", "--image-tokens", "64", "--json"]) == 2
+    assert "has no vision tower" in capsys.readouterr().err
+
+
+def test_sidebar_images_show_the_reason_and_keep_the_value():
+    at = open_app()
+    images = next(n for n in at.sidebar.number_input if n.label == "Images per sample")
+    images.set_value(2).run()
+    assert any("has no vision tower" in error.value for error in at.error)
+    assert next(n for n in at.sidebar.number_input if n.label == "Images per sample").value == 2
+    assert not at.exception

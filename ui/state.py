@@ -99,7 +99,7 @@ def number(container, key: str, label: str | None = None, **kwargs) -> Any:
         kwargs.setdefault("format", "%g")
     optional_zero = item.zero_means_unset
     if optional_zero:
-        bounds["min_value"] = 0.0
+        bounds["min_value"] = 0 if is_int else 0.0
 
     def to_widget(kept):
         if kept is None:

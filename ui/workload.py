@@ -8,12 +8,15 @@ and the URL reproduces the scenario.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import streamlit as st
 from pydantic import ValidationError
 
 from calculators.fit_matrix import gpu_memory_gib
+from calculators.framework_config import METHOD_MODE, FrameworkConfigError, describe_unknown, read_framework_config
 from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
 from calculators.hub_config import fetch_hub_config
 from calculators.inference import ServingSettings
@@ -50,6 +53,8 @@ CUSTOM_GPU = "Custom capacity"
 DEFAULT_PRESET = "llama-3.1-8b"
 DEFAULT_GPU = "H100-SXM5-80GB"
 CONFIG_KEY = "_uploaded_config"  # (file name, bytes) of the last config.json: uploads are not in a link
+STACK_FILE_KEY = "_uploaded_stack_config"  # (file name, bytes) of the last framework config file
+STACK_REPORT_KEY = "_stack_config_report"  # what that file set, and what it could not read
 
 state.register(
     Setting("model_source", "src", "Model from", kind=str, default="Preset", options=MODEL_SOURCES),
@@ -216,6 +221,10 @@ def _training_controls(mode: str) -> None:
     state.number(col2, "seq_len")
     state.number(col1, "grad_accum")
     state.number(col2, "gpus")
+    with sidebar.expander("Images (vision-language models)"):
+        col1, col2 = st.columns(2)
+        state.number(col1, "images_per_sample", help="each image adds its tokens to the sample's sequence")
+        state.number(col2, "image_tokens", help="0 = the model's own count (fixed-resolution towers)")
     state.choice(sidebar, "precision", format_func=PRECISION_LABEL.get)
     state.choice(sidebar, "optimizer")
     state.choice(
@@ -250,8 +259,10 @@ def _training_controls(mode: str) -> None:
 
 def _stack_controls(sidebar) -> None:
     """The training stack: its framework's defaults fill the loss and the AdamW implementation
-    left on 'framework default'."""
-    with sidebar.expander("Training stack"):
+    left on 'framework default'; the stack's own config file sets them all at once."""
+    report = st.session_state.get(STACK_REPORT_KEY)
+    with sidebar.expander("Training stack", expanded=report is not None):
+        _stack_file_controls(report)
         state.choice(st, "framework", options=[None, *FRAMEWORKS], format_func=lambda f: f or "none (plain PyTorch)")
         framework_default = {"format_func": lambda v: v or "framework default"}
         state.choice(st, "loss", options=[None, *LOSSES], **framework_default)
@@ -264,6 +275,65 @@ def _stack_controls(sidebar) -> None:
         state.checkbox(st, "activation_offload")
         state.checkbox(st, "load_whole_model")
         st.caption("torch.compile: the run's compile switch (--compile) also changes the memory estimate.")
+
+
+@dataclass
+class StackFileReport:
+    """What an uploaded framework config did: the settings it set (label and value), the keys it
+    could not read, or why it could not be read at all (then nothing was changed)."""
+
+    name: str
+    applied: list[str] = field(default_factory=list)
+    warning: str | None = None
+    error: str | None = None
+
+
+def apply_stack_file(data: bytes, name: str, session: MutableMapping[str, Any]) -> StackFileReport:
+    """The file's settings written over the kept sidebar values in `session` (st.session_state, or a
+    dict), each checked by read_framework_config; the settings the file does not give are left alone."""
+    try:
+        config = read_framework_config(data.decode("utf-8"), name)
+    except UnicodeDecodeError:
+        return StackFileReport(name, error=f"{name}: not a text file")
+    except FrameworkConfigError as error:
+        return StackFileReport(name, error=str(error))
+    declared = {item.name: item for item in all_settings() if item.model is TrainingSettings}
+    report = StackFileReport(name, warning=describe_unknown(config, name))
+    for name_, value in (config.values | {"framework": config.framework}).items():
+        key, label = (declared[name_].key, declared[name_].label) if name_ in declared else ("mode", "Mode")
+        value = METHOD_MODE[value] if name_ == "method" else value
+        session[state.VALUE_PREFIX + key] = value
+        report.applied.append(f"{label} {'on' if value is True else 'off' if value is False else value}")
+    return report
+
+
+def _apply_stack_upload() -> None:
+    """on_change: a new file is applied once, before the run draws the widgets, so later edits win."""
+    upload = st.session_state.get("stack_config_upload")
+    if upload is None:
+        st.session_state.pop(STACK_REPORT_KEY, None)
+        return
+    st.session_state[STACK_FILE_KEY] = (upload.name, upload.getvalue())
+    st.session_state[STACK_REPORT_KEY] = apply_stack_file(upload.getvalue(), upload.name, st.session_state)
+
+
+def _stack_file_controls(report: StackFileReport | None) -> None:
+    st.file_uploader(
+        "Framework config (torchtune/axolotl YAML, DeepSpeed/HF JSON, accelerate YAML)",
+        type=["yaml", "yml", "json"],
+        key="stack_config_upload",
+        on_change=_apply_stack_upload,
+        help="Sets the settings the file gives (batch, precision, optimizer, sharding, checkpointing, ...) once; "
+        "change any of them afterwards as usual.",
+    )
+    if report is None:
+        return
+    if report.error:
+        st.error(f"{report.error}. Nothing was changed.")
+        return
+    if report.warning:
+        st.warning(report.warning)
+    st.caption(f"{report.name} set: {', '.join(report.applied)}.")
 
 
 WEIGHT_PRECISION_LABEL = {
@@ -344,7 +414,8 @@ def require_training(workload: SidebarWorkload, what: str, purpose: str) -> None
     """Stop a training-only page with the reason when the sidebar has no training workload:
     `what` names the page's answers ("Plans"), `purpose` what fixing the sidebar gives."""
     if not workload.ready:
-        st.error(f"The workload in the sidebar has an error; fix it to {purpose}.")
+        reasons = " ".join(workload.errors)
+        st.error(f"The workload in the sidebar has an error; fix it to {purpose}. {reasons}".strip())
         st.stop()
     if workload.is_inference:
         st.info(f"{what} are for training runs: pick a training or fine-tuning mode in the sidebar.")
