@@ -7,7 +7,7 @@ comparable figure. Deep models are traced at 3, 4 and 5 layers and extended exac
 (`tracer.trace_extrapolated` checks linearity to the byte). Two worker processes trace in
 parallel, each importing torch once (`runner.TraceSession`, with a time limit per trace).
 
-    python bench/accuracy.py [--json PATH] [--limit N] [--workers 2]
+    python bench/accuracy.py [--json PATH] [--limit N] [--match TEXT] [--workers 2]
 
 Prints one row per configuration, the engine's and the trace's peak phase, the median and
 maximum relative error of the peak, and for each configuration off by more than 3% the
@@ -150,11 +150,33 @@ def grid() -> list[Config]:
         batch, seq = SMALL_WORKLOADS[model]
         settings = dict(micro_batch=batch, seq_len=seq, precision=precision, loss=loss, optimizer_in_backward=True)
         configs.append(Config(f"{model} {precision} {loss} CE, step in backward b{batch} s{seq}", model, settings))
-    # ... and Liger's RMSNorm and SwiGLU (with the full loss: the fused linear loss is not traced).
+    # ... and Liger's RMSNorm and SwiGLU (with the full loss).
     for model, precision in itertools.product(("llama-3.2-1b", "qwen2.5-0.5b"), ("bf16", "fp32")):
         batch, seq = SMALL_WORKLOADS[model]
         settings = dict(micro_batch=batch, seq_len=seq, precision=precision, liger=True, loss="full")
         configs.append(Config(f"{model} {precision} Liger norms and SwiGLU b{batch} s{seq}", model, settings))
+    # ... and Liger's fused linear cross-entropy, alone and with Liger's norms and SwiGLU.
+    for model, precision, liger in itertools.product(
+        ("llama-3.2-1b", "qwen2.5-0.5b"), ("bf16", "fp32", "amp-bf16"), (False, True)
+    ):
+        if liger and precision == "amp-bf16":
+            continue  # Liger's kernels under autocast are not traced
+        batch, seq = SMALL_WORKLOADS[model]
+        settings = dict(micro_batch=batch, seq_len=seq, precision=precision, liger=liger, loss="fused-linear")
+        what = "Liger kernels and fused-linear CE" if liger else "fused-linear CE"
+        configs.append(Config(f"{model} {precision} {what} b{batch} s{seq}", model, settings))
+    # ... and torch.compile of the layers (AOT autograd's min-cut partitioner, measure.trace.compile_partition).
+    for model, precision in itertools.product(("llama-3.2-1b", "qwen2.5-0.5b", "gpt2"), ("bf16", "fp32")):
+        batch, seq = SMALL_WORKLOADS[model]
+        settings = dict(micro_batch=batch, seq_len=seq, precision=precision, compile=True)
+        configs.append(Config(f"{model} {precision} compiled layers b{batch} s{seq}", model, settings))
+    for model, changes in itertools.product(
+        ("llama-3.2-1b", "qwen2.5-0.5b"), ({"attention": "eager"}, {"loss": "fused-linear"})
+    ):
+        batch, seq = SMALL_WORKLOADS[model]
+        settings = dict(micro_batch=batch, seq_len=seq, precision="bf16", compile=True, **changes)
+        what = "eager attention" if "attention" in changes else "fused-linear CE"
+        configs.append(Config(f"{model} bf16 compiled layers, {what} b{batch} s{seq}", model, settings))
     # ... and torchtitan's per-op selective checkpointing.
     for model, precision in itertools.product(("llama-3.2-1b", "qwen2.5-0.5b", "gpt2"), ("bf16", "bf16-mixed")):
         batch, seq = SMALL_WORKLOADS[model]
@@ -253,9 +275,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
     parser.add_argument("--limit", type=int, help="only the first N configurations")
+    parser.add_argument("--match", help="only the configurations whose label contains this text")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    configs = grid()[: args.limit]
+    configs = [config for config in grid() if args.match is None or args.match in config.label][: args.limit]
     start = time.perf_counter()
     rows = run(configs, args.workers)
     summarize(rows, time.perf_counter() - start)

@@ -222,8 +222,8 @@ def test_chunked_loss_is_traced_and_the_engine_follows_it():
 
 def test_features_the_trace_does_not_emulate_are_refused_with_their_name():
     for changes, label in (
-        ({"liger": True}, "fused-linear loss"),
-        ({"compile": True}, "torch.compile"),
+        ({"liger": True, "precision": "amp-bf16"}, "Liger kernels under autocast"),
+        ({"compile": True, "checkpointing": "full"}, "torch.compile with activation checkpointing"),
         ({"optimizer_in_backward": True, "precision": "bf16-mixed"}, "fp32 master copy"),
         ({"optimizer": "paged-adamw"}, "paged AdamW"),
     ):

@@ -7,7 +7,8 @@ the peak, the saved activations, and the FLOPs. It is the check of the closed-fo
 `calculators.memory.estimate_memory`.
 
 Importing this package does not import torch; only the worker subprocess (and the modules
-`models`, `tracer`, `tracking`, `cuda_emulation`, `flops`, `lora`) do. `result`, `support`,
+`models`, `tracer`, `tracking`, `cuda_emulation`, `flops`, `lora`, `fused_loss`,
+`compile_partition`) do. `result`, `support`,
 `runner` and `worker` (until its first request) are torch-free.
 
 Run on the CPU, the trace reproduces CUDA's behaviour where it changes memory: CUDA

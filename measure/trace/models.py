@@ -461,10 +461,14 @@ class ReferenceTransformer(nn.Module):
             on_boundary(len(self.layers), x)
         return self.final_norm(x) if self.final_norm is not None else x
 
+    @property
+    def head_weight(self) -> torch.Tensor:
+        """The LM head's (V, H) weight: the embedding's when tied."""
+        return self.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight
+
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
         if self.spec.head == "lm":
-            weight = self.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight
-            return F.linear(hidden, weight)
+            return F.linear(hidden, self.head_weight)
         pooled = hidden[:, 0]
         if self.pooler is not None:
             pooled = torch.tanh(self.pooler(pooled))

@@ -78,20 +78,31 @@ def check_settings(settings: TrainingSettings) -> None:
         raise UnsupportedConfiguration("the optimizer step in backward with an fp32 master copy is not traced")
     if _setting(settings, "liger", False) and is_autocast(settings.precision):
         raise UnsupportedConfiguration("Liger kernels under autocast are not traced; use a bf16 or fp32 precision")
-    stack_features = {
-        "loss": ("full", "a fused-linear loss"),
-        "compile": (False, "torch.compile"),
-    }
-    for name, (plain, label) in stack_features.items():
-        value = _setting(settings, name, plain)
-        if value != plain and not (name == "loss" and value == "chunked"):
-            raise UnsupportedConfiguration(f"{label} is not emulated in the trace yet; the estimate models it")
+    if _setting(settings, "compile", False):
+        _check_compile(settings)
     if settings.optimizer == "adafactor":
         raise UnsupportedConfiguration(
             "Adafactor: torch.optim.Adafactor reads a tensor value (.item()) that fake tensors do not have"
         )
 
 
+def _check_compile(settings: TrainingSettings) -> None:
+    """torch.compile is traced for the layers (AOT autograd's partitioner, measure.trace.
+    compile_partition) without autocast, checkpointing, adapters, Liger or offloading."""
+    unsupported = [
+        (is_autocast(settings.precision), "under autocast"),
+        (settings.checkpointing != "none", "with activation checkpointing"),
+        (_setting(settings, "method", "full") != "full", "with adapters"),
+        (_setting(settings, "liger", False), "with Liger kernels"),
+        (_setting(settings, "activation_offload", False), "with activation offloading"),
+    ]
+    for present, reason in unsupported:
+        if present:
+            raise UnsupportedConfiguration(f"torch.compile {reason} is not traced; the estimate models it")
+
+
 def check_supported(spec: ModelSpec, settings: TrainingSettings) -> None:
     check_spec(spec)
     check_settings(settings)
+    if _setting(settings, "compile", False) and spec.n_experts > 1:
+        raise UnsupportedConfiguration("torch.compile of a mixture of experts is not traced; the estimate models it")

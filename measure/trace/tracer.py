@@ -27,6 +27,10 @@ backward: `logits_in_backward="kept"`, NeMo Automodel's recipe); then the optimi
 With gradient accumulation, two micro-batches per step are run and the second (gradients alive
 during its forward) is recorded.
 
+Training-stack features: torchtune's chunked loss (`Step._chunked_loss`), Liger's fused linear
+cross-entropy (`fused_loss`, settings.loss == "fused-linear") and torch.compile of the layers
+(`compile_partition`: AOT autograd's min-cut partitioner decides what each layer saves).
+
 Phases of the recorded micro-batch: "forward" (the peak during forward), "end of forward"
 (live once the loss exists, before autocast exits), "loss backward" (until the gradient of the
 last layer's output is complete), "backward, last layer", "backward, middle layers",
@@ -49,6 +53,7 @@ from calculators.model_spec import ModelSpec
 from calculators.training import TrainingSettings, is_autocast, master_weight_bytes
 from measure.trace.cuda_emulation import cuda_autocast_policy
 from measure.trace.flops import FlopTally
+from measure.trace.fused_loss import fused_linear_cross_entropy
 from measure.trace.lora import add_adapters
 from measure.trace.models import build_model, loss_fn
 from measure.trace.result import PHASES, TraceError, TraceResult
@@ -133,6 +138,8 @@ class Step:
             self.model = build_model(
                 spec, settings.attention, settings.checkpointing, settings.liger, settings.checkpoint_unit
             )
+        if settings.compile:
+            self._compile_layers()
         if lora:
             adapter_dtype = WEIGHT_DTYPE[settings.precision]
             self.params = add_adapters(self.model, settings.lora_targets, settings.lora_rank, adapter_dtype)
@@ -153,6 +160,18 @@ class Step:
         for param in self.params:
             param.register_post_accumulate_grad_hook(self._on_gradient)
         self.micro_batches = min(settings.grad_accum, 2)
+
+    def _compile_layers(self) -> None:
+        """torch.compile of each layer as AOT autograd's min-cut partitioner splits it
+        (`compile_partition`): traced and partitioned here, before tracking starts, on inputs of
+        the step's shapes; the partitioned graphs run op by op (inductor would fuse the pointwise
+        ones, so transients inside a layer are an upper bound; what is saved is exact)."""
+        from measure.trace.compile_partition import compile_layers  # imports AOT autograd
+
+        model, settings = self.model, self.settings
+        dtype = model.embed_tokens.weight.dtype
+        x = torch.empty(settings.micro_batch, settings.seq_len, self.spec.hidden_size, dtype=dtype)
+        compile_layers(model, x, model.layer_context(settings.seq_len, dtype, x.device))
 
     def _on_gradient(self, param: torch.Tensor) -> None:
         record = self.tracker.track(param.grad, "gradients", "gradient")
@@ -222,6 +241,8 @@ class Step:
             tracker.logits_width = self.model.output_width
             if self.settings.loss == "chunked":
                 logits, loss = self._chunked_loss(hidden, labels)
+            elif self.settings.loss == "fused-linear" and self.spec.head == "lm":
+                logits, loss = None, fused_linear_cross_entropy(hidden, self.model.head_weight, labels, tracker)
             else:
                 logits = self.model.head(hidden)
                 loss = loss_fn(logits, labels)
@@ -411,6 +432,16 @@ def to_result(raw: RawTrace, spec: ModelSpec, settings: TrainingSettings, second
     notes = list(NOTES)
     if spec.n_experts > 1:
         notes.append("Mixture of experts: tokens are routed evenly across experts (balanced routing).")
+    if settings.loss == "fused-linear" and spec.head == "lm":
+        notes.append(
+            "Liger's fused linear cross-entropy emulated (measure.trace.fused_loss); its Triton kernel's "
+            "fp32 work is in registers and not counted."
+        )
+    if settings.compile:
+        notes.append(
+            "torch.compile: each layer runs the graphs of AOT autograd's min-cut partitioner op by op "
+            "(saved tensors exact; transients inside a layer are an upper bound, inductor fuses them)."
+        )
     if len(raw.layers) > 1:
         notes.append(f"Traced with {raw.layers} layers and extended exactly (linear to the byte) to {spec.n_layers}.")
     saved = raw.phase_components["end of forward"].get("activations", 0)

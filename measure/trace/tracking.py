@@ -16,6 +16,7 @@ backward, the backward's transient gradients included) and inputs (token ids and
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from dataclasses import dataclass, field
 
@@ -80,6 +81,7 @@ class LiveStorageTracker(TorchDispatchMode):
         self.marks: dict[str, PhasePeak] = {}
         self.overall_peak = 0
         self.flops: FlopTally | None = None  # counts FLOPs while set
+        self.untracked_depth = 0  # > 0: inside a fused kernel's emulation (`in_registers`)
 
     # --- bookkeeping ---------------------------------------------------------------
 
@@ -115,6 +117,26 @@ class LiveStorageTracker(TorchDispatchMode):
             if record is not None:
                 record.kind = kind
 
+    @contextlib.contextmanager
+    def in_registers(self):
+        """Ops inside stand for one fused GPU kernel: the storages they make are its registers
+        and shared memory and are not counted (what the kernel writes in place into tensors
+        made outside is). Used for Liger's cross-entropy kernel (`fused_loss`)."""
+        self.untracked_depth += 1
+        try:
+            yield
+        finally:
+            self.untracked_depth -= 1
+
+    @contextlib.contextmanager
+    def kind_as(self, kind: str):
+        """Count the storages made inside as `kind`."""
+        previous, self.kind = self.kind, kind
+        try:
+            yield
+        finally:
+            self.kind = previous
+
     # --- phases --------------------------------------------------------------------
 
     def set_phase(self, phase: str) -> None:
@@ -123,7 +145,12 @@ class LiveStorageTracker(TorchDispatchMode):
     def mark(self, name: str) -> None:
         """Remember the live bytes now, under `name` (e.g. "end of forward")."""
         if self.recording:
-            self.marks[name] = PhasePeak(self.live_bytes, "", list(self.live.values()))
+            self.marks[name] = PhasePeak(self.live_bytes, "", self._snapshot())
+
+    def _snapshot(self) -> list[StorageRecord]:
+        """Copies of the live records: a storage's kind as it is now (a record is re-kinded later
+        when, say, a tensor made in forward becomes a parameter's gradient)."""
+        return [StorageRecord(r.nbytes, r.kind, r.op) for r in self.live.values()]
 
     def _update_peaks(self, op: str) -> None:
         live = self.live_bytes
@@ -132,7 +159,7 @@ class LiveStorageTracker(TorchDispatchMode):
             return
         peak = self.peaks.get(self.phase)
         if peak is None or live > peak.bytes:
-            self.peaks[self.phase] = PhasePeak(live, op, list(self.live.values()))
+            self.peaks[self.phase] = PhasePeak(live, op, self._snapshot())
 
     # --- dispatch ------------------------------------------------------------------
 
@@ -148,6 +175,8 @@ class LiveStorageTracker(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
+        if self.untracked_depth:
+            return out
         out = cuda_sdpa_layout(func, args, out)
         if self.flops is not None:
             self.flops.add(func, args, kwargs, out)
