@@ -795,12 +795,18 @@ def attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
 
     Korthikanti Sec. 4.1 at 16 bits: softmax output 2, dropout mask 1, dropout output 2
     (5 bytes). Here the softmax output may be fp32 and the matmul with V then saves
-    its own half-precision copy.
+    its own half-precision copy. Under torch.compile the scores are kept instead of the
+    softmax output, with the row statistics to rebuild it.
     """
     c = compute_bytes(settings.precision)
     softmax_out = 4 if softmax_in_fp32(spec, settings) else c
     mask = 1 if spec.dropout > 0 else 0
     probs_for_value_matmul = c if (softmax_out != c or spec.dropout > 0) else 0
+    if settings.compile:
+        # AOT autograd's min-cut partitioner keeps the scores in the compute dtype and the fp32
+        # row max and row sum (8 bytes per row of s scores), and recomputes the softmax from
+        # them (traced: measure/trace/compile_partition.py)
+        return c + mask + probs_for_value_matmul + 8 / settings.seq_len
     return softmax_out + mask + probs_for_value_matmul
 
 
@@ -1205,8 +1211,24 @@ def fused_linear_loss_bytes(spec: ModelSpec, settings: TrainingSettings) -> tupl
         weight_bytes(settings.precision) * vocab_matrix_elements(spec) if head_trainable(spec, settings) else 0
     )
     loss_per_token = 4 * tokens
-    forward = chunk_logits + grad_weight + loss_per_token
+    forward = chunk_logits + grad_weight + loss_per_token + liger_weight_update_temporary_bytes(spec, settings)
     return _per_rank(forward, settings), _per_rank(grad_weight + loss_per_token, settings)
+
+
+def liger_weight_update_temporary_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """The V x H temporaries of Liger's per-chunk head-weight update (linkedin/Liger-Kernel
+    src/liger_kernel/ops/fused_linear_cross_entropy.py @ead96b61, since v0.6.2 #830):
+    `grad_weight += torch.mm(grad_logits.t(), input_chunk).float()` makes the product in the
+    matmul's dtype and its fp32 copy; a fp32 grad_weight fed half logits (autocast over fp32
+    weights) takes `torch.addmm(..., out_dtype=torch.float32, out=grad_weight)` on an Ampere or
+    newer GPU instead, with no temporary. 0 when the head does not train. Measured in the trace
+    (measure/trace/fused_loss.py)."""
+    if not head_trainable(spec, settings):
+        return 0.0
+    c = compute_bytes(settings.precision)
+    if weight_bytes(settings.precision) == 4 and c < 4:
+        return 0.0
+    return (c + (4 if c < 4 else 0)) * vocab_matrix_elements(spec)
 
 
 def attention_backward_bytes_per_score(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -1410,9 +1432,10 @@ def _stack_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
         )
     if settings.compile:
         notes.append(
-            "torch.compile: norms save their input and rstd, SwiGLU its gate and up, a chunked loss its logits "
-            "and log-sum-exp (AOT autograd's min-cut partitioner recomputes pointwise ops); expected from the "
-            "partitioner's rule, not yet traced."
+            "torch.compile: norms save their input and rstd, SwiGLU its gate and up, eager attention its scores "
+            "and row statistics, a chunked loss its logits and log-sum-exp (AOT autograd's min-cut partitioner "
+            "recomputes pointwise ops); the layers are traced through the partitioner (measure/trace/"
+            "compile_partition.py), the chunked loss is not."
         )
     if settings.load_whole_model:
         notes.append(

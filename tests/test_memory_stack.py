@@ -10,6 +10,7 @@ from calculators.cli import build_parser, main
 from calculators.frameworks import FRAMEWORK_DEFAULTS, framework_defaults
 from calculators.memory import (
     GIB,
+    attention_score_bytes,
     chunked_loss_bytes,
     estimate_memory,
     fused_linear_chunk_rows,
@@ -17,6 +18,7 @@ from calculators.memory import (
     kept_per_layer_bytes,
     layer_activation_terms,
     layer_matmul_outputs,
+    liger_weight_update_temporary_bytes,
     logits_bytes,
     norm_saved_bytes,
 )
@@ -67,9 +69,11 @@ def test_fused_linear_chunk_is_about_bt_by_h():
 
 def test_fused_linear_loss_keeps_no_logits():
     """One chunk of bf16 logits 2 x 16 x 4096 = 131,072, the head's weight gradient in bf16
-    2 x 4096 x 256 = 2,097,152 and the fp32 loss per token 4 x 256 = 1,024: 2,229,248 after
-    forward; 2,098,176 in backward (no logits)."""
-    expected = (2_229_248, 2_098_176)
+    2 x 4096 x 256 = 2,097,152, the fp32 loss per token 4 x 256 = 1,024, and while a chunk
+    updates the weight gradient its bf16 product and fp32 copy (2 + 4) x 4096 x 256 =
+    6,291,456 (Liger's `grad_weight += mm(...).float()`): 8,520,704 in forward; 2,098,176 in
+    backward (no logits)."""
+    expected = (8_520_704, 2_098_176)
     assert fused_linear_loss_bytes(SMALL, small(loss="fused-linear")) == expected
     assert logits_bytes(SMALL, small(liger=True)) == expected  # Liger's loss is the fused one
 
@@ -224,3 +228,24 @@ def test_serving_nf4_weights_use_qlora_double_quantisation(capsys):
 def test_optimizer_in_backward_needs_an_optimizer_on_the_gpu(changes, message):
     with pytest.raises(ValueError, match=message):
         small(**changes)
+
+
+def test_liger_weight_update_temporaries_follow_the_weight_dtype():
+    """V x H = 4096 x 256 = 1,048,576: pure bf16 makes the bf16 product and its fp32 copy (6 bytes
+    each); fp32 the fp32 product only (4); autocast over fp32 weights takes addmm's out_dtype path
+    in place (0); a frozen head (LoRA) updates nothing."""
+    vh = 4096 * 256
+    assert liger_weight_update_temporary_bytes(SMALL, small(loss="fused-linear")) == 6 * vh
+    fp32 = small(loss="fused-linear").model_copy(update={"precision": "fp32"})
+    assert liger_weight_update_temporary_bytes(SMALL, fp32) == 4 * vh
+    amp = small(loss="fused-linear").model_copy(update={"precision": "amp-bf16"})
+    assert liger_weight_update_temporary_bytes(SMALL, amp) == 0
+    assert liger_weight_update_temporary_bytes(SMALL, small(loss="fused-linear", method="lora")) == 0
+
+
+def test_compiled_eager_attention_keeps_the_scores_and_row_statistics():
+    """Llama-style bf16 eager attention saves the fp32 softmax and its bf16 copy for the value
+    matmul: 4 + 2 = 6 bytes per score; compiled, the half scores, the bf16 probabilities and
+    8 bytes of fp32 row max and sum per row of s = 128 scores: 2 + 2 + 8/128 = 4.0625."""
+    assert attention_score_bytes(SMALL, small(attention="eager")) == 6
+    assert attention_score_bytes(SMALL, small(attention="eager", compile=True)) == 2 + 2 + 8 / 128
