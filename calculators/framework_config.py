@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import yaml
 from pydantic import ValidationError
 
+from calculators.modes import MODE_OF_METHOD
 from calculators.training import TrainingSettings
 
 
@@ -752,17 +753,22 @@ def describe_unknown(config: FrameworkConfig, name: str) -> str | None:
     return f"{name}: " + "; ".join(parts) if parts else None
 
 
-METHOD_MODE = {"full": "train", "lora": "finetune-lora", "qlora": "finetune-qlora"}
+def setting_fields(config: FrameworkConfig) -> dict[str, Any]:
+    """The file's values by TrainingSettings field, its framework included; a method becomes the
+    mode that trains it (LoRA and QLoRA are modes), keyed "mode"."""
+    fields = config.values | {"framework": config.framework}
+    return {
+        ("mode" if field == "method" else field): (MODE_OF_METHOD[value] if field == "method" else value)
+        for field, value in fields.items()
+    }
 
 
 def merged_values(values: dict[str, Any], config: FrameworkConfig, defaults: dict[str, Any]) -> dict[str, Any]:
     """Setting values (keyed as calculators.settings declares them) with the file's values in
     place of those left at their default: a flag given explicitly wins over the file.
-    `defaults` maps each TrainingSettings field to (setting key, default value)."""
+    `defaults` maps each TrainingSettings field (and "mode") to (setting key, default value)."""
     merged = dict(values)
-    for field, value in (config.values | {"framework": config.framework}).items():
-        if field == "method":  # the mode says what is trained: LoRA and QLoRA are modes
-            field, value = "mode", METHOD_MODE[value]
+    for field, value in setting_fields(config).items():
         key, default = defaults[field]
         if merged.get(key) == default:
             merged[key] = value

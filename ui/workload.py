@@ -16,7 +16,12 @@ import streamlit as st
 from pydantic import ValidationError
 
 from calculators.fit_matrix import gpu_memory_gib
-from calculators.framework_config import METHOD_MODE, FrameworkConfigError, describe_unknown, read_framework_config
+from calculators.framework_config import (
+    FrameworkConfigError,
+    describe_unknown,
+    read_framework_config,
+    setting_fields,
+)
 from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
 from calculators.hub_config import fetch_hub_config
 from calculators.inference import ServingSettings
@@ -299,9 +304,8 @@ def apply_stack_file(data: bytes, name: str, session: MutableMapping[str, Any]) 
         return StackFileReport(name, error=str(error))
     declared = {item.name: item for item in all_settings() if item.model is TrainingSettings}
     report = StackFileReport(name, warning=describe_unknown(config, name))
-    for name_, value in (config.values | {"framework": config.framework}).items():
+    for name_, value in setting_fields(config).items():
         key, label = (declared[name_].key, declared[name_].label) if name_ in declared else ("mode", "Mode")
-        value = METHOD_MODE[value] if name_ == "method" else value
         session[state.VALUE_PREFIX + key] = value
         report.applied.append(f"{label} {'on' if value is True else 'off' if value is False else value}")
     return report
