@@ -1680,13 +1680,13 @@ def whole_model_load_bytes(spec: ModelSpec, params: ParameterCount, settings: Tr
     return per_parameter * params.total
 
 
-def quantised_load_bytes(spec: ModelSpec, params: ParameterCount, settings: TrainingSettings) -> float:
+def quantised_load_bytes(spec: ModelSpec, settings: TrainingSettings, first: StageLayout) -> float:
     """QLoRA's peak while the base is loaded and quantised tensor by tensor: the finished
-    weights (NF4 linears, half-precision rest, the adapters) of the first stage plus the staging
-    of the largest linear's quantisation (nf4_quantisation_staging_bytes). 0 for other methods."""
+    weights (NF4 linears, half-precision rest, the adapters) of the first stage's `first` layout
+    plus the staging of the largest linear's quantisation (nf4_quantisation_staging_bytes). 0 for
+    other methods."""
     if settings.method != "qlora":
         return 0.0
-    first = stage_layout(spec, params, settings, pipeline_stages(settings)[0])
     staging = nf4_quantisation_staging_bytes(
         spec, settings.quant_backend or "bitsandbytes", settings.framework, settings.tensor_parallel
     )
@@ -1716,19 +1716,19 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     phases: list[PhaseMemory] = []
     stage_of_phase: dict[str, str] = {}
     host_bytes = outside_bytes = 0.0
-    for stage in pipeline_stages(settings):
-        layout = stage_layout(spec, params, settings, stage)
+    layouts = [stage_layout(spec, params, settings, stage) for stage in pipeline_stages(settings)]
+    for layout in layouts:
         states = model_state_bytes(settings, layout)
         stage_phase_list, terms, offloaded_bytes = stage_phases(spec, settings, layout, states, grads_persist)
         phases += stage_phase_list
-        stage_of_phase |= {phase.name: stage for phase in stage_phase_list}
+        stage_of_phase |= {phase.name: layout.stage for phase in stage_phase_list}
         host_bytes = max(host_bytes, states.host + offloaded_bytes)
         outside_bytes = max(outside_bytes, states.outside_allocator)
 
-    load_bytes = max(whole_model_load_bytes(spec, params, settings), quantised_load_bytes(spec, params, settings))
+    load_bytes = max(whole_model_load_bytes(spec, params, settings), quantised_load_bytes(spec, settings, layouts[0]))
     if load_bytes:
         phases.insert(0, PhaseMemory(name="loading", components={"weights": load_bytes}))
-        stage_of_phase["loading"] = pipeline_stages(settings)[0]
+        stage_of_phase["loading"] = layouts[0].stage
     peak = max(phases, key=lambda phase: phase.total)
     allocated = peak.total
     o = settings.overheads
