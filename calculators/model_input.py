@@ -312,7 +312,14 @@ def _family_fields(fields: _Fields, model_type: str, hidden: int, heads: int, la
     if model_type == "gpt_bigcode" and fields.boolean("multi_query", default=True):
         extra["n_kv_heads"] = 1
     if model_type == "gpt_neox":
-        extra.update(fused_qkv=True, linear_bias=fields.boolean("attention_bias", default=True))
+        # GPTNeoXLayer's input_layernorm and post_attention_layernorm are nn.LayerNorm whether or not
+        # the config names layer_norm_eps (transformers src/transformers/models/gpt_neox/modeling_gpt_neox.py)
+        extra.update(fused_qkv=True, linear_bias=fields.boolean("attention_bias", default=True), norm="layernorm")
+    if model_type == "phi":
+        # Phi-1, Phi-1.5, Phi-2 (PhiConfig; huggingface/transformers src/transformers/models/phi/modeling_phi.py):
+        # one input_layernorm feeding attention and MLP in parallel, biases on q/k/v, dense, fc1, fc2 and
+        # lm_head, partial rotary (partial_rotary_factor)
+        extra.update(norms_per_layer=1, linear_bias=True, qkv_bias=True, out_bias=True, lm_head_bias=True)
     if model_type == "starcoder2":
         extra.update(linear_bias=fields.boolean("use_bias", default=True), norm="layernorm")
     if model_type == "falcon":
@@ -336,7 +343,7 @@ def _family_fields(fields: _Fields, model_type: str, hidden: int, heads: int, la
     extra.update(sliding_window=window, sliding_window_layers=sliding)
     extra.update(
         rotary_fraction=fields.number("partial_rotary_factor", "rotary_pct", default=1.0),
-        parallel_residual=fields.boolean("use_parallel_residual", default=model_type == "gpt_neox")
+        parallel_residual=fields.boolean("use_parallel_residual", default=model_type in ("gpt_neox", "phi"))
         or (model_type == "falcon" and fields.boolean("parallel_attn", default=True)),
         attention_softcap=fields.number("attn_logit_softcapping", default=0.0) or None,
         logit_softcap=fields.number("final_logit_softcapping", default=0.0) or None,

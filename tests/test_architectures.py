@@ -216,6 +216,25 @@ def test_gpt_neox_partial_rotary_parallel_residual_and_biases():
     assert parameter_count(pythia).total == 18_915_328 + 2 * 50_304 * 512
 
 
+def test_gpt_neox_norms_are_layer_norms_without_layer_norm_eps():
+    """GPTNeoXLayer's norms are nn.LayerNorm (transformers modeling_gpt_neox.py) even when a config
+    leaves layer_norm_eps out."""
+    assert spec(tiny("gpt_neox")).norm == "layernorm"
+
+
+def test_phi_1_5_one_shared_norm_biases_and_half_rotary():
+    """microsoft/phi-1_5 (PhiForCausalLM, 1.42B on the card): per layer one input LayerNorm
+    2 x 2048 = 4,096, q/k/v/dense with biases 4 x (2048^2 + 2048) = 16,785,408, fc1 2048 x 8192 +
+    8192 = 16,785,408, fc2 8192 x 2048 + 2048 = 16,779,264: 50,354,176 x 24 = 1,208,500,224;
+    embedding 51,200 x 2048 = 104,857,600; final LayerNorm 4,096; lm_head with a bias
+    2048 x 51,200 + 51,200 = 104,908,800. Total 1,418,270,720 (the safetensors count)."""
+    phi = spec({"model_type": "phi", "hidden_size": 2048, "intermediate_size": 8192, "num_attention_heads": 32,
+                "num_hidden_layers": 24, "partial_rotary_factor": 0.5, "hidden_act": "gelu_new",
+                "layer_norm_eps": 1e-5, "tie_word_embeddings": False, "vocab_size": 51200})  # fmt: skip
+    assert (phi.norms_per_layer, phi.parallel_residual, phi.rotary_fraction) == (1, True, 0.5)
+    assert parameter_count(phi).total == 1_418_270_720
+
+
 def test_gemma2_softcaps_and_every_other_layer_sliding():
     gemma2 = spec(tiny("gemma2", num_hidden_layers=5, head_dim=16, sliding_window=4096,
                        attn_logit_softcapping=50.0, final_logit_softcapping=30.0))  # fmt: skip
