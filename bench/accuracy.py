@@ -182,6 +182,12 @@ def grid() -> list[Config]:
         batch, seq = SMALL_WORKLOADS[model]
         settings = dict(micro_batch=batch, seq_len=seq, precision=precision, checkpointing="op-selective")
         configs.append(Config(f"{model} {precision} ckpt=op-selective b{batch} s{seq}", model, settings))
+    # ... and LoRA with and without dropout on the adapters' inputs (a mask and an output each).
+    for model, targets, dropout in itertools.product(("llama-3.2-1b", "gpt2"), ("qv", "all-linear"), (0.0, 0.1)):
+        batch, seq = SMALL_WORKLOADS[model]
+        settings = dict(micro_batch=batch, seq_len=seq, precision="bf16", method="lora", lora_rank=16,
+                        lora_targets=targets, lora_dropout=dropout)  # fmt: skip
+        configs.append(Config(f"{model} bf16 LoRA {targets} dropout {dropout} b{batch} s{seq}", model, settings))
     return configs
 
 

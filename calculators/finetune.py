@@ -50,23 +50,60 @@ def lora_matrix_shapes(spec: ModelSpec, rank: int, targets: str, tensor_parallel
     return shapes
 
 
-def nf4_bytes(elements: float) -> float:
-    """Bytes of `elements` weights in NF4 with double quantisation (QLoRA Sec. 3):
-    4 + 8/64 + 32/(64*256) = 4.127 bits per weight."""
-    return elements * NF4_BITS_PER_WEIGHT / 8
+def nf4_bytes(elements: float, scales: str = "double-quant") -> float:
+    """Bytes of `elements` weights in NF4, 4 bits each plus their block scales:
+    - double-quant (QLoRA Sec. 3): an 8-bit scale per 64 weights and an fp32 scale per 256 of
+      those, 4 + 8/64 + 32/(64*256) = 4.127 bits per weight;
+    - fp32: one fp32 absmax per block of 64 (bitsandbytes quantize_4bit without
+      compress_statistics, bitsandbytes/functional.py), 4 + 32/64 = 4.5 bits per weight."""
+    bits = NF4_BITS_PER_WEIGHT if scales == "double-quant" else 4 + 32 / 64
+    return elements * bits / 8
 
 
-def qlora_dequantised_weight_bytes(spec: ModelSpec, compute_bytes: int, tokens: int, tensor_parallel: int = 1) -> float:
-    """Transient of a QLoRA matmul: bitsandbytes/torchao dequantise one NF4 linear weight to
-    the bf16 compute dtype (2 bytes each), multiply, and free it; the largest such weight and
-    its output are alive together (QLoRA Sec. 3, 'dequantise the storage data type to the
-    computation data type to perform the forward and backward pass')."""
+def largest_quantised_matrix(spec: ModelSpec, quantised_linears: str, tensor_parallel: int = 1) -> tuple[float, float]:
+    """(elements, output width) of the largest NF4 weight: a layer's largest linear, or the LM
+    head when every nn.Linear is quantised (quantised_linears "all", litgpt)."""
     linear = largest_linear(spec, tensor_parallel)
-    return 2 * linear.in_features * linear.out_features + compute_bytes * tokens * linear.out_features
+    largest = (linear.in_features * linear.out_features, linear.out_features)
+    if quantised_linears == "all" and spec.head == "lm":
+        head = spec.vocab_size / tensor_parallel
+        largest = max(largest, (spec.hidden_size * head, head))
+    return largest
+
+
+def dequantised_bytes_per_element(framework: str | None, precision: str) -> int:
+    """Bytes per element of one dequantised NF4 weight during a matmul. bitsandbytes dequantises
+    to the dtype the weight was quantised from (its quant_state) and MatMul4Bit casts that to the
+    input's dtype (bitsandbytes/autograd/_functions.py @0.41.1: `F.dequantize_4bit(B, state)
+    .to(A.dtype)`). transformers and torchao quantise from the compute dtype: 2 bytes. Lightning's
+    _Linear4bit (litgpt) quantises an fp16 copy (`weight.to(dtype=torch.half)`,
+    src/lightning/fabric/plugins/precision/bitsandbytes.py @71aed751), so a bf16 run holds the
+    fp16 dequantised weight and its bf16 cast: 4 bytes."""
+    return 4 if framework == "litgpt" and "bf16" in precision else 2
+
+
+def qlora_dequantised_weight_bytes(
+    spec: ModelSpec,
+    compute_bytes: int,
+    tokens: int,
+    tensor_parallel: int = 1,
+    quantised_linears: str = "layers",
+    bytes_per_element: int = 2,
+) -> float:
+    """Transient of a QLoRA matmul: bitsandbytes/torchao dequantise one NF4 linear weight to
+    the compute dtype (dequantised_bytes_per_element), multiply, and free it; the largest such
+    weight and its output are alive together (QLoRA Sec. 3, 'dequantise the storage data type
+    to the computation data type to perform the forward and backward pass')."""
+    elements, out_features = largest_quantised_matrix(spec, quantised_linears, tensor_parallel)
+    return bytes_per_element * elements + compute_bytes * tokens * out_features
 
 
 def nf4_quantisation_staging_bytes(
-    spec: ModelSpec, quant_backend: str, framework: str | None, tensor_parallel: int = 1
+    spec: ModelSpec,
+    quant_backend: str,
+    framework: str | None,
+    tensor_parallel: int = 1,
+    quantised_linears: str = "layers",
 ) -> float:
     """Bytes alive beside the already-quantised weights while the largest linear is quantised
     at load time (every other weight is already NF4 by then, so this is the load's peak excess):
@@ -80,8 +117,7 @@ def nf4_quantisation_staging_bytes(
     - torchao (torchtune's to_nf4): NF4Tensor.convert_to_norm_float_weight holds the bf16 input,
       the bf16 scaled blocks and one uint8 index per element before packing two per byte
       (pytorch/ao torchao/dtypes/nf4tensor.py): 2 + 2 + 1 bytes per element."""
-    linear = largest_linear(spec, tensor_parallel)
-    elements = linear.in_features * linear.out_features
+    elements, _ = largest_quantised_matrix(spec, quantised_linears, tensor_parallel)
     if quant_backend == "torchao":
         return 5 * elements
     if framework == "litgpt":

@@ -152,6 +152,29 @@ FRAMEWORK_DEFAULTS: tuple[FrameworkDefault, ...] = (
     FrameworkDefault("litgpt", "optimizer_impl", "foreach", True, "litgpt: torch.optim.AdamW; " + _TORCH_ADAMW),
     FrameworkDefault("litgpt", "precision", "bf16", False, "litgpt --precision bf16-true (everything in bf16)"),
     FrameworkDefault(
+        "litgpt",
+        "lora_dropout",
+        0.05,
+        True,
+        "Lightning-AI/litgpt finetune/lora.py @8641822: lora_dropout = 0.05 (litgpt/finetune/lora.py keeps 0.05)",
+    ),
+    FrameworkDefault(
+        "litgpt",
+        "qkv_projection",
+        "fused",
+        True,
+        "Lightning-AI/litgpt lit_gpt/model.py @8641822 CausalSelfAttention: one `attn` linear for q, k and v of "
+        "every model (litgpt/model.py: `qkv`); lit_gpt/lora.py LoRAQKVLinear adapts it",
+    ),
+    FrameworkDefault(
+        "litgpt",
+        "quantised_linears",
+        "all",
+        True,
+        "Lightning-AI/lightning src/lightning/fabric/plugins/precision/bitsandbytes.py @71aed751: init_context "
+        "replaces torch.nn.Linear with the NF4 class, so lm_head is quantised too",
+    ),
+    FrameworkDefault(
         "axolotl",
         "loss",
         "full",

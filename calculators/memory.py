@@ -40,6 +40,7 @@ from calculators.finetune import (
     LORA_TARGET_MODULES,
     NF4_BITS_PER_WEIGHT,
     adapted_linears,
+    dequantised_bytes_per_element,
     lora_matrix_shapes,
     lora_parameters_per_layer,
     nf4_bytes,
@@ -401,8 +402,16 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
     embedding = local_embedding_parameters(spec, params, t) if has_embedding else 0
     head_all = sum(local_head_parameters(spec, params, t, stage)[:2]) if has_head else 0
     frozen = frozen_weight_bytes(settings.precision)
+    qlora = settings.method == "qlora"
+    scales = settings.nf4_scales or "double-quant"
+    if has_head:
+        head_other, head_matrix, _ = local_head_parameters(spec, params, t, stage)
+        head_in_nf4 = qlora and settings.quantised_linears == "all" and spec.head == "lm"
+        head_bytes = frozen * head_other + (nf4_bytes(head_matrix, scales) if head_in_nf4 else frozen * head_matrix)
+    else:
+        head_bytes = 0.0
 
-    linear_bytes = nf4_bytes(layer_matmul) if settings.method == "qlora" else frozen * layer_matmul
+    linear_bytes = nf4_bytes(layer_matmul, scales) if qlora else frozen * layer_matmul
     layer_base_bytes = frozen * (layer_all - layer_matmul) + linear_bytes
     adapters_per_layer = lora_parameters_per_layer(spec, rank, targets, t)
     trainable = active * adapters_per_layer
@@ -417,7 +426,7 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
         has_head=has_head,
         trainable=trainable,
         trainable_per_layer=adapters_per_layer,
-        weight_bytes=weight * trainable + layers * layer_base_bytes + frozen * (embedding + head_all),
+        weight_bytes=weight * trainable + layers * layer_base_bytes + frozen * embedding + head_bytes,
         layer_weight_bytes=layer_base_bytes + weight * adapters_per_layer,
         # only the fp32 adapters are cast under autocast; the base is already half
         cast_elements=trainable,
@@ -824,7 +833,7 @@ def attention_inputs_saved_bytes(spec: ModelSpec, settings: TrainingSettings, to
     if rope and settings.checkpointing == "selective" and is_autocast(settings.precision):
         saved += 2 * (4 - c) * tokens * spec.q_dim
     v_kept_as_view = settings.attention == "fused" or settings.checkpointing == "selective"
-    if rope and spec.fused_qkv and spec.n_kv_heads == spec.n_heads and v_kept_as_view:
+    if rope and fuses_qkv(spec, settings) and spec.n_kv_heads == spec.n_heads and v_kept_as_view:
         saved += c * tokens * (spec.q_dim + spec.kv_dim)
     return saved
 
@@ -914,6 +923,69 @@ def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens:
     return sum((routed if linear.copies > 1 else 1) * c * tokens * rank for linear in linears)
 
 
+def fuses_qkv(spec: ModelSpec, settings: TrainingSettings) -> bool:
+    """One linear for q, k and v: the model's own (GPT-2, GPT-NeoX, Phi-3) or the stack's
+    (qkv_projection "fused": litgpt builds every model with one, lit_gpt/model.py @8641822
+    CausalSelfAttention.attn)."""
+    return spec.fused_qkv or settings.qkv_projection == "fused"
+
+
+def lora_zero_pad_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """litgpt's adapter on a fused q/k/v linear that adapts only some of q, k and v: zero_pad
+    scatters the adapters' output into a zero tensor of the full q/k/v width with index_copy,
+    whose derivative keeps that output (its `source`) for backward (pytorch tools/autograd/
+    derivatives.yaml: index_copy's source gradient is `grad.index_select(dim, index)
+    .expand_as(source)`; lit_gpt/lora.py @8641822 LoRAQKVLinear.zero_pad). Traced on lit-gpt's
+    code: Llama-2-7B with q and v adapted saves tokens x (4096 + 4096) in bf16. A model whose own
+    code fuses q/k/v is adapted whole by PEFT: no padding."""
+    if settings.qkv_projection != "fused" or spec.is_mla:
+        return 0.0
+    targets = LORA_TARGET_MODULES[settings.lora_targets]
+    widths = {"q": spec.q_dim, "k": spec.kv_dim, "v": spec.kv_dim}
+    adapted = [width for name, width in widths.items() if name in targets]
+    if not adapted or len(adapted) == len(widths):
+        return 0.0
+    return compute_bytes(settings.precision) * tokens * sum(adapted)
+
+
+def lora_dropout_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """What LoRA dropout (p > 0) saves beyond the adapters' inputs counted elsewhere.
+
+    Each adapter reads dropout(x) (Hu et al. 2021 via PEFT peft/tuners/lora/layer.py:
+    `lora_A(lora_dropout(x))`, one dropout per adapted linear; lit_gpt/lora.py @8641822: one per
+    LoRA module, so one for a fused q/k/v). A dropout saves its 1-byte mask, and A saves the
+    dropout's output in place of x. So per dropout: mask + output (1 + c bytes per element),
+    less the one copy of x the engine counts for the adapters when nothing else keeps x (no
+    bitsandbytes base saving it; o's input under fused attention is SDPA's saved output and was
+    not counted). Under autocast A saves its own half cast of the fp32 dropout output (already
+    counted per adapter), so only the masks are added."""
+    if not settings.lora_dropout or spec.is_mla:
+        return 0.0
+    c = compute_bytes(settings.precision)
+    targets = LORA_TARGET_MODULES[settings.lora_targets]
+    base_keeps_input = input_saving_linears(settings) != trained_linear_names(settings)
+    gated, fused_in = spec.is_gated_mlp, spec.fused_gate_up
+    sites = [  # (linears reading one tensor, its width, one dropout for all of them, counted copy of x)
+        (("q", "k", "v", "qkv"), spec.hidden_size, fuses_qkv(spec, settings), True),
+        (("o",), attention_output_width(spec), True, settings.attention == "eager"),
+        (("gate_up",) if fused_in else (("gate", "up") if gated else ("fc1",)), spec.hidden_size, fused_in, True),
+        (("down",) if gated else ("fc2",), spec.ffn_hidden_size, True, True),
+    ]
+    saved = 0.0
+    for names, width, one_dropout, counted in sites:
+        adapted = [name for name in names if name in targets and (name != "qkv" or fuses_qkv(spec, settings))]
+        if not adapted:
+            continue
+        dropouts = 1 if one_dropout else len(adapted)
+        if is_autocast(settings.precision):
+            saved += dropouts * tokens * width
+            continue
+        saved += dropouts * (1 + c) * tokens * width
+        if counted and not base_keeps_input:
+            saved -= c * tokens * width
+    return saved
+
+
 def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: bool = False) -> dict[str, float]:
     """Bytes one transformer layer saves for backward, by part (no checkpointing), on one
     tensor-parallel rank; for a mixture of experts a sparse layer, or with `dense=True` one of
@@ -951,7 +1023,7 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
     if spec.is_mla:
         terms["attention_projections"] = mla_attention_saved_bytes(spec, settings, tokens) + out_projection_input + mask
     else:
-        qkv_names = ("qkv",) if spec.fused_qkv else ("q", "k", "v")
+        qkv_names = ("qkv",) if fuses_qkv(spec, settings) else ("q", "k", "v")
         qkv_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(qkv_names)))
         qkv = attention_inputs_saved_bytes(spec, settings, tokens)
         terms["attention_projections"] = qkv_inputs + qkv + out_projection_input + mask
@@ -987,7 +1059,11 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
         shared_hidden = hidden_tensors * c * tokens * spec.shared_expert_ffn_size
         terms["shared_experts"] = shared_inputs + shared_hidden
     if is_adapter_method(settings.method):
-        terms["lora_adapters"] = lora_intermediate_bytes(spec, settings, tokens)
+        terms["lora_adapters"] = (
+            lora_intermediate_bytes(spec, settings, tokens)
+            + lora_zero_pad_bytes(spec, settings, tokens)
+            + lora_dropout_bytes(spec, settings, tokens)
+        )
     return {name: _per_rank(value, settings) for name, value in terms.items()}
 
 
@@ -1030,6 +1106,18 @@ def submodule_checkpoint_inputs_bytes(spec: ModelSpec, settings: TrainingSetting
     return (spec.norms_per_layer + 2) * r * tokens * spec.hidden_size
 
 
+def qlora_matmul_transient_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """The largest NF4 weight dequantised for its matmul, with its output (finetune.py)."""
+    return qlora_dequantised_weight_bytes(
+        spec,
+        compute_bytes(settings.precision),
+        settings.micro_batch * settings.seq_len,
+        settings.tensor_parallel,
+        settings.quantised_linears or "layers",
+        dequantised_bytes_per_element(settings.framework, settings.precision),
+    )
+
+
 def submodule_backward_peak_bytes(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:
     """The worst moment of a layer's backward when each submodule is checkpointed on its own:
     only one submodule is rebuilt at a time, so the larger of the MLP (its saved tensors and
@@ -1050,7 +1138,7 @@ def submodule_backward_peak_bytes(terms: dict[str, float], spec: ModelSpec, sett
     attention = terms["attention_projections"] + core + _per_rank(attention_gradients, settings)
     peak = max(mlp, attention)
     if settings.method == "qlora":
-        peak += qlora_dequantised_weight_bytes(spec, c, tokens, settings.tensor_parallel)
+        peak += qlora_matmul_transient_bytes(spec, settings)
     return peak
 
 
@@ -1294,7 +1382,7 @@ def layer_backward_peak_bytes(
             temporaries += recomputed_core_input_copies_bytes(spec, settings, tokens)
         peak = max(peak, up_to_core + _per_rank(temporaries, settings))
     if settings.method == "qlora":
-        peak += qlora_dequantised_weight_bytes(spec, c, tokens, settings.tensor_parallel)
+        peak += qlora_matmul_transient_bytes(spec, settings)
     return peak
 
 
@@ -1688,7 +1776,11 @@ def quantised_load_bytes(spec: ModelSpec, settings: TrainingSettings, first: Sta
     if settings.method != "qlora":
         return 0.0
     staging = nf4_quantisation_staging_bytes(
-        spec, settings.quant_backend or "bitsandbytes", settings.framework, settings.tensor_parallel
+        spec,
+        settings.quant_backend or "bitsandbytes",
+        settings.framework,
+        settings.tensor_parallel,
+        settings.quantised_linears or "layers",
     )
     return first.weight_bytes + staging
 

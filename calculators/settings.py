@@ -357,6 +357,10 @@ def _declare() -> list[Setting]:
         training("activation_offload", "act_off", "Activations on the CPU", **train_only),
         training("keep_gradients", "keep_grads", "Gradients kept between steps", **train_only),
         training("quant_backend", "qbackend", "NF4 kernels", modes=("finetune-qlora",)),
+        training("nf4_scales", "nf4_scales", "NF4 block scales", modes=("finetune-qlora",)),
+        training("quantised_linears", "nf4_linears", "Linears in NF4", modes=("finetune-qlora",)),
+        training("lora_dropout", "lora_drop", "LoRA dropout", modes=ADAPTER_MODES),
+        training("qkv_projection", "qkv_proj", "q/k/v projection", **train_only),
         # one torch.compile switch (--compile, declared with the run's time settings) feeds memory too
         training("compile", "t_compile", "torch.compile", flag="", state="cost_compile", **train_only),
         training("load_whole_model", "load_whole", "Whole model on the GPU while loading", **train_only),

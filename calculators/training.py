@@ -31,6 +31,9 @@ OptimizerImpl = Literal["foreach", "fused", "for-loop"]
 Checkpointing = Literal["none", "selective", "op-selective", "full"]
 Loss = Literal["full", "chunked", "fused-linear"]
 QuantBackend = Literal["bitsandbytes", "torchao"]
+QkvProjection = Literal["model", "fused"]
+Nf4Scales = Literal["double-quant", "fp32"]
+QuantisedLinears = Literal["layers", "all"]
 Framework = Literal["hf-trainer", "torchtune", "torchtitan", "deepspeed", "megatron", "litgpt", "axolotl", "automodel"]
 CheckpointUnit = Literal["layer", "submodule"]
 LogitsInBackward = Literal["freed", "kept"]
@@ -172,6 +175,30 @@ class TrainingSettings(BaseModel):
         description="QLoRA's NF4 kernels: bitsandbytes (PEFT, litgpt, axolotl) saves each quantised linear's "
         "input; torchao (torchtune) does not. None given = the framework's, else bitsandbytes",
     )
+    nf4_scales: Nf4Scales | None = Field(
+        default=None,
+        description="QLoRA's NF4 block scales: double-quant (QLoRA paper Sec. 3: 8-bit scales per 64, 4.127 bits "
+        "a weight) or fp32 (one fp32 absmax per 64 weights, 4.5 bits: bitsandbytes without compress_statistics, "
+        "litgpt --quantize bnb.nf4); none given = double-quant",
+    )
+    quantised_linears: QuantisedLinears | None = Field(
+        default=None,
+        description="which linears QLoRA stores in NF4: the layers' (transformers' bitsandbytes integration keeps "
+        "lm_head in half precision) or all, the LM head included (Lightning's BitsandbytesPrecision replaces every "
+        "nn.Linear: litgpt); none given = the framework's, else layers",
+    )
+    lora_dropout: float | None = Field(
+        default=None,
+        ge=0,
+        lt=1,
+        description="dropout on each adapter's input; above 0 it saves a 1-byte mask and its own output; none "
+        "given = the framework's (litgpt 0.05), else 0 as PEFT's LoraConfig and torchtune's recipes",
+    )
+    qkv_projection: QkvProjection | None = Field(
+        default=None,
+        description="q, k and v as the model's code has them, or fused into one linear whatever the model "
+        "(litgpt builds every model that way); none given = the framework's, else model",
+    )
     load_whole_model: bool = Field(
         default=False,
         description="the whole model is moved to each GPU in its weight dtype before sharding (DeepSpeed "
@@ -233,6 +260,10 @@ class TrainingSettings(BaseModel):
             "checkpoint_unit": "layer",
             "logits_in_backward": "freed",
             "sharding_impl": "zero",
+            "nf4_scales": "double-quant",
+            "quantised_linears": "layers",
+            "lora_dropout": 0.0,
+            "qkv_projection": "model",
         }
         for name, value in plain.items():
             if data.get(name) is None:

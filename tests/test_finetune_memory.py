@@ -329,7 +329,7 @@ def test_the_lora_to_qlora_saving_matches_torchtune():
 
 @pytest.mark.parametrize(
     ("framework", "quant_backend", "staging_bytes_per_element"),
-    [(None, "bitsandbytes", 2), ("litgpt", "bitsandbytes", 4), (None, "torchao", 5)],
+    [(None, "bitsandbytes", 2), (None, "torchao", 5)],
 )
 def test_qlora_load_peak_is_the_nf4_weights_plus_the_largest_linear_being_quantised(
     framework, quant_backend, staging_bytes_per_element
@@ -341,8 +341,8 @@ def test_qlora_load_peak_is_the_nf4_weights_plus_the_largest_linear_being_quanti
     - bf16 rest: (2 x 32000 x 4096 embeddings and head + 65 x 4096 norms) x 2 = 524,820,480 bytes;
     - adapters: 32 x 2 x 8 x (4096 + 4096) x 2 bytes = 8,388,608 bytes;
     - staging of one 11008 x 4096 MLP weight: 2 bytes each for bitsandbytes (the half copy on the
-      GPU), 4 for litgpt (its bf16 weight and Lightning's fp16 copy), 5 for torchao (bf16 input,
-      bf16 scaled blocks, a uint8 index each)."""
+      GPU), 5 for torchao (bf16 input, bf16 scaled blocks, a uint8 index each).
+    litgpt quantises the LM head too: see the next test."""
     settings = TrainingSettings(
         method="qlora", precision="bf16", lora_rank=8, lora_targets="qv", micro_batch=1, seq_len=256,
         checkpointing="full", framework=framework, quant_backend=quant_backend,
@@ -352,6 +352,24 @@ def test_qlora_load_peak_is_the_nf4_weights_plus_the_largest_linear_being_quanti
     assert estimate.load_peak_gib * GIB == pytest.approx(weights + staging_bytes_per_element * 11008 * 4096)
     assert estimate.phases_gib["loading"] == estimate.load_peak_gib
     assert estimate.peak_phase != "loading"  # the step's activations and states exceed it here
+
+
+def test_litgpt_qlora_load_peak_quantises_the_head_too_and_stages_it_from_fp16():
+    """litgpt's QLoRA (Lightning's BitsandbytesPrecision replaces every nn.Linear, lm_head
+    included; _quantize_weight copies each bf16 weight to fp16 before quantising): Llama-2-7B,
+    rank 8 on q and v, bf16, NF4 with double quantisation (4.126953125 bits):
+    - NF4 layers: 6,476,005,376 x 4.126953125 / 8 = 3,340,771,328 bytes;
+    - NF4 head: 32000 x 4096 = 131,072,000 x 4.126953125 / 8 = 67,616,000 bytes;
+    - bf16 embedding and norms: (131,072,000 + 65 x 4096) x 2 = 262,676,480 bytes;
+    - adapters: 8,388,608 bytes;
+    - staging of the largest quantised weight, now the head: 131,072,000 x (2 + 2) = 524,288,000.
+    Sum 4,203,740,416 bytes."""
+    settings = TrainingSettings(
+        method="qlora", precision="bf16", lora_rank=8, lora_targets="qv", micro_batch=1, seq_len=256,
+        checkpointing="full", framework="litgpt",
+    )  # fmt: skip
+    estimate = estimate_memory(get_preset("llama-2-7b"), settings)
+    assert estimate.load_peak_gib * GIB == pytest.approx(4_203_740_416)
 
 
 def test_lora_and_full_training_have_no_quantisation_load_phase():

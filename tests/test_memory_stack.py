@@ -249,3 +249,73 @@ def test_compiled_eager_attention_keeps_the_scores_and_row_statistics():
     8 bytes of fp32 row max and sum per row of s = 128 scores: 2 + 2 + 8/128 = 4.0625."""
     assert attention_score_bytes(SMALL, small(attention="eager")) == 6
     assert attention_score_bytes(SMALL, small(attention="eager", compile=True)) == 2 + 2 + 8 / 128
+
+
+# --- litgpt's model code: fused q/k/v, LoRA dropout, zero_pad --------------------------------
+
+
+def litgpt_llama2_7b(method: str) -> TrainingSettings:
+    return TrainingSettings(
+        method=method, framework="litgpt", precision="bf16", lora_rank=8, lora_targets="qv",
+        micro_batch=1, seq_len=1304, loss_chunks=11, optimizer="paged-adamw" if method == "qlora" else "adamw",
+    )  # fmt: skip
+
+
+def test_litgpt_lora_layer_saves_what_lit_gpt_code_saves():
+    """Llama-2-7B under litgpt's LoRA (r=8 on q and v, dropout 0.05, bf16), per token of one layer
+    (h = 4096, f = 11008), from lit_gpt/model.py and lora.py @8641822 run under
+    saved_tensors_hooks on CPU, with the RMSNorm upcast litgpt has had since PR #606:
+    - two RMSNorms: fp32 input 4h + fp32 rstd 4 each: 2 x 16,388 = 32,776
+    - the adapters' input: dropout output 2h and its bool mask h: 12,288
+    - zero_pad's index_copy source, the q and v adapters' output: 2 x (4096 + 4096) = 16,384
+    - q and k after RoPE 2 x 2h = 16,384; v, a view of the fused qkv output, keeps all of it:
+      2 x 3h = 24,576
+    - SDPA's output 2h and fp32 log-sum-exp 4 x 32 heads: 8,320
+    - SwiGLU: gate, silu(gate), up: 3 x 2f = 66,048
+    - the adapters' r-wide intermediates: 2 adapters x 2 x 8 = 32
+    Total 176,808 bytes. The trace of 8641822's own RMSNorm (bf16 input 2h and bf16 rstd 2 each)
+    gives the same tensors less 2 x (4h + 4 - 2h - 2) = 16,388: 160,420."""
+    terms = layer_activation_terms(get_preset("llama-2-7b"), litgpt_llama2_7b("lora"))
+    assert sum(terms.values()) == pytest.approx(176_808 * 1304)
+
+
+def test_litgpt_qlora_layer_adds_what_bitsandbytes_keeps():
+    """Under QLoRA each bitsandbytes linear keeps its input as well: the norm output that the
+    fused qkv reads (2h = 8,192, separate from the adapters' dropout output), the MLP's input
+    (8,192) and down's input (2f = 22,016); o's input is SDPA's saved output. 176,808 + 38,400 =
+    215,208 bytes per token and layer."""
+    terms = layer_activation_terms(get_preset("llama-2-7b"), litgpt_llama2_7b("qlora"))
+    assert sum(terms.values()) == pytest.approx(215_208 * 1304)
+
+
+def test_lora_dropout_saves_a_mask_and_its_own_output_per_adapter():
+    """PEFT's LoRA on separate q and v (SMALL: T = 256 tokens, h = 256, bf16) with dropout: each
+    adapter has its own dropout, which saves a 1-byte mask, and A saves the dropout's output
+    instead of the shared input: 2 x (1 + 2) x 256 x 256 - 2 x 256 x 256 = 262,144 bytes more
+    than without dropout. Under fp32 autocast only the masks: 2 x 256 x 256 = 131,072."""
+    common = {"method": "lora", "lora_rank": 8, "lora_targets": "qv"}
+    with_dropout = sum(layer_activation_terms(SMALL, small(lora_dropout=0.1, **common)).values())
+    without = sum(layer_activation_terms(SMALL, small(**common)).values())
+    assert with_dropout - without == 262_144
+    amp = {"precision": "amp-bf16"}
+    amp_with = layer_activation_terms(SMALL, small(lora_dropout=0.1, **common).model_copy(update=amp))
+    amp_without = layer_activation_terms(SMALL, small(**common).model_copy(update=amp))
+    assert sum(amp_with.values()) - sum(amp_without.values()) == 131_072
+
+
+def test_litgpt_defaults_and_nf4_scales():
+    """litgpt fills dropout 0.05, a fused q/k/v and NF4 on every linear; others keep PEFT's 0 and
+    the model's layout. NF4 weights: 4.126953125 bits with double quantisation, 4.5 with one fp32
+    absmax per 64 (Llama-2-7B layers: 6,476,005,376 weights, 0.373 bits apart = 301,818,381 bytes
+    in the weights)."""
+    litgpt = litgpt_llama2_7b("qlora")
+    assert (litgpt.lora_dropout, litgpt.qkv_projection, litgpt.quantised_linears) == (0.05, "fused", "all")
+    plain = TrainingSettings(method="lora")
+    assert (plain.lora_dropout, plain.qkv_projection, plain.quantised_linears) == (0.0, "model", "layers")
+    spec = get_preset("llama-2-7b")
+    double = estimate_memory(spec, litgpt)
+    fp32_scales = estimate_memory(spec, litgpt.model_copy(update={"nf4_scales": "fp32"}))
+    layers_and_head = 6_476_005_376 + 32000 * 4096
+    expected = layers_and_head * (4.5 - 4.126953125) / 8
+    difference = fp32_scales.components_gib["weights"] - double.components_gib["weights"]
+    assert difference * GIB == pytest.approx(expected)

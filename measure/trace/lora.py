@@ -1,7 +1,8 @@
 """LoRA in the traced model: a frozen base and low-rank adapters on the targeted linears.
 
-y = W x + B (A x), A: in -> r, B: r -> out (Hu et al. 2021, arXiv 2106.09685), as PEFT's
-`lora.Linear` computes it with dropout 0. The base weights are frozen in the half compute
+y = W x + B (A dropout(x)), A: in -> r, B: r -> out (Hu et al. 2021, arXiv 2106.09685), as PEFT's
+`lora.Linear` computes it, one dropout per adapted linear (none at dropout 0). The base weights
+are frozen in the half compute
 dtype (fp32 under fp32); the adapters take the precision's weight dtype, as the engine
 assumes (calculators.training.frozen_weight_bytes / weight_bytes). QLoRA's NF4 storage and
 bitsandbytes kernels have no CPU fake-tensor equivalent, so only LoRA is traced.
@@ -13,6 +14,7 @@ import torch
 from torch import nn
 
 from calculators.finetune import LORA_TARGET_MODULES
+from measure.trace.models import dropout as cuda_dropout
 
 # Reference-model attribute name -> the engine's linear name.
 ENGINE_NAME = {
@@ -33,18 +35,22 @@ ENGINE_NAME = {
 class LoraLinear(nn.Module):
     """A frozen linear plus a trainable low-rank update."""
 
-    def __init__(self, base: nn.Linear, rank: int, adapter_dtype: torch.dtype) -> None:
+    def __init__(self, base: nn.Linear, rank: int, adapter_dtype: torch.dtype, dropout: float = 0.0) -> None:
         super().__init__()
         self.base = base
+        self.dropout_p = dropout
         self.lora_a = nn.Linear(base.in_features, rank, bias=False, dtype=adapter_dtype)
         self.lora_b = nn.Linear(rank, base.out_features, bias=False, dtype=adapter_dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # Base and adapters share a dtype except under autocast, which casts both matmuls.
-        return self.base(x) + self.lora_b(self.lora_a(x))
+        # the fused CUDA dropout (a 1-byte mask), as models.dropout runs it on CPU tensors
+        return self.base(x) + self.lora_b(self.lora_a(cuda_dropout(x, self.dropout_p)))
 
 
-def add_adapters(model: nn.Module, targets: str, rank: int, adapter_dtype: torch.dtype) -> list[nn.Parameter]:
+def add_adapters(
+    model: nn.Module, targets: str, rank: int, adapter_dtype: torch.dtype, dropout: float = 0.0
+) -> list[nn.Parameter]:
     """Freeze every parameter, wrap the targeted linears of the layers, return the adapters."""
     for param in model.parameters():
         param.requires_grad_(False)
@@ -53,7 +59,7 @@ def add_adapters(model: nn.Module, targets: str, rank: int, adapter_dtype: torch
     for module in list(model.modules()):
         for attribute, child in list(module.named_children()):
             if isinstance(child, nn.Linear) and ENGINE_NAME.get(attribute) in wanted:
-                wrapped = LoraLinear(child, rank, adapter_dtype)
+                wrapped = LoraLinear(child, rank, adapter_dtype, dropout)
                 setattr(module, attribute, wrapped)
                 adapters += [wrapped.lora_a.weight, wrapped.lora_b.weight]
     return adapters

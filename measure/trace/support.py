@@ -62,6 +62,12 @@ def check_settings(settings: TrainingSettings) -> None:
         raise UnsupportedConfiguration(
             "QLoRA's NF4 weights and bitsandbytes kernels have no CPU fake-tensor equivalent"
         )
+    if _setting(settings, "qkv_projection", "model") == "fused":
+        raise UnsupportedConfiguration(
+            "litgpt's model code (one fused q/k/v linear for every model, its LoRA zero-padding) is not traced; "
+            "use --qkv-projection model (the engine's litgpt terms are checked against lit-gpt's own code in "
+            "tests/test_memory_stack.py)"
+        )
     if _setting(settings, "frozen_layers", 0) > 0:
         raise UnsupportedConfiguration("frozen layers are not traced")
     if _setting(settings, "offload_optimizer", False) or _setting(settings, "offload_parameters", False):

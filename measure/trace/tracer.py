@@ -142,7 +142,8 @@ class Step:
             self._compile_layers()
         if lora:
             adapter_dtype = WEIGHT_DTYPE[settings.precision]
-            self.params = add_adapters(self.model, settings.lora_targets, settings.lora_rank, adapter_dtype)
+            dropout = getattr(settings, "lora_dropout", 0.0) or 0.0
+            self.params = add_adapters(self.model, settings.lora_targets, settings.lora_rank, adapter_dtype, dropout)
         else:
             self.params = list(self.model.parameters())
         mixed = master_weight_bytes(settings.precision) > 0
