@@ -1,0 +1,89 @@
+"""The memory engine against litgpt's published single-GPU LoRA/QLoRA table.
+
+litgpt's resource table (data/litgpt_lora_resource_table.csv: 17 runs of finetune/lora.py on an
+A100 40GB, LoRA r=8 on q and v, bf16-true, the longest Alpaca sample in the first batch) prints
+torch.cuda.max_memory_allocated() / 1e9. Each row runs here as the CLI would:
+
+    python -m calculators memory --framework litgpt --precision bf16 --lora-rank 8 --lora-targets qv
+        --micro-batch MB --seq-len LONGEST --loss chunked --loss-chunks ceil(LONGEST / 128)
+        [--mode finetune-qlora --optimizer paged-adamw --nf4-scales fp32|double-quant] --json
+
+Four of the rows are on the Validation page; the other thirteen are a check on rows the engine
+was not developed against.
+
+    python bench/litgpt_table.py
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+import sys
+from datetime import date
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from calculators.cli import build_parser, workload_from_args  # noqa: E402
+from calculators.memory import GIB, estimate_memory  # noqa: E402
+
+TABLE = ROOT / "data" / "litgpt_lora_resource_table.csv"
+CONFIGS = ROOT / "data" / "validation_configs"
+MODEL_ARGS = {
+    "phi-1.5": ["--config-json", str(CONFIGS / "phi-1_5.json")],
+    "stablelm-base-alpha-3b": ["--config-json", str(CONFIGS / "stablelm-base-alpha-3b.json")],
+    "llama-2-7b": ["--model", "llama-2-7b"],
+    "llama-2-13b": ["--model", "llama-2-13b"],
+}
+
+
+class PublishedRun(BaseModel):
+    """One row of the table, checked at load."""
+
+    model: Literal["phi-1.5", "stablelm-base-alpha-3b", "llama-2-7b", "llama-2-13b"]
+    quantize: Literal["none", "bnb.nf4", "bnb.nf4-dq"]
+    micro_batch: int = Field(gt=0)
+    longest_sample_tokens: int = Field(gt=0)
+    max_memory_allocated_gb: float = Field(gt=0)
+    source: str = Field(min_length=1)
+    as_of: date
+
+
+def cli_args(row: PublishedRun) -> list[str]:
+    """The `memory` flags of one published run."""
+    seq = row.longest_sample_tokens
+    args = MODEL_ARGS[row.model] + [
+        "--framework", "litgpt", "--precision", "bf16", "--micro-batch", str(row.micro_batch), "--seq-len", str(seq),
+        "--lora-rank", "8", "--lora-targets", "qv", "--attention", "fused", "--loss", "chunked",
+        "--loss-chunks", str(math.ceil(seq / 128)),
+    ]  # fmt: skip
+    if row.quantize == "none":
+        return args + ["--mode", "finetune-lora"]
+    scales = "double-quant" if row.quantize.endswith("-dq") else "fp32"
+    return args + ["--mode", "finetune-qlora", "--optimizer", "paged-adamw", "--nf4-scales", scales]
+
+
+def main() -> None:
+    with TABLE.open(newline="", encoding="utf-8") as handle:
+        rows = [PublishedRun(**row) for row in csv.DictReader(handle)]
+    errors = []
+    print("| model | quantize | micro-batch | published GB | estimate GB | error |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        workload = workload_from_args(build_parser().parse_args(["memory", *cli_args(row)]))
+        estimate_gb = estimate_memory(workload.model, workload.training).allocated_gib * GIB / 1e9
+        published_gb = row.max_memory_allocated_gb
+        errors.append(estimate_gb / published_gb - 1)
+        print(f"| {row.model} | {row.quantize} | {row.micro_batch} | {published_gb:.2f} | "
+              f"{estimate_gb:.2f} | {100 * errors[-1]:+.1f}% |")  # fmt: skip
+    print(f"\n{len(rows)} runs: median |error| {100 * statistics.median(abs(e) for e in errors):.1f}%, "
+          f"max |error| {100 * max(abs(e) for e in errors):.1f}%")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
