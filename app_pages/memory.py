@@ -9,6 +9,8 @@ from calculators.frameworks import FRAMEWORK_LABEL, framework_rows
 from calculators.geometry import parameter_count
 from calculators.gpu_catalogue import load_gpu_catalogue
 from calculators.memory import COMPONENT_LABEL, estimate_memory
+from calculators.settings import all_settings
+from calculators.training import TrainingSettings
 from ui.charts import phase_breakdown_figure
 from ui.serving_view import show_serving
 from ui.trace_view import trace_section
@@ -20,10 +22,17 @@ def framework_assumed(settings) -> str:
     loss_impl = f"loss {settings.loss}, AdamW implementation {settings.optimizer_impl}"
     if settings.framework is None:
         return f"Training stack: plain PyTorch defaults ({loss_impl}); choose a framework under 'Training stack'."
-    shipped = [f"{row.setting} {row.value}" for row in framework_rows(settings.framework) if row.applied]
+    labels = {item.name: item.label for item in all_settings() if item.model is TrainingSettings}
+    applied = [row for row in framework_rows(settings.framework) if row.applied]
+    shipped = [f"{labels.get(row.setting, row.setting)} {row.value}" for row in applied]
+    others = [
+        f"{labels[row.setting]} {getattr(settings, row.setting)}"
+        for row in applied
+        if row.setting not in ("loss", "optimizer_impl") and row.setting in labels
+    ]
     return (
         f"Training stack: {FRAMEWORK_LABEL[settings.framework]} defaults assumed where not set "
-        f"({', '.join(shipped)}); in effect: {loss_impl}. Sources on the Validation page."
+        f"({', '.join(shipped)}); in effect: {', '.join([loss_impl, *others])}. Sources on the Validation page."
     )
 
 

@@ -1,8 +1,9 @@
 """The memory engine against litgpt's published single-GPU LoRA/QLoRA table.
 
-litgpt's resource table (data/litgpt_lora_resource_table.csv: 17 runs of finetune/lora.py on an
-A100 40GB, LoRA r=8 on q and v, bf16-true, the longest Alpaca sample in the first batch) prints
-torch.cuda.max_memory_allocated() / 1e9. Each row runs here as the CLI would:
+litgpt's resource table (data/litgpt_lora_resource_table.csv: 17 runs of finetune/lora.py at
+lit-gpt 8641822, PyTorch 2.1.0, bitsandbytes 0.41.1, on an A100-SXM4-40GB, LoRA r=8 on q and v,
+bf16-true, the longest Alpaca sample in the first batch) prints torch.cuda.max_memory_allocated()
+/ 1e9. Each row runs here as the CLI would:
 
     python -m calculators memory --framework litgpt --precision bf16 --lora-rank 8 --lora-targets qv
         --micro-batch MB --seq-len LONGEST --loss chunked --loss-chunks ceil(LONGEST / 128)
@@ -24,12 +25,13 @@ from datetime import date
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from calculators.cli import build_parser, workload_from_args  # noqa: E402
+from calculators.csv_rows import check_public_source  # noqa: E402
 from calculators.memory import GIB, estimate_memory  # noqa: E402
 
 TABLE = ROOT / "data" / "litgpt_lora_resource_table.csv"
@@ -50,8 +52,13 @@ class PublishedRun(BaseModel):
     micro_batch: int = Field(gt=0)
     longest_sample_tokens: int = Field(gt=0)
     max_memory_allocated_gb: float = Field(gt=0)
-    source: str = Field(min_length=1)
+    source: str
     as_of: date
+
+    @field_validator("source")
+    @classmethod
+    def _public(cls, source: str) -> str:
+        return check_public_source(source)
 
 
 def cli_args(row: PublishedRun) -> list[str]:

@@ -1536,6 +1536,18 @@ def _stack_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
             "finished weights plus the largest linear's staging copies (bitsandbytes 2, litgpt 4, torchao 5 bytes "
             "per element); where that exceeds the step, it is the peak."
         )
+    if settings.qkv_projection == "fused" and not spec.fused_qkv:
+        notes.append(
+            "One fused q/k/v linear (litgpt's model code): v stays a view of its output, which keeps all of it; "
+            "adapters on some of q, k, v are zero-padded to its width (index_copy keeps their output)."
+        )
+    if settings.lora_dropout and is_adapter_method(settings.method):
+        notes.append(
+            f"LoRA dropout {settings.lora_dropout:g}: each adapter's dropout saves a 1-byte mask and its own "
+            "output, which the adapter keeps instead of the shared input."
+        )
+    if settings.method == "qlora" and settings.quantised_linears == "all":
+        notes.append("Every nn.Linear in NF4, the LM head included (Lightning's BitsandbytesPrecision, litgpt).")
     if settings.activation_offload:
         notes.append(
             f"Activation offloading: saved tensors of all but {OFFLOAD_RESIDENT_LAYERS} layers in pinned host "

@@ -26,3 +26,21 @@ def test_liger_with_chunked_loss_is_one_clear_error_in_the_sidebar():
     app.selectbox(key="loss").set_value("chunked").run()
     app.checkbox(key="liger").check().run()
     assert any("--liger" in error.value and "--loss chunked" in error.value for error in app.error)
+
+
+def test_litgpt_lora_names_its_model_code_defaults_and_dropout_changes_the_estimate():
+    """litgpt fills LoRA dropout 0.05 and a fused q/k/v; the sentence says so with the sidebar's
+    labels, and choosing dropout 0 in the sidebar lowers the activations (Llama-2-7B, r=16 on
+    every linear: the masks and dropout outputs go)."""
+    app = open_app(model="llama-2-7b", mode="finetune-lora", fw="litgpt")
+    sentence = next(c for c in captions(app) if c.startswith("Training stack"))
+    assert "LoRA dropout 0.05" in sentence and "q/k/v projection fused" in sentence
+    before = peak_line(app)
+    app.selectbox(key="lora_dropout").set_value(0.0).run()
+    assert not app.exception
+    assert "LoRA dropout 0.0" in next(c for c in captions(app) if c.startswith("Training stack"))
+    assert peak_line(app) != before
+
+
+def peak_line(app) -> str:
+    return app.metric[0].value

@@ -25,6 +25,7 @@ from calculators.prices import DEFAULT_PRICES_PATH, PriceCatalogueError, load_pr
 DATA = Path(__file__).resolve().parent.parent / "data"
 DATA_FILES = (
     "cloud_prices.csv",
+    "litgpt_lora_resource_table.csv",
     "gpus.csv",
     "matmul_efficiency.csv",
     "measured_throughput.csv",

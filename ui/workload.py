@@ -45,6 +45,9 @@ from calculators.training import (
     PRECISION_LABEL,
     CheckpointUnit,
     LogitsInBackward,
+    Nf4Scales,
+    QkvProjection,
+    QuantisedLinears,
     ShardingImpl,
     TrainingSettings,
 )
@@ -248,9 +251,14 @@ def _training_controls(mode: str) -> None:
         col1, col2 = sidebar.columns(2)
         state.number(col1, "lora_rank")
         state.choice(col2, "lora_targets", help="; ".join(LORA_TARGET_LABEL.values()))
+        unset = {"format_func": lambda v: "framework default" if v is None else str(v)}
+        state.choice(sidebar, "lora_dropout", options=[None, 0.0, 0.05, 0.1], **unset)
         if mode == "finetune-qlora":
             backends = [None, "bitsandbytes", "torchao"]
-            state.choice(sidebar, "quant_backend", options=backends, format_func=lambda v: v or "framework default")
+            state.choice(sidebar, "quant_backend", options=backends, **unset)
+            col1, col2 = sidebar.columns(2)
+            state.choice(col1, "nf4_scales", options=[None, *Nf4Scales.__args__], **unset)
+            state.choice(col2, "quantised_linears", options=[None, *QuantisedLinears.__args__], **unset)
     with sidebar.expander("Parallelism, offload, frozen layers"):
         col1, col2 = st.columns(2)
         state.number(col1, "tensor_parallel")
@@ -275,6 +283,7 @@ def _stack_controls(sidebar) -> None:
         state.choice(st, "checkpoint_unit", options=[None, *CheckpointUnit.__args__], **framework_default)
         state.choice(st, "logits_in_backward", options=[None, *LogitsInBackward.__args__], **framework_default)
         state.choice(st, "sharding_impl", options=[None, *ShardingImpl.__args__], **framework_default)
+        state.choice(st, "qkv_projection", options=[None, *QkvProjection.__args__], **framework_default)
         state.checkbox(st, "liger")
         state.checkbox(st, "optimizer_in_backward")
         state.checkbox(st, "activation_offload")
