@@ -166,6 +166,7 @@ class StageLayout(NamedTuple):
     adafactor_elements: float  # Adafactor's factored state elements
     outside_layer_elements: float = 0.0  # embeddings, final norm and head (FSDP2's root unit)
     head_cast_elements: float = 0.0  # the LM head's matmul weight (torchtitan keeps it out of float8)
+    frozen_layer_elements: float = 0.0  # one adapted layer's frozen base parameters (LoRA)
 
 
 def pipeline_stages(settings: TrainingSettings) -> tuple[str, ...]:
@@ -437,6 +438,7 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
         tied_matrix_elements=0,
         adafactor_elements=active * sum(r + c for r, c in shapes),
         outside_layer_elements=embedding + head_all,
+        frozen_layer_elements=layer_all,
     )
 
 
@@ -627,6 +629,20 @@ def fsdp2_root_gradient_bytes(settings: TrainingSettings, layout: StageLayout) -
     return gradient_bytes(settings.precision) * layout.head_gradient_elements
 
 
+def fsdp1_frozen_gradient_bytes(settings: TrainingSettings, layout: StageLayout) -> float:
+    """FSDP1 flattens each wrapped layer into one FlatParameter. A layer that mixes a frozen base
+    with LoRA adapters (allowed with use_orig_params=True) gets a gradient for the whole flat
+    parameter, so its frozen weights take gradient memory as if they trained (PyTorch docs,
+    torch.distributed.fsdp.FullyShardedDataParallel: mixing frozen and non-frozen parameters is
+    supported with use_orig_params=True, but 'recommended to avoid doing so to prevent higher than
+    expected gradient memory usage'). Before sharding; the caller divides. The root unit
+    (embeddings, final norm, head) holds no adapter and gets none. LoRA only: QLoRA's NF4 storage
+    under FSDP1 is not modelled."""
+    if settings.sharding_impl != "fsdp1" or settings.method != "lora":
+        return 0.0
+    return gradient_bytes(settings.precision) * layout.active_layers * layout.frozen_layer_elements
+
+
 def model_state_bytes(settings: TrainingSettings, layout: StageLayout) -> ModelStates:
     """Weights, master copy, gradients and optimizer states per GPU after ZeRO sharding
     over the data-parallel GPUs (ZeRO paper Sec. 5), with CPU offload applied."""
@@ -647,6 +663,7 @@ def model_state_bytes(settings: TrainingSettings, layout: StageLayout) -> ModelS
     master = master_weight_bytes(precision) * layout.trainable / state_div
     states = optimizer_state_bytes(settings, layout) / state_div
     gradients = gradient_bytes(precision) * layout.trainable / grad_div
+    gradients += fsdp1_frozen_gradient_bytes(settings, layout) / grad_div
     if gpus > 1 and zero == 0:
         gradients *= 2  # DDP gradient buckets
     if zero >= 2 and gpus > 1:
@@ -1540,6 +1557,11 @@ def _stack_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
         notes.append(
             "One fused q/k/v linear (litgpt's model code): v stays a view of its output, which keeps all of it; "
             "adapters on some of q, k, v are zero-padded to its width (index_copy keeps their output)."
+        )
+    if settings.sharding_impl == "fsdp1" and settings.method == "lora":
+        notes.append(
+            "FSDP1: each layer is one flat parameter, and with adapters in it the frozen base gets gradients too "
+            "(PyTorch FSDP docs); FSDP2 and DeepSpeed ZeRO-3 keep per-parameter gradients."
         )
     if settings.lora_dropout and is_adapter_method(settings.method):
         notes.append(

@@ -37,7 +37,7 @@ QuantisedLinears = Literal["layers", "all"]
 Framework = Literal["hf-trainer", "torchtune", "torchtitan", "deepspeed", "megatron", "litgpt", "axolotl", "automodel"]
 CheckpointUnit = Literal["layer", "submodule"]
 LogitsInBackward = Literal["freed", "kept"]
-ShardingImpl = Literal["zero", "fsdp2"]
+ShardingImpl = Literal["zero", "fsdp1", "fsdp2"]
 Attention = Literal["eager", "fused"]
 Method = Literal["full", "lora", "qlora"]
 LoraTargets = Literal["qv", "attention", "qvo-mlp", "all-linear"]
@@ -147,9 +147,11 @@ class TrainingSettings(BaseModel):
     )
     sharding_impl: ShardingImpl | None = Field(
         default=None,
-        description="ZeRO-3 as DeepSpeed does it (every unit resharded after use) or FSDP2 fully_shard (the root "
-        "unit - embeddings, final norm, head - stays gathered from forward to the end of backward, and each "
-        "unit's reduce-scatter input waits for the next); none given = the framework's, else zero",
+        description="ZeRO-3 as DeepSpeed does it (every unit resharded after use), FSDP1 FullyShardedDataParallel "
+        "(the same, but a wrapped layer is one flat parameter: mixing frozen weights and LoRA adapters in it "
+        "gives the frozen weights gradients too) or FSDP2 fully_shard (the root unit - embeddings, final norm, "
+        "head - stays gathered from forward to the end of backward, and each unit's reduce-scatter input waits "
+        "for the next); none given = the framework's, else zero",
     )
     attention: Attention = "fused"
     framework: Framework | None = Field(

@@ -319,3 +319,19 @@ def test_litgpt_defaults_and_nf4_scales():
     expected = layers_and_head * (4.5 - 4.126953125) / 8
     difference = fp32_scales.components_gib["weights"] - double.components_gib["weights"]
     assert difference * GIB == pytest.approx(expected)
+
+
+def test_fsdp1_gives_the_frozen_base_of_an_adapted_layer_gradients():
+    """FSDP1 flattens each layer into one FlatParameter; with LoRA adapters in it
+    (use_orig_params=True) the whole flat parameter gets a gradient. Llama-2-7B, LoRA bf16, ZeRO-3
+    over 8 GPUs: each layer's base is 4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096 = 202,383,360
+    parameters, so 32 layers x 202,383,360 x 2 bytes / 8 = 1,619,066,880 bytes of gradients more
+    than under DeepSpeed's ZeRO-3 or FSDP2 (which keep per-parameter gradients)."""
+    spec = get_preset("llama-2-7b")
+    common = dict(method="lora", precision="bf16", zero=3, gpus=8, lora_rank=8, lora_targets="qv", seq_len=512)
+    gradients = {}
+    for impl in ("zero", "fsdp1", "fsdp2"):
+        estimate = estimate_memory(spec, TrainingSettings(sharding_impl=impl, **common))
+        gradients[impl] = estimate.phase_components_gib["optimizer step"]["gradients"]
+    assert (gradients["fsdp1"] - gradients["zero"]) * GIB == pytest.approx(1_619_066_880)
+    assert gradients["fsdp2"] == pytest.approx(gradients["zero"])
