@@ -271,7 +271,9 @@ def _fsdp(section: Any, where: str, read: _Reading, version: Any = None) -> None
     if version not in (1, 2):
         raise FrameworkConfigError(f"{where}.fsdp_version: expected 1 or 2, got {version!r}")
     strategy = _fsdp_strategy(options, where, version)
-    read.values |= {"zero": _FSDP_STAGE[strategy], "sharding_impl": "fsdp2" if version == 2 else "fsdp1"}
+    # FSDP1 reads as "zero", not "fsdp1": the HF Trainer wraps a PEFT model's adapters in their own FSDP
+    # units (peft.utils.other.fsdp_auto_wrap_policy), so the frozen base gets no flat-parameter gradients
+    read.values |= {"zero": _FSDP_STAGE[strategy], "sharding_impl": "fsdp2" if version == 2 else "zero"}
     if strategy.startswith("HYBRID"):
         read.notes.append(f"{where}: {strategy} shards within a node only; the engine shards over every GPU")
     for name, (key, value) in options.items():

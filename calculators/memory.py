@@ -635,7 +635,9 @@ def fsdp1_frozen_gradient_bytes(settings: TrainingSettings, layout: StageLayout)
     parameter, so its frozen weights take gradient memory as if they trained (PyTorch docs,
     torch.distributed.fsdp.FullyShardedDataParallel: mixing frozen and non-frozen parameters is
     supported with use_orig_params=True, but 'recommended to avoid doing so to prevent higher than
-    expected gradient memory usage'). Before sharding; the caller divides. The root unit
+    expected gradient memory usage'). PEFT's fsdp_auto_wrap_policy, which the HF Trainer applies
+    to a PEFT model, avoids it by wrapping the adapters in their own units: then choose "zero".
+    Before sharding; the caller divides. The root unit
     (embeddings, final norm, head) holds no adapter and gets none. LoRA only: QLoRA's NF4 storage
     under FSDP1 is not modelled."""
     if settings.sharding_impl != "fsdp1" or settings.method != "lora":

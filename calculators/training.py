@@ -147,11 +147,12 @@ class TrainingSettings(BaseModel):
     )
     sharding_impl: ShardingImpl | None = Field(
         default=None,
-        description="ZeRO-3 as DeepSpeed does it (every unit resharded after use), FSDP1 FullyShardedDataParallel "
-        "(the same, but a wrapped layer is one flat parameter: mixing frozen weights and LoRA adapters in it "
-        "gives the frozen weights gradients too) or FSDP2 fully_shard (the root unit - embeddings, final norm, "
-        "head - stays gathered from forward to the end of backward, and each unit's reduce-scatter input waits "
-        "for the next); none given = the framework's, else zero",
+        description="ZeRO-3 as DeepSpeed does it (every unit resharded after use); FSDP1 FullyShardedDataParallel "
+        "(the same, but a wrapped layer is one flat parameter: with LoRA adapters wrapped in it rather than in "
+        "their own units, as PEFT's fsdp_auto_wrap_policy does, the frozen weights get gradients too); or FSDP2 "
+        "fully_shard (the root unit - embeddings, final norm, head - stays gathered from forward to the end of "
+        "backward, and each unit's reduce-scatter input waits for the next); none given = the framework's, "
+        "else zero",
     )
     attention: Attention = "fused"
     framework: Framework | None = Field(

@@ -240,7 +240,7 @@ fsdp_config:
     assert values["optimizer"] == "adamw-8bit" and values["precision"] == "amp-fp16"
     assert values["checkpointing"] == "full" and values["activation_offload"] is True and values["compile"] is True
     assert values["loss"] == "fused-linear" and values["seq_len"] == 512  # axolotl's default sequence_len
-    assert values["zero"] == 3 and values["sharding_impl"] == "fsdp1"
+    assert values["zero"] == 3 and values["sharding_impl"] == "zero"  # FSDP1: see TrainingSettings.sharding_impl
     assert values["offload_parameters"] is True and values["offload_optimizer"] is True
 
 
@@ -289,7 +289,7 @@ def test_an_accelerate_fsdp_config_gives_gpus_sharding_and_precision():
     config = read_framework_config(ACCELERATE_FSDP, "default_config.yaml")
     assert config.framework == "hf-trainer"
     assert config.values == {
-        "precision": "bf16-mixed", "zero": 2, "sharding_impl": "fsdp1", "checkpointing": "full",
+        "precision": "bf16-mixed", "zero": 2, "sharding_impl": "zero", "checkpointing": "full",
         "offload_optimizer": False, "offload_parameters": False, "gpus": 16,
     }  # fmt: skip
     assert config.unknown_keys == ["fsdp_config.fsdp_colour"]
@@ -333,7 +333,7 @@ def test_the_planners_accelerate_file_reads_back():
 
     values = read_framework_config(accelerate_fsdp_yaml(PlanLike()), "accelerate_fsdp.yaml").values
     assert values == {
-        "precision": "bf16-mixed", "gpus": 16, "zero": 3, "sharding_impl": "fsdp1", "offload_optimizer": False,
+        "precision": "bf16-mixed", "gpus": 16, "zero": 3, "sharding_impl": "zero", "offload_optimizer": False,
         "offload_parameters": False, "checkpointing": "full",
     }  # fmt: skip
 
