@@ -3,7 +3,8 @@
 litgpt's resource table (data/litgpt_lora_resource_table.csv: 17 runs of finetune/lora.py at
 lit-gpt 8641822, PyTorch 2.1.0, bitsandbytes 0.41.1, on an A100-SXM4-40GB, LoRA r=8 on q and v,
 bf16-true, the longest Alpaca sample in the first batch) prints torch.cuda.max_memory_allocated()
-/ 1e9. Each row runs here as the CLI would:
+/ 1e9. Each row runs with the flags the Validation page's litgpt rows use
+(calculators.validation.litgpt_lora_args):
 
     python -m calculators memory --framework litgpt --precision bf16 --lora-rank 8 --lora-targets qv
         --micro-batch MB --seq-len LONGEST --loss chunked --loss-chunks ceil(LONGEST / 128)
@@ -18,7 +19,6 @@ was not developed against.
 from __future__ import annotations
 
 import csv
-import math
 import statistics
 import sys
 from datetime import date
@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from calculators.cli import build_parser, workload_from_args  # noqa: E402
 from calculators.csv_rows import check_public_source  # noqa: E402
 from calculators.memory import GIB, estimate_memory  # noqa: E402
+from calculators.validation import litgpt_lora_args  # noqa: E402
 
 TABLE = ROOT / "data" / "litgpt_lora_resource_table.csv"
 CONFIGS = ROOT / "data" / "validation_configs"
@@ -61,20 +62,6 @@ class PublishedRun(BaseModel):
         return check_public_source(source)
 
 
-def cli_args(row: PublishedRun) -> list[str]:
-    """The `memory` flags of one published run."""
-    seq = row.longest_sample_tokens
-    args = MODEL_ARGS[row.model] + [
-        "--framework", "litgpt", "--precision", "bf16", "--micro-batch", str(row.micro_batch), "--seq-len", str(seq),
-        "--lora-rank", "8", "--lora-targets", "qv", "--attention", "fused", "--loss", "chunked",
-        "--loss-chunks", str(math.ceil(seq / 128)),
-    ]  # fmt: skip
-    if row.quantize == "none":
-        return args + ["--mode", "finetune-lora"]
-    scales = "double-quant" if row.quantize.endswith("-dq") else "fp32"
-    return args + ["--mode", "finetune-qlora", "--optimizer", "paged-adamw", "--nf4-scales", scales]
-
-
 def main() -> None:
     with TABLE.open(newline="", encoding="utf-8") as handle:
         rows = [PublishedRun(**row) for row in csv.DictReader(handle)]
@@ -82,7 +69,8 @@ def main() -> None:
     print("| model | quantize | micro-batch | published GB | estimate GB | error |")
     print("|---|---|---|---|---|---|")
     for row in rows:
-        workload = workload_from_args(build_parser().parse_args(["memory", *cli_args(row)]))
+        args = litgpt_lora_args(MODEL_ARGS[row.model], row.micro_batch, row.longest_sample_tokens, row.quantize)
+        workload = workload_from_args(build_parser().parse_args(["memory", *args]))
         estimate_gb = estimate_memory(workload.model, workload.training).allocated_gib * GIB / 1e9
         published_gb = row.max_memory_allocated_gb
         errors.append(estimate_gb / published_gb - 1)

@@ -401,16 +401,13 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
     has_embedding, has_head = stage in ("only", "first"), stage in ("only", "last")
     layer_all, layer_matmul = local_layer_parameters(spec, params, t)
     embedding = local_embedding_parameters(spec, params, t) if has_embedding else 0
-    head_all = sum(local_head_parameters(spec, params, t, stage)[:2]) if has_head else 0
+    head_other, head_matrix, _ = local_head_parameters(spec, params, t, stage) if has_head else (0, 0, 0)
+    head_all = head_other + head_matrix
     frozen = frozen_weight_bytes(settings.precision)
     qlora = settings.method == "qlora"
     scales = settings.nf4_scales or "double-quant"
-    if has_head:
-        head_other, head_matrix, _ = local_head_parameters(spec, params, t, stage)
-        head_in_nf4 = qlora and settings.quantised_linears == "all" and spec.head == "lm"
-        head_bytes = frozen * head_other + (nf4_bytes(head_matrix, scales) if head_in_nf4 else frozen * head_matrix)
-    else:
-        head_bytes = 0.0
+    head_in_nf4 = qlora and settings.quantised_linears == "all" and spec.head == "lm"
+    head_bytes = frozen * head_other + (nf4_bytes(head_matrix, scales) if head_in_nf4 else frozen * head_matrix)
 
     linear_bytes = nf4_bytes(layer_matmul, scales) if qlora else frozen * layer_matmul
     layer_base_bytes = frozen * (layer_all - layer_matmul) + linear_bytes
@@ -983,16 +980,16 @@ def lora_dropout_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int)
     c = compute_bytes(settings.precision)
     targets = LORA_TARGET_MODULES[settings.lora_targets]
     base_keeps_input = input_saving_linears(settings) != trained_linear_names(settings)
-    gated, fused_in = spec.is_gated_mlp, spec.fused_gate_up
+    gated, fused_in, fused_qkv = spec.is_gated_mlp, spec.fused_gate_up, fuses_qkv(spec, settings)
     sites = [  # (linears reading one tensor, its width, one dropout for all of them, counted copy of x)
-        (("q", "k", "v", "qkv"), spec.hidden_size, fuses_qkv(spec, settings), True),
+        (("q", "k", "v", "qkv"), spec.hidden_size, fused_qkv, True),
         (("o",), attention_output_width(spec), True, settings.attention == "eager"),
         (("gate_up",) if fused_in else (("gate", "up") if gated else ("fc1",)), spec.hidden_size, fused_in, True),
         (("down",) if gated else ("fc2",), spec.ffn_hidden_size, True, True),
     ]
     saved = 0.0
     for names, width, one_dropout, counted in sites:
-        adapted = [name for name in names if name in targets and (name != "qkv" or fuses_qkv(spec, settings))]
+        adapted = [name for name in names if name in targets and (name != "qkv" or fused_qkv)]
         if not adapted:
             continue
         dropouts = 1 if one_dropout else len(adapted)

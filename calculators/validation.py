@@ -158,22 +158,32 @@ def _config(name: str) -> list[str]:
     return ["--config-json", str(CONFIGS / name)]
 
 
+def litgpt_lora_args(model_args: list[str], micro_batch: int, seq_len: int, quantize: str) -> list[str]:
+    """The `memory` flags of one lit-gpt finetune/lora.py @8641822 run: bf16-true, LoRA r=8 on q and
+    v, SDPA, chunked CE per 128 tokens (lm_head_chunk_size=128), AdamW (torch default: foreach);
+    `quantize` is litgpt's --quantize ("none", "bnb.nf4" or "bnb.nf4-dq"), whose runs use
+    bitsandbytes' PagedAdamW."""
+    args = model_args + [
+        "--mode", "finetune-lora" if quantize == "none" else "finetune-qlora", "--framework", "litgpt",
+        "--precision", "bf16", "--micro-batch", str(micro_batch), "--seq-len", str(seq_len), "--lora-rank", "8",
+        "--lora-targets", "qv", "--attention", "fused", "--loss", "chunked", "--loss-chunks", str(-(-seq_len // 128)),
+    ]  # fmt: skip
+    if quantize == "none":
+        return args
+    scales = "double-quant" if quantize.endswith("-dq") else "fp32"
+    return args + ["--optimizer", "paged-adamw", "--nf4-scales", scales]
+
+
 def _litgpt_row(row: dict) -> RowModel:
-    """lit-gpt finetune/lora.py @8641822: bf16-true, LoRA r=8 on q and v, SDPA, chunked CE per
-    128 tokens (lm_head_chunk_size=128), AdamW (torch default: foreach)."""
     model = {
         "microsoft/phi-1_5 (1.3B)": _config("phi-1_5.json"),
         "stabilityai/stablelm-base-alpha-3b": _config("stablelm-base-alpha-3b.json"),
         "Llama-2-7b": ["--model", "llama-2-7b"],
     }[row["model"]]
-    seq_len = row["seq_len"].split()[0]
-    chunks = -(-int(seq_len) // 128)
+    seq_len = int(row["seq_len"].split()[0])
+    chunks = -(-seq_len // 128)
     qlora = row["quant"].startswith("bnb.nf4") or "nf4" in row["framework"]
-    args = model + [
-        "--mode", "finetune-qlora" if qlora else "finetune-lora", "--framework", "litgpt", "--precision", "bf16",
-        "--micro-batch", row["micro_batch"], "--seq-len", seq_len, "--lora-rank", "8", "--lora-targets", "qv",
-        "--attention", "fused", "--loss", "chunked", "--loss-chunks", str(chunks),
-    ]  # fmt: skip
+    args = litgpt_lora_args(model, int(row["micro_batch"]), seq_len, "bnb.nf4" if qlora else "none")
     notes = [
         f"the first batch holds the longest Alpaca sample: {seq_len} tokens, the run's peak",
         f"chunked cross-entropy in chunks of 128 tokens: {chunks} chunks",
@@ -185,9 +195,7 @@ def _litgpt_row(row: dict) -> RowModel:
         "would read 0.68 GB lower (LoRA -3.8%, QLoRA -8.3%)",
     ]
     if qlora:
-        args += ["--optimizer", "paged-adamw"]
         notes.append("bitsandbytes PagedAdamW (32-bit): states in unified memory, not in max_memory_allocated")
-        args += ["--nf4-scales", "fp32"]
         notes.append("bnb.nf4 without double quantisation: one fp32 absmax per 64 weights (--nf4-scales fp32)")
     return RowModel(stack="litgpt (A100 40GB)", cli_args=args, compare_to="allocated", assumptions=notes)
 

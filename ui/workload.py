@@ -251,7 +251,7 @@ def _training_controls(mode: str) -> None:
         col1, col2 = sidebar.columns(2)
         state.number(col1, "lora_rank")
         state.choice(col2, "lora_targets", help="; ".join(LORA_TARGET_LABEL.values()))
-        unset = {"format_func": lambda v: "framework default" if v is None else str(v)}
+        unset = {"format_func": framework_default_label}
         state.choice(sidebar, "lora_dropout", options=[None, 0.0, 0.05, 0.1], **unset)
         if mode == "finetune-qlora":
             backends = [None, "bitsandbytes", "torchao"]
@@ -270,6 +270,11 @@ def _training_controls(mode: str) -> None:
     _stack_controls(sidebar)
 
 
+def framework_default_label(value) -> str:
+    """A stack setting's option as the select box shows it: None is the framework's default."""
+    return "framework default" if value is None else str(value)
+
+
 def _stack_controls(sidebar) -> None:
     """The training stack: its framework's defaults fill the loss and the AdamW implementation
     left on 'framework default'; the stack's own config file sets them all at once."""
@@ -277,7 +282,7 @@ def _stack_controls(sidebar) -> None:
     with sidebar.expander("Training stack", expanded=report is not None):
         _stack_file_controls(report)
         state.choice(st, "framework", options=[None, *FRAMEWORKS], format_func=lambda f: f or "none (plain PyTorch)")
-        framework_default = {"format_func": lambda v: v or "framework default"}
+        framework_default = {"format_func": framework_default_label}
         state.choice(st, "loss", options=[None, *LOSSES], **framework_default)
         state.number(st, "loss_chunks")
         state.choice(st, "checkpoint_unit", options=[None, *CheckpointUnit.__args__], **framework_default)
