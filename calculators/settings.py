@@ -450,6 +450,13 @@ def _declare() -> list[Setting]:
         time("expert_parallel", "ep", "Expert parallel", state="cost_expert_parallel", flag="--expert-parallel"),
         time("compile", "compile", "torch.compile", state="cost_compile", flag="--compile"),
         time("kernels", "kernels", "Norm, RoPE, activation and loss kernels", state="cost_kernels", flag="--kernels"),
+        time(
+            "attention_kernel",
+            "attn_kernel",
+            "Attention kernel",
+            state="cost_attention_kernel",
+            flag="--attention-kernel",
+        ),
         time("fp32_uses_tf32", "tf32", "fp32 matmuls on TF32", state="cost_tf32", flag="--tf32"),
         time(
             "matmul_fraction",

@@ -78,6 +78,12 @@ SUSTAINED_CLOCK_FACTOR = 0.825
 # only 35% utilization on H100"). Others: 0.5, an assumption.
 FLASH_ATTENTION_FRACTION: dict[str, float] = {"A100": 0.615, "H100": 0.35}
 DEFAULT_FLASH_ATTENTION_FRACTION = 0.5
+# FlashAttention-1 and its Triton port run at half FlashAttention-2's rate: FlashAttention-2
+# yields "around 2x speedup compared to FlashAttention" (Dao 2023, arXiv 2307.08691, abstract);
+# llm-foundry's Triton kernel (attn_impl: triton, the default of its benchmark runs) is "slightly
+# faster than flash", its flash-attn==1.0.9 (mosaicml/llm-foundry TUTORIAL.md and setup.py @v0.3.0).
+FLASH1_SLOWDOWN = 2.0
+AttentionKernel = Literal["flash2", "flash1"]
 # Kernel launch latency: a few microseconds per launch (NVIDIA developer blog, "Getting
 # Started with CUDA Graphs", 2019): no kernel finishes faster than one launch.
 KERNEL_LAUNCH_S = 4e-6
@@ -103,9 +109,12 @@ def matmul_fraction(gpu: GpuSpec, compute_format: str = "bf16") -> float:
     return MATMUL_FRACTION[family]
 
 
-def flash_attention_fraction(gpu: GpuSpec) -> float:
-    """FlashAttention's forward + backward fraction of dense peak on this GPU's family."""
-    return FLASH_ATTENTION_FRACTION.get(gpu_family(gpu) or "", DEFAULT_FLASH_ATTENTION_FRACTION)
+def flash_attention_fraction(gpu: GpuSpec, kernel: AttentionKernel = "flash2") -> float:
+    """Fused attention's forward + backward fraction of dense peak on this GPU's family:
+    FlashAttention-2's (also PyTorch SDPA's flash backend), or half of it for FlashAttention-1
+    and its Triton port (FLASH1_SLOWDOWN)."""
+    fraction = FLASH_ATTENTION_FRACTION.get(gpu_family(gpu) or "", DEFAULT_FLASH_ATTENTION_FRACTION)
+    return fraction / FLASH1_SLOWDOWN if kernel == "flash1" else fraction
 
 
 class GemmRates(BaseModel):
@@ -425,6 +434,7 @@ def step_compute(
     compiled: bool = False,
     expert_parallel: int = 1,
     kernels: Kernels = "auto",
+    attention_kernel: AttentionKernel = "flash2",
 ) -> StepCompute:
     """Compute seconds of one optimizer step (all micro-batches) on the last pipeline stage of
     one rank: its n_layers / p layers, the head and loss, and the optimizer on its shard.
@@ -452,7 +462,9 @@ def step_compute(
     gemm_per_micro = layers * fwd + backward_layers * bwd + head_fwd + head_bwd
 
     attention_peak = gpu.dense_tflops("bf16") or peak_tflops  # fp8 runs attention in bf16
-    attn_fwd = attention_seconds_forward(spec, settings, attention_peak, flash_attention_fraction(gpu))
+    attn_fwd = attention_seconds_forward(
+        spec, settings, attention_peak, flash_attention_fraction(gpu, attention_kernel)
+    )
     attention_per_micro = layers * attn_fwd + backward_layers * attn_fwd * 2.5
 
     tokens = settings.micro_batch * settings.seq_len

@@ -30,7 +30,9 @@ from calculators.gpu_catalogue import GpuSpec
 from calculators.model_spec import ModelSpec
 from calculators.step_time import (
     DEFAULT_MATMUL_FRACTION,
+    AttentionKernel,
     Kernels,
+    flash_attention_fraction,
     gpu_family,
     kernels_fused,
     matmul_fraction,
@@ -176,7 +178,8 @@ def comm_bytes_per_gpu(spec: ModelSpec, settings: TrainingSettings) -> tuple[flo
 # command takes them, the rest (dataset, epochs, utilisation) only the commands that time a run.
 STEP_SETTING_FIELDS: tuple[str, ...] = (
     "gpus_per_node", "inter_node_gbps", "overlap_fraction", "tp_overlap_fraction", "pp_overlap_fraction",
-    "virtual_stages", "compile", "kernels", "fp32_uses_tf32", "matmul_fraction", "expert_parallel",
+    "virtual_stages", "compile", "kernels", "attention_kernel", "fp32_uses_tf32", "matmul_fraction",
+    "expert_parallel",
 )  # fmt: skip
 
 
@@ -236,6 +239,11 @@ class TimeSettings(BaseModel):
         default="auto",
         description="norms, rotary embeddings, gated activation and loss: fused kernels or eager PyTorch's op "
         "sequence; auto = fused with torch.compile, Liger or Megatron, eager otherwise",
+    )
+    attention_kernel: AttentionKernel = Field(
+        default="flash2",
+        description="fused attention kernel: FlashAttention-2 (and PyTorch SDPA's flash backend) or "
+        "FlashAttention-1 / its Triton port (MPT in llm-foundry), half as fast",
     )
     fp32_uses_tf32: bool = Field(
         default=False, description="fp32 matmuls on TF32 tensor cores (PyTorch's default: off since 1.12)"
@@ -394,7 +402,10 @@ def _assumptions(
         if time_settings.utilisation is not None
         else f"each GEMM at dense peak x achievable fraction ({basis}) x the measured shape curve x 0.825 "
         "sustained clocks, "
-        "or memory-bound; FlashAttention at its published fraction; norms, activations, loss and optimizer "
+        "or memory-bound; "
+        + ("FlashAttention-2" if time_settings.attention_kernel == "flash2" else "FlashAttention-1 / Triton")
+        + f" at {flash_attention_fraction(gpu, time_settings.attention_kernel):.3f} of peak; norms, activations, "
+        "loss and optimizer "
         "bandwidth-bound"
     )
     crossings = communication.dimension_crossings(settings, time_settings.gpus_per_node)
@@ -447,6 +458,7 @@ def estimate_time(
             time_settings.compile,
             expert_parallel_of(spec, time_settings),
             time_settings.kernels,
+            time_settings.attention_kernel,
         )
         compute_s = parts.total_s
         by_class = {

@@ -123,6 +123,14 @@ def _kernels(source: str) -> str:
     return "auto"
 
 
+def _attention_kernel(source: str) -> str:
+    """llm-foundry's benchmark tables ran MPT with its Triton FlashAttention: sweep.sh passes no
+    --attn_impl and submit_benchmarks.py defaults to 'triton' (mosaicml/llm-foundry
+    scripts/train/benchmarking/ @b2a43a147, the commit that added the H100 tables). The others
+    run FlashAttention-2 or newer (PyTorch SDPA, cuDNN, Transformer Engine)."""
+    return "flash1" if "llm-foundry" in source else "flash2"
+
+
 def _zero(parallelism: str) -> int:
     """FSDP / FULL_SHARD = ZeRO-3; llm.c -z 1 and Megatron's distributed optimizer = ZeRO-1."""
     if "FSDP" in parallelism or "FULL_SHARD" in parallelism:
@@ -148,11 +156,19 @@ def row_inputs(row: dict) -> tuple[ModelSpec, TrainingSettings, TimeSettings, li
     gbps = FOUNDRY_A100_GBPS if "1600 Gbps" in row["source_note"] else 400.0
     compiled = "compile" in row["precision"]
     kernels = _kernels(row["source"])
-    time_settings = TimeSettings(dataset_tokens=1e9, inter_node_gbps=gbps, compile=compiled, kernels=kernels)
+    attention_kernel = _attention_kernel(row["source"])
+    time_settings = TimeSettings(
+        dataset_tokens=1e9,
+        inter_node_gbps=gbps,
+        compile=compiled,
+        kernels=kernels,
+        attention_kernel=attention_kernel,
+    )
     assumptions = [
         f"precision {precision}, ZeRO-{settings.zero}, checkpointing {settings.checkpointing}, network {gbps:g} Gb/s"
         + (", torch.compile" if compiled else "")
         + (f", {kernels} kernels" if kernels != "auto" else "")
+        + (", Triton FlashAttention (attn_impl: triton)" if attention_kernel == "flash1" else "")
     ]
     if row["notes"]:
         assumptions.append(row["notes"])

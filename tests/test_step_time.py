@@ -14,6 +14,7 @@ from calculators.step_time import (
     activation_bytes_per_element,
     attention_seconds_forward,
     elementwise_bytes_per_token,
+    flash_attention_fraction,
     fp8_cast_bytes,
     gemm_seconds,
     kernels_fused,
@@ -68,6 +69,27 @@ def test_flash_attention_forward():
     989 x 0.35 = 346.15 TFLOPS -> 0.39705 ms."""
     seconds = attention_seconds_forward(LLAMA2_7B, TrainingSettings(seq_len=4096), 989, 0.35)
     assert seconds == pytest.approx(0.39705e-3, rel=1e-4)
+
+
+def test_flash_attention_1_and_triton_run_at_half_the_flash_attention_2_fraction():
+    """FlashAttention-2 is about 2x FlashAttention-1 (arXiv 2307.08691 abstract): H100 0.35 -> 0.175,
+    A100 0.615 -> 0.3075. The forward of the test above at 989 x 0.175 = 173.08 TFLOPS: 0.79410 ms."""
+    assert flash_attention_fraction(H100) == 0.35
+    assert flash_attention_fraction(H100, "flash1") == pytest.approx(0.175)
+    assert flash_attention_fraction(find_gpu("A100-SXM4-80GB"), "flash1") == pytest.approx(0.3075)
+    seconds = attention_seconds_forward(
+        LLAMA2_7B, TrainingSettings(seq_len=4096), 989, flash_attention_fraction(H100, "flash1")
+    )
+    assert seconds == pytest.approx(0.79410e-3, rel=1e-4)
+
+
+def test_attention_kernel_setting_reaches_the_step():
+    settings = TrainingSettings(seq_len=4096)
+    flash2 = estimate_time(LLAMA2_7B, settings, H100, TimeSettings(dataset_tokens=1e9))
+    flash1 = estimate_time(LLAMA2_7B, settings, H100, TimeSettings(dataset_tokens=1e9, attention_kernel="flash1"))
+    assert flash1.compute_by_class_s["attention"] == pytest.approx(2 * flash2.compute_by_class_s["attention"])
+    assert flash1.compute_by_class_s["gemm"] == flash2.compute_by_class_s["gemm"]
+    assert any("FlashAttention-1 / Triton at 0.175" in line for line in flash1.assumptions)
 
 
 def test_adamw_step_bytes_per_parameter():
