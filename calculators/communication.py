@@ -215,6 +215,19 @@ def crosses_nodes(inner_gpus: int, degree: int, gpus_per_node: int) -> bool:
     return degree > 1 and inner_gpus * degree > gpus_per_node
 
 
+def ring_nics_in_flight(settings: TrainingSettings, gpus_per_node: int) -> dict[str, int]:
+    """NICs per node that carry each dimension's traffic across nodes: a ring group's ranks per
+    node for tensor and data parallel (link_gbytes_per_s), one for pipeline sends and the
+    expert all-to-all."""
+    t, d = settings.tensor_parallel, settings.gpus
+    return {
+        "tp": ranks_per_node(1, t, gpus_per_node),
+        "dp": ranks_per_node(t, d, gpus_per_node),
+        "pp": 1,
+        "ep": 1,
+    }
+
+
 def dimension_crossings(settings: TrainingSettings, gpus_per_node: int, expert_parallel: int = 1) -> dict[str, bool]:
     """Whether each dimension's group spans nodes, in Megatron-LM's order (tensor innermost,
     then expert inside data, then pipeline). A pipeline's neighbour stages are tp x dp ranks
@@ -228,13 +241,32 @@ def dimension_crossings(settings: TrainingSettings, gpus_per_node: int, expert_p
     }
 
 
+def ranks_per_node(inner_gpus: int, degree: int, gpus_per_node: int) -> int:
+    """How many ranks of one group (`degree` ranks spaced `inner_gpus` apart) share a node."""
+    return max(1, min(degree, gpus_per_node // inner_gpus))
+
+
 def link_gbytes_per_s(
-    interconnect_gbps: float | None, crosses: bool, inter_node_gbps: float, intra_node_efficiency: float
+    interconnect_gbps: float | None,
+    crosses: bool,
+    inter_node_gbps: float,
+    intra_node_efficiency: float,
+    nics_in_flight: int = 1,
 ) -> float:
-    """GB/s per GPU per direction a group's collectives run at: inside a node the GPU's
-    bidirectional interconnect / 2 x efficiency (0.88 for NVLink, NVLINK_EFFICIENCY);
-    across nodes (or without an interconnect figure) the network's Gb/s per GPU / 8. A ring
-    spanning nodes runs at its slowest link (nccl-tests doc/PERFORMANCE.md)."""
-    if not crosses and interconnect_gbps:
-        return interconnect_gbps / 2 * intra_node_efficiency
-    return inter_node_gbps / 8
+    """GB/s per GPU per direction a group's collectives run at (nccl-tests doc/PERFORMANCE.md bus
+    bandwidth): inside a node the GPU's bidirectional interconnect / 2 x efficiency (0.88 for
+    NVLink, NVLINK_EFFICIENCY); across nodes the network's Gb/s per GPU / 8 times `nics_in_flight`,
+    never above the intra-node rate; without an interconnect figure the network's Gb/s per GPU / 8.
+
+    A ring collective spanning nodes sends the same bytes over every edge of the ring, but NCCL
+    opens one ring per channel, each crossing the node boundary at a different GPU, so all the
+    group's NICs in a node carry the crossing traffic at once: a 4-node all-reduce of 8 x B200
+    with 8 x 50 GB/s NICs measures 377 GB/s bus bandwidth, not 50 (github.com/stas00/
+    ml-engineering network/README.md @744d01e, "Inter-node speed depends on intra-node
+    speed", model 2 within 6%). `nics_in_flight` is the group's ranks per node for ring
+    collectives (tensor and data parallel) and 1 for point-to-point sends and all-to-all."""
+    intra = interconnect_gbps / 2 * intra_node_efficiency if interconnect_gbps else None
+    if not crosses and intra:
+        return intra
+    network = inter_node_gbps / 8 * (nics_in_flight if crosses else 1)
+    return min(network, intra) if intra else network

@@ -317,19 +317,6 @@ class TimeEstimate(BaseModel):
 # --- the estimate -------------------------------------------------------------------------
 
 
-def link_gbytes_per_s(gpu: GpuSpec, gpus: int, time_settings: TimeSettings) -> tuple[float, str]:
-    """GB/s per GPU per direction for a group of `gpus` consecutive ranks, and where it comes from
-    (calculators.communication.link_gbytes_per_s)."""
-    crosses = gpus > time_settings.gpus_per_node
-    rate = communication.link_gbytes_per_s(
-        gpu.interconnect_gbps, crosses, time_settings.inter_node_gbps, time_settings.intra_node_efficiency
-    )
-    if not crosses and gpu.interconnect_gbps:
-        return rate, f"intra-node {gpu.interconnect or 'link'}: {rate:.1f} GB/s per direction"
-    where = "inter-node" if crosses else "no interconnect figure, network"
-    return rate, f"{where}: {time_settings.inter_node_gbps:g} Gb/s = {rate:.1f} GB/s per GPU"
-
-
 def exposed_comm_s(comm_s: float, hideable_under_s: float, overlap_fraction: float) -> float:
     """Communication left on the critical path: overlap_fraction of it hides under compute,
     but never more than the compute it can overlap with."""
@@ -341,9 +328,14 @@ def dimension_links(gpu: GpuSpec, settings: TrainingSettings, time_settings: Tim
     """GB/s per GPU per direction each dimension's traffic runs at (placement in
     calculators.communication.dimension_crossings)."""
     crossings = communication.dimension_crossings(settings, time_settings.gpus_per_node, time_settings.expert_parallel)
+    nics = communication.ring_nics_in_flight(settings, time_settings.gpus_per_node)
     return {
         dim: communication.link_gbytes_per_s(
-            gpu.interconnect_gbps, crosses, time_settings.inter_node_gbps, time_settings.intra_node_efficiency
+            gpu.interconnect_gbps,
+            crosses,
+            time_settings.inter_node_gbps,
+            time_settings.intra_node_efficiency,
+            nics[dim],
         )
         for dim, crosses in crossings.items()
     }
@@ -419,7 +411,8 @@ def _assumptions(
         f"data parallel over {settings.gpus} GPU(s), ZeRO-{settings.zero}, trainable parameters per rank only; "
         f"tensor parallel {settings.tensor_parallel} (4 all-reduces per layer), pipeline "
         f"{settings.pipeline_parallel} x {time_settings.virtual_stages} virtual stage(s); ring collectives "
-        f"2(n-1)/n; {time_settings.gpus_per_node} GPUs per node: {placement}",
+        f"2(n-1)/n, across nodes on every NIC of the group in a node; {time_settings.gpus_per_node} GPUs per "
+        f"node: {placement}",
         f"overlap: data parallel {time_settings.overlap_fraction:.0%}, tensor parallel "
         f"{time_settings.tp_overlap_fraction:.0%}, pipeline p2p {time_settings.pp_overlap_fraction:.0%}",
         "norms, rotary embeddings, activation and loss as "

@@ -14,6 +14,7 @@ from calculators.communication import (
     moe_alltoall_bytes_per_micro,
     pp_bytes_per_micro,
     ring_factor,
+    ring_nics_in_flight,
     tp_bytes_per_micro,
     trainable_parameters_per_rank,
 )
@@ -146,6 +147,22 @@ def test_link_rates():
     assert link_gbytes_per_s(900, False, 400, 0.88) == pytest.approx(396)
     assert link_gbytes_per_s(900, True, 400, 0.88) == 50
     assert link_gbytes_per_s(None, False, 200, 0.88) == 25
+
+
+def test_a_ring_across_nodes_runs_on_every_nic_of_the_node():
+    """stas00/ml-engineering network/README.md @744d01e: 4 nodes of 8 x B200, 8 x 50 GB/s NICs per
+    node. A ring over all 32 ranks crosses at 8 NICs at once: min(8 x 50, NVLink5 1800 / 2 x 0.88
+    = 792) = 400 GB/s. A 4 GiB all-reduce: 2 x 31/32 x 4 x 2^30 B / 400e9 B/s = 20.80 ms (the
+    README's model 2; 22.05 ms measured)."""
+    rate = link_gbytes_per_s(1800, True, 400, 0.88, nics_in_flight=8)
+    assert rate == 400
+    assert allreduce_bytes(4 * 2**30, 32) / (rate * 1e9) == pytest.approx(20.80e-3, rel=1e-3)
+    # never above the intra-node rate: 8 x 100 GB/s NICs on NVLink4 (396 GB/s) stay at 396
+    assert link_gbytes_per_s(900, True, 800, 0.88, nics_in_flight=8) == pytest.approx(396)
+    # data parallel with TP 8 has one rank per node: one NIC, 50 GB/s; DP 48 with TP 1 has eight
+    assert ring_nics_in_flight(settings(tensor_parallel=8, gpus=32), 8) == {"tp": 8, "dp": 1, "pp": 1, "ep": 1}
+    assert ring_nics_in_flight(settings(gpus=48), 8)["dp"] == 8
+    assert ring_nics_in_flight(settings(tensor_parallel=2, gpus=16), 8)["dp"] == 4
 
 
 # --- mixture of experts -------------------------------------------------------------------------

@@ -26,6 +26,7 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 DATA_FILES = (
     "cloud_prices.csv",
     "litgpt_lora_resource_table.csv",
+    "llm_foundry_throughput_table.csv",
     "gpus.csv",
     "matmul_efficiency.csv",
     "measured_throughput.csv",

@@ -205,11 +205,16 @@ def test_eight_gpu_step_adds_the_exposed_allreduce():
 
 
 def test_more_gpus_than_a_node_use_the_network():
-    # 16 GPUs with 8 per node: 400 Gb/s = 50 GB/s per GPU. All-reduce 2 x 15/16 x 13.48e9 bytes
-    # = 25,269,058,560 bytes / 50e9 = 0.505381 s.
+    # 16 GPUs with 8 per node: 400 Gb/s = 50 GB/s per GPU, and the ring crosses at all 8 NICs of a
+    # node: min(8 x 50, NVLink 396) = 396 GB/s. All-reduce 2 x 15/16 x 13.48e9 bytes =
+    # 25,269,058,560 bytes / 396e9 = 0.0638108 s. With one GPU per node the ring has one NIC:
+    # 50 GB/s, 0.505381 s.
     estimate = estimate_time(LLAMA2_7B, settings(gpus=16), H100, tokens(utilisation=0.5))
-    assert estimate.comm_gbytes_per_s == 50
-    assert estimate.comm_s == pytest.approx(0.505381, rel=1e-5)
+    assert estimate.comm_gbytes_per_s == pytest.approx(396)
+    assert estimate.comm_s == pytest.approx(0.0638108, rel=1e-5)
+    one_per_node = estimate_time(LLAMA2_7B, settings(gpus=16), H100, tokens(utilisation=0.5, gpus_per_node=1))
+    assert one_per_node.comm_gbytes_per_s == 50
+    assert one_per_node.comm_s == pytest.approx(0.505381, rel=1e-5)
     assert estimate.crosses_nodes == {"tp": False, "dp": True, "pp": False, "ep": False}
 
 
