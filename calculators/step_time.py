@@ -9,8 +9,7 @@ Every operation gets a roofline time, max(FLOPs / achievable rate, bytes / memor
   GEMMs (mamf-finder, github.com/stas00/ml-engineering compute/accelerator/README.md
   @7bc7c305; or a measured one) x the shape factor of the
   GEMM (the measured H100 curve of data/matmul_efficiency.csv, relative to its best shape)
-  x the sustained-clock factor (the same README: sustained rate under full power
-  15-20% below burst).
+  x the sustained-clock factor (0.825, an assumption: see SUSTAINED_CLOCK_FACTOR).
 - attention: FlashAttention's FLOPs (causal half of the square, backward 2.5x forward; Dao
   2023, arXiv 2307.08691, Sec. 4) at its published fraction of peak.
 - norms, residual adds, activations, rotary embeddings, the loss and the optimizer step:
@@ -68,9 +67,13 @@ FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
 # 16384 rows, n and k from 256 to 4096 (data/matmul_efficiency.csv, XLA's default matmul
 # performance table).
 MATMUL_CURVE_PATH = Path(__file__).resolve().parent.parent / "data" / "matmul_efficiency.csv"
-# Sustained tensor-core rate under full power is 15-20% below burst
-# (github.com/stas00/ml-engineering compute/accelerator/README.md @7bc7c305):
-# the midpoint, 17.5%, applies to matmuls of a whole training step.
+# Sustained over burst matmul rate: an ASSUMPTION, not a measurement. mamf-finder reports the
+# fastest of 100 timed iterations per shape, not their mean (github.com/stas00/ml-engineering
+# compute/accelerator/benchmarks/README.md @744d01e), and a GPU holds a lower clock under a whole
+# step's heat and power than in its best iteration (ibid. compute/accelerator/README.md, "the
+# cooler you keep the GPU, the higher the sustained clock"), but neither gives a figure. 0.825
+# stands until a measured training-step GEMM rate replaces it (calibrate --device cuda, applied
+# as the matmul fraction); it used to cite a "15-20% below burst" line the README does not have.
 SUSTAINED_CLOCK_FACTOR = 0.825
 # FlashAttention forward + backward, fraction of dense BF16 peak: 50-73% on A100 for
 # FlashAttention-2 (Dao 2023, arXiv 2307.08691, abstract), midpoint 0.615; 35% on H100

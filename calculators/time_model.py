@@ -393,7 +393,7 @@ def _assumptions(
         f"utilisation {time_settings.utilisation:.3f} (given) of dense peak for all executed FLOPs"
         if time_settings.utilisation is not None
         else f"each GEMM at dense peak x achievable fraction ({basis}) x the measured shape curve x 0.825 "
-        "sustained clocks, "
+        "sustained clocks (assumed), "
         "or memory-bound; "
         + ("FlashAttention-2" if time_settings.attention_kernel == "flash2" else "FlashAttention-1 / Triton")
         + f" at {flash_attention_fraction(gpu, time_settings.attention_kernel):.3f} of peak; norms, activations, "
