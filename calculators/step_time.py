@@ -86,7 +86,11 @@ DEFAULT_FLASH_ATTENTION_FRACTION = 0.5
 # llm-foundry's Triton kernel (attn_impl: triton, the default of its benchmark runs) is "slightly
 # faster than flash", its flash-attn==1.0.9 (mosaicml/llm-foundry TUTORIAL.md and setup.py @v0.3.0).
 FLASH1_SLOWDOWN = 2.0
-AttentionKernel = Literal["flash2", "flash1"]
+# FlashAttention-3 (Hopper only) is 1.5-2.0x FlashAttention-2 on H100 (Shah et al. 2024, arXiv
+# 2407.08608, abstract): the midpoint, 1.75x. On other families it is not available and the
+# FlashAttention-2 fraction applies.
+FLASH3_SPEEDUP_HOPPER = 1.75
+AttentionKernel = Literal["flash2", "flash1", "flash3"]
 # Kernel launch latency: a few microseconds per launch (NVIDIA developer blog, "Getting
 # Started with CUDA Graphs", 2019): no kernel finishes faster than one launch.
 KERNEL_LAUNCH_S = 4e-6
@@ -114,10 +118,16 @@ def matmul_fraction(gpu: GpuSpec, compute_format: str = "bf16") -> float:
 
 def flash_attention_fraction(gpu: GpuSpec, kernel: AttentionKernel = "flash2") -> float:
     """Fused attention's forward + backward fraction of dense peak on this GPU's family:
-    FlashAttention-2's (also PyTorch SDPA's flash backend), or half of it for FlashAttention-1
-    and its Triton port (FLASH1_SLOWDOWN)."""
-    fraction = FLASH_ATTENTION_FRACTION.get(gpu_family(gpu) or "", DEFAULT_FLASH_ATTENTION_FRACTION)
-    return fraction / FLASH1_SLOWDOWN if kernel == "flash1" else fraction
+    FlashAttention-2's (also PyTorch SDPA's flash backend), half of it for FlashAttention-1 and
+    its Triton port (FLASH1_SLOWDOWN), 1.75x it for FlashAttention-3 on Hopper
+    (FLASH3_SPEEDUP_HOPPER)."""
+    family = gpu_family(gpu)
+    fraction = FLASH_ATTENTION_FRACTION.get(family or "", DEFAULT_FLASH_ATTENTION_FRACTION)
+    if kernel == "flash1":
+        return fraction / FLASH1_SLOWDOWN
+    if kernel == "flash3" and family == "H100":
+        return fraction * FLASH3_SPEEDUP_HOPPER
+    return fraction
 
 
 class GemmRates(BaseModel):

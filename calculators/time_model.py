@@ -183,6 +183,13 @@ STEP_SETTING_FIELDS: tuple[str, ...] = (
 )  # fmt: skip
 
 
+ATTENTION_KERNEL_NAMES = {
+    "flash2": "FlashAttention-2",
+    "flash1": "FlashAttention-1 / Triton",
+    "flash3": "FlashAttention-3",
+}
+
+
 class TimeSettings(BaseModel):
     """How long the run is and the throughput assumptions (each default is a stated assumption)."""
 
@@ -242,8 +249,9 @@ class TimeSettings(BaseModel):
     )
     attention_kernel: AttentionKernel = Field(
         default="flash2",
-        description="fused attention kernel: FlashAttention-2 (and PyTorch SDPA's flash backend) or "
-        "FlashAttention-1 / its Triton port (MPT in llm-foundry), half as fast",
+        description="fused attention kernel: FlashAttention-2 (and PyTorch SDPA's flash backend), "
+        "FlashAttention-1 / its Triton port (MPT in llm-foundry), half as fast, or FlashAttention-3, 1.75x on "
+        "Hopper (FlashAttention-2 elsewhere)",
     )
     fp32_uses_tf32: bool = Field(
         default=False, description="fp32 matmuls on TF32 tensor cores (PyTorch's default: off since 1.12)"
@@ -395,7 +403,7 @@ def _assumptions(
         else f"each GEMM at dense peak x achievable fraction ({basis}) x the measured shape curve x 0.825 "
         "sustained clocks (assumed), "
         "or memory-bound; "
-        + ("FlashAttention-2" if time_settings.attention_kernel == "flash2" else "FlashAttention-1 / Triton")
+        + ATTENTION_KERNEL_NAMES[time_settings.attention_kernel]
         + f" at {flash_attention_fraction(gpu, time_settings.attention_kernel):.3f} of peak; norms, activations, "
         "loss and optimizer "
         "bandwidth-bound"

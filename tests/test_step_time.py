@@ -83,6 +83,14 @@ def test_flash_attention_1_and_triton_run_at_half_the_flash_attention_2_fraction
     assert seconds == pytest.approx(0.79410e-3, rel=1e-4)
 
 
+def test_flash_attention_3_runs_faster_on_hopper_only():
+    """FlashAttention-3 is 1.5-2.0x FlashAttention-2 on H100 (arXiv 2407.08608 abstract): 0.35 x 1.75
+    = 0.6125 on H100 and H200; A100 has no FlashAttention-3 and keeps 0.615."""
+    assert flash_attention_fraction(H100, "flash3") == pytest.approx(0.6125)
+    assert flash_attention_fraction(find_gpu("H200-SXM-141GB"), "flash3") == pytest.approx(0.6125)
+    assert flash_attention_fraction(find_gpu("A100-SXM4-80GB"), "flash3") == 0.615
+
+
 def test_attention_kernel_setting_reaches_the_step():
     settings = TrainingSettings(seq_len=4096)
     flash2 = estimate_time(LLAMA2_7B, settings, H100, TimeSettings(dataset_tokens=1e9))
