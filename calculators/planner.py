@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calculators.compatibility import training_stack_problem
 from calculators.cost import HOURS_PER_YEAR, OwnershipSettings, energy_usd_per_hour, instances_needed
+from calculators.fit import largest_passing
 from calculators.fit_matrix import gpu_memory_gib
 from calculators.gpu_catalogue import GpuSpec
 from calculators.memory import check_supported, estimate_memory
@@ -336,16 +337,10 @@ class _Search:
             peak = self.peak_gib(host_limit_gib, gpus=replicas, micro_batch=micro, grad_accum=share // micro, **layout)
             return peak is not None and peak <= capacity_gib
 
-        if not choices or not fits(0):
+        if not choices:
             return None
-        low, high = 0, len(choices) - 1
-        while low < high:
-            middle = (low + high + 1) // 2
-            if fits(middle):
-                low = middle
-            else:
-                high = middle - 1
-        return choices[low]
+        largest = largest_passing(0, len(choices) - 1, fits)
+        return None if largest is None else choices[largest]
 
     def estimate(self, gpu: GpuSpec, node_gpus: int, settings: TrainingSettings) -> TimeEstimate | None:
         """The time model's estimate (cached); None when the GPU lacks the precision's rate."""
