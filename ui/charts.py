@@ -7,6 +7,9 @@ import plotly.graph_objects as go
 
 from calculators.memory import COMPONENT_LABEL, COMPONENTS, MemoryEstimate
 
+# Every figure's margins: room for the title bar, none wasted at the sides.
+MARGIN = dict(l=10, r=10, t=30, b=10)
+
 
 def phase_breakdown_figure(estimate: MemoryEstimate, capacity_gib: float) -> go.Figure:
     """One stacked bar per phase of the step, with the GPU's capacity as a line."""
@@ -22,7 +25,7 @@ def phase_breakdown_figure(estimate: MemoryEstimate, capacity_gib: float) -> go.
         barmode="stack",
         yaxis_title="GiB per GPU",
         height=420,
-        margin=dict(l=10, r=10, t=30, b=10),
+        margin=MARGIN,
         legend=dict(orientation="h", y=-0.2),
     )
     return figure
@@ -32,7 +35,7 @@ def validation_figure(ids: list[str], measured: list[float], estimated: list[flo
     figure = go.Figure()
     figure.add_bar(name="measured", x=ids, y=measured, hovertemplate="%{y:.2f} GiB")
     figure.add_bar(name="estimate", x=ids, y=estimated, hovertemplate="%{y:.2f} GiB")
-    figure.update_layout(barmode="group", yaxis_title="GiB", height=360, margin=dict(l=10, r=10, t=30, b=10))
+    figure.update_layout(barmode="group", yaxis_title="GiB", height=360, margin=MARGIN)
     return figure
 
 
@@ -49,9 +52,7 @@ def memory_bandwidth_figure(table: pd.DataFrame) -> go.Figure:
             marker=dict(size=11, symbol=["star" if d else "circle" for d in rows["detected"]]),
             hovertemplate="%{text}<br>%{x:g} GB, %{y:.2f} TB/s<extra></extra>",
         )
-    figure.update_layout(
-        xaxis_title="Memory (GB)", yaxis_title="Bandwidth (TB/s)", height=420, margin=dict(l=10, r=10, t=30, b=10)
-    )
+    figure.update_layout(xaxis_title="Memory (GB)", yaxis_title="Bandwidth (TB/s)", height=420, margin=MARGIN)
     return figure
 
 
@@ -74,7 +75,7 @@ def tflops_price_figure(table: pd.DataFrame, tflops_column: str, format_label: s
         xaxis_title="Price (USD, list or street)",
         yaxis_title=f"Dense {format_label} TFLOPS",
         height=420,
-        margin=dict(l=10, r=10, t=30, b=10),
+        margin=MARGIN,
     )
     return figure
 
@@ -97,7 +98,7 @@ def roofline_figure(points: list, intensity_flops_per_byte: float, format_label:
         xaxis=dict(type="log", title="Arithmetic intensity (FLOP per byte)"),
         yaxis=dict(type="log", title=f"Attainable {format_label} TFLOPS"),
         height=420,
-        margin=dict(l=10, r=10, t=30, b=10),
+        margin=MARGIN,
     )
     return figure
 
@@ -126,13 +127,18 @@ def time_cost_figure(rows: pd.DataFrame) -> go.Figure:
             line=dict(dash="dot"),
             hovertemplate="%{text}<br>%{x:.1f} h, $%{y:,.0f}<extra></extra>",
         )
+    hours_usd_layout(figure, height=460)
+    return figure
+
+
+def hours_usd_layout(figure: go.Figure, height: int) -> None:
+    """Log axes of run hours against run cost, as the Time and cost and Plan pages draw them."""
     figure.update_layout(
         xaxis=dict(type="log", title="Hours (wall clock)"),
         yaxis=dict(type="log", title="USD for the run"),
-        height=460,
-        margin=dict(l=10, r=10, t=30, b=10),
+        height=height,
+        margin=MARGIN,
     )
-    return figure
 
 
 def throughput_ratio_figure(ids: list[str], ratios: list[float]) -> go.Figure:
@@ -141,7 +147,7 @@ def throughput_ratio_figure(ids: list[str], ratios: list[float]) -> go.Figure:
     figure.add_bar(x=ids, y=ratios, name="estimate / measured", hovertemplate="%{x}: %{y:.2f}<extra></extra>")
     figure.add_hrect(y0=0.8, y1=1.2, fillcolor="green", opacity=0.1, line_width=0)
     figure.add_hline(y=1.0, line_dash="dash")
-    figure.update_layout(yaxis_title="estimate / measured", height=380, margin=dict(l=10, r=10, t=30, b=10))
+    figure.update_layout(yaxis_title="estimate / measured", height=380, margin=MARGIN)
     return figure
 
 
@@ -156,9 +162,7 @@ def step_breakdown_figure(compute_s: dict[str, float], exposed_s: dict[str, floa
     for name, seconds in parts.items():
         if seconds > 0:
             figure.add_bar(name=name, x=["step"], y=[seconds], hovertemplate=f"{name}: %{{y:.4f}} s<extra></extra>")
-    figure.update_layout(
-        barmode="stack", yaxis_title="seconds per step", height=380, margin=dict(l=10, r=10, t=30, b=10)
-    )
+    figure.update_layout(barmode="stack", yaxis_title="seconds per step", height=380, margin=MARGIN)
     return figure
 
 
@@ -172,6 +176,6 @@ def scaling_figure(gpus: list[int], tokens_per_s_per_gpu: list[float], hours: li
         yaxis=dict(title="tokens/s per GPU"),
         yaxis2=dict(title="hours", overlaying="y", side="right", type="log"),
         height=380,
-        margin=dict(l=10, r=10, t=30, b=10),
+        margin=MARGIN,
     )
     return figure

@@ -14,6 +14,7 @@ from calculators.planner import Plan, PlanRequest, PlanResult, plan_run
 from calculators.settings import all_settings
 from calculators.workload import describe_workload_error
 from ui import state
+from ui.charts import hours_usd_layout
 
 RESULT_KEY = "_plan_result"
 
@@ -139,12 +140,7 @@ def front_figure(plans: list[Plan], chosen: Plan | None) -> go.Figure:
         figure.add_scatter(
             x=[chosen.hours], y=[chosen.usd], mode="markers", name="chosen", marker=dict(size=16, symbol="star")
         )
-    figure.update_layout(
-        xaxis=dict(type="log", title="Hours (wall clock)"),
-        yaxis=dict(type="log", title="USD for the run"),
-        height=420,
-        margin=dict(l=10, r=10, t=30, b=10),
-    )
+    hours_usd_layout(figure, height=420)
     return figure
 
 

@@ -17,6 +17,7 @@ from calculators.inference import (
     tensor_parallel_problem,
 )
 from calculators.model_spec import ModelSpec
+from ui.charts import MARGIN
 
 
 def serving_breakdown_figure(parts_gib: dict[str, float], capacity_gib: float) -> go.Figure:
@@ -24,7 +25,7 @@ def serving_breakdown_figure(parts_gib: dict[str, float], capacity_gib: float) -
     for name, gib in parts_gib.items():
         figure.add_bar(name=name, x=["per GPU"], y=[gib], hovertemplate="%{y:.2f} GiB")
     figure.add_hline(y=capacity_gib, line_dash="dash", line_color="red", annotation_text=f"GPU {capacity_gib:g} GiB")
-    figure.update_layout(barmode="stack", yaxis_title="GiB", height=380, margin=dict(l=10, r=10, t=30, b=10))
+    figure.update_layout(barmode="stack", yaxis_title="GiB", height=380, margin=MARGIN)
     return figure
 
 
