@@ -91,6 +91,11 @@ FLASH1_SLOWDOWN = 2.0
 # FlashAttention-2 fraction applies.
 FLASH3_SPEEDUP_HOPPER = 1.75
 AttentionKernel = Literal["flash2", "flash1", "flash3"]
+ATTENTION_KERNEL_NAMES: dict[str, str] = {
+    "flash2": "FlashAttention-2",
+    "flash1": "FlashAttention-1 / Triton",
+    "flash3": "FlashAttention-3",
+}
 # Kernel launch latency: a few microseconds per launch (NVIDIA developer blog, "Getting
 # Started with CUDA Graphs", 2019): no kernel finishes faster than one launch.
 KERNEL_LAUNCH_S = 4e-6

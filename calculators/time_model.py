@@ -29,7 +29,9 @@ from calculators.geometry import active_matmul_parameters
 from calculators.gpu_catalogue import GpuSpec
 from calculators.model_spec import ModelSpec
 from calculators.step_time import (
+    ATTENTION_KERNEL_NAMES,
     DEFAULT_MATMUL_FRACTION,
+    SUSTAINED_CLOCK_FACTOR,
     AttentionKernel,
     Kernels,
     flash_attention_fraction,
@@ -181,13 +183,6 @@ STEP_SETTING_FIELDS: tuple[str, ...] = (
     "virtual_stages", "compile", "kernels", "attention_kernel", "fp32_uses_tf32", "matmul_fraction",
     "expert_parallel",
 )  # fmt: skip
-
-
-ATTENTION_KERNEL_NAMES = {
-    "flash2": "FlashAttention-2",
-    "flash1": "FlashAttention-1 / Triton",
-    "flash3": "FlashAttention-3",
-}
 
 
 class TimeSettings(BaseModel):
@@ -400,8 +395,8 @@ def _assumptions(
     compute = (
         f"utilisation {time_settings.utilisation:.3f} (given) of dense peak for all executed FLOPs"
         if time_settings.utilisation is not None
-        else f"each GEMM at dense peak x achievable fraction ({basis}) x the measured shape curve x 0.825 "
-        "sustained clocks (assumed), "
+        else f"each GEMM at dense peak x achievable fraction ({basis}) x the measured shape curve x "
+        f"{SUSTAINED_CLOCK_FACTOR:g} sustained clocks (assumed), "
         "or memory-bound; "
         + ATTENTION_KERNEL_NAMES[time_settings.attention_kernel]
         + f" at {flash_attention_fraction(gpu, time_settings.attention_kernel):.3f} of peak; norms, activations, "
