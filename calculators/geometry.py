@@ -401,9 +401,15 @@ def qwen25_vision_params(
     attention = 3 * hidden * hidden + 3 * hidden + hidden * hidden + hidden
     mlp = 2 * (hidden * intermediate + intermediate) + intermediate * hidden + hidden
     per_block = 2 * hidden + attention + mlp
+    return embedding + depth * per_block + qwen25_merger_params(hidden, out_hidden, spatial_merge)
+
+
+def qwen25_merger_params(hidden: int, out_hidden: int, spatial_merge: int = 2) -> int:
+    """Qwen2.5-VL's PatchMerger, the projector from the vision width to the text width: an
+    RMSNorm (vision width), then an MLP m x m and m x out_hidden with biases, m = hidden x
+    spatial_merge^2 (modeling_qwen2_5_vl.py Qwen2_5_VLPatchMerger)."""
     merged = hidden * spatial_merge**2
-    merger = hidden + merged * merged + merged + merged * out_hidden + out_hidden
-    return embedding + depth * per_block + merger
+    return hidden + merged * merged + merged + merged * out_hidden + out_hidden
 
 
 def mllama_vision_params(

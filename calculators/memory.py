@@ -76,6 +76,14 @@ from calculators.training import (
     residual_bytes,
     weight_bytes,
 )
+from calculators.vision import (
+    cross_attention_image_tokens,
+    frozen_tower_parameters,
+    tower_model_spec,
+    tower_settings,
+    tower_trains,
+    vision_tower,
+)
 
 GIB = 2**30
 
@@ -351,9 +359,15 @@ def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSett
     train_embedding, train_head = embedding_trainable(settings), head_trainable(spec, settings)
 
     layers_held, layers_trained, layers_matmul, layers_adafactor = stage_layer_sums(spec, params, settings, stage)
-    trainable = layers_trained + (embedding if train_embedding else 0) + head_other
+    # a vision-language model's encoder and projector sit before the embedding, on its stage,
+    # replicated across tensor-parallel ranks; their gradients come last in backward
+    vision = spec.extra_params if has_embedding else 0
+    vision_frozen = frozen_tower_parameters(spec, settings) if has_embedding else 0
+    vision_trained = vision - vision_frozen
+    trainable = layers_trained + (embedding if train_embedding else 0) + head_other + vision_trained
     trainable += head_matrix if train_head else 0
     frozen = layers_held - layers_trained + (0 if train_embedding else embedding) + (0 if train_head else head_matrix)
+    frozen += vision_frozen
     weight = weight_bytes(settings.precision)
     vocab_matrix = split(vocab_matrix_elements(spec), t)
     widest = max(spec.ffn_hidden_size, spec.dense_ffn_hidden_size or 0, spec.shared_expert_ffn_size)
@@ -365,6 +379,7 @@ def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSett
         # the word embedding is factored (row + column), the rest of the embedding kept as is
         adafactor += split(spec.vocab_size, t) + spec.hidden_size + embedding - vocab_matrix
     adafactor += head_other + (head_matrix if train_head else 0)  # the head is kept as it is
+    adafactor += vision_trained  # counted unfactored: an upper bound for the encoder's matrices
     # A tied matrix trained on a stage with both ends gets two gradients, the head's first.
     both_ends = has_embedding and has_head and spec.head == "lm" and spec.tied_embeddings
     tied_matrix = vocab_matrix if both_ends and train_embedding else 0
@@ -384,10 +399,10 @@ def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSett
         cast_elements_per_layer=layer_matmul,
         largest_trainable=max(largest),
         head_gradient_elements=head_other + (head_matrix if train_head else 0) + tied_matrix,
-        embedding_gradient_elements=(embedding - tied_matrix) if train_embedding else 0,
+        embedding_gradient_elements=((embedding - tied_matrix) if train_embedding else 0) + vision_trained,
         tied_matrix_elements=tied_matrix,
         adafactor_elements=adafactor,
-        outside_layer_elements=embedding + head_other + head_matrix,
+        outside_layer_elements=embedding + head_other + head_matrix + vision,
         head_cast_elements=head_matmul,
     )
 
@@ -415,6 +430,9 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
     trainable = active * adapters_per_layer
     weight = weight_bytes(settings.precision)
     shapes = lora_matrix_shapes(spec, rank, targets, t)
+    # a vision-language model's encoder and projector: frozen base in the half dtype, never quantised
+    # (the assumption line says so), on the embedding's stage
+    vision = spec.extra_params if has_embedding else 0
     return StageLayout(
         stage=stage,
         layers=layers,
@@ -424,7 +442,7 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
         has_head=has_head,
         trainable=trainable,
         trainable_per_layer=adapters_per_layer,
-        weight_bytes=weight * trainable + layers * layer_base_bytes + frozen * embedding + head_bytes,
+        weight_bytes=weight * trainable + layers * layer_base_bytes + frozen * (embedding + vision) + head_bytes,
         layer_weight_bytes=layer_base_bytes + weight * adapters_per_layer,
         # only the fp32 adapters are cast under autocast; the base is already half
         cast_elements=trainable,
@@ -434,7 +452,7 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
         embedding_gradient_elements=0,
         tied_matrix_elements=0,
         adafactor_elements=active * sum(r + c for r, c in shapes),
-        outside_layer_elements=embedding + head_all,
+        outside_layer_elements=embedding + head_all + vision,
         frozen_layer_elements=layer_all,
     )
 
@@ -452,11 +470,11 @@ def trainable_parameter_count(spec: ModelSpec, params: ParameterCount, settings:
     if is_adapter_method(settings.method):
         return round(active * lora_parameters_per_layer(spec, settings.lora_rank, settings.lora_targets))
     if settings.frozen_layers == 0:
-        return params.total
+        return params.total - frozen_tower_parameters(spec, settings)
     frozen_dense = min(settings.frozen_layers, spec.n_dense_layers) if spec.n_experts > 1 else 0
     frozen = (settings.frozen_layers - frozen_dense) * params.per_layer
     frozen += frozen_dense * layer_params(spec, dense=True)[0] if frozen_dense else 0
-    return params.total - frozen - params.embedding
+    return params.total - frozen - params.embedding - frozen_tower_parameters(spec, settings)
 
 
 # --- Per-parameter state (ZeRO paper, Sec. 3 and 5) ---------------------------------
@@ -1651,12 +1669,21 @@ OFFLOAD_RESIDENT_LAYERS = 2
 
 
 def stage_phases(
-    spec: ModelSpec, settings: TrainingSettings, layout: StageLayout, states: ModelStates, grads_persist: bool
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    layout: StageLayout,
+    states: ModelStates,
+    grads_persist: bool,
+    tower_bytes: float = 0.0,
+    cross_bytes: float = 0.0,
 ) -> tuple[list[PhaseMemory], dict[str, float], float]:
     """The phases of one step on one pipeline stage, the per-layer activation terms and the
-    activation bytes offloaded to the host. A mixture of experts with dense first layers
-    (DeepSeek-V3) saves each kind of layer's own activations; the last layer in backward is a
-    sparse one, the first a dense one when the stage trains one."""
+    activation bytes offloaded to the host. What one micro-batch's images keep on this stage:
+    `tower_bytes` in the image encoder (vision_tower_activation_bytes), alive until the backward
+    is past the embeddings, like the embedding's own; `cross_bytes` in its cross-attention layers
+    (cross_attention_activation_bytes), alive with the layers' own until their backward. A mixture
+    of experts with dense first layers (DeepSeek-V3) saves each kind of layer's own activations;
+    the last layer in backward is a sparse one, the first a dense one when the stage trains one."""
     terms = layer_activation_terms(spec, settings)
 
     def kept_and_backward(layer_terms: dict[str, float], dense: bool) -> tuple[float, float]:
@@ -1688,11 +1715,13 @@ def stage_phases(
     if dense_active:
         first_saved, first_in_backward = saved_dense, dense_in_backward
     embedding_act = embedding_activation_bytes(spec, settings) if layout.has_embedding else 0.0
+    embedding_act += tower_bytes
     head_act = head_activation_bytes(spec, settings) if layout.has_head else 0.0
     layers_on_gpu_bytes = saved_layers
     if settings.activation_offload:
         resident = min(layout.active_layers, OFFLOAD_RESIDENT_LAYERS)
         layers_on_gpu_bytes = min(saved_layers, resident * max(saved_per_layer, saved_dense))
+    layers_on_gpu_bytes += cross_bytes
     one_micro_batch = embedding_act + layers_on_gpu_bytes + head_act
     earlier_micro_batches = (layout.in_flight - 1) * one_micro_batch
     all_activations = one_micro_batch + earlier_micro_batches
@@ -1818,16 +1847,90 @@ def quantised_load_bytes(spec: ModelSpec, settings: TrainingSettings, first: Sta
     return first.weight_bytes + staging
 
 
-def images_note(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
-    """The assumption line for a vision-language workload's images (none without images)."""
-    if not settings.images_per_sample:
+def vision_weights_note(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
+    """The assumption line for a vision-language model's encoder and projector weights."""
+    if not spec.extra_params:
         return []
-    per_image = image_tokens_per_image(spec, settings)
-    return [
-        f"Images: {settings.images_per_sample} per sample x {per_image} tokens each = "
-        f"{settings.images_per_sample * per_image} tokens added to the {settings.seq_len} text tokens of each "
-        "sequence; the vision tower's weights are counted, its own activations are not."
-    ]
+    frozen = frozen_tower_parameters(spec, settings)
+    if is_adapter_method(settings.method):
+        how = "frozen with the base, in the half compute dtype (not quantised)"
+    elif frozen:
+        how = f"the encoder's {frozen / 1e6:,.0f}M frozen (no gradient or optimizer state), the projector trained"
+    else:
+        how = "trained like the language model"
+    return [f"Vision encoder and projector: {spec.extra_params / 1e6:,.0f}M parameters, {how}."]
+
+
+def images_note(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
+    """The assumption lines for a vision-language model's weights and its images."""
+    if not settings.images_per_sample:
+        return vision_weights_note(spec, settings)
+    tower = vision_tower(spec)
+    if tower is not None and tower.cross_attention_layers:
+        reads = (
+            f"Images: {settings.images_per_sample} per sample, each read by the {tower.cross_attention_layers} "
+            f"cross-attention layers as {tower.cross_attention_tokens_per_image} keys and values (all tiles used)"
+        )
+    else:
+        per_image = image_tokens_per_image(spec, settings)
+        reads = (
+            f"Images: {settings.images_per_sample} per sample x {per_image} tokens each = "
+            f"{settings.images_per_sample * per_image} tokens added to the {settings.seq_len} text tokens of each "
+            "sequence"
+        )
+    if tower is None:
+        return [reads + "; the vision tower's weights are counted, its activations are not (tower not read)."]
+    notes = vision_weights_note(spec, settings)
+    patches = tower_settings(spec, settings).seq_len
+    if tower_trains(settings):
+        encoder = f"the encoder trains and keeps its activations over {patches} patches per image"
+    else:
+        encoder = f"the encoder is frozen: it runs on {patches} patches per image and keeps nothing for backward"
+    return notes + [f"{reads}; {encoder}; the projector's own activations are not counted."]
+
+
+def vision_tower_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Bytes one micro-batch's images keep in the image encoder until its backward: its layers
+    times what each keeps (layer_activation_terms and kept_per_layer_bytes, the language model's
+    per-layer formulas, on the encoder's shapes and patches; calculators.vision). A frozen encoder
+    keeps nothing: no tensor in it requires grad, so autograd records nothing (the same rule as a
+    frozen embedding's)."""
+    if not settings.images_per_sample or vision_tower(spec) is None or not tower_trains(settings):
+        return 0.0
+    encoder, run = tower_model_spec(spec), tower_settings(spec, settings)
+    kept = kept_per_layer_bytes(layer_activation_terms(encoder, run), encoder, run)
+    return encoder.n_layers * kept
+
+
+def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """What Llama 3.2 Vision's cross-attention layers keep beyond the self-attention layers the
+    engine counts them as, for one micro-batch (transformers models/mllama/modeling_mllama.py
+    MllamaTextCrossAttention): keys and values over the V image tokens instead of the text, both
+    repeated to every head as q is (2 c (V - t) q_dim per layer), the per-head q and k RMSNorms,
+    and, under eager attention, t x V scores instead of t x t. The projected image states (V x
+    hidden), the input of every layer's k and v, are one tensor shared by the layers (under
+    autocast each k/v linear keeps its own half copy). Under full checkpointing only that shared
+    tensor is kept. Per tensor-parallel rank, the states replicated."""
+    image_tokens_per_sample = cross_attention_image_tokens(spec, settings)
+    if not image_tokens_per_sample:
+        return 0.0
+    layers = vision_tower(spec).cross_attention_layers
+    b, s, h = settings.micro_batch, settings.seq_len, spec.hidden_size
+    text, image = b * s, b * image_tokens_per_sample
+    c = compute_bytes(settings.precision)
+    states = c * image * h
+    if settings.checkpointing == "full":
+        return states
+    kv_inputs = len(input_saving_linears(settings).intersection(("k", "v")))
+    if is_autocast(settings.precision):
+        states = layers * linear_inputs_saved_bytes(settings, image, h, kv_inputs)
+    trains_norms = settings.method == "full"
+    per_layer = 2 * c * (image - text) * spec.q_dim
+    per_layer += norm_saved_bytes(spec, settings, text, trains_norms, width=spec.q_dim)
+    per_layer += norm_saved_bytes(spec, settings, image, trains_norms, width=spec.kv_dim)
+    if settings.attention == "eager" and not recomputes_attention_core(settings):
+        per_layer += attention_score_bytes(spec, settings) * b * spec.n_heads * s * (image_tokens_per_sample - s)
+    return states + layers * _per_rank(per_layer, settings)
 
 
 def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstimate:
@@ -1835,6 +1938,8 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     parallelism, on the most loaded of the first and the last stage."""
     check_supported(spec, settings)
     image_note = images_note(spec, settings)
+    tower_bytes = vision_tower_activation_bytes(spec, settings)
+    cross_bytes = cross_attention_activation_bytes(spec, settings)
     settings = language_model_settings(spec, settings)
     params = parameter_count(spec)
     grads_persist = settings.grad_accum > 1 or not settings.grads_freed_after_step
@@ -1844,7 +1949,16 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     layouts = [stage_layout(spec, params, settings, stage) for stage in pipeline_stages(settings)]
     for layout in layouts:
         states = model_state_bytes(settings, layout)
-        stage_phase_list, terms, offloaded_bytes = stage_phases(spec, settings, layout, states, grads_persist)
+        # the encoder runs on the embedding's stage; the cross-attention layers spread with the layers
+        stage_phase_list, terms, offloaded_bytes = stage_phases(
+            spec,
+            settings,
+            layout,
+            states,
+            grads_persist,
+            tower_bytes if layout.has_embedding else 0.0,
+            cross_bytes * layout.layers / spec.n_layers,
+        )
         phases += stage_phase_list
         stage_of_phase |= {phase.name: layout.stage for phase in stage_phase_list}
         host_bytes = max(host_bytes, states.host + offloaded_bytes)

@@ -13,10 +13,11 @@ from pydantic import ValidationError
 from calculators.geometry import (
     clip_vision_params,
     mllama_vision_params,
+    qwen25_merger_params,
     qwen25_vision_params,
     siglip_vision_params,
 )
-from calculators.model_spec import EXTENSION_DEFAULTS, ArchitectureSpec, ModelSpec
+from calculators.model_spec import EXTENSION_DEFAULTS, ArchitectureSpec, ModelSpec, VisionTower
 
 MAX_CONFIG_BYTES = 1_000_000  # real config.json files are a few KB
 MAX_NESTING_DEPTH = 64  # real ones nest three or four levels (text_config, rope_scaling)
@@ -476,16 +477,16 @@ def _spec_fields(fields: _Fields, name: str) -> dict:
     return values
 
 
-def _vision_tower_params(top: _Fields, text_hidden: int) -> tuple[int, str]:
+def _vision_tower_params(top: _Fields, text_hidden: int) -> tuple[int, str, VisionTower | None]:
     """Parameters of a vision-language model's vision tower and projector (with whatever else the
-    language model holds beyond its ModelSpec layers), and a note for the source line. Gemma 3 pairs
-    a SigLIP encoder with a projector of one vision x text matrix and an RMSNorm (transformers
-    models/gemma3/modeling_gemma3.py Gemma3MultiModalProjector); LLaVA a CLIP tower; Qwen2.5-VL
-    its own window-attention ViT and patch merger; Llama 3.2 Vision (mllama) a two-stage tiled ViT,
-    a linear projector, and cross-attention layers in the language model."""
+    language model holds beyond its ModelSpec layers), a note for the source line, and the tower's
+    shapes. Gemma 3 pairs a SigLIP encoder with a projector of one vision x text matrix and an
+    RMSNorm (transformers models/gemma3/modeling_gemma3.py Gemma3MultiModalProjector); LLaVA a CLIP
+    tower; Qwen2.5-VL its own window-attention ViT and patch merger; Llama 3.2 Vision (mllama) a
+    two-stage tiled ViT, a linear projector, and cross-attention layers in the language model."""
     vision = top.section("vision_config")
     if vision is None:
-        return 0, ""
+        return 0, "", None
     kind = vision.string("model_type", default="")
     top_kind = top.string("model_type", default="")
     if kind == "siglip_vision_model" and top_kind == "gemma3":
@@ -498,31 +499,80 @@ def _vision_tower_params(top: _Fields, text_hidden: int) -> tuple[int, str]:
             image=vision.integer("image_size", default=896),
             channels=vision.integer("num_channels", default=3),
         )
-        return tower + width * text_hidden + width, ""
+        encoder = _vit_tower(vision, tower, width, 27, 4304, 896, class_token=False)
+        return tower + width * text_hidden + width, "", encoder
     if kind == "clip_vision_model" and top_kind == "llava":
-        return _llava_vision_params(top, vision, text_hidden), ""
+        return _llava_params(top, vision, text_hidden)
     if top_kind == "qwen2_5_vl" and kind in ("qwen2_5_vl", ""):
-        return _qwen25_vl_vision_params(vision, text_hidden), ""
+        return _qwen25_vl_params(vision, text_hidden)
     if top_kind == "mllama" and kind in ("mllama_vision_model", ""):
         return _mllama_params(top, vision, text_hidden)
-    return 0, f"; vision tower {kind or '(unnamed)'} not counted"
+    return 0, f"; vision tower {kind or '(unnamed)'} not counted", None
 
 
-def _qwen25_vl_vision_params(vision: _Fields, text_hidden: int) -> int:
+def _vit_tower(
+    vision: _Fields, parameters: int, width: int, layers: int, intermediate: int, image: int, class_token: bool
+) -> VisionTower:
+    """A CLIP (arXiv 2103.00020) or SigLIP (arXiv 2303.15343) encoder at its fixed resolution:
+    (image / patch)^2 patches, plus CLIP's class token; LayerNorm and a GELU MLP (transformers
+    models/clip/modeling_clip.py CLIPEncoderLayer, models/siglip/modeling_siglip.py)."""
+    side = vision.integer("image_size", default=image) // vision.integer("patch_size", default=14)
+    return VisionTower(
+        n_layers=vision.integer("num_hidden_layers", default=layers),
+        hidden_size=vision.integer("hidden_size", default=width),
+        n_heads=vision.integer("num_attention_heads", default=16),
+        ffn_hidden_size=vision.integer("intermediate_size", default=intermediate),
+        parameters=parameters,
+        tokens_per_image=side * side + (1 if class_token else 0),
+    )
+
+
+def _qwen25_vl_tower(vision: _Fields, parameters: int) -> VisionTower:
+    """Qwen2.5-VL's vision transformer (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py
+    Qwen2_5_VLVisionBlock): RMSNorm, a SwiGLU MLP (gate/up/down), and spatial_merge_size^2
+    patches behind each image token (the PatchMerger folds each 2 x 2 group into one). Window
+    attention in all blocks but fullatt_block_indexes: windows of window_size pixels, counted in
+    merged units (window_size / spatial_merge_size / patch_size per side, 112 / 2 / 14 = 4), so
+    (window_size / patch_size)^2 = 64 patches (Qwen2_5_VisionTransformerPretrainedModel.get_window_index)."""
+    merge = vision.integer("spatial_merge_size", default=2)
+    window_side = vision.integer("window_size", default=112) // vision.integer("patch_size", default=14)
+    full_layers = vision.values.get("fullatt_block_indexes", [7, 15, 23, 31])
+    if not isinstance(full_layers, list):
+        raise vision._refuse("fullatt_block_indexes", "a list of block numbers", full_layers)
+    return VisionTower(
+        n_layers=vision.integer("depth", default=32),
+        hidden_size=vision.integer("hidden_size", default=3584),
+        n_heads=vision.integer("num_heads", default=16),
+        ffn_hidden_size=vision.integer("intermediate_size", default=3420),
+        parameters=parameters,
+        activation="swiglu",
+        norm="rmsnorm",
+        patches_per_image_token=merge * merge,
+        window_patches=window_side * window_side,
+        full_attention_layers=len(full_layers),
+    )
+
+
+def _qwen25_vl_params(vision: _Fields, text_hidden: int) -> tuple[int, str, VisionTower]:
     """Qwen2.5-VL (Qwen2_5_VLVisionConfig; huggingface/transformers src/transformers/models/
     qwen2_5_vl/configuration_qwen2_5_vl.py): the vision transformer of `depth` blocks and its
     PatchMerger to out_hidden_size, the text width (the published configs write in_chans for
-    in_channels). Images take a variable number of tokens (dynamic resolution), so no image_tokens."""
-    return qwen25_vision_params(
-        hidden=vision.integer("hidden_size", default=3584),
+    in_channels). Images take a variable number of tokens (dynamic resolution), so no image_tokens.
+    The merger's RMSNorm and two linears are its projector; the rest trains or freezes as the tower."""
+    width = vision.integer("hidden_size", default=3584)
+    out_hidden = vision.integer("out_hidden_size", default=text_hidden)
+    merge = vision.integer("spatial_merge_size", default=2)
+    total = qwen25_vision_params(
+        hidden=width,
         intermediate=vision.integer("intermediate_size", default=3420),
         depth=vision.integer("depth", default=32),
-        out_hidden=vision.integer("out_hidden_size", default=text_hidden),
+        out_hidden=out_hidden,
         patch=vision.integer("patch_size", default=14),
         temporal_patch=vision.integer("temporal_patch_size", default=2),
-        spatial_merge=vision.integer("spatial_merge_size", default=2),
+        spatial_merge=merge,
         channels=vision.integer("in_channels", "in_chans", default=3),
     )
+    return total, "", _qwen25_vl_tower(vision, total - qwen25_merger_params(width, out_hidden, merge))
 
 
 def _layer_list(fields: _Fields, key: str, default: list[int], layers: int) -> list[int]:
@@ -537,7 +587,7 @@ def _layer_list(fields: _Fields, key: str, default: list[int], layers: int) -> l
     return sorted(set(value))
 
 
-def _mllama_params(top: _Fields, vision: _Fields, text_hidden: int) -> tuple[int, str]:
+def _mllama_params(top: _Fields, vision: _Fields, text_hidden: int) -> tuple[int, str, VisionTower]:
     """Llama 3.2 Vision (MllamaConfig; huggingface/transformers src/transformers/models/mllama/
     modeling_mllama.py MllamaForConditionalGeneration): the MllamaVisionModel, a
     multi_modal_projector of vision_output_dim x text width with bias, and what the language model
@@ -546,7 +596,12 @@ def _mllama_params(top: _Fields, vision: _Fields, text_hidden: int) -> tuple[int
     cross_attention_layers (counted among num_hidden_layers), per-head q and k RMSNorms (2 x head_dim)
     and two scalar tanh gates in place of self-attention's nothing; their q/k/v/o, MLP and two norms
     have a self-attention layer's shapes, so the layers themselves count exactly as Llama layers.
-    The note says how the estimates treat those layers."""
+
+    The tower (MllamaVisionModel.forward) runs each image as its max_num_tiles tiles of
+    (image / patch)^2 patches and a class token, 1601 for 560 px tiles of 14 px patches, padded to
+    a multiple of 8 (1608), all tiles of an image in one sequence through num_hidden_layers local
+    and num_global_layers global layers; the padding is sliced off, so each image gives every
+    cross-attention layer tiles x 1601 keys and values. Images are counted at the full max_num_tiles."""
     text = top.section("text_config") or top
     layers = text.integer("num_hidden_layers", default=40)
     heads = text.integer("num_attention_heads", default=32) or 1
@@ -567,16 +622,23 @@ def _mllama_params(top: _Fields, vision: _Fields, text_hidden: int) -> tuple[int
     )
     projector = vision.integer("vision_output_dim", default=7680) * text_hidden + text_hidden
     language_extra = 8 * text_hidden + len(cross) * (2 * (text_hidden // heads) + 2)
-    note = (
-        f"; its {len(cross)} cross-attention layers are estimated as self-attention layers"
-        " (weights exact; their keys and values come from the image tiles, not the text)"
-        if cross
-        else ""
+    tiles = vision.integer("max_num_tiles", default=4)
+    per_tile = (vision.integer("image_size", default=448) // vision.integer("patch_size", default=14)) ** 2 + 1
+    encoder = VisionTower(
+        n_layers=vision.integer("num_hidden_layers", default=32) + vision.integer("num_global_layers", default=8),
+        hidden_size=vision.integer("hidden_size", default=1280),
+        n_heads=vision.integer("attention_heads", default=16),
+        ffn_hidden_size=vision.integer("intermediate_size", default=5120),
+        parameters=tower,
+        tokens_per_image=tiles * (per_tile + (-per_tile) % 8),
+        cross_attention_layers=len(cross),
+        cross_attention_tokens_per_image=tiles * per_tile,
     )
-    return tower + projector + language_extra, note
+    note = f"; {len(cross)} of its layers read the images by cross-attention" if cross else ""
+    return tower + projector + language_extra, note, encoder
 
 
-def _llava_vision_params(top: _Fields, vision: _Fields, text_hidden: int) -> int:
+def _llava_params(top: _Fields, vision: _Fields, text_hidden: int) -> tuple[int, str, VisionTower]:
     """LLaVA (LlavaConfig; huggingface/transformers src/transformers/models/llava/modeling_llava.py):
     the whole CLIP vision tower (its checkpoint keeps every layer, though features are read from
     vision_feature_layer) and LlavaMultiModalProjector, linear_1 (vision width x text width) and
@@ -594,7 +656,7 @@ def _llava_vision_params(top: _Fields, vision: _Fields, text_hidden: int) -> int
     n_layers = len(feature_layers) if isinstance(feature_layers, list) else 1
     bias = top.boolean("multimodal_projector_bias", default=True)
     projector = width * n_layers * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
-    return tower + projector
+    return tower + projector, "", _vit_tower(vision, tower, width, 24, 4096, 336, class_token=True)
 
 
 def _image_tokens(top: _Fields) -> int:
@@ -621,8 +683,8 @@ def spec_from_config_dict(document: dict, name: str = "config.json", model_id: s
         fields = _Fields(fields.values | {"tie_word_embeddings": top.values["tie_word_embeddings"]}, fields.prefix)
     try:
         values = _spec_fields(fields, name)
-        extra, note = _vision_tower_params(top, values["hidden_size"])
-        values.update(extra_params=extra, source=values["source"] + note)
+        extra, note, tower = _vision_tower_params(top, values["hidden_size"])
+        values.update(extra_params=extra, source=values["source"] + note, vision=tower)
         values["image_tokens"] = _image_tokens(top) if extra else 0
         if model_id:
             values.update(name=model_id, source=model_id + note)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Activation = Literal["gelu", "swiglu", "geglu"]
 Norm = Literal["layernorm", "rmsnorm"]
@@ -123,19 +123,68 @@ class ModelSpec(BaseModel):
         return self.activation in ("swiglu", "geglu")
 
 
+class VisionTower(BaseModel):
+    """A vision-language model's image encoder as a step runs it: a stack of pre-norm ViT layers
+    (Dosovitskiy et al. 2020, arXiv 2010.11929) over each image's patches. Its parameters are in
+    ModelSpec.extra_params; these are the shapes its activations and FLOPs follow."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_layers: int = Field(gt=0, le=1000)
+    hidden_size: int = Field(gt=0, le=1_000_000)
+    n_heads: int = Field(gt=0, le=10_000)
+    ffn_hidden_size: int = Field(gt=0, le=10_000_000)
+    parameters: int = Field(ge=0, description="the encoder's own parameters, projector excluded")
+    activation: Activation = "gelu"
+    norm: Norm = "layernorm"
+    tokens_per_image: int = Field(
+        default=0, ge=0, le=10_000_000, description="patches the tower runs per image; 0 = set by the image's size"
+    )
+    patches_per_image_token: int = Field(
+        default=1, gt=0, le=1024, description="tower patches behind each image token of the language model"
+    )
+    window_patches: int = Field(default=0, ge=0, description="patches per attention window; 0 = full attention")
+    full_attention_layers: int = Field(default=0, ge=0, description="layers attending over the whole image")
+    cross_attention_layers: int = Field(
+        default=0, ge=0, description="language-model layers that read the images by cross-attention (Mllama)"
+    )
+    cross_attention_tokens_per_image: int = Field(
+        default=0, ge=0, description="keys and values one image gives each cross-attention layer"
+    )
+
+    @model_validator(mode="after")
+    def _check_heads(self) -> VisionTower:
+        if self.hidden_size % self.n_heads:
+            raise ValueError(f"vision heads ({self.n_heads}) must divide the vision width ({self.hidden_size})")
+        if self.full_attention_layers > self.n_layers:
+            raise ValueError("full-attention layers cannot outnumber the vision layers")
+        return self
+
+    def attention_share(self, patches: int) -> float:
+        """The encoder's attention work over `patches` as a share of full attention in every
+        layer: windowed layers attend within windows of window_patches (each patch's query meets
+        window_patches keys instead of all)."""
+        if not self.window_patches or patches <= 0:
+            return 1.0
+        windowed = self.n_layers - self.full_attention_layers
+        return (self.full_attention_layers + windowed * min(1.0, self.window_patches / patches)) / self.n_layers
+
+
 class ArchitectureSpec(ModelSpec):
     """A ModelSpec with the architecture features few models have, read from their config.json:
     T5's decoder layers with cross-attention (the last `cross_attention_layers` of n_layers, each
     adding a cross-attention block and its norm) and relative position biases (buckets x heads per
     stack), ModernBERT's LayerNorms without bias, Phi-3.5-MoE's biases on the attention output
-    and the LM head. Kept apart from ModelSpec, whose fields are the columns of data/models.csv;
-    `extension` reads them from either, with the plain transformer's values by default."""
+    and the LM head, and a vision-language model's image encoder. Kept apart from ModelSpec, whose
+    fields are the columns of data/models.csv; `extension` reads them from either, with the plain
+    transformer's values by default."""
 
     norm_bias: bool = Field(default=True, description="LayerNorm has a bias (ModernBERT's has none)")
     out_bias: bool = Field(default=False, description="the attention output projection has a bias")
     lm_head_bias: bool = False
     cross_attention_layers: int = Field(default=0, ge=0, description="decoder layers with cross-attention")
     relative_attention_buckets: int = Field(default=0, ge=0, le=100_000)
+    vision: VisionTower | None = Field(default=None, description="the image encoder of a vision-language model")
 
     @model_validator(mode="after")
     def _check_decoder(self) -> ArchitectureSpec:
@@ -144,7 +193,7 @@ class ArchitectureSpec(ModelSpec):
         return self
 
 
-EXTENSION_DEFAULTS: dict[str, bool | int] = {
+EXTENSION_DEFAULTS: dict[str, bool | int | None] = {
     name: field.default for name, field in ArchitectureSpec.model_fields.items() if name not in ModelSpec.model_fields
 }
 

@@ -331,6 +331,7 @@ def _declare() -> list[Setting]:
         training(
             "image_tokens", "img_tokens", "Tokens per image (0 = the model's)", zero_means_unset=True, **train_only
         ),
+        training("freeze_vision_tower", "freeze_vt", "Freeze the vision tower", modes=("train",)),
         training("gpus", "gpus", "Data-parallel GPUs", **train_only),
         training("precision", "prec", "Precision", **train_only),
         training("optimizer", "opt", "Optimizer", **train_only),

@@ -41,6 +41,13 @@ from calculators.training import (
     optimizer_state_element_bytes,
     weight_bytes,
 )
+from calculators.vision import (
+    cross_attention_image_tokens,
+    tower_model_spec,
+    tower_settings,
+    tower_trains,
+    vision_tower,
+)
 
 # Achievable BF16 matmul, fraction of dense peak on the best large shapes (mamf-finder;
 # github.com/stas00/ml-engineering compute/accelerator/README.md @7bc7c305, Maximum Achievable FLOPS).
@@ -419,10 +426,71 @@ class StepCompute(BaseModel):
     loss_s: float
     optimizer_s: float
     recompute_s: float
+    vision_s: float = 0.0
 
     @property
     def total_s(self) -> float:
-        return self.gemm_s + self.attention_s + self.elementwise_s + self.loss_s + self.optimizer_s + self.recompute_s
+        return (
+            self.gemm_s
+            + self.attention_s
+            + self.elementwise_s
+            + self.loss_s
+            + self.optimizer_s
+            + self.recompute_s
+            + self.vision_s
+        )
+
+
+def vision_seconds(
+    spec: ModelSpec, settings: TrainingSettings, gpu: GpuSpec, rates: GemmRates, attention_fraction: float, fused: bool
+) -> float:
+    """One micro-batch's images through a vision-language model's image encoder, on the first
+    pipeline stage (calculators.vision): each layer's GEMMs, attention and bandwidth-bound ops
+    timed as a language-model layer's are, on the encoder's shapes and patches, with attention
+    over the whole square (bidirectional: twice the causal half; within windows in Qwen2.5-VL's
+    windowed layers, VisionTower.attention_share) and, for Llama 3.2 Vision, its
+    cross-attention layers' keys and values over the image tokens. A frozen encoder runs forward
+    only: it sits at the input, so no gradient flows into it; a trained one adds its backward
+    (and its recomputation under full checkpointing). `settings` are the workload's, images in."""
+    if not settings.images_per_sample or vision_tower(spec) is None:
+        return 0.0
+    encoder, run = tower_model_spec(spec), tower_settings(spec, settings)
+    trains = tower_trains(settings)
+    attention_peak = gpu.dense_tflops("bf16") or rates.peak_tflops
+    gemm_fwd, gemm_bwd = layer_gemm_seconds(encoder, run, rates, trains)
+    share = vision_tower(spec).attention_share(run.seq_len)
+    attention_fwd = 2 * share * attention_seconds_forward(encoder, run, attention_peak, attention_fraction)
+    tokens = run.micro_batch * run.seq_len
+    elementwise_fwd = tokens * elementwise_bytes_per_token(encoder, run, fused) / (gpu.memory_bandwidth_tbps * 1e12)
+    forward = gemm_fwd + attention_fwd + elementwise_fwd
+    per_layer = forward
+    if trains:
+        per_layer += gemm_bwd + 2.5 * attention_fwd + 2 * elementwise_fwd
+        per_layer += forward if settings.checkpointing == "full" else 0.0
+    cross_s = cross_attention_seconds(spec, settings, rates, attention_peak, attention_fraction)
+    return encoder.n_layers * per_layer + cross_s
+
+
+def cross_attention_seconds(
+    spec: ModelSpec, settings: TrainingSettings, rates: GemmRates, attention_peak: float, attention_fraction: float
+) -> float:
+    """What Llama 3.2 Vision's cross-attention layers take beyond the self-attention layers the
+    step counts them as, per micro-batch (transformers models/mllama/modeling_mllama.py
+    MllamaTextCrossAttention): k and v projected from the V image tokens instead of the t text
+    tokens (forward, input and weight gradients), and attention of t queries over V keys, 4 b t V
+    q_dim FLOPs forward with no causal half, against the causal 2 b t^2 q_dim counted."""
+    image_tokens_per_sample = cross_attention_image_tokens(spec, settings)
+    if not image_tokens_per_sample:
+        return 0.0
+    b, s = settings.micro_batch, settings.seq_len
+    kv_out = split(spec.kv_dim, settings.tensor_parallel)
+    image_kv = sum(linear_seconds(b * image_tokens_per_sample, spec.hidden_size, kv_out, rates))
+    text_kv = sum(linear_seconds(b * s, spec.hidden_size, kv_out, rates))
+    q_dim = split(spec.q_dim, settings.tensor_parallel)
+    attention_flops = 4.0 * b * s * q_dim * (image_tokens_per_sample - s / 2)
+    attention_fwd = attention_flops / (attention_peak * 1e12 * attention_fraction)
+    per_layer = 2 * (image_kv - text_kv) + 3.5 * attention_fwd  # forward + 2.5x backward (Dao 2023)
+    return vision_tower(spec).cross_attention_layers * per_layer
 
 
 def op_selective_recomputed_linears(spec: ModelSpec, tensor_parallel: int = 1) -> list:
@@ -453,9 +521,12 @@ def step_compute(
     expert_parallel: int = 1,
     kernels: Kernels = "auto",
     attention_kernel: AttentionKernel = "flash2",
+    with_images: TrainingSettings | None = None,
 ) -> StepCompute:
     """Compute seconds of one optimizer step (all micro-batches) on the last pipeline stage of
-    one rank: its n_layers / p layers, the head and loss, and the optimizer on its shard.
+    one rank: its n_layers / p layers, the head and loss, and the optimizer on its shard; with
+    `with_images` (the workload's settings before its image tokens join the sequence), the image
+    encoder's work too (vision_seconds), though it runs on the first stage.
 
     `fraction` is the achievable fraction of peak for large GEMMs (mamf-finder, or a measured
     one); the sustained-clock factor and wave quantisation apply on top. Whether norms, rotary
@@ -510,7 +581,12 @@ def step_compute(
     optimizer_s = optimizer_params * optimizer_bytes_per_parameter(settings) / bytes_per_s
 
     m = settings.grad_accum
+    vision_per_micro = 0.0
+    if with_images is not None:
+        attention_fraction = flash_attention_fraction(gpu, attention_kernel)
+        vision_per_micro = vision_seconds(spec, with_images, gpu, rates, attention_fraction, fused)
     return StepCompute(
+        vision_s=m * vision_per_micro,
         gemm_s=m * gemm_per_micro,
         attention_s=m * attention_per_micro,
         elementwise_s=m * elementwise_per_micro,

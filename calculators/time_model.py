@@ -42,6 +42,7 @@ from calculators.step_time import (
     step_compute,
 )
 from calculators.training import TrainingSettings, language_model_settings
+from calculators.vision import tower_forward_flops_per_image, tower_trains, vision_tower
 
 # --- FLOPs per token -------------------------------------------------------------
 
@@ -100,6 +101,18 @@ def matmul_flops_factor(settings: TrainingSettings) -> float:
     weight gradient: 4 (Hu et al. 2021 report the same saving); the adapters' own work,
     r x (in + out) per linear, is under 1% at the ranks used and is left out."""
     return 4.0 if settings.method in ("lora", "qlora") else 6.0
+
+
+def vision_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """The image encoder's FLOPs per token of the language model's sequence (text and image
+    tokens): images per sample x the encoder's forward FLOPs per image, x 3 when it trains
+    (forward + 2x backward, Kaplan et al. 2020) and x 1 when frozen (no backward reaches it), over
+    the sequence. `settings` are the workload's, images in."""
+    if not settings.images_per_sample or vision_tower(spec) is None:
+        return 0.0
+    passes = 3.0 if tower_trains(settings) else 1.0
+    per_sample = settings.images_per_sample * tower_forward_flops_per_image(spec, settings) * passes
+    return per_sample / language_model_settings(spec, settings).seq_len
 
 
 def model_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -435,8 +448,11 @@ def estimate_time(
     """Step time, throughput and hours for `settings` on `settings.total_gpus` GPUs of type `gpu`.
 
     Raises ValueError when the GPU has no rate for the precision's compute format. Images of a
-    vision-language workload count as sequence tokens (language_model_settings).
+    vision-language workload count as sequence tokens (language_model_settings); the image
+    encoder's own work is its own op class, "vision" (calculators.step_time.vision_seconds).
     """
+    with_images = settings
+    vision_flops = vision_flops_per_token(spec, settings)
     settings = language_model_settings(spec, settings)
     peak, fmt = rate_and_format(gpu, settings.precision, time_settings.fp32_uses_tf32)
     m = settings.grad_accum
@@ -455,6 +471,7 @@ def estimate_time(
             expert_parallel_of(spec, time_settings),
             time_settings.kernels,
             time_settings.attention_kernel,
+            with_images,
         )
         compute_s = parts.total_s
         by_class = {
@@ -465,6 +482,8 @@ def estimate_time(
             "recompute": parts.recompute_s,
             "optimizer": parts.optimizer_s,
         }
+        if parts.vision_s:
+            by_class["vision"] = parts.vision_s
     links = dimension_links(gpu, settings, time_settings)
     tp_s = m * communication.tp_bytes_per_micro(spec, settings) / (links["tp"] * 1e9)
     pp_s = m * communication.pp_bytes_per_micro(spec, settings, time_settings.virtual_stages) / (links["pp"] * 1e9)
@@ -483,8 +502,8 @@ def estimate_time(
     tokens_per_step = tokens_per_replica * settings.gpus
     tokens_per_s = tokens_per_step / step_s
     per_gpu = tokens_per_s / settings.total_gpus
-    model_flops = model_flops_per_token(spec, settings)
-    executed_flops = training_flops_per_token(spec, settings)
+    model_flops = model_flops_per_token(spec, settings) + vision_flops
+    executed_flops = training_flops_per_token(spec, settings) + vision_flops
     mfu = per_gpu * model_flops / (peak * 1e12)
     dataset_tokens = time_settings.tokens_per_epoch(settings.seq_len)
     steps_per_epoch = math.ceil(dataset_tokens / tokens_per_step)

@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from calculators.frameworks import framework_defaults
-from calculators.model_spec import ModelSpec
+from calculators.model_spec import ModelSpec, extension
 
 Precision = Literal["fp32", "amp-fp16", "amp-bf16", "fp16-mixed", "bf16-mixed", "bf16", "fp8"]
 Optimizer = Literal["adamw", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "none"]
@@ -120,6 +120,10 @@ class TrainingSettings(BaseModel):
         ge=1,
         le=65_536,
         description="context tokens one image takes; none given = the model's own count (fixed-resolution models)",
+    )
+    freeze_vision_tower: bool = Field(
+        default=False,
+        description="a vision-language model's image encoder stays frozen in full training (its projector trains)",
     )
     grad_accum: int = Field(default=1, gt=0, le=1_000_000)
     gpus: int = Field(default=1, gt=0, le=1_000_000)
@@ -371,15 +375,19 @@ def is_adapter_method(method: str) -> bool:
 
 
 def image_tokens_per_image(spec: ModelSpec, settings: TrainingSettings) -> int:
-    """Tokens one image takes in the language model's sequence: the user's figure, else the
+    """Tokens one image adds to the language model's sequence: the user's figure, else the
     model's own (a fixed-resolution tower: LLaVA-1.5's 576 = (336/14)^2 CLIP patches, Gemma 3's
-    256 pooled SigLIP tokens, read from the config by calculators/model_input.py). Raises
+    256 pooled SigLIP tokens, read from the config by calculators/model_input.py); 0 for a model
+    that reads images by cross-attention (Llama 3.2 Vision: calculators.vision). Raises
     ValueError when images are given for a model whose count depends on the image's size."""
-    if spec.family.startswith("mllama"):
-        raise ValueError(
-            f"{spec.name} reads images through cross-attention layers (transformers' Mllama), not as tokens of its "
-            "sequence; images per sample do not apply to it"
-        )
+    tower = extension(spec, "vision")
+    if tower is not None and tower.cross_attention_layers:
+        if settings.image_tokens:
+            raise ValueError(
+                f"{spec.name} reads each image by cross-attention as {tower.cross_attention_tokens_per_image} keys "
+                "and values (its tiles), not as tokens of its sequence; leave tokens per image at 0"
+            )
+        return 0
     if not spec.extra_params and not spec.image_tokens:
         raise ValueError(f"{spec.name} has no vision tower: set images per sample to 0")
     if settings.image_tokens:
@@ -396,7 +404,7 @@ def language_model_settings(spec: ModelSpec, settings: TrainingSettings) -> Trai
     """The settings as the language model sees them: each sample's sequence is its text tokens
     plus images_per_sample x image_tokens_per_image (the image tokens are spliced into the
     sequence, e.g. transformers' LlavaForConditionalGeneration merges the projected patches in
-    place of its image tokens). The vision tower's own activations are not added."""
+    place of its image tokens). The image encoder's own work is calculators.vision's."""
     if not settings.images_per_sample:
         return settings
     image_tokens = settings.images_per_sample * image_tokens_per_image(spec, settings)

@@ -586,7 +586,10 @@ def test_llama32_11b_vision_counts_tower_projector_and_cross_attention_layers():
     assert parameter_count(vlm).total - vlm.extra_params == 8_030_261_248 + 8 * 218_112_000
     assert parameter_count(vlm).total == 10_670_220_835
     assert vlm.image_tokens == 0  # images enter through cross-attention, not as context tokens
-    assert "8 cross-attention layers are estimated as self-attention layers" in vlm.source
+    assert "8 of its layers read the images by cross-attention" in vlm.source
+    tower = vlm.vision  # 32 local + 8 global layers over 4 tiles of 40^2 + 1 = 1601 patches, padded to 1608
+    assert (tower.n_layers, tower.tokens_per_image, tower.cross_attention_tokens_per_image) == (40, 6432, 6404)
+    assert (tower.cross_attention_layers, tower.parameters) == (8, 863_567_379)
 
 
 def test_llama32_90b_vision_is_llama31_70b_with_20_cross_attention_layers():

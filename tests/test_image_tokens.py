@@ -43,9 +43,14 @@ def test_dynamic_resolution_models_need_the_count(capsys):
     assert '"tokens_per_micro_batch": 3104' in capsys.readouterr().out  # 512 + 2 x 1296
 
 
-def test_cross_attention_vision_models_refuse_images(capsys):
-    assert main(["memory", "--model", "meta-llama/Llama-3.2-11B-Vision", "--images-per-sample", "1", "--json"]) == 2
-    assert "cross-attention" in capsys.readouterr().err
+def test_cross_attention_vision_models_take_images_but_not_tokens_per_image(capsys):
+    """Llama 3.2 Vision reads images by cross-attention: images per sample apply, tokens per image do not."""
+    args = ["memory", "--model", "meta-llama/Llama-3.2-11B-Vision", "--images-per-sample", "1"]
+    assert main([*args, "--json"]) == 0
+    assert "cross-attention layers as 6404 keys and values" in capsys.readouterr().out
+    assert main([*args, "--image-tokens", "100", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "reads each image by cross-attention" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("bad", ["-1", "2000", "abc"])

@@ -233,6 +233,13 @@ def _training_controls(mode: str) -> None:
         col1, col2 = st.columns(2)
         state.number(col1, "images_per_sample", help="each image adds its tokens to the sample's sequence")
         state.number(col2, "image_tokens", help="0 = the model's own count (fixed-resolution towers)")
+        if mode == "train":
+            state.checkbox(
+                st,
+                "freeze_vision_tower",
+                help="LLaVA and Qwen2.5-VL's fine-tuning script freeze the image encoder; HF Trainer trains it. "
+                "LoRA and QLoRA always keep it frozen.",
+            )
     state.choice(sidebar, "precision", format_func=PRECISION_LABEL.get)
     state.choice(sidebar, "optimizer")
     state.choice(

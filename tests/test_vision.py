@@ -1,0 +1,142 @@
+"""The image encoder of a vision-language model in memory and time (issue 16): its weights,
+what its layers keep for backward, Llama 3.2 Vision's cross-attention layers, and its FLOPs.
+Every figure is worked by hand from the formulas cited in calculators/vision.py and memory.py."""
+
+import pytest
+from test_architectures import LLAMA_32_11B_VISION, LLAVA_15_7B, QWEN25_VL_7B
+
+from calculators.gpu_catalogue import find_gpu
+from calculators.memory import (
+    GIB,
+    cross_attention_activation_bytes,
+    estimate_memory,
+    vision_tower_activation_bytes,
+)
+from calculators.model_input import spec_from_config_dict
+from calculators.time_model import TimeSettings, estimate_time, vision_flops_per_token
+from calculators.training import TrainingSettings
+from calculators.vision import tower_forward_flops_per_image, tower_tokens_per_image
+
+LLAVA = spec_from_config_dict(LLAVA_15_7B)
+MLLAMA = spec_from_config_dict(LLAMA_32_11B_VISION)
+QWEN_VL = spec_from_config_dict(QWEN25_VL_7B)
+
+
+def bf16(**changes) -> TrainingSettings:
+    """Pure bf16, fused attention, no checkpointing, full training: one micro-batch of one sample."""
+    return TrainingSettings(**({"precision": "bf16", "attention": "fused", "checkpointing": "none"} | changes))
+
+
+def test_llava_clip_tower_keeps_its_layers_activations():
+    """CLIP ViT-L/14 at 336 px: 24^2 + 1 = 577 patches per image, 2 images = 1154 rows; h 1024,
+    f 4096, 16 heads, LayerNorm, GELU. Per layer in pure bf16 with fused attention (bytes per row):
+    two LayerNorms 2 x (2h + 8), q/k/v input h x 2 (one shared copy), q, k, v 3 x 2h, the
+    attention output 2h + fp32 log-sum-exp 4 x 16, fc1 input 2h, GELU input and fc2 input 2 x 2f:
+    16h + 4f + 16 + 64 = 32,848 bytes. 1154 x 32,848 x 24 layers = 909,758,208 bytes."""
+    assert tower_tokens_per_image(LLAVA, bf16(images_per_sample=2)) == 577
+    assert vision_tower_activation_bytes(LLAVA, bf16(images_per_sample=2)) == 909_758_208
+
+
+def test_a_frozen_or_adapter_tuned_tower_keeps_nothing():
+    assert vision_tower_activation_bytes(LLAVA, bf16(images_per_sample=2, freeze_vision_tower=True)) == 0
+    assert vision_tower_activation_bytes(LLAVA, bf16(images_per_sample=2, method="lora")) == 0
+    assert vision_tower_activation_bytes(LLAVA, bf16()) == 0  # no images, no encoder run
+
+
+def test_full_checkpointing_keeps_each_encoder_layer_input_only():
+    """Full checkpointing keeps each layer's input, 2 bytes x 1154 rows x 1024 in pure bf16, x 24."""
+    settings = bf16(images_per_sample=2, checkpointing="full")
+    assert vision_tower_activation_bytes(LLAVA, settings) == 24 * 2 * 1154 * 1024
+
+
+def test_the_encoders_activations_reach_the_peak_phases():
+    """The encoder's bytes are alive from the end of forward to the embedding's backward."""
+    with_images = estimate_memory(LLAVA, bf16(images_per_sample=2, seq_len=256))
+    without = estimate_memory(LLAVA, bf16(seq_len=256 + 2 * 576))
+    for phase in ("end of forward", "backward, embeddings"):
+        added = with_images.phase_components_gib[phase]["activations"]
+        added -= without.phase_components_gib[phase]["activations"]
+        assert added * GIB == pytest.approx(909_758_208)
+
+
+def test_llama32_vision_cross_attention_layers_read_the_image_tiles():
+    """Llama-3.2-11B-Vision, 512 text tokens, one image of 4 tiles x 1601 = 6404 keys and values,
+    pure bf16, fused attention. The projected image states, one shared tensor: 2 x 6404 x 4096 =
+    52,461,568. Per cross-attention layer: k and v over the image instead of the text, repeated to
+    32 heads x 128 = 4096: 2 x 2 x (6404 - 512) x 4096 = 96,534,528; the q RMSNorm over 512 x 4096
+    as HF writes it (fp32 input 4, normalised copy 2, rstd 4 per row): 8,388,608 + 4,194,304 +
+    2,048 = 12,584,960; the k RMSNorm over 6404 x 1024: 26,230,784 + 13,115,392 + 25,616 =
+    39,371,792. 8 layers x 148,491,280 + 52,461,568 = 1,240,391,808 bytes."""
+    settings = bf16(images_per_sample=1, seq_len=512)
+    assert cross_attention_activation_bytes(MLLAMA, settings) == 1_240_391_808
+    # full checkpointing keeps the shared states only
+    assert cross_attention_activation_bytes(MLLAMA, settings.model_copy(update={"checkpointing": "full"})) == (
+        52_461_568
+    )
+    assert cross_attention_activation_bytes(LLAVA, bf16(images_per_sample=1)) == 0
+
+
+def test_the_vision_weights_train_or_freeze():
+    """Qwen2.5-VL-7B: 8,292,166,656 parameters, of which the vision transformer 676,550,144 with its
+    merger (the projector) 44,574,464, so the encoder alone 631,975,680. Frozen, 7,660,190,976
+    train; in pure bf16 every weight is 2 bytes: 16,584,333,312 bytes either way."""
+    trained = estimate_memory(QWEN_VL, bf16())
+    frozen = estimate_memory(QWEN_VL, bf16(freeze_vision_tower=True))
+    assert trained.trainable_parameters == 8_292_166_656
+    assert frozen.trainable_parameters == 8_292_166_656 - 631_975_680 == 7_660_190_976
+    for estimate in (trained, frozen):
+        assert estimate.phases_gib and estimate.phase_components_gib["optimizer step"]["weights"] * GIB == (
+            pytest.approx(2 * 8_292_166_656)
+        )
+    # pure bf16 keeps AdamW's two states in bf16: 4 bytes per trained parameter
+    assert trained.components_gib["optimizer_states"] * GIB == pytest.approx(4 * 8_292_166_656)
+    assert frozen.components_gib["optimizer_states"] * GIB == pytest.approx(4 * 7_660_190_976)
+    assert any("the encoder's 632M frozen" in line for line in frozen.assumptions)
+
+
+def test_lora_keeps_the_encoder_in_the_half_dtype():
+    """Under LoRA the encoder and projector are frozen base weights, 2 bytes each: the VLM's
+    weights exceed its language model's by 2 x 676,550,144 bytes."""
+    text_only = QWEN_VL.model_copy(update={"extra_params": 0, "vision": None})
+    lora = TrainingSettings(method="lora", precision="bf16-mixed")
+    vlm, lm = estimate_memory(QWEN_VL, lora), estimate_memory(text_only, lora)
+    extra = vlm.phase_components_gib["optimizer step"]["weights"] - lm.phase_components_gib["optimizer step"]["weights"]
+    assert extra * GIB == pytest.approx(2 * 676_550_144)
+
+
+def test_encoder_forward_flops():
+    """CLIP ViT-L/14-336 on one image: per layer 2 x 577 x (4 x 1024^2 + 2 x 1024 x 4096) =
+    14,520,680,448 matmul FLOPs and 4 x 577^2 x 1024 = 1,363,677,184 attention FLOPs; x 24 layers
+    = 381,224,583,168."""
+    assert tower_forward_flops_per_image(LLAVA, bf16(images_per_sample=1)) == 381_224_583_168
+
+
+def test_qwen_window_attention_shrinks_the_attention_term():
+    """Qwen2.5-VL at 1296 image tokens: 4 x 1296 = 5184 patches; 4 of 32 blocks attend over the
+    whole image, 28 within 64-patch windows: share (4 + 28 x 64 / 5184) / 32 = 0.13580...
+    Per block 2 x 5184 x (4 x 1280^2 + 3 x 1280 x 3420) + 4 x 5184^2 x 1280 x share."""
+    settings = bf16(images_per_sample=1, image_tokens=1296)
+    share = (4 + 28 * 64 / 5184) / 32
+    per_block = 2 * 5184 * (4 * 1280**2 + 3 * 1280 * 3420) + 4 * 5184**2 * 1280 * share
+    assert tower_forward_flops_per_image(QWEN_VL, settings) == pytest.approx(32 * per_block, rel=1e-12)
+
+
+def test_vision_flops_join_the_model_flops_per_token():
+    """LLaVA, 2 images trained: 3 passes x 2 x 381,224,583,168 over 512 + 2 x 576 = 1664 tokens;
+    frozen: the forward only."""
+    trained = bf16(images_per_sample=2, seq_len=512)
+    assert vision_flops_per_token(LLAVA, trained) == pytest.approx(3 * 2 * 381_224_583_168 / 1664)
+    frozen = trained.model_copy(update={"freeze_vision_tower": True})
+    assert vision_flops_per_token(LLAVA, frozen) == pytest.approx(2 * 381_224_583_168 / 1664)
+
+
+def test_the_step_times_the_encoder_as_its_own_op_class():
+    """A trained encoder costs its forward and backward; a frozen one its forward only, so it is
+    between a third and a half of the trained one (backward is 2x the GEMMs, 2.5x attention)."""
+    gpu, time_settings = find_gpu("H100-SXM5-80GB"), TimeSettings(dataset_tokens=1e9)
+    trained = estimate_time(LLAVA, bf16(images_per_sample=2, seq_len=512), gpu, time_settings)
+    frozen = estimate_time(LLAVA, bf16(images_per_sample=2, seq_len=512, freeze_vision_tower=True), gpu, time_settings)
+    assert "vision" not in estimate_time(LLAVA, bf16(seq_len=512), gpu, time_settings).compute_by_class_s
+    ratio = frozen.compute_by_class_s["vision"] / trained.compute_by_class_s["vision"]
+    assert 1 / 3.5 <= ratio <= 1 / 2.5
+    assert frozen.step_s < trained.step_s
