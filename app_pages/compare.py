@@ -5,7 +5,7 @@ import streamlit as st
 
 from calculators.fit_matrix import fit_matrix
 from calculators.gpu_catalogue import load_gpu_catalogue
-from calculators.inference import tensor_parallel_problem
+from calculators.inference import serving_problem
 from calculators.roofline import matmul_format, roofline_point, workload_intensity_flops_per_byte
 from ui import state
 from ui.charts import memory_bandwidth_figure, roofline_figure, tflops_price_figure
@@ -34,7 +34,7 @@ fits = None
 if not workload.ready:
     st.warning("The workload in the sidebar has an error, so the fit columns are left out.")
 elif workload.is_inference:
-    problem = tensor_parallel_problem(workload.spec, workload.serving.tensor_parallel)
+    problem = serving_problem(workload.spec, workload.serving)
     if problem:
         st.warning(f"Serving settings: {problem}; the fit columns are left out.")
     else:

@@ -40,6 +40,7 @@ from calculators.gpu_catalogue import GpuSpec
 from calculators.memory import GIB
 from calculators.model_spec import ModelSpec
 from calculators.training import Overheads
+from calculators.vision import vision_tower
 
 WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "nf4"]
 KvPrecision = Literal["fp16", "bf16", "fp8", "int8", "fp32"]
@@ -74,6 +75,13 @@ class ServingSettings(BaseModel):
     kv_cache_precision: KvPrecision = "bf16"
     context_len: int = Field(default=8192, gt=0, le=100_000_000, description="tokens per sequence: prompt + generated")
     concurrent_sequences: int = Field(default=1, gt=0, le=MAX_SEQUENCES_SEARCHED)
+    images_per_sequence: int = Field(
+        default=0,
+        ge=0,
+        le=1024,
+        description="images each sequence reads by cross-attention (Llama 3.2 Vision); models that read images "
+        "as tokens count them in the context",
+    )
     tensor_parallel: int = Field(default=1, gt=0, le=1024)
     gpu_memory_utilization: float | None = Field(
         default=None,
@@ -182,18 +190,45 @@ def kv_elements_per_token_layer(spec: ModelSpec, tp: int = 1) -> int:
 
 
 def kv_cache_bytes_per_token(spec: ModelSpec, kv_precision: str = "bf16", tp: int = 1) -> int:
-    """Cache bytes one token adds over all layers, while the context is within any sliding window."""
-    return spec.n_layers * kv_elements_per_token_layer(spec, tp) * KV_BYTES[kv_precision]
+    """Cache bytes one token adds over all layers, while the context is within any sliding window
+    (cross-attention layers cache the images' keys, not the tokens')."""
+    return self_attention_layers(spec) * kv_elements_per_token_layer(spec, tp) * KV_BYTES[kv_precision]
 
 
-def kv_cache_bytes_per_sequence(spec: ModelSpec, kv_precision: str, tp: int, tokens: int) -> int:
+def self_attention_layers(spec: ModelSpec) -> int:
+    """Layers whose cache grows with the tokens: all but Llama 3.2 Vision's cross-attention layers."""
+    tower = vision_tower(spec)
+    return spec.n_layers - (tower.cross_attention_layers if tower is not None else 0)
+
+
+def kv_cache_bytes_per_sequence(spec: ModelSpec, kv_precision: str, tp: int, tokens: int, images: int = 0) -> int:
     """Cache bytes of one sequence of `tokens` on one rank: full-attention layers keep every token,
     sliding-window layers only the last `sliding_window` (Mistral 7B, arXiv 2310.06825, Sec. 2
-    rolling buffer cache; Gemma 2/3 and gpt-oss alternate such layers with global ones)."""
+    rolling buffer cache; Gemma 2/3 and gpt-oss alternate such layers with global ones), and
+    Llama 3.2 Vision's cross-attention layers the keys and values of the sequence's `images`,
+    4 tiles x 1601 each, and nothing per text token (vLLM's Mllama caches the encoder's keys
+    and values in those layers; transformers models/mllama/modeling_mllama.py computes them from
+    the image states only)."""
     per_layer_token = kv_elements_per_token_layer(spec, tp) * KV_BYTES[kv_precision]
     sliding = spec.sliding_window_layers
     windowed = min(tokens, spec.sliding_window) if sliding else 0
-    return per_layer_token * ((spec.n_layers - sliding) * tokens + sliding * windowed)
+    tower = vision_tower(spec)
+    cross = spec.n_layers - self_attention_layers(spec)
+    image_keys = images * tower.cross_attention_tokens_per_image if cross else 0
+    return per_layer_token * ((spec.n_layers - sliding - cross) * tokens + sliding * windowed + cross * image_keys)
+
+
+def serving_problem(spec: ModelSpec, settings: ServingSettings) -> str | None:
+    """Why these serving settings cannot run this model (tensor parallel that does not shard it,
+    images on a model that does not read them by cross-attention), or None."""
+    problem = tensor_parallel_problem(spec, settings.tensor_parallel)
+    tower = vision_tower(spec)
+    if problem is None and settings.images_per_sequence and (tower is None or not tower.cross_attention_layers):
+        problem = (
+            f"{spec.name} does not read images by cross-attention: set images per sequence to 0 and count each "
+            "image's tokens in the context (LLaVA-1.5: 576, Gemma 3: 256, Qwen2.5-VL: (height/28) x (width/28))"
+        )
+    return problem
 
 
 def kv_cache_tokens(settings: ServingSettings, context_len: int | None = None) -> int:
@@ -206,7 +241,11 @@ def kv_cache_tokens(settings: ServingSettings, context_len: int | None = None) -
 def kv_cache_bytes(spec: ModelSpec, settings: ServingSettings) -> int:
     """KV cache of all concurrent sequences on one rank, at the full context length."""
     per_sequence = kv_cache_bytes_per_sequence(
-        spec, settings.kv_cache_precision, settings.tensor_parallel, kv_cache_tokens(settings)
+        spec,
+        settings.kv_cache_precision,
+        settings.tensor_parallel,
+        kv_cache_tokens(settings),
+        settings.images_per_sequence,
     )
     return per_sequence * settings.concurrent_sequences
 
@@ -428,10 +467,16 @@ def _kv_text(spec: ModelSpec, settings: ServingSettings) -> str:
         )
     else:
         shape = (
-            f"2 x {spec.n_layers} layers x {kv_heads_per_rank(spec, tp)} kv-heads per GPU x "
+            f"2 x {self_attention_layers(spec)} layers x {kv_heads_per_rank(spec, tp)} kv-heads per GPU x "
             f"{spec.attention_head_dim} x {element_bytes} B"
         )
     window = ""
+    tower = vision_tower(spec)
+    if tower is not None and tower.cross_attention_layers:
+        window = (
+            f" {tower.cross_attention_layers} cross-attention layers keep {tower.cross_attention_tokens_per_image:,}"
+            f" image keys and values per image ({settings.images_per_sequence} per sequence), none per text token."
+        )
     if spec.sliding_window_layers:
         window = (
             f" {spec.sliding_window_layers} of the {spec.n_layers} layers keep only the last "
@@ -451,6 +496,9 @@ def _tp_text(spec: ModelSpec, tp: int) -> str:
 
 def estimate_serving(spec: ModelSpec, settings: ServingSettings) -> ServingEstimate:
     """Memory on each GPU of the tensor-parallel group serving `settings`."""
+    problem = serving_problem(spec, settings)
+    if problem:
+        raise ValueError(problem)
     parts = _memory_parts_bytes(spec, settings)
     per_token = kv_cache_bytes_per_token(spec, settings.kv_cache_precision, settings.tensor_parallel)
     return ServingEstimate(
@@ -460,7 +508,11 @@ def estimate_serving(spec: ModelSpec, settings: ServingSettings) -> ServingEstim
         overhead_gib=parts["overhead"] / GIB,
         total_gib=sum(parts.values()) / GIB,
         kv_cache_per_sequence_gib=kv_cache_bytes_per_sequence(
-            spec, settings.kv_cache_precision, settings.tensor_parallel, kv_cache_tokens(settings)
+            spec,
+            settings.kv_cache_precision,
+            settings.tensor_parallel,
+            kv_cache_tokens(settings),
+            settings.images_per_sequence,
         )
         / GIB,
         kv_cache_bytes_per_token=per_token,
@@ -490,7 +542,9 @@ def max_concurrency(spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: 
     weights, activations and overhead; 0 when not even one fits. Memory only: vLLM also
     caps the batch at max_num_seqs (256 by default)."""
     tokens = kv_cache_tokens(settings)
-    per_sequence = kv_cache_bytes_per_sequence(spec, settings.kv_cache_precision, settings.tensor_parallel, tokens)
+    per_sequence = kv_cache_bytes_per_sequence(
+        spec, settings.kv_cache_precision, settings.tensor_parallel, tokens, settings.images_per_sequence
+    )
     upper = int(budget_gib(gpu_memory_gib, settings) * GIB // per_sequence) + 1
     upper = min(max(upper, 1), MAX_SEQUENCES_SEARCHED)
     return _largest_passing(1, upper, lambda n: _fits(spec, settings, gpu_memory_gib, concurrent_sequences=n))
@@ -535,7 +589,8 @@ def decode_kv_read_bytes(spec: ModelSpec, settings: ServingSettings, concurrency
     """KV bytes one rank reads per decode step: every sequence's cache at the full context
     (the last step of generation, the slowest)."""
     tp, tokens = settings.tensor_parallel, settings.context_len
-    return concurrency * kv_cache_bytes_per_sequence(spec, settings.kv_cache_precision, tp, tokens)
+    images = settings.images_per_sequence
+    return concurrency * kv_cache_bytes_per_sequence(spec, settings.kv_cache_precision, tp, tokens, images)
 
 
 def decode_flops(spec: ModelSpec, settings: ServingSettings, concurrency: int) -> float:

@@ -375,6 +375,13 @@ def _declare() -> list[Setting]:
         serving("context_len", "ctx", "Context (tokens)", state="s_context_len", flag="--context-len"),
         serving("concurrent_sequences", "conc", "Concurrent sequences", state="s_concurrency", flag="--concurrency"),
         serving(
+            "images_per_sequence",
+            "s_imgs",
+            "Images per sequence (cross-attention)",
+            state="s_images",
+            flag="--images-per-sequence",
+        ),
+        serving(
             "max_batched_tokens",
             "mbt",
             "Tokens per prefill chunk",

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from calculators.inference import ServingSettings, tensor_parallel_problem
+from calculators.inference import ServingSettings, serving_problem
 from calculators.memory import check_supported
 from calculators.model_spec import ModelSpec
 from calculators.modes import METHOD_OF_MODE
@@ -70,8 +70,8 @@ class ServeWorkload(BaseModel):
     serving: ServingSettings
 
     @model_validator(mode="after")
-    def _tensor_parallel_divides(self) -> ServeWorkload:
-        problem = tensor_parallel_problem(self.model, self.serving.tensor_parallel)
+    def _servable(self) -> ServeWorkload:
+        problem = serving_problem(self.model, self.serving)
         if problem:
             raise ValueError(problem)
         return self

@@ -14,7 +14,7 @@ from calculators.inference import (
     max_concurrency,
     max_context_len,
     min_tensor_parallel,
-    tensor_parallel_problem,
+    serving_problem,
 )
 from calculators.model_spec import ModelSpec
 from ui.charts import MARGIN
@@ -32,7 +32,7 @@ def serving_breakdown_figure(parts_gib: dict[str, float], capacity_gib: float) -
 def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
     """Draw the serving answers for the workload's model and serving settings."""
     settings, capacity = workload.serving, workload.gpu_memory_gib
-    problem = tensor_parallel_problem(spec, settings.tensor_parallel)
+    problem = serving_problem(spec, settings)
     if problem:
         st.error(f"Serving settings: {problem}")
         return

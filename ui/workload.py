@@ -381,6 +381,12 @@ def _serving_controls() -> None:
     state.number(col1, "s_context_len", step=1024)
     state.number(col2, "s_concurrency")
     state.number(sidebar, "s_tensor_parallel")
+    state.number(
+        sidebar,
+        "s_images",
+        help="Llama 3.2 Vision caches 4 tiles x 1601 keys and values per image in its cross-attention layers; "
+        "for models that read images as tokens, count those tokens in the context",
+    )
 
 
 def _gpu_controls(catalogue: list[GpuSpec]) -> GpuTarget:

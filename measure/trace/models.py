@@ -48,7 +48,7 @@ from torch import nn
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 from calculators.geometry import layer_linears
-from calculators.model_spec import ModelSpec
+from calculators.model_spec import ModelSpec, extension
 from measure.trace.support import check_spec
 
 BoundaryHook = Callable[[int, torch.Tensor], None]
@@ -407,6 +407,18 @@ class ReferenceTransformer(nn.Module):
         )
         self.final_norm = make_norm(spec, liger) if spec.final_norm else None
         self._build_head(spec)
+        self._build_vision(spec)
+
+    def _build_vision(self, spec: ModelSpec) -> None:
+        """A vision-language model's image encoder and projector (with whatever else of the model
+        lies outside the language model's layers, calculators.model_input) as two flat
+        parameters of their sizes: their weights, gradients and optimizer states are traced, their
+        layers are not (calculators.vision estimates those; check_settings refuses images)."""
+        tower = extension(spec, "vision")
+        encoder = tower.parameters if tower is not None else 0
+        projector = spec.extra_params - encoder
+        self.vision_encoder = nn.Parameter(torch.zeros(encoder)) if encoder else None
+        self.vision_projector = nn.Parameter(torch.zeros(projector)) if projector else None
 
     @property
     def rope(self) -> bool:
@@ -434,6 +446,10 @@ class ReferenceTransformer(nn.Module):
             x = x + self.embed_types(torch.zeros_like(tokens))
         if self.embed_norm is not None:
             x = self.embed_norm(x)
+        for vision in (self.vision_encoder, self.vision_projector):
+            if vision is not None and vision.requires_grad:
+                # joins the graph as image features would, so backward makes its gradient last
+                x = x + (vision.sum() * 0).to(x.dtype)
         return dropout(x, self.spec.dropout)
 
     def layer_context(self, seq: int, dtype: torch.dtype, device: torch.device) -> LayerContext:

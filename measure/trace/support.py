@@ -70,6 +70,12 @@ def check_settings(settings: TrainingSettings) -> None:
         )
     if _setting(settings, "frozen_layers", 0) > 0:
         raise UnsupportedConfiguration("frozen layers are not traced")
+    if _setting(settings, "images_per_sample", 0) > 0:
+        raise UnsupportedConfiguration(
+            "images are not traced: the reference model holds a vision-language model's encoder and projector as "
+            "parameters (their weights, gradients and optimizer states are traced), not as layers; trace with "
+            "images per sample 0 and the image tokens in the sequence length"
+        )
     if _setting(settings, "offload_optimizer", False) or _setting(settings, "offload_parameters", False):
         raise UnsupportedConfiguration("CPU offload (ZeRO-Offload/Infinity) is not traced")
     if settings.optimizer in ("adamw-8bit", "paged-adamw", "paged-adamw-8bit"):

@@ -51,6 +51,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from calculators.model_spec import ModelSpec
 from calculators.training import TrainingSettings, is_autocast, master_weight_bytes
+from calculators.vision import frozen_tower_parameters
 from measure.trace.cuda_emulation import cuda_autocast_policy
 from measure.trace.flops import FlopTally
 from measure.trace.fused_loss import fused_linear_cross_entropy
@@ -140,12 +141,14 @@ class Step:
             )
         if settings.compile:
             self._compile_layers()
+        if frozen_tower_parameters(spec, settings) and self.model.vision_encoder is not None:
+            self.model.vision_encoder.requires_grad_(False)  # --freeze-vision-tower: the projector trains
         if lora:
             adapter_dtype = WEIGHT_DTYPE[settings.precision]
             dropout = getattr(settings, "lora_dropout", 0.0) or 0.0
             self.params = add_adapters(self.model, settings.lora_targets, settings.lora_rank, adapter_dtype, dropout)
         else:
-            self.params = list(self.model.parameters())
+            self.params = [param for param in self.model.parameters() if param.requires_grad]
         mixed = master_weight_bytes(settings.precision) > 0
         self.masters = [p.detach().float() for p in self.params] if mixed else []
         self.optimizer = make_optimizer(self.masters or self.params, settings)

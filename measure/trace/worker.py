@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from calculators.model_spec import ModelSpec
+from calculators.model_spec import ArchitectureSpec, ModelSpec
 from calculators.training import TrainingSettings
 from measure.trace.result import UnsupportedConfiguration
 from measure.trace.support import check_supported
@@ -50,7 +50,8 @@ def answer(line: str) -> dict:
     """Trace one request line; every failure becomes {"error": one line}."""
     try:
         request = json.loads(line)
-        spec = ModelSpec.model_validate(request["spec"])
+        # ArchitectureSpec keeps the extension fields (a VLM's encoder) that ModelSpec would drop
+        spec = ArchitectureSpec.model_validate(request["spec"])
         settings = TrainingSettings.model_validate(request["settings"])
         check_supported(spec, settings)
         result = _trace(spec, settings, request)

@@ -154,6 +154,8 @@ def test_a_shared_link_reproduces_the_cost_page(page, browser, app_url):
     type_number(page, "Negotiated discount on every price (%)", "20", where=main)
     cheapest = main.get_by_text("Cheapest on demand:", exact=False).first
     expect(cheapest).to_be_visible()
+    # the link is rewritten when the rerun after the last keystroke ends: wait for it, not a midway one
+    expect(page).to_have_url(re.compile(r"discount=20(&|$)"))
     headline = cheapest.inner_text()
 
     context, fresh = _reopened(browser, page.url)
