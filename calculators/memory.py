@@ -872,6 +872,26 @@ def attention_inputs_saved_bytes(spec: ModelSpec, settings: TrainingSettings, to
     return saved
 
 
+def qk_norm_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """What q and k RMSNorms save (Qwen3 and Gemma 3 per head, transformers Qwen3Attention:
+    `self.q_norm(self.q_proj(x).view(hidden_shape))`; OLMo 2 over the whole projection,
+    Olmo2Attention). The norm reads the projection's output in the compute dtype and, written as
+    HF writes it, saves its fp32 upcast (4 bytes per element) and the fp32 rstd per normalised row
+    (heads or kv-heads rows per token, or one), plus the normalised copy in the input dtype when
+    the norm's weight trains; Liger's or torch.compile's fused norm saves the input in its own dtype
+    and the rstd (norm_saved_bytes). RoPE then multiplies by cos and sin, which it saves instead of
+    q and k."""
+    if spec.qk_norm == "none":
+        return 0.0
+    c = compute_bytes(settings.precision)
+    width = spec.q_dim + spec.kv_dim
+    rows = spec.n_heads + spec.n_kv_heads if spec.qk_norm == "head" else 2
+    if settings.liger or settings.compile:
+        return tokens * (c * width + 4 * rows)
+    normalised = c if settings.method == "full" else 0
+    return tokens * ((4 + normalised) * width + 4 * rows)
+
+
 def recomputed_core_input_copies_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
     """Copies of q, k and v that eager attention's matmuls make and save: autocast's half
     casts of fp32 inputs, and bmm's contiguous copies of head views (torch.matmul reshapes a
@@ -1059,7 +1079,7 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
     else:
         qkv_names = ("qkv",) if fuses_qkv(spec, settings) else ("q", "k", "v")
         qkv_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(qkv_names)))
-        qkv = attention_inputs_saved_bytes(spec, settings, tokens)
+        qkv = attention_inputs_saved_bytes(spec, settings, tokens) + qk_norm_saved_bytes(spec, settings, tokens)
         terms["attention_projections"] = qkv_inputs + qkv + out_projection_input + mask
     if settings.attention == "fused":
         # flash/SDPA saves its output (heads x value head dim) and the fp32 log-sum-exp per head and token.

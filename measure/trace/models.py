@@ -178,7 +178,7 @@ class Attention(nn.Module):
     """q/k/v projections (fused or separate), rotary positions for Llama style, the attention
     core (eager or fused, optionally recomputed), the output projection and its dropout."""
 
-    def __init__(self, spec: ModelSpec, attention: str, recompute_core: bool) -> None:
+    def __init__(self, spec: ModelSpec, attention: str, recompute_core: bool, liger: bool = False) -> None:
         super().__init__()
         self.head_dim = spec.attention_head_dim
         self.n_heads, self.n_kv_heads = spec.n_heads, spec.n_kv_heads
@@ -191,6 +191,13 @@ class Attention(nn.Module):
             self.k_proj = projection(spec, "k", qkv_bias)
             self.v_proj = projection(spec, "v", qkv_bias)
         self.o_proj = projection(spec, "o", spec.linear_bias)
+        # q/k RMSNorms: per head (Qwen3Attention, Gemma 3) or over the whole projection (Olmo2Attention);
+        # Liger replaces the model's RMSNorm class, these included (apply_liger_kernel_to_qwen3)
+        self.qk_norm = spec.qk_norm
+        q_width, k_width = (self.head_dim, self.head_dim) if spec.qk_norm == "head" else (self.q_dim, self.kv_dim)
+        norm = FusedRMSNorm if liger else RMSNorm
+        self.q_norm = norm(q_width) if spec.qk_norm != "none" else None
+        self.k_norm = norm(k_width) if spec.qk_norm != "none" else None
         self.fused_qkv, self.rope = spec.fused_qkv, spec.position_embedding == "rope"
         self.causal, self.dropout = spec.head == "lm", spec.dropout
         self.softmax_fp32 = is_llama_style(spec)
@@ -205,7 +212,13 @@ class Attention(nn.Module):
             q, k, v = self.qkv_proj(x).split((self.q_dim, self.kv_dim, self.kv_dim), dim=-1)
         else:
             q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
-        return self._heads(q, self.n_heads), self._heads(k, self.n_kv_heads), self._heads(v, self.n_kv_heads)
+        if self.qk_norm == "full":
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k, v = self._heads(q, self.n_heads), self._heads(k, self.n_kv_heads), self._heads(v, self.n_kv_heads)
+        if self.qk_norm == "head":  # on (batch, seq, heads, head_dim), before the transpose, as Qwen3
+            q = self.q_norm(q.transpose(1, 2)).transpose(1, 2)
+            k = self.k_norm(k.transpose(1, 2)).transpose(1, 2)
+        return q, k, v
 
     def _eager_core(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden_future: torch.Tensor | None
@@ -347,7 +360,7 @@ class Block(nn.Module):
         self, spec: ModelSpec, attention: str, checkpointing: str, liger: bool = False, per_submodule: bool = False
     ) -> None:
         super().__init__()
-        self.attn = Attention(spec, attention, recompute_core=checkpointing == "selective")
+        self.attn = Attention(spec, attention, recompute_core=checkpointing == "selective", liger=liger)
         self.mlp = make_mlp(spec, liger)
         self.norms = nn.ModuleList(make_norm(spec, liger) for _ in range(spec.norms_per_layer))
         self.post_norm = is_post_norm(spec)
