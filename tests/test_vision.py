@@ -165,3 +165,18 @@ def test_serving_images_on_a_token_model_is_one_clear_problem(capsys):
     assert main([*args, "--json"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "Traceback" not in err
+
+
+def test_memory_page_shows_the_encoder_with_images_and_freezes_it():
+    """The sidebar's Images expander and 'Freeze the vision tower' drive the Memory page's answer."""
+    from apptest_helpers import open_app
+
+    app = open_app(model="meta-llama/Llama-3.2-11B-Vision", imgs="1")
+    text = " ".join(element.value for element in app.markdown) + " ".join(c.value for c in app.caption)
+    assert "4 tiles" in text or "6404 keys and values" in text
+    freeze = next(box for box in app.sidebar.checkbox if box.label == "Freeze the vision tower")
+    freeze.check().run()
+    assert not app.exception
+    text = " ".join(element.value for element in app.markdown) + " ".join(c.value for c in app.caption)
+    assert "the encoder is frozen" in text
+    assert next(box for box in app.sidebar.checkbox if box.label == "Freeze the vision tower").value
