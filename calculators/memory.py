@@ -1111,7 +1111,10 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
         shared_names = trained.intersection("shared_" + name for name in in_names)
         shared_inputs = len(shared_names) * c * tokens * h if is_autocast(settings.precision) else 0.0
         shared_hidden = hidden_tensors * c * tokens * spec.shared_expert_ffn_size
-        terms["shared_experts"] = shared_inputs + shared_hidden
+        # Qwen2-MoE scales the shared expert by sigmoid(shared_expert_gate(x)) (transformers
+        # Qwen2MoeSparseMoeBlock): the multiply keeps the shared output and the sigmoid (traced)
+        shared_gate = c * tokens * (spec.hidden_size + 1) if spec.shared_expert_gate else 0.0
+        terms["shared_experts"] = shared_inputs + shared_hidden + shared_gate
     if is_adapter_method(settings.method):
         terms["lora_adapters"] = (
             lora_intermediate_bytes(spec, settings, tokens)

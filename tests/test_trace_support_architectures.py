@@ -16,8 +16,6 @@ LLAMA_LIKE = dict(n_layers=2, hidden_size=64, n_heads=4, n_kv_heads=4, ffn_hidde
     ("extra", "reason"),
     [
         ({"kv_lora_rank": 16, "qk_rope_head_dim": 8, "head_dim": 24}, "multi-head latent attention"),
-        ({"n_experts": 4, "experts_per_token": 2, "shared_expert_ffn_size": 64}, "shared experts"),
-        ({"n_experts": 4, "experts_per_token": 2, "n_dense_layers": 1}, "dense MLP layers inside a mixture"),
         ({"attention_sinks": True}, "attention sinks"),
         ({"cross_attention_layers": 1}, "an encoder-decoder"),
         ({"position_embedding": "relative"}, "relative position biases"),

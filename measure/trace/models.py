@@ -167,10 +167,11 @@ def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
 # --- Attention -----------------------------------------------------------------------
 
 
-def projection(spec: ModelSpec, name: str, bias: bool) -> nn.Linear:
+def projection(spec: ModelSpec, name: str, bias: bool, dense: bool = False) -> nn.Linear:
     """The layer's linear `name` with the shape calculators.geometry gives it (one expert's,
-    for a mixture of experts), so the trace and the estimates build the same layers."""
-    shape = next(linear for linear in layer_linears(spec) if linear.name == name)
+    for a mixture of experts; a dense layer's with `dense`), so the trace and the estimates
+    build the same layers."""
+    shape = next(linear for linear in layer_linears(spec, dense=dense) if linear.name == name)
     return nn.Linear(int(shape.in_features), int(shape.out_features), bias=bias)
 
 
@@ -272,17 +273,17 @@ class GatedMLP(nn.Module):
     """down(act(gate(x)) * up(x)) with SiLU (SwiGLU) or tanh-GELU (GeGLU) (Shazeer 2020,
     arXiv 2002.05202); gate and up fused into one projection as Phi-3 when asked."""
 
-    def __init__(self, spec: ModelSpec, liger: bool = False) -> None:
+    def __init__(self, spec: ModelSpec, liger: bool = False, prefix: str = "", dense: bool = False) -> None:
         super().__init__()
         bias = spec.linear_bias
         self.liger = liger and spec.activation == "swiglu"
         self.fused = spec.fused_gate_up
         if self.fused:
-            self.gate_up_proj = projection(spec, "gate_up", bias)
+            self.gate_up_proj = projection(spec, prefix + "gate_up", bias, dense)
         else:
-            self.gate_proj = projection(spec, "gate", bias)
-            self.up_proj = projection(spec, "up", bias)
-        self.down_proj = projection(spec, "down", bias)
+            self.gate_proj = projection(spec, prefix + "gate", bias, dense)
+            self.up_proj = projection(spec, prefix + "up", bias, dense)
+        self.down_proj = projection(spec, prefix + "down", bias, dense)
         self.geglu = spec.activation == "geglu"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -316,13 +317,17 @@ class _SiLUMulFunction(torch.autograd.Function):
 
 
 class SparseMoE(nn.Module):
-    """HF MixtralSparseMoeBlock with balanced static routing (see the module docstring)."""
+    """HF MixtralSparseMoeBlock with balanced static routing (see the module docstring), and the
+    shared experts every token runs beside the routed ones: Qwen2MoeSparseMoeBlock's
+    shared_expert, scaled by sigmoid(shared_expert_gate(x)), or DeepseekV3MoE's shared_experts."""
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__()
         self.gate = nn.Linear(spec.hidden_size, spec.n_experts, bias=False)
         self.experts = nn.ModuleList(GatedMLP(spec) for _ in range(spec.n_experts))
         self.top_k = spec.experts_per_token
+        self.shared_expert = GatedMLP(spec, prefix="shared_") if spec.shared_expert_ffn_size else None
+        self.shared_expert_gate = nn.Linear(spec.hidden_size, 1, bias=False) if spec.shared_expert_gate else None
 
     def _assignments(self, tokens: int, expert: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(token index, choice index) of the pairs routed to `expert`: every E-th pair."""
@@ -340,12 +345,21 @@ class SparseMoE(nn.Module):
             token_index, choice = self._assignments(flat.shape[0], index)
             expert_out = expert(flat[token_index]) * routing[token_index, choice, None]
             out.index_add_(0, token_index, expert_out.to(flat.dtype))
+        if self.shared_expert is not None:
+            shared = self.shared_expert(flat)
+            if self.shared_expert_gate is not None:
+                shared = torch.sigmoid(self.shared_expert_gate(flat)) * shared
+            out = out + shared
         return out.view(batch, seq, hidden)
 
 
-def make_mlp(spec: ModelSpec, liger: bool = False) -> nn.Module:
-    if spec.n_experts > 1:
+def make_mlp(spec: ModelSpec, liger: bool = False, dense: bool = False) -> nn.Module:
+    """The layer's MLP: a mixture of experts' sparse block, or (`dense`) one of its dense
+    layers' single MLP of dense_ffn_hidden_size (DeepSeek-V3's first three layers)."""
+    if spec.n_experts > 1 and not dense:
         return SparseMoE(spec)
+    if spec.n_experts > 1:
+        return GatedMLP(spec, liger, dense=True)
     return GatedMLP(spec, liger) if spec.is_gated_mlp else GeluMLP(spec)
 
 
@@ -357,11 +371,17 @@ class Block(nn.Module):
     post-norm (BERT)."""
 
     def __init__(
-        self, spec: ModelSpec, attention: str, checkpointing: str, liger: bool = False, per_submodule: bool = False
+        self,
+        spec: ModelSpec,
+        attention: str,
+        checkpointing: str,
+        liger: bool = False,
+        per_submodule: bool = False,
+        dense: bool = False,
     ) -> None:
         super().__init__()
         self.attn = Attention(spec, attention, recompute_core=checkpointing == "selective", liger=liger)
-        self.mlp = make_mlp(spec, liger)
+        self.mlp = make_mlp(spec, liger, dense)
         self.norms = nn.ModuleList(make_norm(spec, liger) for _ in range(spec.norms_per_layer))
         self.post_norm = is_post_norm(spec)
         self.per_submodule = per_submodule
@@ -416,7 +436,9 @@ class ReferenceTransformer(nn.Module):
         self.embed_types = nn.Embedding(spec.token_type_vocab, h) if spec.token_type_vocab else None
         self.embed_norm = make_norm(spec, liger) if spec.embedding_norm else None
         self.layers = nn.ModuleList(
-            Block(spec, attention, checkpointing, liger, per_submodule) for _ in range(spec.n_layers)
+            # a mixture of experts' dense layers come first (DeepSeek-V3's first_k_dense_replace)
+            Block(spec, attention, checkpointing, liger, per_submodule, dense=index < spec.n_dense_layers)
+            for index in range(spec.n_layers)
         )
         self.final_norm = make_norm(spec, liger) if spec.final_norm else None
         self._build_head(spec)

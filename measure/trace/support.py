@@ -33,8 +33,6 @@ def _unbuilt_features(spec: ModelSpec) -> list[tuple[bool, str]]:
     have no module for, each with the reason the trace gives."""
     return [
         (spec.is_mla, "multi-head latent attention (DeepSeek-V2/V3 MLA)"),
-        (spec.shared_expert_ffn_size > 0, "shared experts beside the routed ones"),
-        (spec.n_experts > 1 and spec.n_dense_layers > 0, "dense MLP layers inside a mixture of experts"),
         (spec.attention_sinks, "attention sinks"),
         (extension(spec, "cross_attention_layers") > 0, "an encoder-decoder (T5's cross-attention)"),
         (spec.position_embedding == "relative", "relative position biases"),

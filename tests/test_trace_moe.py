@@ -1,0 +1,58 @@
+"""Mixture-of-experts layers the trace now builds (measure.trace.models.SparseMoE, make_mlp):
+shared experts beside the routed ones, Qwen2-MoE's sigmoid gate on them, and dense first layers.
+What the shared experts add at the end of forward is compared with the engine's
+'shared_experts' term (calculators.memory.layer_activation_terms)."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculators.memory import GIB, estimate_memory
+from calculators.model_spec import ModelSpec
+from calculators.training import TrainingSettings
+
+torch = pytest.importorskip("torch")
+
+from measure.trace.tracer import trace_step  # noqa: E402
+
+TINY_MOE = dict(
+    n_layers=3, hidden_size=64, n_heads=4, n_kv_heads=2, ffn_hidden_size=48, vocab_size=256,
+    max_position_embeddings=64, n_experts=4, experts_per_token=2,
+)  # fmt: skip
+
+
+def added_at_end_of_forward(source, extra: dict, settings: TrainingSettings) -> float:
+    with_extra = source(ModelSpec(**TINY_MOE | extra), settings)
+    without = source(ModelSpec(**TINY_MOE), settings)
+    return (with_extra.phases_gib["end of forward"] - without.phases_gib["end of forward"]) * GIB
+
+
+@pytest.mark.parametrize("precision", ["bf16-mixed", "bf16"])
+@pytest.mark.parametrize(
+    "extra",
+    [{"shared_expert_ffn_size": 96}, {"shared_expert_ffn_size": 96, "shared_expert_gate": True}],
+    ids=["deepseek-shared", "qwen2-moe-gated-shared"],
+)
+def test_shared_experts_save_what_the_engine_counts(extra, precision):
+    """1024 tokens. Without a gate the shared expert keeps gate, act(gate), up and down's input
+    (4 x 2 x 1024 x 96 per layer) and, under autocast, its gate and up linears' half copies of the
+    input (2 x 2 x 1024 x 64); the sigmoid gate adds the shared output and the sigmoid that its
+    multiply keeps, 2 x 1024 x (64 + 1) per layer. Traced and estimated agree to the gate's and the
+    expert's own weights."""
+    settings = TrainingSettings(seq_len=256, micro_batch=4, precision=precision)
+    traced = added_at_end_of_forward(trace_step, extra, settings)
+    estimated = added_at_end_of_forward(estimate_memory, extra, settings)
+    assert estimated > 2_000_000
+    weights = 3 * (3 * 64 * 96 + 64) * 4  # the new weights, fp32 at most
+    assert traced == pytest.approx(estimated, abs=weights)
+
+
+def test_dense_first_layers_are_built_with_their_own_width():
+    """DeepSeek-V3's first_k_dense_replace: the first n_dense_layers run one MLP of
+    dense_ffn_hidden_size; the traced weights count 3 x 64 x 160 for it, not 4 experts."""
+    from measure.trace.models import build_model
+
+    model = build_model(ModelSpec(**TINY_MOE | {"n_dense_layers": 1, "dense_ffn_hidden_size": 160}))
+    dense, sparse = model.layers[0].mlp, model.layers[1].mlp
+    assert sum(p.numel() for p in dense.parameters()) == 3 * 64 * 160
+    assert sum(p.numel() for p in sparse.parameters()) == 64 * 4 + 4 * 3 * 64 * 48
