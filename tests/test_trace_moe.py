@@ -27,11 +27,13 @@ def added_at_end_of_forward(source, extra: dict, settings: TrainingSettings) -> 
     return (with_extra.phases_gib["end of forward"] - without.phases_gib["end of forward"]) * GIB
 
 
-@pytest.mark.parametrize("precision", ["bf16-mixed", "bf16"])
 @pytest.mark.parametrize(
-    "extra",
-    [{"shared_expert_ffn_size": 96}, {"shared_expert_ffn_size": 96, "shared_expert_gate": True}],
-    ids=["deepseek-shared", "qwen2-moe-gated-shared"],
+    ("extra", "precision"),
+    [
+        ({"shared_expert_ffn_size": 96}, "bf16-mixed"),
+        ({"shared_expert_ffn_size": 96, "shared_expert_gate": True}, "bf16"),
+    ],
+    ids=["deepseek-shared-bf16-mixed", "qwen2-moe-gated-shared-bf16"],
 )
 def test_shared_experts_save_what_the_engine_counts(extra, precision):
     """1024 tokens. Without a gate the shared expert keeps gate, act(gate), up and down's input
