@@ -28,10 +28,20 @@ LORA_TARGET_MODULES: dict[str, frozenset[str]] = {
 ALL_LINEARS = LORA_TARGET_MODULES["all-linear"]
 
 
+# Multi-head latent attention's projections answer to the names of those they replace: q_a and
+# q_b make q, kv_a and kv_b make k and v (calculators.memory.mla_attention_saved_bytes).
+LATENT_PROJECTION_ROLES = {"q_a": ("q",), "q_b": ("q",), "kv_a": ("k", "v"), "kv_b": ("k", "v")}
+
+
+def is_adapted(linear_name: str, targets: str) -> bool:
+    """Whether the preset `targets` puts a LoRA adapter on the linear `linear_name`."""
+    names = LORA_TARGET_MODULES[targets]
+    return linear_name in names or any(role in names for role in LATENT_PROJECTION_ROLES.get(linear_name, ()))
+
+
 def adapted_linears(spec: ModelSpec, targets: str, tensor_parallel: int = 1) -> list[Linear]:
     """The linears of a layer that get a LoRA adapter."""
-    names = LORA_TARGET_MODULES[targets]
-    return [linear for linear in layer_linears(spec, tensor_parallel) if linear.name in names]
+    return [linear for linear in layer_linears(spec, tensor_parallel) if is_adapted(linear.name, targets)]
 
 
 def lora_parameters_per_layer(spec: ModelSpec, rank: int, targets: str, tensor_parallel: int = 1) -> float:

@@ -15,7 +15,6 @@ LLAMA_LIKE = dict(n_layers=2, hidden_size=64, n_heads=4, n_kv_heads=4, ffn_hidde
 @pytest.mark.parametrize(
     ("extra", "reason"),
     [
-        ({"kv_lora_rank": 16, "qk_rope_head_dim": 8, "head_dim": 24}, "multi-head latent attention"),
         ({"attention_sinks": True}, "attention sinks"),
         ({"cross_attention_layers": 1}, "an encoder-decoder"),
         ({"position_embedding": "relative"}, "relative position biases"),
@@ -36,9 +35,9 @@ def test_plain_llama_and_mixtral_are_still_traced():
     check_spec(ModelSpec(**LLAMA_LIKE | {"n_experts": 4, "experts_per_token": 2}))
 
 
-def test_qk_norm_models_are_traced():
-    """Qwen3 (a MoE without shared experts), Gemma 3 and OLMo 2's q/k norms are built."""
-    for config in (QWEN3_30B_A3B, GEMMA3_1B):
+def test_qk_norm_and_deepseek_models_are_traced():
+    """Qwen3 (a MoE without shared experts), Gemma 3 and OLMo 2's q/k norms, and DeepSeek-V3, are built."""
+    for config in (QWEN3_30B_A3B, GEMMA3_1B, DEEPSEEK_V3):  # DeepSeek: MLA, shared experts, dense first layers
         check_spec(spec(config))
     check_spec(ModelSpec(**LLAMA_LIKE | {"qk_norm": "full"}))
 
@@ -46,7 +45,6 @@ def test_qk_norm_models_are_traced():
 @pytest.mark.parametrize(
     ("config", "reason"),
     [
-        (DEEPSEEK_V3, "multi-head latent attention"),
         (GPT_OSS_20B, "attention sinks"),
     ],
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from calculators.finetune import LORA_TARGET_MODULES
+from calculators.finetune import is_adapted
 from measure.trace.models import dropout as cuda_dropout
 
 # Reference-model attribute name -> the engine's linear name.
@@ -29,6 +29,10 @@ ENGINE_NAME = {
     "up_proj": "up",
     "gate_up_proj": "gate_up",
     "down_proj": "down",
+    "q_a_proj": "q_a",
+    "q_b_proj": "q_b",
+    "kv_a_proj_with_mqa": "kv_a",
+    "kv_b_proj": "kv_b",
 }
 
 
@@ -54,11 +58,11 @@ def add_adapters(
     """Freeze every parameter, wrap the targeted linears of the layers, return the adapters."""
     for param in model.parameters():
         param.requires_grad_(False)
-    wanted = LORA_TARGET_MODULES[targets]
     adapters: list[nn.Parameter] = []
     for module in list(model.modules()):
         for attribute, child in list(module.named_children()):
-            if isinstance(child, nn.Linear) and ENGINE_NAME.get(attribute) in wanted:
+            engine_name = ENGINE_NAME.get(attribute)
+            if isinstance(child, nn.Linear) and engine_name and is_adapted(engine_name, targets):
                 wrapped = LoraLinear(child, rank, adapter_dtype, dropout)
                 setattr(module, attribute, wrapped)
                 adapters += [wrapped.lora_a.weight, wrapped.lora_b.weight]

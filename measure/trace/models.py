@@ -253,6 +253,61 @@ class Attention(nn.Module):
         return dropout(out, self.dropout)
 
 
+class LatentAttention(nn.Module):
+    """DeepSeek-V2/V3 multi-head latent attention as transformers writes it
+    (models/deepseek_v3/modeling_deepseek_v3.py DeepseekV3Attention.forward): q through q_a, an
+    RMSNorm and q_b (or one q projection without q_lora_rank); k and v from one compressed latent,
+    kv_a to kv_lora_rank plus a shared rope key, an RMSNorm, then kv_b to heads x (nope + v);
+    RoPE on the rope parts only, the shared rope key broadcast to every head, q and k made whole
+    by cat, the core over q/k of nope + rope and v of v_head_dim, and o from heads x v_head_dim."""
+
+    def __init__(self, spec: ModelSpec, attention: str, recompute_core: bool, liger: bool = False) -> None:
+        super().__init__()
+        self.n_heads, self.head_dim = spec.n_heads, spec.attention_head_dim
+        self.rope_dim, self.v_dim = spec.qk_rope_head_dim, spec.value_head_dim
+        self.kv_rank = spec.kv_lora_rank
+        norm = FusedRMSNorm if liger else RMSNorm
+        if spec.q_lora_rank:
+            self.q_a_proj = projection(spec, "q_a", False)
+            self.q_a_layernorm = norm(spec.q_lora_rank)
+            self.q_b_proj = projection(spec, "q_b", False)
+        else:
+            self.q_proj = projection(spec, "q", False)
+        self.kv_a_proj_with_mqa = projection(spec, "kv_a", False)
+        self.kv_a_layernorm = norm(spec.kv_lora_rank)
+        self.kv_b_proj = projection(spec, "kv_b", False)
+        self.o_proj = projection(spec, "o", False)
+        self.attention, self.recompute_core = attention, recompute_core
+
+    def _query(self, x: torch.Tensor) -> torch.Tensor:
+        if hasattr(self, "q_proj"):
+            return self.q_proj(x)
+        return self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))
+
+    def _core(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, future: torch.Tensor | None) -> torch.Tensor:
+        if self.attention == "eager":  # HF eager_attention_forward, softmax in fp32
+            scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(self.head_dim))
+            scores = scores.masked_fill(future, torch.finfo(scores.dtype).min)
+            return torch.matmul(F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype), v)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def forward(self, x: torch.Tensor, context: LayerContext) -> torch.Tensor:
+        batch, seq, _ = x.shape
+        nope = self.head_dim - self.rope_dim
+        q = self._query(x).view(batch, seq, self.n_heads, self.head_dim).transpose(1, 2)
+        q_pass, q_rot = q.split((nope, self.rope_dim), dim=-1)
+        k_pass, k_rot = self.kv_a_proj_with_mqa(x).split((self.kv_rank, self.rope_dim), dim=-1)
+        kv = self.kv_b_proj(self.kv_a_layernorm(k_pass)).view(batch, seq, self.n_heads, nope + self.v_dim)
+        k_pass, v = kv.transpose(1, 2).split((nope, self.v_dim), dim=-1)
+        k_rot = k_rot.view(batch, 1, seq, self.rope_dim)
+        q_rot, k_rot = apply_rotary(q_rot, context.cos, context.sin), apply_rotary(k_rot, context.cos, context.sin)
+        k_rot = k_rot.expand(*k_pass.shape[:-1], -1)
+        q, k = torch.cat((q_pass, q_rot), dim=-1), torch.cat((k_pass, k_rot), dim=-1)
+        args = (q, k, v, context.hidden_future)
+        out = checkpoint(self._core, *args, use_reentrant=False) if self.recompute_core else self._core(*args)
+        return self.o_proj(out.transpose(1, 2).reshape(batch, seq, self.n_heads * self.v_dim))
+
+
 # --- MLPs ----------------------------------------------------------------------------
 
 
@@ -380,7 +435,8 @@ class Block(nn.Module):
         dense: bool = False,
     ) -> None:
         super().__init__()
-        self.attn = Attention(spec, attention, recompute_core=checkpointing == "selective", liger=liger)
+        attention_class = LatentAttention if spec.is_mla else Attention
+        self.attn = attention_class(spec, attention, recompute_core=checkpointing == "selective", liger=liger)
         self.mlp = make_mlp(spec, liger, dense)
         self.norms = nn.ModuleList(make_norm(spec, liger) for _ in range(spec.norms_per_layer))
         self.post_norm = is_post_norm(spec)
@@ -488,7 +544,8 @@ class ReferenceTransformer(nn.Module):
         return dropout(x, self.spec.dropout)
 
     def layer_context(self, seq: int, dtype: torch.dtype, device: torch.device) -> LayerContext:
-        head_dim = self.spec.attention_head_dim
+        # multi-head latent attention rotates only its rope part of each head
+        head_dim = self.spec.qk_rope_head_dim if self.spec.is_mla else self.spec.attention_head_dim
         cos, sin = rotary_cos_sin(seq, head_dim, dtype, device) if self.rope else (None, None)
         eager_causal = self.spec.head == "lm" and self.attention == "eager"
         hidden_future = torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1) if eager_causal else None
