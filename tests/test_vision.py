@@ -180,3 +180,16 @@ def test_memory_page_shows_the_encoder_with_images_and_freezes_it():
     text = " ".join(element.value for element in app.markdown) + " ".join(c.value for c in app.caption)
     assert "the encoder is frozen" in text
     assert next(box for box in app.sidebar.checkbox if box.label == "Freeze the vision tower").value
+
+
+def test_data_parallel_reduces_the_trained_vision_parameters():
+    """Qwen2.5-VL-7B: data parallelism reduces the gradients of the 676,550,144 encoder and
+    projector parameters beside the language model's, 44,574,464 (the projector) when frozen."""
+    from calculators.communication import trainable_parameters_per_rank
+
+    text_only = QWEN_VL.model_copy(update={"extra_params": 0, "vision": None})
+    settings = bf16(gpus=8)
+    base = trainable_parameters_per_rank(text_only, settings)
+    assert trainable_parameters_per_rank(QWEN_VL, settings) - base == 676_550_144
+    frozen = settings.model_copy(update={"freeze_vision_tower": True})
+    assert trainable_parameters_per_rank(QWEN_VL, frozen) - base == 44_574_464
