@@ -442,7 +442,12 @@ class StepCompute(BaseModel):
 
 
 def vision_seconds(
-    spec: ModelSpec, settings: TrainingSettings, gpu: GpuSpec, rates: GemmRates, attention_fraction: float, fused: bool
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    rates: GemmRates,
+    attention_peak: float,
+    attention_fraction: float,
+    fused: bool,
 ) -> float:
     """One micro-batch's images through a vision-language model's image encoder, on the first
     pipeline stage (calculators.vision): each layer's GEMMs, attention and bandwidth-bound ops
@@ -451,17 +456,17 @@ def vision_seconds(
     windowed layers, VisionTower.attention_share) and, for Llama 3.2 Vision, its
     cross-attention layers' keys and values over the image tokens. A frozen encoder runs forward
     only: it sits at the input, so no gradient flows into it; a trained one adds its backward
-    (and its recomputation under full checkpointing). `settings` are the workload's, images in."""
+    (and its recomputation under full checkpointing). `settings` are the workload's, images in;
+    the attention rate is the language model's (step_compute's)."""
     if not settings.images_per_sample or vision_tower(spec) is None:
         return 0.0
     encoder, run = tower_model_spec(spec), tower_settings(spec, settings)
     trains = tower_trains(settings)
-    attention_peak = gpu.dense_tflops("bf16") or rates.peak_tflops
     gemm_fwd, gemm_bwd = layer_gemm_seconds(encoder, run, rates, trains)
     share = vision_tower(spec).attention_share(run.seq_len)
     attention_fwd = 2 * share * attention_seconds_forward(encoder, run, attention_peak, attention_fraction)
     tokens = run.micro_batch * run.seq_len
-    elementwise_fwd = tokens * elementwise_bytes_per_token(encoder, run, fused) / (gpu.memory_bandwidth_tbps * 1e12)
+    elementwise_fwd = tokens * elementwise_bytes_per_token(encoder, run, fused) / (rates.bandwidth_tbps * 1e12)
     forward = gemm_fwd + attention_fwd + elementwise_fwd
     per_layer = forward
     if trains:
@@ -551,9 +556,8 @@ def step_compute(
     gemm_per_micro = layers * fwd + backward_layers * bwd + head_fwd + head_bwd
 
     attention_peak = gpu.dense_tflops("bf16") or peak_tflops  # fp8 runs attention in bf16
-    attn_fwd = attention_seconds_forward(
-        spec, settings, attention_peak, flash_attention_fraction(gpu, attention_kernel)
-    )
+    attention_fraction = flash_attention_fraction(gpu, attention_kernel)
+    attn_fwd = attention_seconds_forward(spec, settings, attention_peak, attention_fraction)
     attention_per_micro = layers * attn_fwd + backward_layers * attn_fwd * 2.5
 
     tokens = settings.micro_batch * settings.seq_len
@@ -583,8 +587,7 @@ def step_compute(
     m = settings.grad_accum
     vision_per_micro = 0.0
     if with_images is not None:
-        attention_fraction = flash_attention_fraction(gpu, attention_kernel)
-        vision_per_micro = vision_seconds(spec, with_images, gpu, rates, attention_fraction, fused)
+        vision_per_micro = vision_seconds(spec, with_images, rates, attention_peak, attention_fraction, fused)
     return StepCompute(
         vision_s=m * vision_per_micro,
         gemm_s=m * gemm_per_micro,
