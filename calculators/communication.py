@@ -40,7 +40,7 @@ from calculators.geometry import (
 )
 from calculators.model_spec import ModelSpec
 from calculators.training import TrainingSettings, compute_bytes, gradient_bytes, weight_bytes
-from calculators.vision import frozen_tower_parameters
+from calculators.vision import trained_vision_parameters
 
 # Achieved / spec NVLink bandwidth: about 88% (github.com/stas00/ml-engineering network/README.md
 # @7bc7c305).
@@ -91,7 +91,7 @@ def trainable_parameters_per_rank(spec: ModelSpec, settings: TrainingSettings, e
       vocab x h matrices are split over t (Megatron-LM VocabParallelEmbedding), the rest
       replicated; layer biases are left out (they are under 0.1% of a layer); a
       vision-language model's encoder and projector sit with the embedding, replicated, the
-      encoder left out when frozen (calculators.vision.frozen_tower_parameters);
+      encoder left out when frozen (calculators.vision.trained_vision_parameters);
     - LoRA/QLoRA: only the adapters, r x (in + out) per adapted linear (Hu et al. 2021,
       arXiv 2106.09685, Sec. 4.1), on the stage's layers.
     """
@@ -105,7 +105,7 @@ def trainable_parameters_per_rank(spec: ModelSpec, settings: TrainingSettings, e
     vocab = vocab_matrix_elements(spec)
     # vocabulary-parallel: the vocab x h matrix split over t; positions, norms and the rest replicated
     embedding = 0.0 if settings.frozen_layers else counts.embedding - vocab + split(vocab, t)
-    embedding += spec.extra_params - frozen_tower_parameters(spec, settings)
+    embedding += trained_vision_parameters(spec, settings)
     untied_head = lm_head_params(spec)
     head = counts.head - untied_head + split(untied_head, t)
     ends = embedding + head if p == 1 else max(embedding, head)

@@ -82,6 +82,7 @@ from calculators.vision import (
     tower_model_spec,
     tower_settings,
     tower_trains,
+    trained_vision_parameters,
     vision_tower,
 )
 
@@ -362,8 +363,8 @@ def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSett
     # a vision-language model's encoder and projector sit before the embedding, on its stage,
     # replicated across tensor-parallel ranks; their gradients come last in backward
     vision = spec.extra_params if has_embedding else 0
-    vision_frozen = frozen_tower_parameters(spec, settings) if has_embedding else 0
-    vision_trained = vision - vision_frozen
+    vision_trained = trained_vision_parameters(spec, settings) if has_embedding else 0
+    vision_frozen = vision - vision_trained
     trainable = layers_trained + (embedding if train_embedding else 0) + head_other + vision_trained
     trainable += head_matrix if train_head else 0
     frozen = layers_held - layers_trained + (0 if train_embedding else embedding) + (0 if train_head else head_matrix)

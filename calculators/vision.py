@@ -97,6 +97,12 @@ def frozen_tower_parameters(spec: ModelSpec, settings: TrainingSettings) -> int:
     return 0 if tower_trains(settings) else tower.parameters
 
 
+def trained_vision_parameters(spec: ModelSpec, settings: TrainingSettings) -> int:
+    """Parameters outside the language model's layers that train in full training: the encoder
+    and projector (and Mllama's cross-attention gates), less a frozen encoder."""
+    return spec.extra_params - frozen_tower_parameters(spec, settings)
+
+
 def cross_attention_image_tokens(spec: ModelSpec, settings: TrainingSettings) -> int:
     """Keys and values each cross-attention layer reads per sample: images x tiles x 1601 for
     Llama 3.2 Vision at 560 px (modeling_mllama.py: the padding is sliced off before the
