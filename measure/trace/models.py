@@ -167,6 +167,27 @@ def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
 # --- Attention -----------------------------------------------------------------------
 
 
+def eager_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    hidden_future: torch.Tensor | None,
+    softmax_fp32: bool,
+    dropout_p: float,
+) -> torch.Tensor:
+    """HF eager_attention_forward / GPT2Attention._attn / BertSelfAttention: scores scaled by
+    1/sqrt(q's head size), the future masked, softmax (in fp32 in Llama-style code), dropout,
+    then the weighted sum of v (whose head size may differ, as latent attention's does)."""
+    scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    if hidden_future is not None:
+        scores = scores.masked_fill(hidden_future, torch.finfo(scores.dtype).min)
+    if softmax_fp32:
+        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    else:
+        probs = F.softmax(scores, dim=-1).type(v.dtype)
+    return torch.matmul(dropout(probs, dropout_p), v)
+
+
 def projection(spec: ModelSpec, name: str, bias: bool, dense: bool = False) -> nn.Linear:
     """The layer's linear `name` with the shape calculators.geometry gives it (one expert's,
     for a mixture of experts; a dense layer's with `dense`), so the trace and the estimates
@@ -224,15 +245,7 @@ class Attention(nn.Module):
     def _eager_core(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden_future: torch.Tensor | None
     ) -> torch.Tensor:
-        """HF eager_attention_forward / GPT2Attention._attn / BertSelfAttention."""
-        scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(self.head_dim))
-        if hidden_future is not None:
-            scores = scores.masked_fill(hidden_future, torch.finfo(scores.dtype).min)
-        if self.softmax_fp32:
-            probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
-        else:
-            probs = F.softmax(scores, dim=-1).type(v.dtype)
-        return torch.matmul(dropout(probs, self.dropout), v)
+        return eager_attention(q, k, v, hidden_future, self.softmax_fp32, self.dropout)
 
     def _fused_core(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden_future: torch.Tensor | None
@@ -285,10 +298,8 @@ class LatentAttention(nn.Module):
         return self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))
 
     def _core(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, future: torch.Tensor | None) -> torch.Tensor:
-        if self.attention == "eager":  # HF eager_attention_forward, softmax in fp32
-            scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(self.head_dim))
-            scores = scores.masked_fill(future, torch.finfo(scores.dtype).min)
-            return torch.matmul(F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype), v)
+        if self.attention == "eager":
+            return eager_attention(q, k, v, future, softmax_fp32=True, dropout_p=0.0)
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
     def forward(self, x: torch.Tensor, context: LayerContext) -> torch.Tensor:
