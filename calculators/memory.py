@@ -1902,8 +1902,9 @@ def images_note(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
             f"{settings.images_per_sample * per_image} tokens added to the {settings.seq_len} text tokens of each "
             "sequence"
         )
-    if tower is None:
-        return [reads + "; the vision tower's weights are counted, its activations are not (tower not read)."]
+    if tower is None:  # tokens per image given by hand, or an encoder whose shapes are not read
+        counted = "its weights are counted, its activations are not" if spec.extra_params else "it is not counted"
+        return [f"{reads}; the vision tower's shapes are not known: {counted}."]
     notes = vision_weights_note(spec, settings)
     patches = tower_settings(spec, settings).seq_len
     if tower_trains(settings):
