@@ -798,6 +798,8 @@ def norm_saved_bytes(
     same: AOT autograd's min-cut partitioner (torch/_functorch/partitioners.py,
     min_cut_rematerialization_partition) recomputes the upcast and the normalised tensor, which
     are pointwise functions of the saved input and rstd.
+    Gemma's RMSNorm multiplies by (1 + weight) before casting back, so that copy is fp32
+    (rmsnorm_weight_operand_bytes).
     `width` is the normalised width when it is not the hidden size (MLA's latent norms).
     """
     h = spec.hidden_size if width is None else width
@@ -806,8 +808,17 @@ def norm_saved_bytes(
         return r * tokens * h + 8 * tokens
     if settings.liger or settings.compile:
         return r * tokens * h + 4 * tokens
-    normalised_for_weight = r * tokens * h if weight_trainable else 0
+    normalised_for_weight = rmsnorm_weight_operand_bytes(spec, r) * tokens * h if weight_trainable else 0
     return 4 * tokens * h + normalised_for_weight + 4 * tokens
+
+
+def rmsnorm_weight_operand_bytes(spec: ModelSpec, input_bytes: int) -> int:
+    """Bytes per element of the normalised tensor an HF RMSNorm saves for its weight's gradient:
+    Llama's casts to the input dtype and then multiplies (`self.weight * x.to(input_dtype)`,
+    transformers models/llama/modeling_llama.py), Gemma's multiplies the fp32 tensor by
+    (1 + weight) and casts the product (ModelSpec.scales_norm_in_fp32), so it saves 4 bytes even
+    when the input is half. Traced (tests/test_trace_softcap.py)."""
+    return 4 if spec.scales_norm_in_fp32 else input_bytes
 
 
 def linear_inputs_saved_bytes(settings: TrainingSettings, tokens: int, width: int, n_linears: int) -> float:
@@ -851,7 +862,19 @@ def attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
         # row max and row sum (8 bytes per row of s scores), and recomputes the softmax from
         # them (traced: measure/trace/compile_partition.py)
         return c + mask + probs_for_value_matmul + 8 / settings.seq_len
-    return softmax_out + mask + probs_for_value_matmul
+    return softmax_out + mask + probs_for_value_matmul + softcap_tanh_bytes(spec, settings)
+
+
+def softcap_tanh_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Bytes per score element that Gemma 2's attention soft-capping saves under eager attention:
+    the scores go through `/ cap`, `tanh`, `* cap` before the mask and the softmax (huggingface/
+    transformers src/transformers/models/gemma2/modeling_gemma2.py @006e8693, eager_attention_forward;
+    torchtune torchtune/models/gemma2/_attention.py @bd2a0fc7 does the same). Scaling by a constant
+    saves nothing; tanh saves its output, in the compute dtype, for its backward (1 - y^2).
+    Flash-attention 2.6+ caps inside the kernel (`softcap=`) and saves nothing more."""
+    if spec.attention_softcap is None or settings.attention != "eager" or settings.compile:
+        return 0.0
+    return float(compute_bytes(settings.precision))
 
 
 def attention_inputs_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
@@ -889,7 +912,7 @@ def qk_norm_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int
     rows = spec.n_heads + spec.n_kv_heads if spec.qk_norm == "head" else 2
     if settings.liger or settings.compile:
         return tokens * (c * width + 4 * rows)
-    normalised = c if settings.method == "full" else 0
+    normalised = rmsnorm_weight_operand_bytes(spec, c) if settings.method == "full" else 0
     return tokens * ((4 + normalised) * width + 4 * rows)
 
 
@@ -1269,7 +1292,8 @@ def logits_bytes(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, fl
     loss, so the compute-dtype logits are freed before backward; at the loss gradient
     the fp32 log-probabilities and two fp32 gradients (of the log-probabilities and of
     the upcast logits) are alive: b*s*V*12 (measured in the trace at
-    _log_softmax_backward_data). A classifier head's logits are negligible. Under tensor
+    _log_softmax_backward_data). Gemma 2's final soft-capping keeps its tanh output through
+    both moments (logit_softcap_tanh_bytes). A classifier head's logits are negligible. Under tensor
     parallelism each rank holds its vocabulary slice (Megatron's vocab-parallel
     cross-entropy).
     """
@@ -1281,8 +1305,22 @@ def logits_bytes(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, fl
     if settings.loss == "fused-linear":
         return fused_linear_loss_bytes(spec, settings)
     elements = settings.micro_batch * settings.seq_len * spec.vocab_size
-    forward = (compute_bytes(settings.precision) + 4) * elements
-    return _per_rank(forward, settings), _per_rank(3 * 4 * elements, settings)
+    capped = logit_softcap_tanh_bytes(spec, settings)
+    forward = (compute_bytes(settings.precision) + 4) * elements + capped
+    return _per_rank(forward, settings), _per_rank(3 * 4 * elements + capped, settings)
+
+
+def logit_softcap_tanh_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Gemma 2's final soft-capping of the whole logits, `logits / cap`, `tanh`, `* cap` before
+    the loss (huggingface/transformers src/transformers/models/gemma2/modeling_gemma2.py @006e8693,
+    Gemma2ForCausalLM.forward): tanh saves its output, b*s*V in the compute dtype, alive from the
+    end of forward until backward reaches it after the loss gradient. Only the full loss makes
+    whole logits; Liger's fused linear cross-entropy caps inside its kernel (`softcap`), and
+    torchtune caps the final norm's output, h wide, not the logits (torchtune/models/gemma2/
+    _component_builders.py @bd2a0fc7, Gemma2FinalNorm)."""
+    if spec.head != "lm" or spec.logit_softcap is None or settings.loss != "full":
+        return 0.0
+    return float(compute_bytes(settings.precision) * settings.micro_batch * settings.seq_len * spec.vocab_size)
 
 
 def kept_logits_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -1385,9 +1423,12 @@ def attention_backward_bytes_per_score(spec: ModelSpec, settings: TrainingSettin
       new gradient of the probabilities, in the compute dtype;
     - softmax backward (the dropout output and mask are gone by then): the softmax output,
       its gradient and the gradient of the scores, all in softmax's dtype
-      (_softmax_backward_data). Measured in the trace (bench/accuracy.py)."""
+      (_softmax_backward_data), and soft-capping's tanh output (softcap_tanh_bytes), which its
+      own backward reads next. Measured in the trace (bench/accuracy.py)."""
     softmax_out = 4 if softmax_in_fp32(spec, settings) else compute_bytes(settings.precision)
-    return max(attention_score_bytes(spec, settings) + compute_bytes(settings.precision), 3 * softmax_out)
+    value_matmul_moment = attention_score_bytes(spec, settings) + compute_bytes(settings.precision)
+    # soft-capping's saved tanh output waits through the softmax backward for its own
+    return max(value_matmul_moment, 3 * softmax_out + softcap_tanh_bytes(spec, settings))
 
 
 def saved_after_attention_core_bytes(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -1508,7 +1549,36 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, grads_persist: boo
         "plus the hidden gradient) and, with eager attention, its attention-backward moment (score-sized "
         "gradients); gradients appear as backward reaches their layer (traced, bench/accuracy.py)."
     )
-    return notes + _method_notes(spec, settings) + _offload_notes(settings) + _parallel_notes(spec, settings)
+    return (
+        notes
+        + _softcap_notes(spec, settings)
+        + _method_notes(spec, settings)
+        + _offload_notes(settings)
+        + _parallel_notes(spec, settings)
+    )
+
+
+def _softcap_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
+    """What Gemma 2's soft-capping keeps, and transformers' advice to train it with eager attention
+    (Gemma2ForCausalLM.forward warns otherwise, models/gemma2/modeling_gemma2.py @006e8693)."""
+    notes = []
+    if spec.attention_softcap is not None:
+        if softcap_tanh_bytes(spec, settings):
+            notes.append(
+                f"Attention soft-capping ({spec.attention_softcap:g} x tanh(scores / {spec.attention_softcap:g})): "
+                "tanh keeps its output, one more score matrix per layer in the compute dtype."
+            )
+        elif settings.attention == "fused":
+            notes.append(
+                "Attention soft-capping inside flash-attention (2.6+): nothing more kept. transformers "
+                "recommends eager attention for training Gemma 2; choose eager to count its score matrices."
+            )
+    if spec.logit_softcap is not None and logit_softcap_tanh_bytes(spec, settings):
+        notes.append(
+            f"Logit soft-capping ({spec.logit_softcap:g} x tanh(logits / {spec.logit_softcap:g})): tanh keeps "
+            "its output, b*s*V in the compute dtype, until backward reaches it."
+        )
+    return notes
 
 
 def _method_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:

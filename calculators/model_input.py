@@ -346,10 +346,23 @@ def _family_fields(fields: _Fields, model_type: str, hidden: int, heads: int, la
         rotary_fraction=fields.number("partial_rotary_factor", "rotary_pct", default=1.0),
         parallel_residual=fields.boolean("use_parallel_residual", default=model_type in ("gpt_neox", "phi"))
         or (model_type == "falcon" and fields.boolean("parallel_attn", default=True)),
-        attention_softcap=fields.number("attn_logit_softcapping", default=0.0) or None,
-        logit_softcap=fields.number("final_logit_softcapping", default=0.0) or None,
+        attention_softcap=_softcap(fields, "attn_logit_softcapping", model_type),
+        logit_softcap=_softcap(fields, "final_logit_softcapping", model_type),
     )
     return extra
+
+
+# Gemma2Config's defaults when a config leaves the caps out (huggingface/transformers
+# src/transformers/models/gemma2/configuration_gemma2.py @008e5743: attn_logit_softcapping 50.0,
+# final_logit_softcapping 30.0); an explicit null turns capping off, as transformers tests `is not None`.
+_SOFTCAP_DEFAULTS = {"gemma2": {"attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}}
+
+
+def _softcap(fields: _Fields, key: str, model_type: str) -> float | None:
+    """A soft-capping value (Gemma 2), or None for none; 0 is read as none."""
+    if key not in fields.values:
+        return _SOFTCAP_DEFAULTS.get(model_type, {}).get(key)
+    return fields.number(key, default=0.0) or None
 
 
 def _falcon_fields(fields: _Fields, hidden: int, heads: int) -> dict:

@@ -122,6 +122,13 @@ class ModelSpec(BaseModel):
     def is_gated_mlp(self) -> bool:
         return self.activation in ("swiglu", "geglu")
 
+    @property
+    def scales_norm_in_fp32(self) -> bool:
+        """Gemma's RMSNorm multiplies the fp32 normalised tensor by (1 + weight) in fp32 and casts
+        after, where Llama's casts first (huggingface/transformers src/transformers/models/gemma2/
+        modeling_gemma2.py @006e8693, Gemma2RMSNorm.forward; GemmaRMSNorm and Gemma3RMSNorm alike)."""
+        return self.norm == "rmsnorm" and self.family.startswith("gemma")
+
 
 class VisionTower(BaseModel):
     """A vision-language model's image encoder as a step runs it: a stack of pre-norm ViT layers

@@ -101,6 +101,21 @@ class RMSNorm(nn.Module):
         return self.weight * x32.to(dtype)
 
 
+class GemmaRMSNorm(RMSNorm):
+    """HF Gemma2RMSNorm (GemmaRMSNorm, Gemma3RMSNorm alike): normalise in fp32, multiply by
+    (1 + weight) in fp32, then cast (transformers models/gemma2/modeling_gemma2.py @006e8693);
+    the weight starts at zero."""
+
+    def __init__(self, size: int, eps: float = 1e-6) -> None:
+        super().__init__(size, eps)
+        nn.init.zeros_(self.weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (normed * (1.0 + self.weight.float())).type_as(x)
+
+
 class _FusedRMSNormFunction(torch.autograd.Function):
     """Liger-Kernel's RMSNorm as autograd sees it (src/liger_kernel/ops/rms_norm.py @00eba634,
     LigerRMSNormFunction): computed in fp32, saving only the input and the fp32 rstd per row.
@@ -128,10 +143,17 @@ class FusedRMSNorm(RMSNorm):
         return _FusedRMSNormFunction.apply(x, self.weight, self.eps)
 
 
+def rmsnorm_class(spec: ModelSpec, liger: bool = False) -> type[RMSNorm]:
+    """Liger's fused RMSNorm (it patches Gemma's too, with its offset), Gemma's or Llama's."""
+    if liger:
+        return FusedRMSNorm
+    return GemmaRMSNorm if spec.scales_norm_in_fp32 else RMSNorm
+
+
 def make_norm(spec: ModelSpec, liger: bool = False) -> nn.Module:
     if spec.norm == "layernorm":
         return nn.LayerNorm(spec.hidden_size)
-    return FusedRMSNorm(spec.hidden_size) if liger else RMSNorm(spec.hidden_size)
+    return rmsnorm_class(spec, liger)(spec.hidden_size)
 
 
 def rotary_cos_sin(
@@ -174,11 +196,15 @@ def eager_attention(
     hidden_future: torch.Tensor | None,
     softmax_fp32: bool,
     dropout_p: float,
+    softcap: float | None = None,
 ) -> torch.Tensor:
     """HF eager_attention_forward / GPT2Attention._attn / BertSelfAttention: scores scaled by
-    1/sqrt(q's head size), the future masked, softmax (in fp32 in Llama-style code), dropout,
-    then the weighted sum of v (whose head size may differ, as latent attention's does)."""
+    1/sqrt(q's head size), soft-capped as Gemma 2 (cap * tanh(scores / cap)), the future masked,
+    softmax (in fp32 in Llama-style code), dropout, then the weighted sum of v (whose head size
+    may differ, as latent attention's does)."""
     scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
     if hidden_future is not None:
         scores = scores.masked_fill(hidden_future, torch.finfo(scores.dtype).min)
     if softmax_fp32:
@@ -217,12 +243,13 @@ class Attention(nn.Module):
         # Liger replaces the model's RMSNorm class, these included (apply_liger_kernel_to_qwen3)
         self.qk_norm = spec.qk_norm
         q_width, k_width = (self.head_dim, self.head_dim) if spec.qk_norm == "head" else (self.q_dim, self.kv_dim)
-        norm = FusedRMSNorm if liger else RMSNorm
+        norm = rmsnorm_class(spec, liger)
         self.q_norm = norm(q_width) if spec.qk_norm != "none" else None
         self.k_norm = norm(k_width) if spec.qk_norm != "none" else None
         self.fused_qkv, self.rope = spec.fused_qkv, spec.position_embedding == "rope"
         self.causal, self.dropout = spec.head == "lm", spec.dropout
         self.softmax_fp32 = is_llama_style(spec)
+        self.softcap = spec.attention_softcap
         self.attention, self.recompute_core = attention, recompute_core
 
     def _heads(self, x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -245,7 +272,7 @@ class Attention(nn.Module):
     def _eager_core(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden_future: torch.Tensor | None
     ) -> torch.Tensor:
-        return eager_attention(q, k, v, hidden_future, self.softmax_fp32, self.dropout)
+        return eager_attention(q, k, v, hidden_future, self.softmax_fp32, self.dropout, self.softcap)
 
     def _fused_core(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden_future: torch.Tensor | None
@@ -279,7 +306,7 @@ class LatentAttention(nn.Module):
         self.n_heads, self.head_dim = spec.n_heads, spec.attention_head_dim
         self.rope_dim, self.v_dim = spec.qk_rope_head_dim, spec.value_head_dim
         self.kv_rank = spec.kv_lora_rank
-        norm = FusedRMSNorm if liger else RMSNorm
+        norm = rmsnorm_class(spec, liger)
         if spec.q_lora_rank:
             self.q_a_proj = projection(spec, "q_a", False)
             self.q_a_layernorm = norm(spec.q_lora_rank)
@@ -585,9 +612,13 @@ class ReferenceTransformer(nn.Module):
         """The LM head's (V, H) weight: the embedding's when tied."""
         return self.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight
 
-    def head(self, hidden: torch.Tensor) -> torch.Tensor:
+    def head(self, hidden: torch.Tensor, softcap: bool = True) -> torch.Tensor:
+        """The logits; Gemma 2 soft-caps them, cap * tanh(logits / cap) (Gemma2ForCausalLM.forward)
+        unless `softcap` is False."""
         if self.spec.head == "lm":
-            return F.linear(hidden, self.head_weight)
+            logits = F.linear(hidden, self.head_weight)
+            cap = self.spec.logit_softcap
+            return torch.tanh(logits / cap) * cap if softcap and cap is not None else logits
         pooled = hidden[:, 0]
         if self.pooler is not None:
             pooled = torch.tanh(self.pooler(pooled))

@@ -265,9 +265,11 @@ class Step:
     def _chunked_loss(self, hidden: torch.Tensor, labels: torch.Tensor) -> tuple[list, torch.Tensor]:
         """torchtune's chunked output and CEWithChunkedOutputLoss (torchtune/modules/loss/
         ce_chunked_output_loss.py @ce5433b0): the head runs on n sequence chunks of the hidden
-        state, each chunk's logits are upcast and go through cross-entropy on their own."""
+        state, each chunk's logits are upcast and go through cross-entropy on their own. torchtune's
+        Gemma 2 soft-caps the final norm's output, not the logits (models/gemma2/_component_builders.py
+        @bd2a0fc7, Gemma2FinalNorm), so the chunks are not capped here."""
         n = self.settings.loss_chunks
-        logits = [self.model.head(part) for part in hidden.chunk(n, dim=1)]
+        logits = [self.model.head(part, softcap=False) for part in hidden.chunk(n, dim=1)]
         total = sum(
             F.cross_entropy(chunk.float().flatten(0, -2), part.flatten(), reduction="sum")
             for chunk, part in zip(logits, labels.chunk(n, dim=1), strict=True)
