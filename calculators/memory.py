@@ -821,6 +821,32 @@ def rmsnorm_weight_operand_bytes(spec: ModelSpec, input_bytes: int) -> int:
     return 4 if spec.scales_norm_in_fp32 else input_bytes
 
 
+def parallel_residual_shared_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """What a parallel block saves once that the per-part terms count twice.
+
+    Attention and MLP side by side on the layer's input x (GPT-J; GPT-NeoX's use_parallel_residual,
+    transformers models/gpt_neox/modeling_gpt_neox.py @203bf6f1 GPTNeoXLayer: mlp(ln2(x)) +
+    attn(ln1(x)) + x; Phi-2 and Falcon-7B with one norm for both):
+    - two norms read the same x: a LayerNorm (or a fused RMSNorm) saves its input itself, so
+      once, r t h; HF's RMSNorm saves its fp32 upcast, the same tensor only when x is fp32;
+    - one norm feeds q/k/v and the MLP's input linear: they save the same normed tensor, c t h,
+      unless autocast or float8 gives each linear its own cast (linear_inputs_saved_bytes).
+    Traced: tests/test_trace_parallel_residual.py."""
+    if not spec.parallel_residual:
+        return 0.0
+    h, r = spec.hidden_size, residual_bytes(settings.precision)
+    if spec.norms_per_layer == 2:
+        if spec.norm == "layernorm" or settings.liger or settings.compile:
+            return float(r * tokens * h)
+        return float(4 * tokens * h) if r == 4 else 0.0
+    if spec.norms_per_layer != 1 or is_autocast(settings.precision) or settings.precision == "fp8":
+        return 0.0
+    trained = input_saving_linears(settings)
+    attention_in = trained.intersection(("qkv", "q", "k", "v"))
+    mlp_in = trained.intersection(("fc1", "gate", "up", "gate_up"))
+    return float(compute_bytes(settings.precision) * tokens * h) if attention_in and mlp_in else 0.0
+
+
 def linear_inputs_saved_bytes(settings: TrainingSettings, tokens: int, width: int, n_linears: int) -> float:
     """Inputs saved by `n_linears` linears (with a trainable weight or adapter) that read the same tensor.
 
@@ -986,9 +1012,27 @@ def out_projection_input_bytes(spec: ModelSpec, settings: TrainingSettings, toke
         return 0.0
     if settings.precision == "fp8":  # o's own float8 cast of its input, besides SDPA's saved output
         return FP8_BYTES * tokens * attention_output_width(spec)
-    if settings.attention != "eager":
+    if settings.attention != "eager" and not fused_output_is_copied(spec, settings):
         return 0.0
     return compute_bytes(settings.precision) * tokens * attention_output_width(spec)
+
+
+def fused_output_is_copied(spec: ModelSpec, settings: TrainingSettings) -> bool:
+    """Whether o's input is a copy of the fused attention's output rather than a view of it.
+
+    The flash kernel allocates its output with the memory layout of q (pytorch
+    aten/src/ATen/native/transformers/cuda/flash_attn/flash_api.cpp, mha_fwd: empty_like of q's
+    (b, s, heads, d) view; measure/trace/cuda_emulation.py). Full RoPE computes q element-wise from
+    a head view of the projection, so q, the output and o's input share the (b, s, heads, d)
+    layout. Partial rotary (GPT-NeoX's rotary_pct, Phi-2's partial_rotary_factor) rebuilds q with
+    torch.cat of the turned and the passed channels, a (b, heads, s, d)-contiguous tensor, so
+    HF's transpose(1, 2) before o copies (traced: tests/test_trace_parallel_residual.py). The
+    memory-efficient kernel, which fp32 takes, always writes (b, s, heads, d). Selective
+    checkpointing recomputes the core, and torchtitan's per-op policy the copy, so the output and
+    its copy are not both kept."""
+    partial_rotary = spec.position_embedding == "rope" and spec.rotary_fraction < 1 and not spec.is_mla
+    core_output_kept = settings.checkpointing not in ("selective", "op-selective")
+    return partial_rotary and compute_bytes(settings.precision) < 4 and core_output_kept
 
 
 def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
@@ -1096,7 +1140,7 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
 
     terms: dict[str, float] = {}
     norm = norm_saved_bytes(spec, settings, tokens, weight_trainable=settings.method == "full")
-    terms["norms"] = spec.norms_per_layer * norm
+    terms["norms"] = spec.norms_per_layer * norm - parallel_residual_shared_bytes(spec, settings, tokens)
     out_projection_input = out_projection_input_bytes(spec, settings, tokens)
     if spec.is_mla:
         terms["attention_projections"] = mla_attention_saved_bytes(spec, settings, tokens) + out_projection_input + mask

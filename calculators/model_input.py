@@ -318,9 +318,12 @@ def _family_fields(fields: _Fields, model_type: str, hidden: int, heads: int, la
         extra.update(fused_qkv=True, linear_bias=fields.boolean("attention_bias", default=True), norm="layernorm")
     if model_type == "phi":
         # Phi-1, Phi-1.5, Phi-2 (PhiConfig; huggingface/transformers src/transformers/models/phi/modeling_phi.py):
-        # one input_layernorm feeding attention and MLP in parallel, biases on q/k/v, dense, fc1, fc2 and
-        # lm_head, partial rotary (partial_rotary_factor)
-        extra.update(norms_per_layer=1, linear_bias=True, qkv_bias=True, out_bias=True, lm_head_bias=True)
+        # one input_layernorm (nn.LayerNorm, whether or not the config names layer_norm_eps) feeding
+        # attention and MLP in parallel, biases on q/k/v, dense, fc1, fc2 and lm_head, partial rotary
+        # (partial_rotary_factor)
+        extra.update(
+            norms_per_layer=1, linear_bias=True, qkv_bias=True, out_bias=True, lm_head_bias=True, norm="layernorm"
+        )
     if model_type == "starcoder2":
         extra.update(linear_bias=fields.boolean("use_bias", default=True), norm="layernorm")
     if model_type == "falcon":

@@ -19,8 +19,8 @@ LLAMA_LIKE = dict(n_layers=2, hidden_size=64, n_heads=4, n_kv_heads=4, ffn_hidde
         ({"cross_attention_layers": 1}, "an encoder-decoder"),
         ({"position_embedding": "relative"}, "relative position biases"),
         ({"norm": "layernorm", "norm_bias": False}, "LayerNorm without bias"),
-        ({"out_bias": True}, "a bias on the attention output"),
-        ({"lm_head_bias": True}, "the LM head alone"),
+        ({"norms_per_layer": 4, "parallel_residual": True}, "sandwich norms with a parallel residual"),
+        ({"norms_per_layer": 3}, "3 norms per layer"),
     ],
 )
 def test_unbuildable_feature_is_refused_in_one_line(extra, reason):
@@ -33,6 +33,15 @@ def test_unbuildable_feature_is_refused_in_one_line(extra, reason):
 def test_plain_llama_and_mixtral_are_still_traced():
     check_spec(ModelSpec(**LLAMA_LIKE))
     check_spec(ModelSpec(**LLAMA_LIKE | {"n_experts": 4, "experts_per_token": 2}))
+
+
+def test_rotary_layernorm_parallel_blocks_and_lone_biases_are_traced():
+    """GPT-NeoX/Pythia (LayerNorm, partial rotary, parallel residual), Phi-2 and Falcon-7B (one norm
+    for both branches), and Phi-3.5-MoE's biases on the attention output and LM head alone."""
+    rotary_layernorm = LLAMA_LIKE | {"norm": "layernorm", "rotary_fraction": 0.25}
+    check_spec(ModelSpec(**rotary_layernorm | {"parallel_residual": True}))
+    check_spec(ModelSpec(**rotary_layernorm | {"parallel_residual": True, "norms_per_layer": 1}))
+    check_spec(ArchitectureSpec(**rotary_layernorm | {"out_bias": True, "lm_head_bias": True}))
 
 
 def test_qk_norm_and_deepseek_models_are_traced():

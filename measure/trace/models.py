@@ -18,13 +18,19 @@ parameters:
   GeGLU (fused gate/up per `spec.fused_gate_up`, as Phi-3), rotary embeddings (Su et al.
   2021, arXiv 2104.09864), grouped-query attention with k/v repeated to every head
   (`repeat_kv`), 4 norms per layer as Gemma-2's sandwich norms, tied or untied LM head.
+- GPT-NeoX / Phi-2 / Falcon style: LayerNorm with rotary positions on all or the first
+  rotary_fraction of each head's channels, and attention and MLP side by side on the layer's
+  input (`spec.parallel_residual`), each with its own norm (GPT-NeoX) or one shared (Phi-2,
+  Falcon-7B); biases on the attention output and LM head alone where the model has them
+  (Phi-2, Phi-3.5-MoE).
+- Gemma: RMSNorm scaling by (1 + weight) in fp32, soft-capped attention scores and logits.
 - Mixture of experts (modeling_mixtral.py, Jiang et al. 2024, arXiv 2401.04088): a router
   and `n_experts` gated MLPs, top-k routing. Fake tensors cannot run data-dependent routing,
   so tokens are spread evenly: expert e receives every E-th of the (token, choice) pairs,
   which keeps each token's k experts distinct. Memory is that of perfectly balanced routing.
 
-Attention is "eager" (softmax(QK^T/sqrt(d))V written out, softmax in fp32 for Llama style
-as HF calls softmax(dtype=torch.float32)) or "fused"
+Attention is "eager" (softmax(QK^T/sqrt(d))V written out, softmax in fp32 with rotary
+positions as HF calls softmax(dtype=torch.float32)) or "fused"
 (`torch.nn.functional.scaled_dot_product_attention`). Fused attention is called with
 dropout_p=0: CUDA's flash and memory-efficient kernels draw the dropout mask in the kernel
 and save no mask, while the CPU flash kernel has no dropout and would fall back to the math
@@ -69,11 +75,6 @@ def dropout(x: torch.Tensor, p: float) -> torch.Tensor:
     mask with `empty_like(input)` in the input's dtype (aten/src/ATen/native/Dropout.cpp,
     is_fused_kernel_acceptable); calling native_dropout keeps the CUDA behaviour on CPU tensors."""
     return torch.native_dropout(x, p, True)[0] if p > 0 else x
-
-
-def is_llama_style(spec: ModelSpec) -> bool:
-    """RMSNorm and rotary positions: the Llama family (Llama, Mistral, Qwen2, Gemma-2, Phi-3, Mixtral)."""
-    return spec.norm == "rmsnorm"
 
 
 def is_post_norm(spec: ModelSpec) -> bool:
@@ -173,8 +174,23 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """HF apply_rotary_pos_emb for one of q or k, shaped (batch, heads, seq, head_dim)."""
-    return x * cos + _rotate_half(x) * sin
+    """HF apply_rotary_pos_emb for one of q or k, shaped (batch, heads, seq, head_dim); with
+    tables narrower than the head (partial rotary: GPT-NeoX's rotary_pct, Phi's
+    partial_rotary_factor) only the first channels turn and the rest are concatenated back
+    (transformers models/gpt_neox/modeling_gpt_neox.py apply_rotary_pos_emb: q_rot, q_pass, cat)."""
+    rotary_dim = cos.shape[-1]
+    if rotary_dim == x.shape[-1]:
+        return x * cos + _rotate_half(x) * sin
+    turned, kept = x[..., :rotary_dim], x[..., rotary_dim:]
+    return torch.cat((turned * cos + _rotate_half(turned) * sin, kept), dim=-1)
+
+
+def rotary_dim(spec: ModelSpec) -> int:
+    """Channels of each head that RoPE turns: latent attention's rope part, or the head times
+    rotary_fraction (int() as GPT-NeoX's rotary_ndims and Phi's rotary_ndims)."""
+    if spec.is_mla:
+        return spec.qk_rope_head_dim
+    return int(spec.attention_head_dim * spec.rotary_fraction)
 
 
 def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
@@ -238,7 +254,7 @@ class Attention(nn.Module):
             self.q_proj = projection(spec, "q", qkv_bias)
             self.k_proj = projection(spec, "k", qkv_bias)
             self.v_proj = projection(spec, "v", qkv_bias)
-        self.o_proj = projection(spec, "o", spec.linear_bias)
+        self.o_proj = projection(spec, "o", spec.linear_bias or extension(spec, "out_bias"))
         # q/k RMSNorms: per head (Qwen3Attention, Gemma 3) or over the whole projection (Olmo2Attention);
         # Liger replaces the model's RMSNorm class, these included (apply_liger_kernel_to_qwen3)
         self.qk_norm = spec.qk_norm
@@ -248,7 +264,9 @@ class Attention(nn.Module):
         self.k_norm = norm(k_width) if spec.qk_norm != "none" else None
         self.fused_qkv, self.rope = spec.fused_qkv, spec.position_embedding == "rope"
         self.causal, self.dropout = spec.head == "lm", spec.dropout
-        self.softmax_fp32 = is_llama_style(spec)
+        # rotary models' eager attention upcasts the softmax (transformers eager_attention_forward,
+        # GPT-NeoX's included), as calculators.memory.softmax_in_fp32 counts
+        self.softmax_fp32 = self.rope
         self.softcap = spec.attention_softcap
         self.attention, self.recompute_core = attention, recompute_core
 
@@ -478,6 +496,7 @@ class Block(nn.Module):
         self.mlp = make_mlp(spec, liger, dense)
         self.norms = nn.ModuleList(make_norm(spec, liger) for _ in range(spec.norms_per_layer))
         self.post_norm = is_post_norm(spec)
+        self.parallel = spec.parallel_residual
         self.per_submodule = per_submodule
 
     def forward(self, x: torch.Tensor, context: LayerContext) -> torch.Tensor:
@@ -486,11 +505,22 @@ class Block(nn.Module):
         if self.post_norm:
             x = self.norms[0](x + self.attn(x, context))
             return self.norms[1](x + self.mlp(x))
+        if self.parallel:
+            return self._forward_parallel(x, context)
         if len(self.norms) == 4:
             x = x + self.norms[1](self.attn(self.norms[0](x), context))
             return x + self.norms[3](self.mlp(self.norms[2](x)))
         x = x + self.attn(self.norms[0](x), context)
         return x + self.mlp(self.norms[1](x))
+
+    def _forward_parallel(self, x: torch.Tensor, context: LayerContext) -> torch.Tensor:
+        """Attention and MLP side by side on the layer's input (GPT-J, GPT-NeoX, Phi-2, Falcon):
+        GPTNeoXLayer with use_parallel_residual, mlp(ln2(x)) + attn(ln1(x)) + x, or one norm
+        feeding both (PhiDecoderLayer, Falcon-7B's parallel_attn)."""
+        attn_input = self.norms[0](x)
+        mlp_input = self.norms[1](x) if len(self.norms) > 1 else attn_input
+        attn_out = self.attn(attn_input, context)
+        return self.mlp(mlp_input) + attn_out + x
 
     def _forward_per_submodule(self, x: torch.Tensor, context: LayerContext) -> torch.Tensor:
         """Full checkpointing of each submodule on its own, as NeMo Automodel wraps them
@@ -500,8 +530,8 @@ class Block(nn.Module):
         def wrapped(module: nn.Module, *args):
             return checkpoint(module, *args, use_reentrant=False)
 
-        if self.post_norm or len(self.norms) != 2:
-            raise ValueError("per-submodule checkpointing is traced for pre-norm layers with two norms")
+        if self.post_norm or self.parallel or len(self.norms) != 2:
+            raise ValueError("per-submodule checkpointing is traced for sequential pre-norm layers with two norms")
         x = x + wrapped(self.attn, wrapped(self.norms[0], x), context)
         return x + wrapped(self.mlp, wrapped(self.norms[1], x))
 
@@ -564,7 +594,7 @@ class ReferenceTransformer(nn.Module):
         if spec.head == "classifier":
             self.classifier = nn.Linear(h, spec.num_labels)
         elif not spec.tied_embeddings:
-            self.lm_head = nn.Linear(h, spec.vocab_size, bias=False)
+            self.lm_head = nn.Linear(h, spec.vocab_size, bias=extension(spec, "lm_head_bias"))
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.embed_tokens(tokens)
@@ -582,9 +612,7 @@ class ReferenceTransformer(nn.Module):
         return dropout(x, self.spec.dropout)
 
     def layer_context(self, seq: int, dtype: torch.dtype, device: torch.device) -> LayerContext:
-        # multi-head latent attention rotates only its rope part of each head
-        head_dim = self.spec.qk_rope_head_dim if self.spec.is_mla else self.spec.attention_head_dim
-        cos, sin = rotary_cos_sin(seq, head_dim, dtype, device) if self.rope else (None, None)
+        cos, sin = rotary_cos_sin(seq, rotary_dim(self.spec), dtype, device) if self.rope else (None, None)
         eager_causal = self.spec.head == "lm" and self.attention == "eager"
         hidden_future = torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1) if eager_causal else None
         return LayerContext(cos, sin, hidden_future)
@@ -608,6 +636,12 @@ class ReferenceTransformer(nn.Module):
         return self.final_norm(x) if self.final_norm is not None else x
 
     @property
+    def head_bias(self) -> torch.Tensor | None:
+        """The LM head's bias (Phi-2, Phi-3.5-MoE), or None."""
+        head = getattr(self, "lm_head", None)
+        return head.bias if head is not None else None
+
+    @property
     def head_weight(self) -> torch.Tensor:
         """The LM head's (V, H) weight: the embedding's when tied."""
         return self.embed_tokens.weight if self.spec.tied_embeddings else self.lm_head.weight
@@ -616,7 +650,7 @@ class ReferenceTransformer(nn.Module):
         """The logits; Gemma 2 soft-caps them, cap * tanh(logits / cap) (Gemma2ForCausalLM.forward)
         unless `softcap` is False."""
         if self.spec.head == "lm":
-            logits = F.linear(hidden, self.head_weight)
+            logits = F.linear(hidden, self.head_weight, self.head_bias)
             cap = self.spec.logit_softcap
             return torch.tanh(logits / cap) * cap if softcap and cap is not None else logits
         pooled = hidden[:, 0]

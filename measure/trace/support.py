@@ -16,12 +16,15 @@ def check_spec(spec: ModelSpec) -> None:
     for present, reason in _unbuilt_features(spec):
         if present:
             raise UnsupportedConfiguration(f"{reason} (the reference models cannot build it; the estimate models it)")
-    if spec.norms_per_layer not in (2, 4):
-        raise UnsupportedConfiguration(f"{spec.norms_per_layer} norms per layer (the reference models have 2 or 4)")
+    if spec.parallel_residual and spec.norms_per_layer == 4:
+        raise UnsupportedConfiguration("sandwich norms with a parallel residual")
+    norm_counts = (1, 2) if spec.parallel_residual else (2, 4)
+    if spec.norms_per_layer not in norm_counts:
+        raise UnsupportedConfiguration(
+            f"{spec.norms_per_layer} norms per layer (the reference models have 2 or 4, or 1 or 2 side by side)"
+        )
     if spec.norm == "rmsnorm" and spec.position_embedding != "rope":
         raise UnsupportedConfiguration("RMSNorm with learned positions (the Llama-style model uses rotary positions)")
-    if spec.norm == "layernorm" and spec.position_embedding != "learned":
-        raise UnsupportedConfiguration("LayerNorm with rotary positions (the GPT/BERT-style model uses learned ones)")
     if spec.head == "classifier" and spec.norm != "layernorm":
         raise UnsupportedConfiguration("a classifier head on a Llama-style model")
     if spec.n_experts > 1 and not spec.is_gated_mlp:
@@ -36,10 +39,6 @@ def _unbuilt_features(spec: ModelSpec) -> list[tuple[bool, str]]:
         (extension(spec, "cross_attention_layers") > 0, "an encoder-decoder (T5's cross-attention)"),
         (spec.position_embedding == "relative", "relative position biases"),
         (spec.norm == "layernorm" and not extension(spec, "norm_bias"), "LayerNorm without bias"),
-        (
-            extension(spec, "out_bias") or extension(spec, "lm_head_bias"),
-            "a bias on the attention output or the LM head alone",
-        ),
     ]
 
 
