@@ -1035,6 +1035,22 @@ def fused_output_is_copied(spec: ModelSpec, settings: TrainingSettings) -> bool:
     return partial_rotary and compute_bytes(settings.precision) < 4 and core_output_kept
 
 
+def routed_output_weighting_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """What weighting and summing the experts' outputs saves, per routed (token, expert) pair.
+
+    The HF MoE loop (transformers MixtralSparseMoeBlock; Qwen2/3-MoE, DeepseekV3MoE.moe, Phimoe
+    and GptOssExperts alike) computes `expert(x) * routing_weights[...]` and adds it into the
+    output with `index_add_`, which saves its source, the weighted output in the hidden state's
+    dtype (r bytes per element), for backward (PyTorch tools/autograd/derivatives.yaml, index_add:
+    source's gradient is `grad.index_select(dim, index).expand_as(source)`; measured:
+    IndexAddBackward0._saved_source). The multiply saves the expert's output (compute dtype) only
+    when the routing weights need a gradient, i.e. when the router trains (not under LoRA).
+    Traced: tests/test_trace_moe.py."""
+    router_trains = not is_adapter_method(settings.method)
+    per_element = residual_bytes(settings.precision) + (compute_bytes(settings.precision) if router_trains else 0)
+    return spec.experts_per_token * per_element * tokens * spec.hidden_size
+
+
 def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
     """Per adapted linear, B saves its input, the r-wide output of A: tokens x r in the
     compute dtype (Hu et al. 2021: h = W0 x + B A x); an expert's adapter sees only its
@@ -1163,6 +1179,8 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
     if moe and n_in:
         # each expert gathers a copy of its routed tokens (HF Mixtral sparse MoE block)
         mlp_inputs += routed * c * tokens * h
+    if moe:
+        mlp_inputs += routed_output_weighting_bytes(spec, settings, tokens)
     # GELU: its input and output (fc2's input). Gated: gate, act(gate), up, and their
     # product (down's input); Liger's fused SwiGLU saves only gate and up
     # (Liger-Kernel src/liger_kernel/ops/swiglu.py @00eba634: ctx.save_for_backward(a, b)), and so
