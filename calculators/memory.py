@@ -880,6 +880,8 @@ def attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     softmax output, with the row statistics to rebuild it.
     """
     c = compute_bytes(settings.precision)
+    if spec.attention_sinks and not settings.compile:
+        return sink_attention_score_bytes(spec, settings)
     softmax_out = 4 if softmax_in_fp32(spec, settings) else c
     mask = 1 if spec.dropout > 0 else 0
     probs_for_value_matmul = c if (softmax_out != c or spec.dropout > 0) else 0
@@ -889,6 +891,29 @@ def attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
         # them (traced: measure/trace/compile_partition.py)
         return c + mask + probs_for_value_matmul + 8 / settings.seq_len
     return softmax_out + mask + probs_for_value_matmul + softcap_tanh_bytes(spec, settings)
+
+
+def sink_softmax_bytes(settings: TrainingSettings) -> int:
+    """Bytes per element of gpt-oss's softmax over the scores and the sink column: it runs in the
+    dtype of the concatenated logits, the scores' compute dtype promoted by the sink logits'
+    parameter dtype (fp32 weights under autocast or fp32), with no fp32 upcast."""
+    return max(compute_bytes(settings.precision), weight_bytes(settings.precision))
+
+
+def sink_attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Bytes saved per score element by gpt-oss's eager attention with sinks (transformers
+    src/transformers/models/gpt_oss/modeling_gpt_oss.py @6edf5b31, eager_attention_forward): one
+    learned logit per head is concatenated to each row of scores, the row max is subtracted
+    (`.max(dim=-1)` keeps its int64 indices, 8 bytes per row), the softmax keeps its output, s + 1
+    columns in the logits' dtype (sink_softmax_bytes), and the sink column is sliced off: the
+    weighted sum with v keeps that view, or, when the softmax ran in fp32 under autocast, its own
+    half cast. The sliding window is only a mask: windowed layers keep full rows too. Pure bf16
+    keeps about 2 bytes per score where Llama's fp32 softmax keeps 6. Traced
+    (tests/test_trace_gpt_oss.py)."""
+    c, s = compute_bytes(settings.precision), settings.seq_len
+    softmax_out = sink_softmax_bytes(settings)
+    cast_for_value_matmul = c if softmax_out != c else 0
+    return softmax_out * (s + 1) / s + 8 / s + cast_for_value_matmul
 
 
 def softcap_tanh_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -1033,6 +1058,22 @@ def fused_output_is_copied(spec: ModelSpec, settings: TrainingSettings) -> bool:
     partial_rotary = spec.position_embedding == "rope" and spec.rotary_fraction < 1 and not spec.is_mla
     core_output_kept = settings.checkpointing not in ("selective", "op-selective")
     return partial_rotary and compute_bytes(settings.precision) < 4 and core_output_kept
+
+
+def gated_activation_saved_tensors(spec: ModelSpec, settings: TrainingSettings) -> int:
+    """Hidden-width tensors a gated MLP's activation saves, down's input aside.
+    SwiGLU and GeGLU: gate, act(gate) and up (the product's operands). Liger's fused SwiGLU saves
+    only gate and up (Liger-Kernel src/liger_kernel/ops/swiglu.py @00eba634), and so does
+    torch.compile's partitioner, which recomputes the pointwise ops.
+    gpt-oss's clamped SwiGLU (transformers models/gpt_oss/modeling_gpt_oss.py @6edf5b31,
+    GptOssExperts.forward: gate.clamp(max=7), up.clamp(-7, 7), glu = gate * sigmoid(1.702 gate),
+    (up + 1) * glu) saves six: the gate and up inputs of the clamps, sigmoid's output, the clamped
+    gate, up + 1 and glu (measured with autograd's saved tensors; compile recomputes all but gate
+    and up)."""
+    fused = settings.liger or settings.compile
+    if spec.activation == "clamped-swiglu":
+        return 2 if settings.compile else 6
+    return 2 if fused and spec.activation == "swiglu" else 3
 
 
 def routed_output_weighting_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
@@ -1181,13 +1222,11 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
         mlp_inputs += routed * c * tokens * h
     if moe:
         mlp_inputs += routed_output_weighting_bytes(spec, settings, tokens)
-    # GELU: its input and output (fc2's input). Gated: gate, act(gate), up, and their
-    # product (down's input); Liger's fused SwiGLU saves only gate and up
-    # (Liger-Kernel src/liger_kernel/ops/swiglu.py @00eba634: ctx.save_for_backward(a, b)), and so
-    # does torch.compile's partitioner, which recomputes the pointwise silu and product.
-    # The output linear's input is saved only if it trains.
+    # GELU: its input and output (fc2's input). Gated: what the activation saves
+    # (gated_activation_saved_tensors) and the product (down's input), which only a trained
+    # output linear saves.
     output_input_saved = ("down" if gated else "fc2") in trained
-    gated_tensors = 2 if (settings.liger or settings.compile) and spec.activation == "swiglu" else 3
+    gated_tensors = gated_activation_saved_tensors(spec, settings)
     hidden_tensors = (gated_tensors if gated else 1) + (1 if output_input_saved else 0)
     if settings.precision == "fp8" and output_input_saved:
         # the down (fc2) projection keeps the float8 cast of its input, not the input itself
@@ -1488,6 +1527,8 @@ def attention_backward_bytes_per_score(spec: ModelSpec, settings: TrainingSettin
       (_softmax_backward_data), and soft-capping's tanh output (softcap_tanh_bytes), which its
       own backward reads next. Measured in the trace (bench/accuracy.py)."""
     softmax_out = 4 if softmax_in_fp32(spec, settings) else compute_bytes(settings.precision)
+    if spec.attention_sinks:
+        softmax_out = sink_softmax_bytes(settings)
     value_matmul_moment = attention_score_bytes(spec, settings) + compute_bytes(settings.precision)
     # soft-capping's saved tanh output waits through the softmax backward for its own
     return max(value_matmul_moment, 3 * softmax_out + softcap_tanh_bytes(spec, settings))

@@ -301,7 +301,8 @@ def _family_fields(fields: _Fields, model_type: str, hidden: int, heads: int, la
     extra["n_experts"] = experts
     extra["n_dense_layers"] = _dense_layer_count(fields, model_type, layers, experts)
     if model_type == "gpt_oss":
-        extra.update(linear_bias=True, router_bias=True, attention_sinks=True)
+        # GptOssExperts' clamped SwiGLU (transformers models/gpt_oss/modeling_gpt_oss.py @6edf5b31)
+        extra.update(linear_bias=True, router_bias=True, attention_sinks=True, activation="clamped-swiglu")
     if model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):
         extra["qk_norm"] = "head"
     if model_type == "olmo2":

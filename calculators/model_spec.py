@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Activation = Literal["gelu", "swiglu", "geglu"]
+Activation = Literal["gelu", "swiglu", "geglu", "clamped-swiglu"]
 Norm = Literal["layernorm", "rmsnorm"]
 PositionEmbedding = Literal["learned", "rope", "relative"]
 Head = Literal["lm", "classifier"]
@@ -120,7 +120,9 @@ class ModelSpec(BaseModel):
 
     @property
     def is_gated_mlp(self) -> bool:
-        return self.activation in ("swiglu", "geglu")
+        """gate and up projections multiplied: SwiGLU, GeGLU, or gpt-oss's clamped SwiGLU
+        (GptOssExperts: gate * sigmoid(1.702 gate), gate clamped at 7, times (up + 1), up in [-7, 7])."""
+        return self.activation in ("swiglu", "geglu", "clamped-swiglu")
 
     @property
     def scales_norm_in_fp32(self) -> bool:

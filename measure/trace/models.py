@@ -24,6 +24,9 @@ parameters:
   Falcon-7B); biases on the attention output and LM head alone where the model has them
   (Phi-2, Phi-3.5-MoE).
 - Gemma: RMSNorm scaling by (1 + weight) in fp32, soft-capped attention scores and logits.
+- gpt-oss: attention sinks (a learned logit per head joining each row of scores; eager only),
+  experts with biases and the clamped SwiGLU, a router with a bias (routing itself as Mixtral's:
+  top-k of a softmax, where gpt-oss softmaxes the top-k logits, a few bytes per token apart).
 - Mixture of experts (modeling_mixtral.py, Jiang et al. 2024, arXiv 2401.04088): a router
   and `n_experts` gated MLPs, top-k routing. Fake tensors cannot run data-dependent routing,
   so tokens are spread evenly: expert e receives every E-th of the (token, choice) pairs,
@@ -230,6 +233,24 @@ def eager_attention(
     return torch.matmul(dropout(probs, dropout_p), v)
 
 
+def sink_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden_future: torch.Tensor | None, sinks: torch.Tensor
+) -> torch.Tensor:
+    """gpt-oss's eager attention with sinks (transformers models/gpt_oss/modeling_gpt_oss.py
+    @6edf5b31, eager_attention_forward): each head's learned sink logit joins every row of the
+    scores as a last column, the row max is subtracted, the softmax runs in the logits' own dtype,
+    and the sink column is dropped before the weighted sum of v."""
+    scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    if hidden_future is not None:
+        scores = scores.masked_fill(hidden_future, torch.finfo(scores.dtype).min)
+    batch, heads, rows, _ = scores.shape
+    sink_column = sinks.reshape(1, -1, 1, 1).expand(batch, heads, rows, 1)
+    logits = torch.cat([scores, sink_column], dim=-1)
+    logits = logits - logits.max(dim=-1, keepdim=True).values
+    probs = F.softmax(logits, dim=-1, dtype=logits.dtype)
+    return torch.matmul(probs[..., :-1], v)
+
+
 def projection(spec: ModelSpec, name: str, bias: bool, dense: bool = False) -> nn.Linear:
     """The layer's linear `name` with the shape calculators.geometry gives it (one expert's,
     for a mixture of experts; a dense layer's with `dense`), so the trace and the estimates
@@ -268,6 +289,8 @@ class Attention(nn.Module):
         # GPT-NeoX's included), as calculators.memory.softmax_in_fp32 counts
         self.softmax_fp32 = self.rope
         self.softcap = spec.attention_softcap
+        # gpt-oss: one learned sink logit per head (GptOssAttention.sinks)
+        self.sinks = nn.Parameter(torch.zeros(spec.n_heads)) if spec.attention_sinks else None
         self.attention, self.recompute_core = attention, recompute_core
 
     def _heads(self, x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -290,6 +313,8 @@ class Attention(nn.Module):
     def _eager_core(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden_future: torch.Tensor | None
     ) -> torch.Tensor:
+        if self.sinks is not None:
+            return sink_attention(q, k, v, hidden_future, self.sinks)
         return eager_attention(q, k, v, hidden_future, self.softmax_fp32, self.dropout, self.softcap)
 
     def _fused_core(
@@ -396,6 +421,7 @@ class GatedMLP(nn.Module):
             self.up_proj = projection(spec, prefix + "up", bias, dense)
         self.down_proj = projection(spec, prefix + "down", bias, dense)
         self.geglu = spec.activation == "geglu"
+        self.clamped = spec.activation == "clamped-swiglu"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.fused:
@@ -404,8 +430,19 @@ class GatedMLP(nn.Module):
             gate, up = self.gate_proj(x), self.up_proj(x)
         if self.liger:
             return self.down_proj(_SiLUMulFunction.apply(gate, up))
+        if self.clamped:
+            return self.down_proj(clamped_swiglu(gate, up))
         act = F.gelu(gate, approximate="tanh") if self.geglu else F.silu(gate)
         return self.down_proj(act * up)
+
+
+def clamped_swiglu(gate: torch.Tensor, up: torch.Tensor, alpha: float = 1.702, limit: float = 7.0) -> torch.Tensor:
+    """gpt-oss's expert activation (transformers models/gpt_oss/modeling_gpt_oss.py @6edf5b31,
+    GptOssExperts.forward): the gate clamped from above and up on both sides at 7, then
+    (up + 1) * gate * sigmoid(1.702 gate)."""
+    gate = gate.clamp(max=limit)
+    up = up.clamp(min=-limit, max=limit)
+    return (up + 1) * (gate * torch.sigmoid(gate * alpha))
 
 
 class _SiLUMulFunction(torch.autograd.Function):
@@ -434,7 +471,8 @@ class SparseMoE(nn.Module):
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__()
-        self.gate = nn.Linear(spec.hidden_size, spec.n_experts, bias=False)
+        # gpt-oss's router has a bias (GptOssTopKRouter.bias)
+        self.gate = nn.Linear(spec.hidden_size, spec.n_experts, bias=spec.router_bias)
         self.experts = nn.ModuleList(GatedMLP(spec) for _ in range(spec.n_experts))
         self.top_k = spec.experts_per_token
         self.shared_expert = GatedMLP(spec, prefix="shared_") if spec.shared_expert_ffn_size else None

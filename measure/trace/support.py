@@ -35,7 +35,6 @@ def _unbuilt_features(spec: ModelSpec) -> list[tuple[bool, str]]:
     """Architecture features the reference transformers (Llama-, GPT/BERT- and Mixtral-style)
     have no module for, each with the reason the trace gives."""
     return [
-        (spec.attention_sinks, "attention sinks"),
         (extension(spec, "cross_attention_layers") > 0, "an encoder-decoder (T5's cross-attention)"),
         (spec.position_embedding == "relative", "relative position biases"),
         (spec.norm == "layernorm" and not extension(spec, "norm_bias"), "LayerNorm without bias"),
@@ -120,9 +119,21 @@ def _check_latent_attention(spec: ModelSpec, settings: TrainingSettings) -> None
         )
 
 
+def _check_attention_sinks(spec: ModelSpec, settings: TrainingSettings) -> None:
+    """gpt-oss's sinks are traced with eager attention, the path transformers trains them with:
+    it has no SDPA path for them (GptOssPreTrainedModel._supports_sdpa = False), and the
+    flash-attention-3 kernel that takes them had no backward for them when gpt-oss came out."""
+    if spec.attention_sinks and settings.attention != "eager":
+        raise UnsupportedConfiguration(
+            "fused attention with attention sinks (transformers trains gpt-oss with eager attention); "
+            "trace it with --attention eager"
+        )
+
+
 def check_supported(spec: ModelSpec, settings: TrainingSettings) -> None:
     check_spec(spec)
     check_settings(settings)
     _check_latent_attention(spec, settings)
+    _check_attention_sinks(spec, settings)
     if _setting(settings, "compile", False) and spec.n_experts > 1:
         raise UnsupportedConfiguration("torch.compile of a mixture of experts is not traced; the estimate models it")
