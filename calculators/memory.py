@@ -882,7 +882,7 @@ def attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     c = compute_bytes(settings.precision)
     if spec.attention_sinks and not settings.compile:
         return sink_attention_score_bytes(spec, settings)
-    softmax_out = 4 if softmax_in_fp32(spec, settings) else c
+    softmax_out = softmax_output_bytes(spec, settings)
     mask = 1 if spec.dropout > 0 else 0
     probs_for_value_matmul = c if (softmax_out != c or spec.dropout > 0) else 0
     if settings.compile:
@@ -893,11 +893,14 @@ def attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     return softmax_out + mask + probs_for_value_matmul + softcap_tanh_bytes(spec, settings)
 
 
-def sink_softmax_bytes(settings: TrainingSettings) -> int:
-    """Bytes per element of gpt-oss's softmax over the scores and the sink column: it runs in the
-    dtype of the concatenated logits, the scores' compute dtype promoted by the sink logits'
-    parameter dtype (fp32 weights under autocast or fp32), with no fp32 upcast."""
-    return max(compute_bytes(settings.precision), weight_bytes(settings.precision))
+def softmax_output_bytes(spec: ModelSpec, settings: TrainingSettings) -> int:
+    """Bytes per element of the eager attention softmax's output: fp32 where softmax_in_fp32, else
+    the compute dtype. gpt-oss's softmax over the scores and the sink column runs in the dtype of
+    the concatenated logits, the scores' compute dtype promoted by the sink logits' parameter dtype
+    (fp32 weights under autocast or fp32), with no fp32 upcast."""
+    if spec.attention_sinks:
+        return max(compute_bytes(settings.precision), weight_bytes(settings.precision))
+    return 4 if softmax_in_fp32(spec, settings) else compute_bytes(settings.precision)
 
 
 def sink_attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -905,13 +908,13 @@ def sink_attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> f
     src/transformers/models/gpt_oss/modeling_gpt_oss.py @6edf5b31, eager_attention_forward): one
     learned logit per head is concatenated to each row of scores, the row max is subtracted
     (`.max(dim=-1)` keeps its int64 indices, 8 bytes per row), the softmax keeps its output, s + 1
-    columns in the logits' dtype (sink_softmax_bytes), and the sink column is sliced off: the
+    columns in the logits' dtype (softmax_output_bytes), and the sink column is sliced off: the
     weighted sum with v keeps that view, or, when the softmax ran in fp32 under autocast, its own
     half cast. The sliding window is only a mask: windowed layers keep full rows too. Pure bf16
     keeps about 2 bytes per score where Llama's fp32 softmax keeps 6. Traced
     (tests/test_trace_gpt_oss.py)."""
     c, s = compute_bytes(settings.precision), settings.seq_len
-    softmax_out = sink_softmax_bytes(settings)
+    softmax_out = softmax_output_bytes(spec, settings)
     cast_for_value_matmul = c if softmax_out != c else 0
     return softmax_out * (s + 1) / s + 8 / s + cast_for_value_matmul
 
@@ -1070,9 +1073,9 @@ def gated_activation_saved_tensors(spec: ModelSpec, settings: TrainingSettings) 
     (up + 1) * glu) saves six: the gate and up inputs of the clamps, sigmoid's output, the clamped
     gate, up + 1 and glu (measured with autograd's saved tensors; compile recomputes all but gate
     and up)."""
-    fused = settings.liger or settings.compile
     if spec.activation == "clamped-swiglu":
         return 2 if settings.compile else 6
+    fused = settings.liger or settings.compile
     return 2 if fused and spec.activation == "swiglu" else 3
 
 
@@ -1526,9 +1529,7 @@ def attention_backward_bytes_per_score(spec: ModelSpec, settings: TrainingSettin
       its gradient and the gradient of the scores, all in softmax's dtype
       (_softmax_backward_data), and soft-capping's tanh output (softcap_tanh_bytes), which its
       own backward reads next. Measured in the trace (bench/accuracy.py)."""
-    softmax_out = 4 if softmax_in_fp32(spec, settings) else compute_bytes(settings.precision)
-    if spec.attention_sinks:
-        softmax_out = sink_softmax_bytes(settings)
+    softmax_out = softmax_output_bytes(spec, settings)
     value_matmul_moment = attention_score_bytes(spec, settings) + compute_bytes(settings.precision)
     # soft-capping's saved tanh output waits through the softmax backward for its own
     return max(value_matmul_moment, 3 * softmax_out + softcap_tanh_bytes(spec, settings))

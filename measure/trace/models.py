@@ -208,6 +208,18 @@ def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
 # --- Attention -----------------------------------------------------------------------
 
 
+def attention_scores(
+    q: torch.Tensor, k: torch.Tensor, hidden_future: torch.Tensor | None, softcap: float | None = None
+) -> torch.Tensor:
+    """q k^T scaled by 1/sqrt(q's head size), soft-capped when asked, the future masked."""
+    scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    if hidden_future is not None:
+        scores = scores.masked_fill(hidden_future, torch.finfo(scores.dtype).min)
+    return scores
+
+
 def eager_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -221,11 +233,7 @@ def eager_attention(
     1/sqrt(q's head size), soft-capped as Gemma 2 (cap * tanh(scores / cap)), the future masked,
     softmax (in fp32 in Llama-style code), dropout, then the weighted sum of v (whose head size
     may differ, as latent attention's does)."""
-    scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
-    if softcap is not None:
-        scores = torch.tanh(scores / softcap) * softcap
-    if hidden_future is not None:
-        scores = scores.masked_fill(hidden_future, torch.finfo(scores.dtype).min)
+    scores = attention_scores(q, k, hidden_future, softcap)
     if softmax_fp32:
         probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
     else:
@@ -240,9 +248,7 @@ def sink_attention(
     @6edf5b31, eager_attention_forward): each head's learned sink logit joins every row of the
     scores as a last column, the row max is subtracted, the softmax runs in the logits' own dtype,
     and the sink column is dropped before the weighted sum of v."""
-    scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
-    if hidden_future is not None:
-        scores = scores.masked_fill(hidden_future, torch.finfo(scores.dtype).min)
+    scores = attention_scores(q, k, hidden_future)
     batch, heads, rows, _ = scores.shape
     sink_column = sinks.reshape(1, -1, 1, 1).expand(batch, heads, rows, 1)
     logits = torch.cat([scores, sink_column], dim=-1)
