@@ -353,3 +353,17 @@ def test_host_ram_may_be_left_out_or_empty_and_must_be_positive():
         parse_price_csv(csv_text([good_row(host_ram_gib="0")]))
     with pytest.raises(PriceCatalogueError, match="host_ram_gib"):
         parse_price_csv(csv_text([good_row(host_ram_gib="lots")]))
+
+
+def test_every_gpu_has_a_rental_row_or_a_purchase_price_but_two_unpriced_chips():
+    """A cost needs a rental row (cloud_prices.csv) or a purchase price (gpus.csv, amortised with
+    power). Google's TPU7x and AWS's Trainium3 are rented only and had no published price as of
+    2026-11-23, so they alone have neither. The V100 PCIe 32GB and MI250X, which no provider in the
+    sheet rents, cost as owned hardware: USD 11,458 and 14,500 (Epoch AI's ML hardware dataset,
+    from Microway's V100 price analysis and The Next Platform, 2021-12-06)."""
+    rented = {price.gpu for price in PRICES}
+    catalogue = load_gpu_catalogue()
+    unpriced = sorted(gpu.name for gpu in catalogue if gpu.name not in rented and gpu.price_usd is None)
+    assert unpriced == ["TPU7x", "Trainium3-144GB"]
+    purchase = {gpu.name: gpu.price_usd for gpu in catalogue}
+    assert purchase["V100-PCIe-32GB"] == 11_458 and purchase["MI250X-128GB"] == 14_500
