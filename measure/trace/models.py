@@ -24,6 +24,8 @@ parameters:
   Falcon-7B); biases on the attention output and LM head alone where the model has them
   (Phi-2, Phi-3.5-MoE).
 - Gemma: RMSNorm scaling by (1 + weight) in fp32, soft-capped attention scores and logits.
+- ModernBERT: a pre-norm encoder with LayerNorms without bias, rotary positions, a fused q/k/v
+  and a fused GeGLU input, and a classifier head.
 - gpt-oss: attention sinks (a learned logit per head joining each row of scores; eager only),
   experts with biases and the clamped SwiGLU, a router with a bias (routing itself as Mixtral's:
   top-k of a softmax, where gpt-oss softmaxes the top-k logits, a few bytes per token apart).
@@ -156,7 +158,8 @@ def rmsnorm_class(spec: ModelSpec, liger: bool = False) -> type[RMSNorm]:
 
 def make_norm(spec: ModelSpec, liger: bool = False) -> nn.Module:
     if spec.norm == "layernorm":
-        return nn.LayerNorm(spec.hidden_size)
+        # ModernBERT's LayerNorms have no bias (ModernBertConfig.norm_bias = False)
+        return nn.LayerNorm(spec.hidden_size, bias=bool(extension(spec, "norm_bias")))
     return rmsnorm_class(spec, liger)(spec.hidden_size)
 
 

@@ -37,7 +37,6 @@ def _unbuilt_features(spec: ModelSpec) -> list[tuple[bool, str]]:
     return [
         (extension(spec, "cross_attention_layers") > 0, "an encoder-decoder (T5's cross-attention)"),
         (spec.position_embedding == "relative", "relative position biases"),
-        (spec.norm == "layernorm" and not extension(spec, "norm_bias"), "LayerNorm without bias"),
     ]
 
 
