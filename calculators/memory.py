@@ -1079,6 +1079,48 @@ def gated_activation_saved_tensors(spec: ModelSpec, settings: TrainingSettings) 
     return 2 if fused and spec.activation == "swiglu" else 3
 
 
+def runs_written_out_gelu(spec: ModelSpec, settings: TrainingSettings) -> bool:
+    """The model code's "gelu_new" runs op by op: transformers' NewGELUActivation, not under
+    torch.compile (whose partitioner recomputes pointwise ops from the saved input) nor in
+    litgpt's model code (qkv_projection "fused"), which calls torch's one-kernel tanh GELU
+    (lit_gpt/model.py @8641822, gelu_approximate="tanh")."""
+    return spec.gelu_written_out and not settings.compile and settings.qkv_projection != "fused"
+
+
+def mlp_activation_saved_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Bytes the MLP's activation keeps for backward per hidden-width element, down's (fc2's)
+    input aside: one input for a one-kernel GELU, gated_activation_saved_tensors for a gated MLP.
+
+    transformers' "gelu_new" (NewGELUActivation, src/transformers/activations.py: 0.5 * x * (1 +
+    tanh(sqrt(2 / pi) * (x + 0.044715 * pow(x, 3))))) keeps four tensors: pow's input, tanh's
+    output and the last multiply's operands, 0.5 x and 1 + tanh. Under autocast pow runs in fp32
+    (CUDA autocast's fp32 list), so its input is an fp32 cast and everything after it is fp32 but
+    0.5 x: 4 + 4 + c + 4 bytes, with an fp32 output. A gated GELU (Flan-T5's
+    T5DenseGatedActDense) adds the product's operands, act(gate) and up. Measured with autograd's
+    saved tensors (tests/test_trace_gelu_new.py)."""
+    c = compute_bytes(settings.precision)
+    if not runs_written_out_gelu(spec, settings):
+        return (gated_activation_saved_tensors(spec, settings) if spec.is_gated_mlp else 1) * c
+    autocast = is_autocast(settings.precision)
+    gelu = 12 + c if autocast else 4 * c
+    if not spec.is_gated_mlp:
+        return gelu
+    return gelu + (4 if autocast else c) + c
+
+
+def mlp_hidden_gradient_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Bytes per hidden-width element of the gradients alive at the worst moment of the MLP's
+    backward: one hidden gradient (two for a gated MLP, act(gate)'s and up's), in the compute
+    dtype. The written-out "gelu_new" backward holds one more in the compute dtype (traced in
+    bf16 and fp32), and under autocast, where its ops ran in fp32, two fp32 ones (traced: 7.5 to
+    9.5 bytes per element with and without checkpointing; counted as 8)."""
+    c = compute_bytes(settings.precision)
+    gradients = (2 if spec.is_gated_mlp else 1) * c
+    if runs_written_out_gelu(spec, settings):
+        gradients += 2 * 4 if is_autocast(settings.precision) else c
+    return gradients
+
+
 def routed_output_weighting_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
     """What weighting and summing the experts' outputs saves, per routed (token, expert) pair.
 
@@ -1225,20 +1267,18 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
         mlp_inputs += routed * c * tokens * h
     if moe:
         mlp_inputs += routed_output_weighting_bytes(spec, settings, tokens)
-    # GELU: its input and output (fc2's input). Gated: what the activation saves
-    # (gated_activation_saved_tensors) and the product (down's input), which only a trained
-    # output linear saves.
+    # What the activation saves (mlp_activation_saved_bytes) and its output, the down (fc2)
+    # projection's input, which only a trained output linear saves.
     output_input_saved = ("down" if gated else "fc2") in trained
-    gated_tensors = gated_activation_saved_tensors(spec, settings)
-    hidden_tensors = (gated_tensors if gated else 1) + (1 if output_input_saved else 0)
+    per_element = mlp_activation_saved_bytes(spec, settings) + (c if output_input_saved else 0)
     if settings.precision == "fp8" and output_input_saved:
         # the down (fc2) projection keeps the float8 cast of its input, not the input itself
-        hidden_tensors -= 1 - FP8_BYTES / c
-    terms["mlp"] = mlp_inputs + routed * hidden_tensors * c * tokens * f + mask
+        per_element -= c - FP8_BYTES
+    terms["mlp"] = mlp_inputs + routed * per_element * tokens * f + mask
     if moe and spec.shared_expert_ffn_size:
         shared_names = trained.intersection("shared_" + name for name in in_names)
         shared_inputs = len(shared_names) * c * tokens * h if is_autocast(settings.precision) else 0.0
-        shared_hidden = hidden_tensors * c * tokens * spec.shared_expert_ffn_size
+        shared_hidden = per_element * tokens * spec.shared_expert_ffn_size
         # Qwen2-MoE scales the shared expert by sigmoid(shared_expert_gate(x)) (transformers
         # Qwen2MoeSparseMoeBlock): the multiply keeps the shared output and the sigmoid (traced)
         shared_gate = c * tokens * (spec.hidden_size + 1) if spec.shared_expert_gate else 0.0
@@ -1311,9 +1351,9 @@ def submodule_backward_peak_bytes(terms: dict[str, float], spec: ModelSpec, sett
     QLoRA adds the bf16 copy of one dequantised weight and its output."""
     tokens = settings.micro_batch * settings.seq_len
     c, r = compute_bytes(settings.precision), residual_bytes(settings.precision)
-    hidden_gradients = 2 if spec.is_gated_mlp else 1
     width = max(spec.ffn_hidden_size, spec.shared_expert_ffn_size)
-    mlp = terms["mlp"] + terms.get("shared_experts", 0.0) + _per_rank(hidden_gradients * c * tokens * width, settings)
+    hidden_gradients = mlp_hidden_gradient_bytes(spec, settings) * tokens * width
+    mlp = terms["mlp"] + terms.get("shared_experts", 0.0) + _per_rank(hidden_gradients, settings)
     attention_gradients = 2 * c * tokens * spec.q_dim + r * tokens * spec.hidden_size
     core = terms["attention_core"]
     if settings.attention == "eager":
@@ -1570,12 +1610,11 @@ def layer_backward_peak_bytes(
     c, r = compute_bytes(settings.precision), residual_bytes(settings.precision)
     full_layer = sum(terms.values())
     recomputed_core = recomputes_attention_core(settings)
-    hidden_gradients = 2 if spec.is_gated_mlp else 1
     mlp_moment = full_layer - (terms["attention_core"] if recomputed_core else 0.0)
     width = max(spec.ffn_hidden_size, spec.shared_expert_ffn_size)
     if dense and spec.n_experts > 1:
         width = spec.dense_ffn_hidden_size or spec.ffn_hidden_size
-    peak = mlp_moment + _per_rank(hidden_gradients * c * tokens * width, settings)
+    peak = mlp_moment + _per_rank(mlp_hidden_gradient_bytes(spec, settings) * tokens * width, settings)
     if settings.attention == "eager":
         up_to_core = full_layer - terms["attention_core"] - saved_after_attention_core_bytes(terms, spec, settings)
         scores = b * spec.n_heads * s * s
@@ -1656,10 +1695,23 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, grads_persist: boo
     return (
         notes
         + _softcap_notes(spec, settings)
+        + _gelu_notes(spec, settings)
         + _method_notes(spec, settings)
         + _offload_notes(settings)
         + _parallel_notes(spec, settings)
     )
+
+
+def _gelu_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
+    """What transformers' written-out "gelu_new" keeps (mlp_activation_saved_bytes)."""
+    if not runs_written_out_gelu(spec, settings):
+        return []
+    per_element = mlp_activation_saved_bytes(spec, settings)
+    return [
+        f"GELU as transformers' gelu_new, written out op by op: its ops keep {per_element:g} bytes per MLP hidden "
+        "element (pow's input, tanh's output, 0.5x and 1 + tanh), where one GELU kernel keeps its input; "
+        "torch.compile or a one-kernel GELU (gelu_pytorch_tanh) keeps one tensor."
+    ]
 
 
 def _softcap_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:

@@ -186,6 +186,19 @@ def _load_object(text: str | bytes, name: str) -> dict:
     return document
 
 
+# model types whose config class defaults to "gelu_new" (GPT2Config.activation_function,
+# PhiConfig.hidden_act, GPTJConfig, GPTNeoConfig, CodeGenConfig in huggingface/transformers)
+_GELU_NEW_BY_DEFAULT = ("gpt2", "phi", "gptj", "gpt_neo", "codegen")
+
+
+def _gelu_written_out(fields: _Fields, model_type: str) -> bool:
+    """transformers' "gelu_new" (NewGELUActivation, src/transformers/activations.py) is the tanh
+    GELU written out in Python, each pointwise op its own autograd node; "gelu_pytorch_tanh" and
+    "gelu" are one kernel."""
+    default = "gelu_new" if model_type in _GELU_NEW_BY_DEFAULT else "gelu"
+    return fields.string("hidden_act", "activation_function", "hidden_activation", default=default) == "gelu_new"
+
+
 def _activation(fields: _Fields, model_type: str) -> str:
     act = fields.string("hidden_act", "activation_function", "hidden_activation", default="gelu")
     if model_type in _GATED_MODEL_TYPES or act in ("silu", "swish"):
@@ -408,6 +421,8 @@ def _t5_fields(fields: _Fields, hidden: int, heads: int, layers: int) -> dict:
         cross_attention_layers=decoder,
         head_dim=d_kv if d_kv * heads != hidden else None,
         activation="geglu" if proj.startswith("gated") else "gelu",
+        # T5Config maps "gated-gelu" to dense_act_fn "gelu_new" (kept for backward compatibility)
+        gelu_written_out=proj == "gated-gelu",
         norm="rmsnorm",
         position_embedding="relative",
         relative_attention_buckets=fields.integer("relative_attention_num_buckets", default=32),
@@ -473,6 +488,7 @@ def _spec_fields(fields: _Fields, name: str) -> dict:
         vocab_size=vocab,
         max_position_embeddings=fields.integer("max_position_embeddings", "n_positions", default=2048),
         activation=_activation(fields, model_type),
+        gelu_written_out=_gelu_written_out(fields, model_type),
         norm="layernorm" if (is_gpt2 or is_bert or has_layer_norm_eps) else "rmsnorm",
         position_embedding="learned" if (is_gpt2 or is_bert) else "rope",
         tied_embeddings=fields.boolean("tie_word_embeddings", default=is_gpt2 or model_type in _TIED_BY_DEFAULT),

@@ -31,6 +31,10 @@ class ModelSpec(BaseModel):
     vocab_size: int = Field(gt=0, le=10_000_000)
     max_position_embeddings: int = Field(default=2048, gt=0, le=100_000_000)
     activation: Activation = "swiglu"
+    gelu_written_out: bool = Field(
+        default=False,
+        description="the tanh GELU written out op by op (transformers NewGELUActivation, 'gelu_new')",
+    )
     norm: Norm = "rmsnorm"
     position_embedding: PositionEmbedding = "rope"
     tied_embeddings: bool = False

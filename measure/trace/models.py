@@ -401,6 +401,17 @@ class LatentAttention(nn.Module):
 # --- MLPs ----------------------------------------------------------------------------
 
 
+def written_out_gelu(x: torch.Tensor) -> torch.Tensor:
+    """transformers' "gelu_new" (NewGELUActivation, src/transformers/activations.py): the tanh
+    approximation of GELU (Hendrycks and Gimpel 2016, arXiv 1606.08415) written op by op."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def gelu_function(spec: ModelSpec, approximate: str = "none") -> Callable[[torch.Tensor], torch.Tensor]:
+    """The model's GELU: written out for "gelu_new", else torch's one kernel."""
+    return written_out_gelu if spec.gelu_written_out else lambda x: F.gelu(x, approximate=approximate)
+
+
 class GeluMLP(nn.Module):
     """fc -> GELU -> proj -> dropout (GPT-2 MLP, BERT intermediate + output)."""
 
@@ -409,9 +420,10 @@ class GeluMLP(nn.Module):
         self.fc = projection(spec, "fc1", spec.linear_bias)
         self.proj = projection(spec, "fc2", spec.linear_bias)
         self.dropout = spec.dropout
+        self.gelu = gelu_function(spec)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return dropout(self.proj(F.gelu(self.fc(x))), self.dropout)
+        return dropout(self.proj(self.gelu(self.fc(x))), self.dropout)
 
 
 class GatedMLP(nn.Module):
@@ -429,7 +441,7 @@ class GatedMLP(nn.Module):
             self.gate_proj = projection(spec, prefix + "gate", bias, dense)
             self.up_proj = projection(spec, prefix + "up", bias, dense)
         self.down_proj = projection(spec, prefix + "down", bias, dense)
-        self.geglu = spec.activation == "geglu"
+        self.gelu = gelu_function(spec, approximate="tanh") if spec.activation == "geglu" else None
         self.clamped = spec.activation == "clamped-swiglu"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -441,7 +453,7 @@ class GatedMLP(nn.Module):
             return self.down_proj(_SiLUMulFunction.apply(gate, up))
         if self.clamped:
             return self.down_proj(clamped_swiglu(gate, up))
-        act = F.gelu(gate, approximate="tanh") if self.geglu else F.silu(gate)
+        act = self.gelu(gate) if self.gelu is not None else F.silu(gate)
         return self.down_proj(act * up)
 
 
