@@ -809,7 +809,15 @@ def norm_saved_bytes(
     if settings.liger or settings.compile:
         return r * tokens * h + 4 * tokens
     normalised_for_weight = rmsnorm_weight_operand_bytes(spec, r) * tokens * h if weight_trainable else 0
-    return 4 * tokens * h + normalised_for_weight + 4 * tokens
+    return 4 * tokens * h + normalised_for_weight + 4 * tokens + t5_norm_input_bytes(spec, r) * tokens * h
+
+
+def t5_norm_input_bytes(spec: ModelSpec, input_bytes: int) -> int:
+    """T5LayerNorm multiplies its input itself, not its fp32 copy, by rsqrt(variance)
+    (`hidden_states * torch.rsqrt(variance + eps)`, transformers models/t5/modeling_t5.py
+    @6b8b757d), so a half input is kept besides the fp32 copy the variance keeps; an fp32 input
+    is that copy. Traced (tests/test_trace_t5.py)."""
+    return input_bytes if spec.position_embedding == "relative" and input_bytes < 4 else 0
 
 
 def rmsnorm_weight_operand_bytes(spec: ModelSpec, input_bytes: int) -> int:
@@ -866,9 +874,9 @@ def linear_inputs_saved_bytes(settings: TrainingSettings, tokens: int, width: in
 def softmax_in_fp32(spec: ModelSpec, settings: TrainingSettings) -> bool:
     """Softmax output is fp32 under fp32 and autocast (softmax is on autocast's fp32
     list) and in Llama-style code, which calls softmax(dtype=torch.float32)."""
-    return (
-        compute_bytes(settings.precision) == 4 or is_autocast(settings.precision) or (spec.position_embedding == "rope")
-    )
+    # T5Attention calls softmax(scores.float()) (transformers models/t5/modeling_t5.py @6b8b757d)
+    upcasting_code = spec.position_embedding in ("rope", "relative")
+    return compute_bytes(settings.precision) == 4 or is_autocast(settings.precision) or upcasting_code
 
 
 def attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -1099,6 +1107,8 @@ def mlp_activation_saved_bytes(spec: ModelSpec, settings: TrainingSettings) -> f
     T5DenseGatedActDense) adds the product's operands, act(gate) and up. Measured with autograd's
     saved tensors (tests/test_trace_gelu_new.py)."""
     c = compute_bytes(settings.precision)
+    if spec.activation == "relu":
+        return 0  # ReLU's backward reads its output, fc2's input, counted with it
     if not runs_written_out_gelu(spec, settings):
         return (gated_activation_saved_tensors(spec, settings) if spec.is_gated_mlp else 1) * c
     autocast = is_autocast(settings.precision)
@@ -1270,11 +1280,15 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
     # What the activation saves (mlp_activation_saved_bytes) and its output, the down (fc2)
     # projection's input, which only a trained output linear saves.
     output_input_saved = ("down" if gated else "fc2") in trained
-    per_element = mlp_activation_saved_bytes(spec, settings) + (c if output_input_saved else 0)
+    # ReLU keeps its output (threshold_backward reads the result) whether or not fc2 trains
+    output_kept = output_input_saved or spec.activation == "relu"
+    per_element = mlp_activation_saved_bytes(spec, settings) + (c if output_kept else 0)
     if settings.precision == "fp8" and output_input_saved:
         # the down (fc2) projection keeps the float8 cast of its input, not the input itself
         per_element -= c - FP8_BYTES
-    terms["mlp"] = mlp_inputs + routed * per_element * tokens * f + mask
+    # T5's feed-forward also drops out its hidden activation (T5DenseActDense, T5DenseGatedActDense)
+    inner_mask = tokens * f if spec.position_embedding == "relative" and spec.dropout > 0 else 0
+    terms["mlp"] = mlp_inputs + routed * per_element * tokens * f + mask + inner_mask
     if moe and spec.shared_expert_ffn_size:
         shared_names = trained.intersection("shared_" + name for name in in_names)
         shared_inputs = len(shared_names) * c * tokens * h if is_autocast(settings.precision) else 0.0
@@ -1696,10 +1710,22 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, grads_persist: boo
         notes
         + _softcap_notes(spec, settings)
         + _gelu_notes(spec, settings)
+        + _t5_notes(spec, settings)
         + _method_notes(spec, settings)
         + _offload_notes(settings)
         + _parallel_notes(spec, settings)
     )
+
+
+def _t5_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
+    """How the encoder-decoder is counted (encoder_decoder_activation_bytes)."""
+    if not extension(spec, "cross_attention_layers"):
+        return []
+    return [
+        "T5: encoder and decoder each run seq_len tokens; attention is eager (transformers' T5Attention adds the "
+        "relative position bias to the scores and has no fused path), with its softmax in fp32; each decoder "
+        "layer's cross-attention keeps a block like self-attention's, its k and v reading the encoder's output."
+    ]
 
 
 def _gelu_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
@@ -2153,6 +2179,59 @@ def vision_tower_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -
     return encoder.n_layers * kept
 
 
+def t5_attention_settings(spec: ModelSpec, settings: TrainingSettings) -> TrainingSettings:
+    """The settings as T5 runs them: its attention adds a relative position bias to the scores
+    and has no fused (SDPA or flash) path in transformers (T5Attention.forward,
+    models/t5/modeling_t5.py @6b8b757d), so it is eager whatever the attention setting says."""
+    if spec.position_embedding != "relative" or settings.attention == "eager":
+        return settings
+    return settings.model_copy(update={"attention": "eager"})
+
+
+def encoder_decoder_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """What T5's decoder keeps beyond the self-attention layers the engine counts each of its
+    layers as, for one micro-batch (transformers models/t5/modeling_t5.py @6b8b757d,
+    T5LayerCrossAttention; both stacks on seq_len tokens):
+    - per decoder layer, a cross-attention block: its norm, q's input, the q/k/v copies the
+      score matmuls keep, the eager core and o's input, as a self-attention block keeps them,
+      with k and v reading the encoder's output instead of the normed hidden state (under
+      autocast each of them keeps its own half cast of it);
+    - once, the encoder's output (without autocast the k/v linears of every decoder layer keep
+      that one tensor), the encoder's final norm and dropout mask, and the decoder embedding's
+      dropout mask;
+    - the relative positions' bucket indices, int64 seq x seq per stack, kept by the bias
+      embedding for its backward.
+    Under full checkpointing (each block checkpointed, as transformers' gradient checkpointing
+    does) the encoder's output is kept; the position biases given to every block are counted
+    are kept too: batch x heads x seq x seq each, in the weight dtype. Traced (tests/test_trace_t5.py)."""
+    decoder_layers = extension(spec, "cross_attention_layers")
+    if not decoder_layers:
+        return 0.0
+    tokens, h, c = settings.micro_batch * settings.seq_len, spec.hidden_size, compute_bytes(settings.precision)
+    trained = input_saving_linears(settings)
+    mask = dropout_mask_bytes(spec, tokens)
+    encoder_output = c * tokens * h
+    if settings.checkpointing == "full":
+        # every checkpointed block keeps the stack's position bias it was given, batch x heads x
+        # seq x seq in the weight dtype: the encoder's, the decoder's and the cross-attention's
+        biases = 3 * settings.micro_batch * spec.n_heads * settings.seq_len**2 * weight_bytes(settings.precision)
+        return _per_rank(encoder_output + biases, settings)
+    terms = layer_activation_terms(spec, settings)
+    kv_names = len(trained.intersection(("k", "v")))
+    self_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(("q", "k", "v"))))
+    cross_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(("q",))))
+    if is_autocast(settings.precision):
+        cross_inputs += linear_inputs_saved_bytes(settings, tokens, h, kv_names)
+        encoder_output = 0.0  # fp32, kept by no one: each k/v linear keeps its half cast
+    elif not kv_names:
+        encoder_output = 0.0
+    norm = norm_saved_bytes(spec, settings, tokens, weight_trainable=settings.method == "full")
+    block = norm + _per_rank(cross_inputs - self_inputs, settings) + terms["attention_projections"]
+    block += terms["attention_core"]
+    once = encoder_output + norm + 2 * mask + 2 * 8 * settings.seq_len**2
+    return decoder_layers * block + _per_rank(once, settings)
+
+
 def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     """What Llama 3.2 Vision's cross-attention layers keep beyond the self-attention layers the
     engine counts them as, for one micro-batch (transformers models/mllama/modeling_mllama.py
@@ -2190,7 +2269,8 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     check_supported(spec, settings)
     image_note = images_note(spec, settings)
     tower_bytes = vision_tower_activation_bytes(spec, settings)
-    cross_bytes = cross_attention_activation_bytes(spec, settings)
+    settings = t5_attention_settings(spec, settings)
+    cross_bytes = cross_attention_activation_bytes(spec, settings) + encoder_decoder_activation_bytes(spec, settings)
     settings = language_model_settings(spec, settings)
     params = parameter_count(spec)
     grads_persist = settings.grad_accum > 1 or not settings.grads_freed_after_step

@@ -420,7 +420,7 @@ def _t5_fields(fields: _Fields, hidden: int, heads: int, layers: int) -> dict:
         n_layers=layers + decoder,
         cross_attention_layers=decoder,
         head_dim=d_kv if d_kv * heads != hidden else None,
-        activation="geglu" if proj.startswith("gated") else "gelu",
+        activation="geglu" if proj.startswith("gated") else ("relu" if proj == "relu" else "gelu"),
         # T5Config maps "gated-gelu" to dense_act_fn "gelu_new" (kept for backward compatibility)
         gelu_written_out=proj == "gated-gelu",
         norm="rmsnorm",

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Activation = Literal["gelu", "swiglu", "geglu", "clamped-swiglu"]
+Activation = Literal["gelu", "relu", "swiglu", "geglu", "clamped-swiglu"]
 Norm = Literal["layernorm", "rmsnorm"]
 PositionEmbedding = Literal["learned", "rope", "relative"]
 Head = Literal["lm", "classifier"]

@@ -311,7 +311,7 @@ def test_t5_small_encoder_decoder_with_relative_position_biases():
     4,195,840 (x 6 = 25,175,040). Relative biases 32 buckets x 8 heads in each stack 512, final
     norms 2 x 512: 16,449,536 + 18,880,512 + 25,175,040 + 512 + 1,024 = 60,506,624."""
     t5 = spec(T5_SMALL)
-    assert (t5.n_layers, t5.cross_attention_layers, t5.activation, t5.norm) == (12, 6, "gelu", "rmsnorm")
+    assert (t5.n_layers, t5.cross_attention_layers, t5.activation, t5.norm) == (12, 6, "relu", "rmsnorm")
     assert t5.position_embedding == "relative" and t5.tied_embeddings
     assert parameter_count(t5).total == 60_506_624
 

@@ -195,7 +195,7 @@ def test_bad_value_names_file_row_preset_and_field(tmp_path):
     ("changes", "field"),
     [
         ({"tied_embeddings": "maybe"}, "tied_embeddings"),
-        ({"activation": "relu"}, "activation"),
+        ({"activation": "tanh"}, "activation"),
         ({"n_kv_heads": "3"}, "(whole row)"),  # 4 heads are not divisible by 3 kv-heads
         ({"n_layers": ""}, "n_layers"),  # required field left empty
     ],

@@ -15,8 +15,8 @@ LLAMA_LIKE = dict(n_layers=2, hidden_size=64, n_heads=4, n_kv_heads=4, ffn_hidde
 @pytest.mark.parametrize(
     ("extra", "reason"),
     [
-        ({"cross_attention_layers": 1}, "an encoder-decoder"),
-        ({"position_embedding": "relative"}, "relative position biases"),
+        ({"cross_attention_layers": 1}, "an encoder-decoder other than T5"),
+        ({"position_embedding": "relative"}, "relative position biases outside T5"),
         ({"norms_per_layer": 4, "parallel_residual": True}, "sandwich norms with a parallel residual"),
         ({"norms_per_layer": 3}, "3 norms per layer"),
     ],

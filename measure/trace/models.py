@@ -755,6 +755,10 @@ def build_model(
     """The reference model for `spec` (parameters in the default dtype on the default device);
     `liger`: Liger-Kernel's RMSNorm and SwiGLU; `checkpoint_unit="submodule"` with full
     checkpointing: each norm, the attention and the MLP checkpointed on their own."""
+    if extension(spec, "cross_attention_layers"):
+        from measure.trace.t5 import T5Reference  # builds on this module's pieces
+
+        return T5Reference(spec, checkpointing)
     return ReferenceTransformer(spec, attention, checkpointing, liger, checkpoint_unit)
 
 

@@ -23,7 +23,7 @@ def check_spec(spec: ModelSpec) -> None:
         raise UnsupportedConfiguration(
             f"{spec.norms_per_layer} norms per layer (the reference models have 2 or 4, or 1 or 2 side by side)"
         )
-    if spec.norm == "rmsnorm" and spec.position_embedding != "rope":
+    if spec.norm == "rmsnorm" and spec.position_embedding == "learned":
         raise UnsupportedConfiguration("RMSNorm with learned positions (the Llama-style model uses rotary positions)")
     if spec.head == "classifier" and spec.norm != "layernorm":
         raise UnsupportedConfiguration("a classifier head on a Llama-style model")
@@ -34,9 +34,10 @@ def check_spec(spec: ModelSpec) -> None:
 def _unbuilt_features(spec: ModelSpec) -> list[tuple[bool, str]]:
     """Architecture features the reference transformers (Llama-, GPT/BERT- and Mixtral-style)
     have no module for, each with the reason the trace gives."""
+    encoder_decoder = extension(spec, "cross_attention_layers") > 0
     return [
-        (extension(spec, "cross_attention_layers") > 0, "an encoder-decoder (T5's cross-attention)"),
-        (spec.position_embedding == "relative", "relative position biases"),
+        (spec.position_embedding == "relative" and not encoder_decoder, "relative position biases outside T5"),
+        (encoder_decoder and spec.position_embedding != "relative", "an encoder-decoder other than T5"),
     ]
 
 
@@ -129,9 +130,27 @@ def _check_attention_sinks(spec: ModelSpec, settings: TrainingSettings) -> None:
         )
 
 
+def _check_encoder_decoder(spec: ModelSpec, settings: TrainingSettings) -> None:
+    """T5 is traced (measure.trace.t5) without checkpointing or with each block checkpointed,
+    as transformers' gradient checkpointing does, and without torch.compile or Liger."""
+    if not extension(spec, "cross_attention_layers"):
+        return
+    unsupported = [
+        (settings.checkpointing not in ("none", "full"), f"{settings.checkpointing} checkpointing"),
+        (_setting(settings, "checkpoint_unit", "layer") != "layer", "per-submodule checkpointing"),
+        (_setting(settings, "compile", False), "torch.compile"),
+        (_setting(settings, "liger", False), "Liger kernels"),
+        (_setting(settings, "activation_offload", False), "activation offloading"),
+    ]
+    for present, reason in unsupported:
+        if present:
+            raise UnsupportedConfiguration(f"T5 with {reason} is not traced; the estimate models it")
+
+
 def check_supported(spec: ModelSpec, settings: TrainingSettings) -> None:
     check_spec(spec)
     check_settings(settings)
+    _check_encoder_decoder(spec, settings)
     _check_latent_attention(spec, settings)
     _check_attention_sinks(spec, settings)
     if _setting(settings, "compile", False) and spec.n_experts > 1:

@@ -1,0 +1,71 @@
+"""T5 in the trace (measure.trace.t5, after transformers' modeling_t5.py @6b8b757d) and in the
+engine: eager attention with an fp32 softmax, T5LayerNorm keeping its half input, a ReLU or
+written-out gated-GELU feed-forward, and each decoder layer's cross-attention block."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculators.geometry import parameter_count
+from calculators.memory import (
+    GIB,
+    attention_score_bytes,
+    estimate_memory,
+    t5_attention_settings,
+    t5_norm_input_bytes,
+)
+from calculators.model_input import spec_from_config_dict
+from calculators.model_library import library_spec
+from calculators.training import TrainingSettings
+
+torch = pytest.importorskip("torch")
+
+from measure.trace.models import build_model  # noqa: E402
+from measure.trace.tracer import trace_step  # noqa: E402
+
+TINY_T5 = {
+    "model_type": "t5", "d_model": 64, "d_kv": 16, "d_ff": 256, "num_layers": 2, "num_decoder_layers": 2,
+    "num_heads": 4, "vocab_size": 512, "relative_attention_num_buckets": 32, "dropout_rate": 0.0,
+}  # fmt: skip
+
+
+PUBLISHED = [("google-t5/t5-small", 60_506_624), ("google/flan-t5-base", 247_577_856)]
+
+
+@pytest.mark.parametrize(("model", "published"), PUBLISHED)
+def test_t5_builds_with_its_published_parameter_count(model, published):
+    """keras-hub t5_presets.py @71453d08: t5_small_multi 60,506,624 and flan_base_multi 247,577,856."""
+    spec = library_spec(model)
+    with torch.device("meta"):
+        built = build_model(spec)
+    assert sum(p.numel() for p in built.parameters()) == parameter_count(spec).total == published
+
+
+def test_t5_attention_is_eager_with_an_fp32_softmax_and_its_norm_keeps_its_input():
+    """T5Attention has no fused path, so fused is counted as eager; softmax(scores.float()) keeps
+    4 bytes per score and the matmul with v its bf16 cast, 2 (6 in all without dropout); T5LayerNorm
+    keeps its bf16 input (2 bytes per element) besides the fp32 copy, and nothing more in fp32."""
+    t5 = spec_from_config_dict(TINY_T5)
+    fused = TrainingSettings(seq_len=128, micro_batch=2, precision="bf16", attention="fused")
+    run = t5_attention_settings(t5, fused)
+    assert run.attention == "eager" and attention_score_bytes(t5, run) == 6
+    assert t5_norm_input_bytes(t5, 2) == 2 and t5_norm_input_bytes(t5, 4) == 0
+    assert any("T5:" in note for note in estimate_memory(t5, fused).assumptions)
+
+
+def test_each_decoder_layer_keeps_what_the_engine_counts():
+    """Two more decoder layers, 2 x 128 tokens in bf16: traced, a decoder layer keeps 2,855,092 B
+    (activations, weights and AdamW states; an encoder layer, measured the same way, 1,674,016 B);
+    the engine counts the same to 64 B. A decoder layer's cross-attention block keeps 1,082,368 B: its norm
+    132,096 (fp32 copy 65,536, input 32,768, rsqrt 1,024, normalised 32,768), q's input 32,768,
+    the q, k and v copies 98,304, the fp32 softmax and its bf16 cast 6 x 131,072 = 786,432 and
+    o's input 32,768."""
+    run = TrainingSettings(seq_len=128, micro_batch=2, precision="bf16", attention="eager")
+
+    def per_layer(source) -> float:
+        two, four = (spec_from_config_dict(TINY_T5 | {"num_decoder_layers": n}) for n in (2, 4))
+        return (source(four, run).phases_gib["end of forward"] - source(two, run).phases_gib["end of forward"]) / 2
+
+    traced = per_layer(trace_step) * GIB
+    assert traced == 2_855_092
+    assert per_layer(estimate_memory) * GIB == pytest.approx(traced, abs=64)
