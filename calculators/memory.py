@@ -2202,8 +2202,8 @@ def encoder_decoder_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     - the relative positions' bucket indices, int64 seq x seq per stack, kept by the bias
       embedding for its backward.
     Under full checkpointing (each block checkpointed, as transformers' gradient checkpointing
-    does) the encoder's output is kept; the position biases given to every block are counted
-    are kept too: batch x heads x seq x seq each, in the weight dtype. Traced (tests/test_trace_t5.py)."""
+    does) the encoder's output is kept, and so are the three position biases every block is
+    given: batch x heads x seq x seq each, in the weight dtype. Traced (tests/test_trace_t5.py)."""
     decoder_layers = extension(spec, "cross_attention_layers")
     if not decoder_layers:
         return 0.0

@@ -407,23 +407,26 @@ def written_out_gelu(x: torch.Tensor) -> torch.Tensor:
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
-def gelu_function(spec: ModelSpec, approximate: str = "none") -> Callable[[torch.Tensor], torch.Tensor]:
-    """The model's GELU: written out for "gelu_new", else torch's one kernel."""
+def mlp_activation_function(spec: ModelSpec, approximate: str = "none") -> Callable[[torch.Tensor], torch.Tensor]:
+    """The model's ungated activation, or a GeGLU's gate activation: ReLU (T5 1.0), GELU written
+    out for "gelu_new", else torch's one-kernel GELU."""
+    if spec.activation == "relu":
+        return F.relu
     return written_out_gelu if spec.gelu_written_out else lambda x: F.gelu(x, approximate=approximate)
 
 
 class GeluMLP(nn.Module):
-    """fc -> GELU -> proj -> dropout (GPT-2 MLP, BERT intermediate + output)."""
+    """fc -> GELU (or ReLU) -> proj -> dropout (GPT-2 MLP, BERT intermediate + output)."""
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__()
         self.fc = projection(spec, "fc1", spec.linear_bias)
         self.proj = projection(spec, "fc2", spec.linear_bias)
         self.dropout = spec.dropout
-        self.gelu = gelu_function(spec)
+        self.act = mlp_activation_function(spec)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return dropout(self.proj(self.gelu(self.fc(x))), self.dropout)
+        return dropout(self.proj(self.act(self.fc(x))), self.dropout)
 
 
 class GatedMLP(nn.Module):
@@ -441,7 +444,7 @@ class GatedMLP(nn.Module):
             self.gate_proj = projection(spec, prefix + "gate", bias, dense)
             self.up_proj = projection(spec, prefix + "up", bias, dense)
         self.down_proj = projection(spec, prefix + "down", bias, dense)
-        self.gelu = gelu_function(spec, approximate="tanh") if spec.activation == "geglu" else None
+        self.gelu = mlp_activation_function(spec, approximate="tanh") if spec.activation == "geglu" else None
         self.clamped = spec.activation == "clamped-swiglu"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

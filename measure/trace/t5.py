@@ -34,13 +34,9 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from calculators.model_spec import ModelSpec, extension
-from measure.trace.models import BoundaryHook, dropout, gelu_function, projection
+from measure.trace.models import BoundaryHook, dropout, mlp_activation_function, projection
 
 MAX_DISTANCE = 128  # T5Config.relative_attention_max_distance's default
-
-
-def is_encoder_decoder(spec: ModelSpec) -> bool:
-    return extension(spec, "cross_attention_layers") > 0
 
 
 class T5Norm(nn.Module):
@@ -111,15 +107,15 @@ class T5FeedForward(nn.Module):
         if self.gated:
             self.gate_proj, self.up_proj = projection(spec, "gate", False), projection(spec, "up", False)
             self.down_proj = projection(spec, "down", False)
-            self.act = gelu_function(spec, approximate="tanh")
         else:
             self.fc, self.proj = projection(spec, "fc1", False), projection(spec, "fc2", False)
+        self.act = mlp_activation_function(spec, approximate="tanh")
         self.dropout = spec.dropout
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gated:
             return self.down_proj(dropout(self.act(self.gate_proj(x)) * self.up_proj(x), self.dropout))
-        return self.proj(dropout(F.relu(self.fc(x)), self.dropout))
+        return self.proj(dropout(self.act(self.fc(x)), self.dropout))
 
 
 class T5Block(nn.Module):
