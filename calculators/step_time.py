@@ -7,9 +7,9 @@ Every operation gets a roofline time, max(FLOPs / achievable rate, bytes / memor
   on one micro-batch of b x s tokens, forward, input gradient and weight gradient (the weight
   gradient skipped for a frozen base); rate = dense peak x the achievable fraction of large
   GEMMs (mamf-finder, github.com/stas00/ml-engineering compute/accelerator/README.md
-  @7bc7c305; or a measured one) x the shape factor of the
-  GEMM (the measured H100 curve of data/matmul_efficiency.csv, relative to its best shape)
-  x the sustained-clock factor (0.825, an assumption: see SUSTAINED_CLOCK_FACTOR).
+  @744d01e; or a measured one) x the shape factor of the GEMM (the measured H100 or B200
+  curve of data/matmul_efficiency.csv, relative to its best shape) x the sustained-clock
+  factor (0.825, an assumption: see SUSTAINED_CLOCK_FACTOR).
 - attention: FlashAttention's FLOPs (causal half of the square, backward 2.5x forward; Dao
   2023, arXiv 2307.08691, Sec. 4) at its published fraction of peak.
 - norms, residual adds, activations, rotary embeddings, the loss and the optimizer step:
@@ -27,7 +27,7 @@ import math
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from calculators.communication import trainable_parameters_per_rank
 from calculators.geometry import layer_linears, split
@@ -49,16 +49,52 @@ from calculators.vision import (
     vision_tower,
 )
 
-# Achievable BF16 matmul, fraction of dense peak on the best large shapes (mamf-finder;
-# github.com/stas00/ml-engineering compute/accelerator/README.md @7bc7c305, Maximum Achievable FLOPS).
-MATMUL_FRACTION: dict[str, float] = {"A100": 0.869, "H100": 0.803, "B200": 0.776, "MI300X": 0.514, "Gaudi2": 0.969}
+# Achievable matmul, fraction of the dense peak on the best large shapes: mamf-finder's MAMF
+# over its theoretical peak (github.com/stas00/ml-engineering compute/accelerator/README.md
+# @744d01e, "Maximum Achievable Matmul FLOPS comparison table", BF16 and FP8 float8_e4m3fn).
+# Where that table's theoretical peak differs from the catalogue's (MI355X: 2300 against
+# AMD's 2516.6; Gaudi 3: 1677 against 1835), the fraction is MAMF over the catalogue's peak,
+# so that peak x fraction is the measured MAMF.
+MATMUL_FRACTION: dict[str, float] = {
+    "A100": 271.2 / 312,
+    "A100-PCIe": 252.9 / 312,
+    "H100": 794.5 / 989,  # "H200 is the same"
+    "GH200": 828.6 / 989,
+    "B200": 1745.0 / 2250,
+    "GB200": 1822.0 / 2500,
+    "B300": 1769.0 / 2250,
+    "MI300X": 668.4 / 1300,
+    "MI325X": 784.9 / 1300,
+    "MI355X": 1565.0 / 2516.6,
+    "Gaudi2": 418.7 / 432,
+    "Gaudi3": 1243.0 / 1835,
+}
 DEFAULT_MATMUL_FRACTION = 0.80  # no measurement: near the NVIDIA datacenter figures (0.78-0.87)
-# Achievable FP8 matmul (float8_e4m3fn inputs), fraction of the dense fp8 peak: H200 SXM 1453.4 of
-# 1979 TFLOPS (73.4%; the H100 die), B200 SXM 3432.5 of 4500 (76.3%) (stas00/ml-engineering
-# insights/gpu-upgrade README, "MAMF: the realistic ceiling", FP8 table). Other families: their
-# bf16 fraction, an assumption.
-MATMUL_FRACTION_FP8: dict[str, float] = {"H100": 1453.4 / 1979, "B200": 3432.5 / 4500}
-# Name prefixes that share a measured family (same SM / compute die and software stack).
+# FP8: the same table's FP8 rows. The H100 family takes the H200's (1453.4 of 1979; same die);
+# families with no FP8 row take their bf16 fraction, an assumption.
+MATMUL_FRACTION_FP8: dict[str, float] = {
+    "H100": 1453.4 / 1979,
+    "GH200": 1535.0 / 1979,
+    "B200": 3432.5 / 4500,
+    "GB200": 3615.6 / 5000,
+    "B300": 3353.3 / 4500,
+    "Gaudi2": 826.5 / 865,
+    "Gaudi3": 1289.5 / 1835,
+}
+# The part whose mamf-finder figure applies, by name prefix, the longest first. A part with no
+# figure of its own takes its die family's (H200 and H100 share a die; MI250X takes MI300X's, an
+# assumption).
+MEASURED_PART_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("A100-PCIe", "A100-PCIe"),
+    ("GH200", "GH200"),
+    ("GB200", "GB200"),
+    ("B300", "B300"),
+    ("MI325X", "MI325X"),
+    ("MI355X", "MI355X"),
+    ("Gaudi3", "Gaudi3"),
+)
+# Name prefixes that share a compute die and software stack (the family for attention
+# kernels, the shape curve and parts with no figure of their own).
 FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
     ("A100", "A100"),
     ("H100", "H100"),
@@ -70,10 +106,12 @@ FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
     ("MI", "MI300X"),
     ("Gaudi2", "Gaudi2"),
 )
-# The measured shape curve: bf16 TFLOPS of (b x m) x k @ k x n GEMMs on H100, b x m from 4096 to
-# 16384 rows, n and k from 256 to 4096 (data/matmul_efficiency.csv, XLA's default matmul
-# performance table).
+# The measured shape curves: bf16 TFLOPS of (rows x k) @ (k x n) GEMMs, rows from 256 to 16384,
+# n and k from 256 to 4096, on H100 (XLA key sm_90) and B200 (sm_100_B200) (data/
+# matmul_efficiency.csv, XLA's default GEMM performance table). A Blackwell GPU takes B200's
+# curve, every other GPU H100's (an assumption for those with no curve of their own).
 MATMUL_CURVE_PATH = Path(__file__).resolve().parent.parent / "data" / "matmul_efficiency.csv"
+CURVE_FAMILIES = ("H100", "B200")
 # Sustained over burst matmul rate: an ASSUMPTION, not a measurement. mamf-finder reports the
 # fastest of 100 timed iterations per shape, not their mean (github.com/stas00/ml-engineering
 # compute/accelerator/benchmarks/README.md @744d01e), and a GPU holds a lower clock under a whole
@@ -116,16 +154,31 @@ def gpu_family(gpu: GpuSpec) -> str | None:
     return None
 
 
+def measured_part(gpu: GpuSpec) -> str | None:
+    """The part whose mamf-finder figure applies to this GPU ('GH200', 'H100', ...), or None."""
+    for prefix, part in MEASURED_PART_PREFIXES:
+        if gpu.name.startswith(prefix):
+            return part
+    return gpu_family(gpu)
+
+
 def matmul_fraction(gpu: GpuSpec, compute_format: str = "bf16") -> float:
-    """Achievable fraction of dense peak on large matmuls in `compute_format`: the family's
-    mamf-finder figure (its fp8 one for fp8 where measured), else DEFAULT_MATMUL_FRACTION (an
-    assumption)."""
-    family = gpu_family(gpu)
-    if family is None:
+    """Achievable fraction of dense peak on large matmuls in `compute_format`: the measured
+    part's mamf-finder figure (its fp8 one for fp8 where measured), else
+    DEFAULT_MATMUL_FRACTION (an assumption)."""
+    part = measured_part(gpu)
+    if part is None:
         return DEFAULT_MATMUL_FRACTION
-    if compute_format == "fp8" and family in MATMUL_FRACTION_FP8:
-        return MATMUL_FRACTION_FP8[family]
-    return MATMUL_FRACTION[family]
+    if compute_format == "fp8" and part in MATMUL_FRACTION_FP8:
+        return MATMUL_FRACTION_FP8[part]
+    return MATMUL_FRACTION[part]
+
+
+def curve_family(gpu: GpuSpec) -> str:
+    """The measured shape curve this GPU's GEMMs follow: its family's where there is one (H100,
+    B200), else H100's (an assumption)."""
+    family = gpu_family(gpu)
+    return family if family in CURVE_FAMILIES else "H100"
 
 
 def flash_attention_fraction(gpu: GpuSpec, kernel: AttentionKernel = "flash2") -> float:
@@ -149,20 +202,48 @@ class GemmRates(BaseModel):
     fraction: float
     bandwidth_tbps: float
     element_bytes: float
+    curve: str = "H100"  # the measured shape curve (curve_family)
+
+
+class MatmulCurvePoint(BaseModel):
+    """One measured GEMM of data/matmul_efficiency.csv: batch x (m x k) @ (k x n) in bf16."""
+
+    gpu_family: str
+    batch: int = Field(ge=1)
+    m: int = Field(ge=1)
+    n: int = Field(ge=1)
+    k: int = Field(ge=1)
+    measured_tflops: float = Field(gt=0)
+    source: str
+    as_of: str
+
+    @property
+    def rows(self) -> float:
+        return float(self.batch * self.m)
+
+
+class MatmulCurve(BaseModel):
+    """A family's measured curve on its (rows, n, k) grid; rows = batch x m."""
+
+    rows: tuple[float, ...]
+    ns: tuple[float, ...]
+    ks: tuple[float, ...]
+    tflops: dict[tuple[float, float, float], float]
+    best_tflops: float
 
 
 @functools.cache
-def _matmul_curve() -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...], dict, float]:
-    """(rows, n, k values, TFLOPS by (rows, n, k), the best TFLOPS) of the measured curve;
-    rows = batch x m."""
+def matmul_curve(family: str) -> MatmulCurve:
+    """The measured curve of `family` ('H100' or 'B200'); every grid point must be present."""
     with MATMUL_CURVE_PATH.open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    table = {
-        (float(row["batch"]) * float(row["m"]), float(row["n"]), float(row["k"])): float(row["measured_tflops"])
-        for row in rows
-    }
-    ms, ns, ks = (tuple(sorted({key[axis] for key in table})) for axis in range(3))
-    return ms, ns, ks, table, max(table.values())
+        points = [MatmulCurvePoint.model_validate(row) for row in csv.DictReader(handle)]
+    tflops = {(p.rows, float(p.n), float(p.k)): p.measured_tflops for p in points if p.gpu_family == family}
+    if not tflops:
+        raise ValueError(f"{MATMUL_CURVE_PATH.name} has no curve for {family!r}")
+    rows, ns, ks = (tuple(sorted({key[axis] for key in tflops})) for axis in range(3))
+    if len(tflops) != len(rows) * len(ns) * len(ks):
+        raise ValueError(f"{MATMUL_CURVE_PATH.name}: the {family} curve misses points of its grid")
+    return MatmulCurve(rows=rows, ns=ns, ks=ks, tflops=tflops, best_tflops=max(tflops.values()))
 
 
 def _bracket(values: tuple[float, ...], x: float) -> tuple[float, float, float]:
@@ -177,18 +258,18 @@ def _bracket(values: tuple[float, ...], x: float) -> tuple[float, float, float]:
 
 
 @functools.lru_cache(maxsize=65536)
-def shape_factor(rows: float, n: float, k: float) -> float:
-    """Achievable rate of a (rows x k) @ (k x n) GEMM relative to the best measured shape: the
-    measured curve interpolated (trilinear in log2 of rows, n and k) and clamped to its range
-    (rows 4096-16384, n and k 256-4096); larger shapes stay at the edge, the plateau where
-    mamf-finder's best shapes lie. The curve is H100's; other GPUs take its shape (an assumption)."""
-    ms, ns, ks, table, best = _matmul_curve()
+def shape_factor(rows: float, n: float, k: float, family: str = "H100") -> float:
+    """Achievable rate of a (rows x k) @ (k x n) GEMM relative to the best measured shape of
+    `family`'s curve: interpolated (trilinear in log2 of rows, n and k) and clamped to its range
+    (rows 256-16384, n and k 256-4096); larger shapes stay at the edge, the plateau where
+    mamf-finder's best shapes lie."""
+    curve = matmul_curve(family)
     value = 0.0
-    for m_point, m_weight in _corners(ms, rows):
-        for n_point, n_weight in _corners(ns, n):
-            for k_point, k_weight in _corners(ks, k):
-                value += m_weight * n_weight * k_weight * table[m_point, n_point, k_point]
-    return value / best
+    for row_point, row_weight in _corners(curve.rows, rows):
+        for n_point, n_weight in _corners(curve.ns, n):
+            for k_point, k_weight in _corners(curve.ks, k):
+                value += row_weight * n_weight * k_weight * curve.tflops[row_point, n_point, k_point]
+    return value / curve.best_tflops
 
 
 def _corners(values: tuple[float, ...], x: float) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -198,13 +279,13 @@ def _corners(values: tuple[float, ...], x: float) -> tuple[tuple[float, float], 
 
 def gemm_seconds(
     rows: float, inner: float, cols: float, peak_tflops: float, fraction: float, bandwidth_tbps: float,
-    element_bytes: float,
+    element_bytes: float, curve: str = "H100",
 ) -> float:  # fmt: skip
     """Roofline time of a (rows x inner) @ (inner x cols) GEMM: the larger of 2 x rows x inner x
     cols FLOPs at peak x fraction x the shape factor and the bytes of both inputs and the output
     (element_bytes each) at the memory bandwidth (Williams et al. 2009), at least one launch."""
     flops = 2.0 * rows * inner * cols
-    factor = shape_factor(rows, cols, inner)
+    factor = shape_factor(rows, cols, inner, curve)
     rate = peak_tflops * 1e12 * fraction * factor
     moved = element_bytes * (rows * inner + inner * cols + rows * cols)
     return max(flops / rate, moved / (bandwidth_tbps * 1e12), KERNEL_LAUNCH_S)
@@ -216,7 +297,7 @@ def linear_seconds(
     """(forward, input-gradient, weight-gradient) seconds of one linear on `rows` tokens: forward
     X @ W (n = out, k = in), input gradient dY @ W^T (n = in, k = out), weight gradient X^T @ dY
     (in x tokens @ tokens x out), each 2 x rows x in x out FLOPs."""
-    common = (rates.peak_tflops, rates.fraction, rates.bandwidth_tbps, rates.element_bytes)
+    common = (rates.peak_tflops, rates.fraction, rates.bandwidth_tbps, rates.element_bytes, rates.curve)
     forward = gemm_seconds(rows, in_features, out_features, *common)
     data_grad = gemm_seconds(rows, out_features, in_features, *common)
     weight_grad = gemm_seconds(in_features, rows, out_features, *common)
@@ -546,6 +627,7 @@ def step_compute(
         fraction=fraction * SUSTAINED_CLOCK_FACTOR,
         bandwidth_tbps=bandwidth,
         element_bytes=1.0 if fp8 else compute_bytes(settings.precision),
+        curve=curve_family(gpu),
     )
     layers = spec.n_layers / settings.pipeline_parallel
     # A frozen prefix (full training with frozen first layers) needs no backward at all: no

@@ -34,10 +34,11 @@ from calculators.step_time import (
     SUSTAINED_CLOCK_FACTOR,
     AttentionKernel,
     Kernels,
+    curve_family,
     flash_attention_fraction,
-    gpu_family,
     kernels_fused,
     matmul_fraction,
+    measured_part,
     op_selective_recomputed_linears,
     step_compute,
 )
@@ -401,14 +402,15 @@ def _assumptions(
     gpu: GpuSpec, settings: TrainingSettings, time_settings: TimeSettings, fmt: str, links: dict[str, float]
 ) -> list[str]:
     """Plain-language list of what the estimate assumes."""
-    family = gpu_family(gpu)
-    basis = f"{family} mamf-finder {matmul_fraction(gpu, fmt):.3f}" if family else f"assumed {DEFAULT_MATMUL_FRACTION}"
+    part = measured_part(gpu)
+    basis = f"{part} mamf-finder {matmul_fraction(gpu, fmt):.3f}" if part else f"assumed {DEFAULT_MATMUL_FRACTION}"
     if time_settings.matmul_fraction is not None:
         basis = f"measured {time_settings.matmul_fraction:.3f}"
     compute = (
         f"utilisation {time_settings.utilisation:.3f} (given) of dense peak for all executed FLOPs"
         if time_settings.utilisation is not None
-        else f"each GEMM at dense peak x achievable fraction ({basis}) x the measured shape curve x "
+        else f"each GEMM at dense peak x achievable fraction ({basis}) x the measured {curve_family(gpu)} shape "
+        "curve x "
         f"{SUSTAINED_CLOCK_FACTOR:g} sustained clocks (assumed), "
         "or memory-bound; "
         + ATTENTION_KERNEL_NAMES[time_settings.attention_kernel]

@@ -13,6 +13,7 @@ from calculators.step_time import (
     GemmRates,
     activation_bytes_per_element,
     attention_seconds_forward,
+    curve_family,
     elementwise_bytes_per_token,
     flash_attention_fraction,
     fp8_cast_bytes,
@@ -35,25 +36,61 @@ LLAMA2_7B = get_preset("llama-2-7b")
 
 
 def test_shape_factor_at_and_between_measured_points():
-    # Best measured shape: 16384 rows, n 2048, k 4096: 808.70 TFLOPS.
-    # 16384 x 1024 x 1024: 673.84 / 808.70 = 0.83324; 4096 rows: 488.06 / 808.70 = 0.60352.
-    assert shape_factor(16384, 1024, 1024) == pytest.approx(0.83324, rel=1e-4)
-    assert shape_factor(4096, 1024, 1024) == pytest.approx(0.60352, rel=1e-4)
-    # 2^12.5 = 5792.6 rows: halfway (log2) between 4096 (488.06) and 8192 (598.18) -> 543.12 / 808.70
-    assert shape_factor(2**12.5, 1024, 1024) == pytest.approx(0.67160, rel=1e-4)
-    # (16384, n 2048, k 768): log2 interpolation between k 512 (607.49) and 1024 (687.86), weight
-    # log2(1.5) = 0.58496 -> 654.51 / 808.70 = 0.80933.
-    assert shape_factor(16384, 2048, 768) == pytest.approx(0.80933, rel=1e-4)
-    # beyond the measured range the edge: 16384 x 4096 x 4096, 793.13 / 808.70 = 0.98075
-    assert shape_factor(65536, 16384, 8192) == pytest.approx(0.98075, rel=1e-4)
+    # H100 curve (XLA key sm_90). Best measured shape: 16384 rows, n 2048, k 4096: 804.72 TFLOPS.
+    # 16384 x 1024 x 1024: 677.65 / 804.72 = 0.84209; 4096 rows: 497.56 / 804.72 = 0.61830.
+    assert shape_factor(16384, 1024, 1024) == pytest.approx(0.84209, rel=1e-4)
+    assert shape_factor(4096, 1024, 1024) == pytest.approx(0.61830, rel=1e-4)
+    # 2^12.5 = 5792.6 rows: halfway (log2) between 4096 (497.56) and 8192 (598.52) -> 548.04 / 804.72
+    assert shape_factor(2**12.5, 1024, 1024) == pytest.approx(0.68103, rel=1e-4)
+    # (16384, n 2048, k 768): log2 interpolation between k 512 (612.68) and 1024 (690.18), weight
+    # log2(1.5) = 0.58496 -> 658.01 / 804.72 = 0.81769.
+    assert shape_factor(16384, 2048, 768) == pytest.approx(0.81769, rel=1e-4)
+    # beyond the measured range the edge: 16384 x 4096 x 4096, 788.70 / 804.72 = 0.98009
+    assert shape_factor(65536, 16384, 8192) == pytest.approx(0.98009, rel=1e-4)
+
+
+def test_shape_factor_below_4096_rows_is_measured():
+    """Rows under 4096 (a micro-batch of 1 x 2048 tokens, a weight gradient's 2048 rows) are
+    measured points, not clamped to 4096: 2048 x 2048 x 2048 runs at 641.04 TFLOPS, 1024 rows at
+    529.46, against 804.72 at best; under the smallest measured 256 rows the edge applies."""
+    assert shape_factor(2048, 2048, 2048) == pytest.approx(641.04 / 804.72, rel=1e-4)
+    assert shape_factor(1024, 2048, 2048) == pytest.approx(529.46 / 804.72, rel=1e-4)
+    assert shape_factor(64, 2048, 2048) == shape_factor(256, 2048, 2048)
+
+
+def test_blackwell_gpus_follow_the_b200_curve():
+    """B200's curve (XLA key sm_100_B200) peaks at 16384 x 4096 x 4096, 1670.47 TFLOPS, and
+    2048 x 2048 x 2048 runs at 985.76: 0.59011 of its best, against H100's 0.79660."""
+    assert shape_factor(16384, 4096, 4096, "B200") == pytest.approx(1.0)
+    assert shape_factor(2048, 2048, 2048, "B200") == pytest.approx(985.76 / 1670.47, rel=1e-4)
+    assert [curve_family(find_gpu(name)) for name in ("B200-SXM-180GB", "B300-SXM-288GB", "H200-SXM-141GB")] == [
+        "B200",
+        "B200",
+        "H100",
+    ]
+    # a GPU with no curve of its own takes H100's
+    assert curve_family(find_gpu("MI300X-192GB")) == "H100"
+
+
+def test_mamf_fraction_of_each_measured_part():
+    """mamf-finder's MAMF over peak (ml-engineering @744d01e): GH200 828.6 / 989, A100 PCIe
+    252.9 / 312, MI355X 1565 / 2516.6 (the catalogue's peak, not the table's 2300), B300 fp8
+    3353.3 / 4500; H200 shares H100's 794.5 / 989; MI250X, unmeasured, takes MI300X's 668.4 / 1300."""
+    fraction = {name: matmul_fraction(find_gpu(name)) for name in ("GH200-96GB", "A100-PCIe-80GB", "MI355X-288GB")}
+    assert fraction == pytest.approx(
+        {"GH200-96GB": 0.83782, "A100-PCIe-80GB": 0.81058, "MI355X-288GB": 0.62187}, rel=1e-4
+    )
+    assert matmul_fraction(find_gpu("B300-SXM-288GB"), "fp8") == pytest.approx(0.74518, rel=1e-4)
+    assert matmul_fraction(find_gpu("H200-SXM-141GB")) == pytest.approx(0.80334, rel=1e-4)
+    assert matmul_fraction(find_gpu("MI250X-128GB")) == pytest.approx(0.51415, rel=1e-4)
 
 
 def test_gemm_roofline_compute_bound_shape():
-    """16384 x 4096 @ 4096 x 4096: 2 x 16384 x 4096^2 = 5.4976e11 FLOPs at 989 x 0.803 x 0.98075
-    = 778.88 TFLOPS -> 0.70583 ms; bytes 2 x (16384 x 4096 x 2 + 4096^2) = 302 MB / 3.35 TB/s =
+    """16384 x 4096 @ 4096 x 4096: 2 x 16384 x 4096^2 = 5.4976e11 FLOPs at 989 x 0.803 x 0.98009
+    = 778.36 TFLOPS -> 0.70630 ms; bytes 2 x (16384 x 4096 x 2 + 4096^2) = 302 MB / 3.35 TB/s =
     0.090 ms, so compute-bound."""
     seconds = gemm_seconds(16384, 4096, 4096, 989, 0.803, 3.35, 2)
-    assert seconds == pytest.approx(0.70583e-3, rel=1e-4)
+    assert seconds == pytest.approx(0.70630e-3, rel=1e-4)
 
 
 def test_gemm_roofline_memory_bound_shape():
@@ -128,7 +165,7 @@ def test_fp8_runs_matmuls_at_the_fp8_rate():
     # (mamf-finder on H200, the H100 die): 0.5 x 0.803 / 0.73441 = 0.54670 of the bf16 GEMM time
     # (one-byte operands make the few memory-bound GEMMs a little faster still: 2%)
     assert matmul_fraction(H100, "fp8") == pytest.approx(0.73441, rel=1e-4)
-    assert matmul_fraction(H100, "bf16") == 0.803
+    assert matmul_fraction(H100, "bf16") == pytest.approx(794.5 / 989)
     assert fp8.compute_by_class_s["gemm"] == pytest.approx(bf16.compute_by_class_s["gemm"] * 0.54670, rel=0.02)
     # casts add bandwidth-bound time
     assert fp8.compute_by_class_s["elementwise"] > bf16.compute_by_class_s["elementwise"]
@@ -191,7 +228,7 @@ def test_op_selective_recomputes_every_second_matmul():
     assert names == ["k", "o", "up"]
     rates = GemmRates(peak_tflops=989, fraction=0.803, bandwidth_tbps=3.35, element_bytes=2)
     settings = TrainingSettings(micro_batch=1, seq_len=16384)
-    assert op_selective_recompute_seconds(LLAMA2_7B, settings, rates) == pytest.approx(3.3086e-3, rel=1e-4)
+    assert op_selective_recompute_seconds(LLAMA2_7B, settings, rates) == pytest.approx(3.3108e-3, rel=1e-4)
     step = estimate_time(
         LLAMA2_7B, settings.model_copy(update={"checkpointing": "op-selective"}), H100, TimeSettings(dataset_tokens=1e9)
     )
@@ -225,10 +262,10 @@ def test_compile_speedup_predicted_near_torchtitans_measurement():
 
 
 def test_a_measured_matmul_fraction_replaces_mamf_finder():
-    # Llama-2-7B at 4096 tokens: every GEMM is compute-bound, so half the fraction (0.4015 against
-    # H100's 0.803) doubles the GEMM time.
+    # Llama-2-7B at 4096 tokens: every GEMM is compute-bound, so half the fraction (397.25 / 989
+    # against H100's 794.5 / 989) doubles the GEMM time.
     plain = estimate_time(LLAMA2_7B, TrainingSettings(seq_len=4096), H100, TimeSettings(dataset_tokens=1e9))
-    measured = TimeSettings(dataset_tokens=1e9, matmul_fraction=0.4015)
+    measured = TimeSettings(dataset_tokens=1e9, matmul_fraction=397.25 / 989)
     half = estimate_time(LLAMA2_7B, TrainingSettings(seq_len=4096), H100, measured)
     assert half.compute_by_class_s["gemm"] == pytest.approx(2 * plain.compute_by_class_s["gemm"])
 

@@ -102,17 +102,17 @@ def test_mixtral_active_parameters_are_about_13b():
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("H100-SXM5-80GB", 0.803),
-        ("H200-SXM-141GB", 0.803),  # Hopper: the H100 measurement
-        ("A100-SXM4-80GB", 0.869),
-        ("B200-SXM-180GB", 0.776),
-        ("MI300X-192GB", 0.514),
-        ("MI325X-256GB", 0.514),  # AMD without a measurement: MI300X's
-        ("Gaudi2-96GB", 0.969),
+        ("H100-SXM5-80GB", 794.5 / 989),
+        ("H200-SXM-141GB", 794.5 / 989),  # Hopper: the H100 measurement ("H200 is the same")
+        ("A100-SXM4-80GB", 271.2 / 312),
+        ("B200-SXM-180GB", 1745.0 / 2250),
+        ("MI300X-192GB", 668.4 / 1300),
+        ("MI325X-256GB", 784.9 / 1300),  # its own measurement, at 1000 W
+        ("Gaudi2-96GB", 418.7 / 432),
         ("T4-16GB", 0.80),  # no measurement: 0.80 assumed
     ],
 )
-def test_matmul_fraction_is_the_familys_mamf_finder_figure(name, expected):
+def test_matmul_fraction_is_the_parts_mamf_finder_figure(name, expected):
     assert matmul_fraction(find_gpu(name)) == pytest.approx(expected)
 
 
