@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from calculators.memory import estimate_memory
+from calculators.memory import check_supported, estimate_memory
 from calculators.model_spec import ModelSpec
 from calculators.training import FSDP_NAME, TrainingSettings
 
@@ -179,7 +179,25 @@ def check_fit(
 
 
 def _candidate_changes(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float) -> list[tuple[str, dict]]:
-    """Single changes that lower memory, each described as a user would do it."""
+    """Single changes that lower memory, each described as a user would do it, leaving out those
+    the engine does not model for this model and stack (fp8 with op-selective checkpointing or
+    with adapters, a tensor-parallel degree that does not divide the heads: check_supported)."""
+    return [
+        (description, update)
+        for description, update in _possible_changes(spec, settings, gpu_memory_gib)
+        if _supported(spec, settings.model_copy(update=update))
+    ]
+
+
+def _supported(spec: ModelSpec, settings: TrainingSettings) -> bool:
+    try:
+        check_supported(spec, settings)
+    except ValueError:
+        return False
+    return True
+
+
+def _possible_changes(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float) -> list[tuple[str, dict]]:
     changes: list[tuple[str, dict]] = []
     if settings.checkpointing != "full":
         changes.append(("Turn on full activation checkpointing", {"checkpointing": "full"}))

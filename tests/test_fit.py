@@ -60,6 +60,17 @@ def test_suggestions_only_list_changes_that_lower_the_peak_and_put_fits_first():
     assert found[0].fits  # something, alone or combined, makes it fit
 
 
+def test_suggestions_leave_out_changes_the_engine_does_not_model():
+    """fp8 without checkpointing on a card too small: op-selective checkpointing and LoRA/QLoRA
+    are not modelled with fp8 (estimate_memory refuses both), so neither is suggested, and the
+    suggestions (the Memory page's, found crashing it by the page fuzz test) come back."""
+    settings = TrainingSettings(micro_batch=4, seq_len=4096, precision="fp8", checkpointing="none")
+    found = suggestions(LLAMA_8B, settings, 24.0)
+    changes = [s.change for s in found]
+    assert changes and "Turn on full activation checkpointing" in changes
+    assert not any("op" in c and "selective" in c or "LoRA" in c for c in changes), changes
+
+
 def test_a_combination_is_offered_when_no_single_change_fits():
     """8B with fp32 autocast weights on 4k tokens needs both sharding and recomputation."""
     settings = TrainingSettings(micro_batch=4, seq_len=4096, precision="amp-bf16")
