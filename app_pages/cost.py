@@ -8,6 +8,7 @@ from calculators.exports import options_csv_bytes, options_excel_bytes
 from calculators.gpu_catalogue import load_gpu_catalogue
 from calculators.memory import estimate_memory
 from calculators.time_model import estimate_time
+from calculators.unpriced import unpriced_gpus
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
 from ui.charts import time_cost_figure
@@ -57,7 +58,12 @@ shown, left_out = table_and_left_out(options, inputs.fits_only)
 
 
 def show_left_out() -> None:
-    """The options set apart, in a collapsed section, each with its reason."""
+    """The options set apart, in a collapsed section, each with its reason, and the GPUs no rental
+    row prices (owned hardware is priced below, in Buy or rent)."""
+    uncosted = unpriced_gpus(catalogue, inputs.prices, include_owned=False)
+    if uncosted:
+        with st.expander(f"Not costed: {len(uncosted)} GPUs no rental row prices", expanded=False):
+            st.markdown("\n".join(f"- {line}" for line in uncosted))
     if not left_out:
         return
     with st.expander(f"Left out: {len(left_out)} options that do not fit or cannot run", expanded=False):

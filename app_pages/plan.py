@@ -79,6 +79,8 @@ st.caption(
 )
 for message in result.problems:
     st.warning(message)
+if result.unpriced:
+    st.info("Not costed, so not in the plans:\n\n" + "\n".join(f"- {line}" for line in result.unpriced))
 best = result.best_under_deadline
 fastest = result.best_under_budget
 if best is not None:

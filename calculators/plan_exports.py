@@ -22,11 +22,13 @@ def plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
 
 
 def plan_assumptions_frame(result: PlanResult, request: Mapping[str, object]) -> pd.DataFrame:
-    """The request, the assumptions, the impossible asks, each price source's as-of date and the host
-    RAM each plan's offload check used (the instance's published RAM, or the per-GPU assumption)."""
+    """The request, the assumptions, the impossible asks, the GPUs left uncosted and why, each price
+    source's as-of date and the host RAM each plan's offload check used (the instance's published
+    RAM, or the per-GPU assumption)."""
     rows = [("request", str(name), str(value)) for name, value in request.items()]
     rows += [("assumption", str(number), text) for number, text in enumerate(result.assumptions, start=1)]
     rows += [("problem", str(number), text) for number, text in enumerate(result.problems, start=1)]
+    rows += [("not costed", text.split(":", 1)[0], text.split(": ", 1)[1]) for text in result.unpriced]
     dates = sorted({(plan.provider, plan.source, str(plan.price_as_of)) for plan in result.plans})
     rows += [("price as of", f"{provider}: {source}", as_of) for provider, source, as_of in dates]
     host = {(f"{p.gpus} x {p.gpu}, {p.provider} {p.instance_type}", p.host_ram_basis) for p in result.plans}

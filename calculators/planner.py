@@ -55,6 +55,7 @@ from calculators.prices import CloudPrice
 from calculators.spot import DEFAULT_CHECKPOINT_WRITE_H, DEFAULT_RESTART_H, expected_spot_hours
 from calculators.time_model import TimeEstimate, TimeSettings, estimate_time
 from calculators.training import TrainingSettings
+from calculators.unpriced import unpriced_gpus
 
 Pricing = Literal["on-demand", "spot", "owned"]
 TRAINING_MODES: tuple[str, ...] = ("train", "finetune-lora", "finetune-qlora")
@@ -204,6 +205,9 @@ class PlanResult(BaseModel):
     fastest: Plan | None
     cheapest: Plan | None
     problems: list[str] = Field(description="why an ask is impossible and what would make it possible")
+    unpriced: list[str] = Field(
+        default_factory=list, description="GPUs searched that get no cost, why, and what would price them"
+    )
     searched: int = Field(description="configurations examined (layouts whose memory or time was estimated)")
     seconds: float
     assumptions: list[str]
@@ -772,6 +776,7 @@ def plan_run(
         fastest=fastest,
         cheapest=cheapest,
         problems=_problems(request, front, fastest, cheapest, spec),
+        unpriced=unpriced_gpus(gpus, prices, request.include_owned),
         searched=search.searched,
         seconds=time.perf_counter() - started,
         assumptions=_assumptions(request, ownership, sequences, base)

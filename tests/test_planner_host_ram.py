@@ -165,3 +165,11 @@ def test_the_downloads_say_which_host_ram_each_plan_was_checked_against():
     assert host["value"].iloc[0].startswith("roomy-1x host RAM 256 GiB (price row)")
     columns = pd.read_csv(io.BytesIO(plans_csv_bytes(result.plans))).columns
     assert {"host_memory_gib", "host_ram_gib", "host_ram_basis"} <= set(columns)
+
+
+def test_the_downloads_name_the_gpus_left_uncosted():
+    result = offload_plans([price_row("roomy-1x", 256, count=1, usd=2.0, gpu="Mid40")])
+    uncosted = result.model_copy(update={"unpriced": ["TPU7x: no public price was found; add your own price"]})
+    frame = plan_assumptions_frame(uncosted, {"max_gpus": 1})
+    rows = frame[frame["kind"] == "not costed"]
+    assert list(rows["name"]) == ["TPU7x"] and list(rows["value"]) == ["no public price was found; add your own price"]

@@ -26,6 +26,10 @@ def test_a_search_shows_the_front_and_the_cheapest_plan_within_the_deadline():
     table = app.dataframe[0].value
     assert len(table) >= 1 and (table["peak GiB"] <= 288).all()
     assert not app.warning
+    # the chips nothing prices are named with why, not silently left out
+    (unpriced,) = [info.value for info in app.info if info.value.startswith("Not costed")]
+    assert "TPU7x: access is arranged through a Google Cloud account team" in unpriced
+    assert "V100-PCIe-32GB: no provider in the price sheet rents it" in unpriced
 
 
 def test_an_impossible_deadline_says_the_shortest_time():

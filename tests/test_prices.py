@@ -10,7 +10,7 @@ import random
 import pytest
 
 from calculators.csv_rows import csv_text as write_csv_text
-from calculators.gpu_catalogue import load_gpu_catalogue
+from calculators.gpu_catalogue import find_gpu, load_gpu_catalogue
 from calculators.prices import (
     COLUMNS,
     DEFAULT_PRICES_PATH,
@@ -23,6 +23,7 @@ from calculators.prices import (
     prices_as_of,
     usd_per_gpu_hour,
 )
+from calculators.unpriced import unpriced_gpus, unpriced_reasons
 
 PRICES = load_prices()
 GPU_NAMES = {gpu.name for gpu in load_gpu_catalogue()}
@@ -367,3 +368,20 @@ def test_every_gpu_has_a_rental_row_or_a_purchase_price_but_two_unpriced_chips()
     assert unpriced == ["TPU7x", "Trainium3-144GB"]
     purchase = {gpu.name: gpu.price_usd for gpu in catalogue}
     assert purchase["V100-PCIe-32GB"] == 11_458 and purchase["MI250X-128GB"] == 14_500
+
+
+def test_each_chip_nothing_prices_says_why():
+    """data/unpriced_gpus.csv names exactly the chips with neither a rental row nor a purchase
+    price, and the planner says why each gets no cost: with owned hardware left out, the V100 PCIe
+    32GB (purchase price only) is named with that price; with owned included only TPU7x remains."""
+    assert sorted(unpriced_reasons()) == ["TPU7x", "Trainium3-144GB"]
+    gpus = [find_gpu(name) for name in ("H100-SXM5-80GB", "V100-PCIe-32GB", "TPU7x")]
+    rented_only = unpriced_gpus(gpus, PRICES, include_owned=False)
+    assert rented_only == [
+        "V100-PCIe-32GB: no provider in the price sheet rents it; include owned hardware to cost it at its "
+        "purchase price (USD 11,458)",
+        "TPU7x: access is arranged through a Google Cloud account team and it runs on GKE only; no public price "
+        "was found (https://docs.cloud.google.com/tpu/docs/tpu7x, 2026-11-23); add your own price in a price sheet "
+        "to cost it",
+    ]
+    assert unpriced_gpus(gpus, PRICES, include_owned=True) == rented_only[1:]

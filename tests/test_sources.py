@@ -33,6 +33,7 @@ DATA_FILES = (
     "measured_peak_memory.csv",
     "measured_peak_memory_frameworks.csv",
     "models.csv",
+    "unpriced_gpus.csv",
 )
 FORM = "an https:// URL or a 'github.com/owner/repo path @revision' reference"
 
