@@ -67,6 +67,7 @@ from calculators.training import (
     compute_bytes,
     frozen_weight_bytes,
     gradient_bytes,
+    hidden_states_fp32,
     image_tokens_per_image,
     is_adapter_method,
     is_autocast,
@@ -803,9 +804,12 @@ def norm_saved_bytes(
     `width` is the normalised width when it is not the hidden size (MLA's latent norms).
     """
     h = spec.hidden_size if width is None else width
-    r = residual_bytes(settings.precision)
+    r = residual_bytes(settings)
     if spec.norm == "layernorm":
-        return r * tokens * h + 8 * tokens
+        # CUDA autocast runs layer_norm in fp32 (its fp32 op list): a half input is cast, and
+        # the fp32 cast is what the norm saves
+        saved_input = 4 if is_autocast(settings.precision) else r
+        return saved_input * tokens * h + 8 * tokens
     if settings.liger or settings.compile:
         return r * tokens * h + 4 * tokens
     normalised_for_weight = rmsnorm_weight_operand_bytes(spec, r) * tokens * h if weight_trainable else 0
@@ -842,12 +846,15 @@ def parallel_residual_shared_bytes(spec: ModelSpec, settings: TrainingSettings, 
     Traced: tests/test_trace_parallel_residual.py."""
     if not spec.parallel_residual:
         return 0.0
-    h, r = spec.hidden_size, residual_bytes(settings.precision)
+    h, r = spec.hidden_size, residual_bytes(settings)
     if spec.norms_per_layer == 2:
+        if spec.norm == "layernorm" and is_autocast(settings.precision) and r < 4:
+            return 0.0  # each LayerNorm saves its own fp32 cast of the half input
         if spec.norm == "layernorm" or settings.liger or settings.compile:
             return float(r * tokens * h)
         return float(4 * tokens * h) if r == 4 else 0.0
-    if spec.norms_per_layer != 1 or is_autocast(settings.precision) or settings.precision == "fp8":
+    casts = is_autocast(settings.precision) and norm_output_fp32(spec, settings)
+    if spec.norms_per_layer != 1 or casts or settings.precision == "fp8":
         return 0.0
     trained = input_saving_linears(settings)
     attention_in = trained.intersection(("qkv", "q", "k", "v"))
@@ -855,20 +862,36 @@ def parallel_residual_shared_bytes(spec: ModelSpec, settings: TrainingSettings, 
     return float(compute_bytes(settings.precision) * tokens * h) if attention_in and mlp_in else 0.0
 
 
-def linear_inputs_saved_bytes(settings: TrainingSettings, tokens: int, width: int, n_linears: int) -> float:
+def linear_inputs_saved_bytes(
+    settings: TrainingSettings, tokens: int, width: int, n_linears: int, input_fp32: bool | None = None
+) -> float:
     """Inputs saved by `n_linears` linears (with a trainable weight or adapter) that read the same tensor.
 
-    Under autocast each linear casts its fp32 input to half separately and saves
-    its own copy (autocast caches only weight casts); otherwise they share one tensor.
-    A float8 linear saves its own e4m3 cast of the input instead, one byte per element
-    (torchao Float8Linear.cast_input_to_float8, saved by manual_float8_matmul_with_args_in_float8,
-    pytorch/ao torchao/float8/float8_linear.py @eab345c).
+    Under autocast each linear casts an fp32 input to half separately and saves its own copy
+    (autocast caches only weight casts); a half input, or no autocast, and they share one tensor.
+    `input_fp32`: whether the tensor they read is fp32; None: the hidden states' dtype
+    (hidden_states_fp32). A float8 linear saves its own e4m3 cast of the input instead, one byte
+    per element (torchao Float8Linear.cast_input_to_float8, saved by
+    manual_float8_matmul_with_args_in_float8, pytorch/ao torchao/float8/float8_linear.py @eab345c).
     """
     if settings.precision == "fp8":
         return n_linears * FP8_BYTES * tokens * width
     c = compute_bytes(settings.precision)
-    copies = n_linears if is_autocast(settings.precision) else min(n_linears, 1)
+    if input_fp32 is None:
+        input_fp32 = hidden_states_fp32(settings)
+    copies = n_linears if is_autocast(settings.precision) and input_fp32 else min(n_linears, 1)
     return copies * c * tokens * width
+
+
+def norm_output_fp32(spec: ModelSpec, settings: TrainingSettings) -> bool:
+    """Whether a layer norm's output, the input of the linears after it, is fp32: when the hidden
+    states are (hidden_states_fp32), and under autocast after torch's LayerNorm, which CUDA
+    autocast runs in fp32 whatever its input (autocast's fp32 op list). An HF RMSNorm casts its
+    result back to the input's dtype. CPU autocast, which the trace runs, has no layer_norm in its
+    fp32 list, so the trace cannot check the LayerNorm case under LoRA."""
+    if hidden_states_fp32(settings):
+        return True
+    return is_autocast(settings.precision) and spec.norm == "layernorm"
 
 
 def softmax_in_fp32(spec: ModelSpec, settings: TrainingSettings) -> bool:
@@ -950,7 +973,8 @@ def attention_inputs_saved_bytes(spec: ModelSpec, settings: TrainingSettings, to
     c = compute_bytes(settings.precision)
     saved = 3 * c * tokens * spec.q_dim
     rope = spec.position_embedding == "rope"
-    if rope and settings.checkpointing == "selective" and is_autocast(settings.precision):
+    fp32_rotation = is_autocast(settings.precision) and hidden_states_fp32(settings)  # cos/sin in the hidden dtype
+    if rope and settings.checkpointing == "selective" and fp32_rotation:
         saved += 2 * (4 - c) * tokens * spec.q_dim
     v_kept_as_view = settings.attention == "fused" or settings.checkpointing == "selective"
     if rope and fuses_qkv(spec, settings) and spec.n_kv_heads == spec.n_heads and v_kept_as_view:
@@ -988,7 +1012,9 @@ def recomputed_core_input_copies_bytes(spec: ModelSpec, settings: TrainingSettin
     c = compute_bytes(settings.precision)
     rope = spec.position_embedding == "rope"
     repeated = spec.n_kv_heads != spec.n_heads
-    q_k_copies = 2 if (is_autocast(settings.precision) or not rope) else 0
+    # RoPE with fp32 cos/sin (hidden states fp32) leaves q and k fp32 for autocast to cast
+    fp32_rotation = is_autocast(settings.precision) and hidden_states_fp32(settings)
+    q_k_copies = 2 if (fp32_rotation or not rope) else 0
     v_copies = 0 if repeated else 1
     return (q_k_copies + v_copies) * c * tokens * spec.q_dim
 
@@ -1024,7 +1050,9 @@ def mla_attention_saved_bytes(spec: ModelSpec, settings: TrainingSettings, token
     q_trained = "q" in trained
     kv_trained = bool(trained.intersection(("k", "v")))
     weight_trainable = settings.method == "full"
-    saved = linear_inputs_saved_bytes(settings, tokens, spec.hidden_size, int(q_trained) + int(kv_trained))
+    saved = linear_inputs_saved_bytes(
+        settings, tokens, spec.hidden_size, int(q_trained) + int(kv_trained), norm_output_fp32(spec, settings)
+    )
     if spec.q_lora_rank:
         saved += norm_saved_bytes(spec, settings, tokens, weight_trainable, width=spec.q_lora_rank)
         saved += c * tokens * spec.q_lora_rank if q_trained else 0
@@ -1139,11 +1167,11 @@ def routed_output_weighting_bytes(spec: ModelSpec, settings: TrainingSettings, t
     output with `index_add_`, which saves its source, the weighted output in the hidden state's
     dtype (r bytes per element), for backward (PyTorch tools/autograd/derivatives.yaml, index_add:
     source's gradient is `grad.index_select(dim, index).expand_as(source)`; measured:
-    IndexAddBackward0._saved_source). The multiply saves the expert's output (compute dtype) only
-    when the routing weights need a gradient, i.e. when the router trains (not under LoRA).
-    Traced: tests/test_trace_moe.py."""
-    router_trains = not is_adapter_method(settings.method)
-    per_element = residual_bytes(settings.precision) + (compute_bytes(settings.precision) if router_trains else 0)
+    IndexAddBackward0._saved_source). The multiply saves the expert's output (compute dtype) because
+    the routing weights need a gradient: the router trains in full training, and under LoRA its
+    frozen weights still pass the gradient of the layer's input, which the adapters before it make
+    require grad. Traced: tests/test_trace_moe.py."""
+    per_element = residual_bytes(settings) + compute_bytes(settings.precision)
     return spec.experts_per_token * per_element * tokens * spec.hidden_size
 
 
@@ -1182,7 +1210,7 @@ def lora_zero_pad_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int
     return compute_bytes(settings.precision) * tokens * sum(adapted)
 
 
-def lora_dropout_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+def lora_dropout_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, dense: bool = False) -> float:
     """What LoRA dropout (p > 0) saves beyond the adapters' inputs counted elsewhere.
 
     Each adapter reads dropout(x) (Hu et al. 2021 via PEFT peft/tuners/lora/layer.py:
@@ -1191,33 +1219,66 @@ def lora_dropout_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int)
     dropout's output in place of x. So per dropout: mask + output (1 + c bytes per element),
     less the one copy of x the engine counts for the adapters when nothing else keeps x (no
     bitsandbytes base saving it; o's input under fused attention is SDPA's saved output and was
-    not counted). Under autocast A saves its own half cast of the fp32 dropout output (already
-    counted per adapter), so only the masks are added."""
+    not counted). Under autocast with an fp32 input (a norm's fp32 output: norm_output_fp32) A saves
+    its own half cast of the fp32 dropout output (already counted per adapter), so only the masks
+    are added; o's and down's inputs are half under autocast, as are the hidden states under LoRA.
+    In a mixture of experts' sparse layer each expert's adapters drop out their own gathered
+    tokens, experts_per_token x tokens rows in all, and a shared expert's adapters drop out the
+    block's input (all tokens) and their own hidden state. Traced (tests/test_trace_lora_autocast.py)."""
     if not settings.lora_dropout or spec.is_mla:
         return 0.0
     c = compute_bytes(settings.precision)
     targets = LORA_TARGET_MODULES[settings.lora_targets]
     base_keeps_input = input_saving_linears(settings) != trained_linear_names(settings)
     gated, fused_in, fused_qkv = spec.is_gated_mlp, spec.fused_gate_up, fuses_qkv(spec, settings)
-    sites = [  # (linears reading one tensor, its width, one dropout for all of them, counted copy of x)
-        (("q", "k", "v", "qkv"), spec.hidden_size, fused_qkv, True),
-        (("o",), attention_output_width(spec), True, settings.attention == "eager"),
-        (("gate_up",) if fused_in else (("gate", "up") if gated else ("fc1",)), spec.hidden_size, fused_in, True),
-        (("down",) if gated else ("fc2",), spec.ffn_hidden_size, True, True),
+    normed_fp32 = is_autocast(settings.precision) and norm_output_fp32(spec, settings)
+    sparse = spec.n_experts > 1 and not dense
+    rows = spec.experts_per_token * tokens if sparse else tokens  # token rows each MLP linear reads
+    mlp_in = ("gate_up",) if fused_in else (("gate", "up") if gated else ("fc1",))
+    mlp_out = ("down",) if gated else ("fc2",)
+    ffn = spec.ffn_hidden_size if sparse or spec.n_experts == 1 else spec.dense_ffn_hidden_size or spec.ffn_hidden_size
+    sites = [  # (linears reading one tensor, rows, width, one dropout for all, counted copy of x, fp32 input)
+        (("q", "k", "v", "qkv"), tokens, spec.hidden_size, fused_qkv, True, normed_fp32),
+        (("o",), tokens, attention_output_width(spec), True, settings.attention == "eager", False),
+        (mlp_in, rows, spec.hidden_size, fused_in, True, normed_fp32),
+        (mlp_out, rows, ffn, True, True, False),
     ]
+    if sparse and spec.shared_expert_ffn_size:
+        sites += [
+            (mlp_in, tokens, spec.hidden_size, fused_in, True, normed_fp32),
+            (mlp_out, tokens, spec.shared_expert_ffn_size, True, True, False),
+        ]
     saved = 0.0
-    for names, width, one_dropout, counted in sites:
+    for names, site_rows, width, one_dropout, counted, cast_input in sites:
         adapted = [name for name in names if name in targets and (name != "qkv" or fused_qkv)]
         if not adapted:
             continue
         dropouts = 1 if one_dropout else len(adapted)
-        if is_autocast(settings.precision):
-            saved += dropouts * tokens * width
+        if cast_input:
+            saved += dropouts * site_rows * width
             continue
-        saved += dropouts * (1 + c) * tokens * width
+        saved += dropouts * (1 + c) * site_rows * width
         if counted and not base_keeps_input:
-            saved -= c * tokens * width
+            saved -= c * site_rows * width
     return saved
+
+
+def shared_expert_inputs_saved_bytes(
+    spec: ModelSpec, settings: TrainingSettings, tokens: int, trained: frozenset[str], in_names: tuple[str, ...]
+) -> float:
+    """What the shared expert's input linears (and Qwen2-MoE's shared_expert_gate) save of the
+    MoE block's input x beyond what the router keeps. Under autocast with an fp32 x each trained
+    one keeps its own half cast, the gate's included when it trains (full training). Otherwise
+    they read x itself: the trained router already keeps it, but a frozen one (LoRA) does not,
+    and then the shared expert's adapters keep it, once. Traced (tests/test_trace_moe.py)."""
+    shared_names = trained.intersection("shared_" + name for name in in_names)
+    c, h = compute_bytes(settings.precision), spec.hidden_size
+    if is_autocast(settings.precision) and norm_output_fp32(spec, settings):
+        gate_trains = spec.shared_expert_gate and settings.method == "full"
+        return (len(shared_names) + int(gate_trains)) * c * tokens * h
+    if is_adapter_method(settings.method) and shared_names:
+        return c * tokens * h
+    return 0.0
 
 
 def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: bool = False) -> dict[str, float]:
@@ -1258,7 +1319,9 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
         terms["attention_projections"] = mla_attention_saved_bytes(spec, settings, tokens) + out_projection_input + mask
     else:
         qkv_names = ("qkv",) if fuses_qkv(spec, settings) else ("q", "k", "v")
-        qkv_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(qkv_names)))
+        qkv_inputs = linear_inputs_saved_bytes(
+            settings, tokens, h, len(trained.intersection(qkv_names)), norm_output_fp32(spec, settings)
+        )
         qkv = attention_inputs_saved_bytes(spec, settings, tokens) + qk_norm_saved_bytes(spec, settings, tokens)
         terms["attention_projections"] = qkv_inputs + qkv + out_projection_input + mask
     if settings.attention == "fused":
@@ -1271,7 +1334,11 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
     gated = spec.is_gated_mlp
     in_names = ("fc1",) if not gated else (("gate_up",) if spec.fused_gate_up else ("gate", "up"))
     n_in = len(trained.intersection(in_names))
-    mlp_inputs = linear_inputs_saved_bytes(settings, tokens, h, n_in)
+    mlp_inputs = linear_inputs_saved_bytes(settings, tokens, h, n_in, norm_output_fp32(spec, settings))
+    if moe and is_adapter_method(settings.method) and input_saving_linears(settings) == trained:
+        # the copy above is the trained router's input; a frozen router (LoRA) keeps none, and
+        # nothing else reads the block's input but the experts' gathers (traced)
+        mlp_inputs = 0.0
     if moe and n_in:
         # each expert gathers a copy of its routed tokens (HF Mixtral sparse MoE block)
         mlp_inputs += routed * c * tokens * h
@@ -1290,8 +1357,7 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
     inner_mask = tokens * f if spec.position_embedding == "relative" and spec.dropout > 0 else 0
     terms["mlp"] = mlp_inputs + routed * per_element * tokens * f + mask + inner_mask
     if moe and spec.shared_expert_ffn_size:
-        shared_names = trained.intersection("shared_" + name for name in in_names)
-        shared_inputs = len(shared_names) * c * tokens * h if is_autocast(settings.precision) else 0.0
+        shared_inputs = shared_expert_inputs_saved_bytes(spec, settings, tokens, trained, in_names)
         shared_hidden = per_element * tokens * spec.shared_expert_ffn_size
         # Qwen2-MoE scales the shared expert by sigmoid(shared_expert_gate(x)) (transformers
         # Qwen2MoeSparseMoeBlock): the multiply keeps the shared output and the sigmoid (traced)
@@ -1301,7 +1367,7 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
         terms["lora_adapters"] = (
             lora_intermediate_bytes(spec, settings, tokens)
             + lora_zero_pad_bytes(spec, settings, tokens)
-            + lora_dropout_bytes(spec, settings, tokens)
+            + lora_dropout_bytes(spec, settings, tokens, dense)
         )
     return {name: _per_rank(value, settings) for name, value in terms.items()}
 
@@ -1321,7 +1387,7 @@ def kept_per_layer_bytes(terms: dict[str, float], spec: ModelSpec, settings: Tra
     """
     full_layer = sum(terms.values())
     tokens = settings.micro_batch * settings.seq_len
-    layer_input = _per_rank(residual_bytes(settings.precision) * tokens * spec.hidden_size, settings)
+    layer_input = _per_rank(residual_bytes(settings) * tokens * spec.hidden_size, settings)
     if settings.checkpointing == "full" and settings.checkpoint_unit == "submodule":
         return _per_rank(submodule_checkpoint_inputs_bytes(spec, settings, tokens), settings)
     if settings.checkpointing == "full":
@@ -1341,7 +1407,7 @@ def submodule_checkpoint_inputs_bytes(spec: ModelSpec, settings: TrainingSetting
     residual stream before each norm and each norm's output (the attention's and the MLP's
     input): norms + 2 hidden-sized tensors in the residual dtype (a norm's output takes its
     input's dtype), against one for a checkpointed layer."""
-    r = residual_bytes(settings.precision)
+    r = residual_bytes(settings)
     return (spec.norms_per_layer + 2) * r * tokens * spec.hidden_size
 
 
@@ -1364,7 +1430,7 @@ def submodule_backward_peak_bytes(terms: dict[str, float], spec: ModelSpec, sett
     tensors, the gradients of its output in head layout and of v, and of the residual stream).
     QLoRA adds the bf16 copy of one dequantised weight and its output."""
     tokens = settings.micro_batch * settings.seq_len
-    c, r = compute_bytes(settings.precision), residual_bytes(settings.precision)
+    c, r = compute_bytes(settings.precision), residual_bytes(settings)
     width = max(spec.ffn_hidden_size, spec.shared_expert_ffn_size)
     hidden_gradients = mlp_hidden_gradient_bytes(spec, settings) * tokens * width
     mlp = terms["mlp"] + terms.get("shared_experts", 0.0) + _per_rank(hidden_gradients, settings)
@@ -1438,7 +1504,7 @@ def head_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     tokens = settings.micro_batch * settings.seq_len
     saved = norm_saved_bytes(spec, settings, tokens, settings.method == "full") if spec.final_norm else 0.0
     if spec.head == "lm" and head_trainable(spec, settings):
-        saved += linear_inputs_saved_bytes(settings, tokens, spec.hidden_size, 1)
+        saved += linear_inputs_saved_bytes(settings, tokens, spec.hidden_size, 1, norm_output_fp32(spec, settings))
     return _per_rank(saved, settings)
 
 
@@ -1621,7 +1687,7 @@ def layer_backward_peak_bytes(
         return submodule_backward_peak_bytes(terms, spec, settings)
     b, s = settings.micro_batch, settings.seq_len
     tokens = b * s
-    c, r = compute_bytes(settings.precision), residual_bytes(settings.precision)
+    c, r = compute_bytes(settings.precision), residual_bytes(settings)
     full_layer = sum(terms.values())
     recomputed_core = recomputes_attention_core(settings)
     mlp_moment = full_layer - (terms["attention_core"] if recomputed_core else 0.0)
@@ -1771,7 +1837,9 @@ def _method_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
             "r x (in + out) trainable parameters per adapted linear; gradients, master copy and optimizer "
             "states for the adapters only.",
             "Frozen base weights in the half compute dtype (fp32 under fp32); adapters in the weights' dtype "
-            "(fp32 under fp32/AMP as PEFT keeps them, half + fp32 master under *-mixed, bf16 under pure bf16).",
+            "(fp32 under fp32/AMP as PEFT keeps them, half + fp32 master under *-mixed, bf16 under pure bf16). "
+            "With the base half, the hidden states are half under autocast too: autocast casts none of them "
+            "(after a LayerNorm, which CUDA autocast runs in fp32, each adapter keeps its own half cast).",
             "A linear without an adapter, the frozen norms and the frozen LM head save no input for backward; "
             "each adapter saves its r-wide intermediate; nothing before the first adapter is recorded.",
         ]
@@ -2220,7 +2288,7 @@ def encoder_decoder_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     kv_names = len(trained.intersection(("k", "v")))
     self_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(("q", "k", "v"))))
     cross_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(("q",))))
-    if is_autocast(settings.precision):
+    if is_autocast(settings.precision) and hidden_states_fp32(settings):
         cross_inputs += linear_inputs_saved_bytes(settings, tokens, h, kv_names)
         encoder_output = 0.0  # fp32, kept by no one: each k/v linear keeps its half cast
     elif not kv_names:

@@ -357,10 +357,21 @@ def is_autocast(precision: str) -> bool:
     return precision in ("amp-fp16", "amp-bf16")
 
 
-def residual_bytes(precision: str) -> int:
-    """The residual stream stays fp32 under autocast: embeddings are fp32 and the
-    adds promote half + fp32 to fp32 (PyTorch autocast op reference)."""
-    return 4 if precision == "fp32" or is_autocast(precision) else 2
+def hidden_states_fp32(settings: TrainingSettings) -> bool:
+    """Whether the hidden states between layers (the embedding's output, the residual stream,
+    an RMSNorm's output) are fp32: under fp32, and under autocast when the base weights are fp32,
+    as in full training: the embeddings are fp32 and the adds promote half + fp32 to fp32
+    (PyTorch autocast op reference). LoRA and QLoRA load the base in the half compute dtype
+    (frozen_weight_bytes), so their hidden states are half, and autocast, which casts only fp32
+    inputs down, casts none of them. Traced (tests/test_trace_lora_autocast.py)."""
+    if settings.precision == "fp32":
+        return True
+    return is_autocast(settings.precision) and not is_adapter_method(settings.method)
+
+
+def residual_bytes(settings: TrainingSettings) -> int:
+    """Bytes per element of the hidden states (hidden_states_fp32)."""
+    return 4 if hidden_states_fp32(settings) else 2
 
 
 def frozen_weight_bytes(precision: str) -> int:

@@ -86,12 +86,16 @@ def build_layer(spec: ModelSpec, precision: str, targets: str | None, rank: int)
 
 
 def saved_bytes(spec: ModelSpec, batch: int, seq: int, precision: str, targets: str | None, rank: int) -> int:
-    """Bytes of the distinct tensors autograd saves in one layer's forward, without parameters,
-    autocast's weight casts (counted apart by the engine) and the layer input itself."""
+    """Bytes of the distinct tensors autograd saves in one layer's forward, without parameters and
+    autocast's weight casts (counted apart by the engine). The layer input counts when a norm keeps
+    it itself (an fp32 input is its own fp32 upcast), as the engine counts that upcast per norm."""
     layer = build_layer(spec, precision, targets, rank)
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    # the layer's input is the hidden state: bf16 under bf16, and under amp-bf16 LoRA too, whose
+    # frozen base (embeddings included) is bf16, so the residual stream is (hidden_states_fp32)
+    half_input = precision == "bf16" or (precision == "amp-bf16" and targets is not None)
+    dtype = torch.bfloat16 if half_input else torch.float32
     x = torch.randn(batch, seq, spec.hidden_size, dtype=dtype, requires_grad=True)
-    excluded = {p.untyped_storage().data_ptr() for p in layer.parameters()} | {x.untyped_storage().data_ptr()}
+    excluded = {p.untyped_storage().data_ptr() for p in layer.parameters()}
     saved: dict[int, int] = {}
 
     def pack(tensor: torch.Tensor) -> torch.Tensor:

@@ -292,15 +292,22 @@ def test_lora_dropout_saves_a_mask_and_its_own_output_per_adapter():
     """PEFT's LoRA on separate q and v (SMALL: T = 256 tokens, h = 256, bf16) with dropout: each
     adapter has its own dropout, which saves a 1-byte mask, and A saves the dropout's output
     instead of the shared input: 2 x (1 + 2) x 256 x 256 - 2 x 256 x 256 = 262,144 bytes more
-    than without dropout. Under fp32 autocast only the masks: 2 x 256 x 256 = 131,072."""
+    than without dropout. Under autocast the same: LoRA's frozen base is bf16, so the RMSNorm's
+    output the adapters read is bf16 too. After a LayerNorm, which CUDA autocast runs in fp32, A
+    saves its own half cast of the fp32 dropout output (counted with the inputs), so only the
+    masks are added: 2 x 256 x 256 = 131,072."""
     common = {"method": "lora", "lora_rank": 8, "lora_targets": "qv"}
-    with_dropout = sum(layer_activation_terms(SMALL, small(lora_dropout=0.1, **common)).values())
-    without = sum(layer_activation_terms(SMALL, small(**common)).values())
-    assert with_dropout - without == 262_144
-    amp = {"precision": "amp-bf16"}
-    amp_with = layer_activation_terms(SMALL, small(lora_dropout=0.1, **common).model_copy(update=amp))
-    amp_without = layer_activation_terms(SMALL, small(**common).model_copy(update=amp))
-    assert sum(amp_with.values()) - sum(amp_without.values()) == 131_072
+
+    def dropout_adds(spec, precision: str) -> float:
+        with_dropout = small(lora_dropout=0.1, **common).model_copy(update={"precision": precision})
+        without = small(**common).model_copy(update={"precision": precision})
+        return sum(layer_activation_terms(spec, with_dropout).values()) - sum(
+            layer_activation_terms(spec, without).values()
+        )
+
+    assert dropout_adds(SMALL, "bf16") == dropout_adds(SMALL, "amp-bf16") == 262_144
+    layernorm = SMALL.model_copy(update={"norm": "layernorm"})
+    assert dropout_adds(layernorm, "amp-bf16") == 131_072
 
 
 def test_litgpt_defaults_and_nf4_scales():
