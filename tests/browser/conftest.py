@@ -73,6 +73,9 @@ def browser():
             pytest.fail(f"{CHROMIUM_PATH} is missing; .ci/run installs Debian's chromium")
         pytest.skip(f"{CHROMIUM_PATH} is not installed (apt-get install chromium)")
     playwright_api = pytest.importorskip("playwright.sync_api")
+    # expect() retries for 5 s by default; a rerun of the app on the two-core CI machine, with the
+    # other test worker busy, can take longer
+    playwright_api.expect.set_options(timeout=30_000)
     with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, headless=True, args=CHROMIUM_ARGS)
         yield browser
@@ -92,3 +95,5 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/browser" in str(item.fspath):
             item.add_marker(pytest.mark.browser)
+            # one worker runs them all, against one app and one Chromium (--dist loadgroup)
+            item.add_marker(pytest.mark.xdist_group("browser"))
