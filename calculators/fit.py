@@ -185,14 +185,16 @@ def _candidate_changes(spec: ModelSpec, settings: TrainingSettings, gpu_memory_g
     return [
         (description, update)
         for description, update in _possible_changes(spec, settings, gpu_memory_gib)
-        if _supported(spec, settings.model_copy(update=update))
+        if _supported(spec, settings, update)
     ]
 
 
-def _supported(spec: ModelSpec, settings: TrainingSettings) -> bool:
+def _supported(spec: ModelSpec, settings: TrainingSettings, update: dict) -> bool:
+    """Whether the settings with `update` are valid settings (TrainingSettings' own checks:
+    model_copy skips them) that the engine models for this model."""
     try:
-        check_supported(spec, settings)
-    except ValueError:
+        check_supported(spec, TrainingSettings.model_validate(settings.model_dump() | update))
+    except ValueError:  # pydantic's ValidationError is a ValueError
         return False
     return True
 

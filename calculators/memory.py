@@ -887,8 +887,8 @@ def norm_output_fp32(spec: ModelSpec, settings: TrainingSettings) -> bool:
     """Whether a layer norm's output, the input of the linears after it, is fp32: when the hidden
     states are (hidden_states_fp32), and under autocast after torch's LayerNorm, which CUDA
     autocast runs in fp32 whatever its input (autocast's fp32 op list). An HF RMSNorm casts its
-    result back to the input's dtype. CPU autocast, which the trace runs, has no layer_norm in its
-    fp32 list, so the trace cannot check the LayerNorm case under LoRA."""
+    result back to the input's dtype. The trace emulates CUDA autocast's layer_norm
+    (measure/trace/cuda_emulation.py)."""
     if hidden_states_fp32(settings):
         return True
     return is_autocast(settings.precision) and spec.norm == "layernorm"
@@ -965,8 +965,9 @@ def softcap_tanh_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
 def attention_inputs_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
     """q, k and v as the attention core keeps them: 3 c t q_dim, since HF repeats grouped
     k/v to every head (repeat_kv) before the matmuls or SDPA. Two cases keep more (traced):
-    - selective checkpointing keeps the core's inputs themselves; with RoPE under autocast,
-      q and k are fp32 there (the rotation multiplies by fp32 cos/sin): +2 (4 - c) t q_dim;
+    - selective checkpointing keeps the core's inputs themselves; with RoPE under autocast and
+      fp32 hidden states (full training), q and k are fp32 there (the rotation multiplies by
+      cos/sin in the hidden states' dtype): +2 (4 - c) t q_dim;
     - a fused qkv projection with RoPE and no k/v repeat: v stays a view of the fused
       projection output wherever it is kept as it is (by SDPA, or by the checkpointed core),
       which keeps all of that output alive: + c t (q_dim + kv_dim)."""
@@ -1288,9 +1289,8 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
 
     Multi-head latent attention saves what mla_attention_saved_bytes lists. Shared experts
     (DeepseekV3MoE.shared_experts, Qwen2-MoE's shared_expert) run on every token: their
-    hidden tensors are tokens x shared width, and under autocast each of their input linears
-    keeps its own half copy of the normed hidden state (without autocast they read the tensor
-    the router already saved).
+    hidden tensors are tokens x shared width, and what their input linears keep of the block's
+    input is shared_expert_inputs_saved_bytes.
 
     With LoRA the saved tensors change as follows: a linear without an adapter saves no
     input (the q/k/v, gate/up or down inputs drop out when untargeted, o's only under eager
@@ -1335,7 +1335,7 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
     in_names = ("fc1",) if not gated else (("gate_up",) if spec.fused_gate_up else ("gate", "up"))
     n_in = len(trained.intersection(in_names))
     mlp_inputs = linear_inputs_saved_bytes(settings, tokens, h, n_in, norm_output_fp32(spec, settings))
-    if moe and is_adapter_method(settings.method) and input_saving_linears(settings) == trained:
+    if moe and is_adapter_method(settings.method) and trained == trained_linear_names(settings):
         # the copy above is the trained router's input; a frozen router (LoRA) keeps none, and
         # nothing else reads the block's input but the experts' gathers (traced)
         mlp_inputs = 0.0
@@ -1405,10 +1405,12 @@ def submodule_checkpoint_inputs_bytes(spec: ModelSpec, settings: TrainingSetting
     DefaultParallelizationStrategy: checkpoint_wrapper on mlp, self_attn, input_layernorm and
     post_attention_layernorm): each checkpoint keeps its input, so a pre-norm layer keeps the
     residual stream before each norm and each norm's output (the attention's and the MLP's
-    input): norms + 2 hidden-sized tensors in the residual dtype (a norm's output takes its
-    input's dtype), against one for a checkpointed layer."""
+    input): norms + 2 hidden-sized tensors, the residual stream in its dtype and the norms' outputs
+    in theirs (fp32 after a LayerNorm under autocast: norm_output_fp32), against one for a
+    checkpointed layer."""
     r = residual_bytes(settings)
-    return (spec.norms_per_layer + 2) * r * tokens * spec.hidden_size
+    normed = 4 if norm_output_fp32(spec, settings) else r
+    return (spec.norms_per_layer * r + 2 * normed) * tokens * spec.hidden_size
 
 
 def qlora_matmul_transient_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -2320,7 +2322,7 @@ def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     if settings.checkpointing == "full":
         return states
     kv_inputs = len(input_saving_linears(settings).intersection(("k", "v")))
-    if is_autocast(settings.precision):
+    if is_autocast(settings.precision) and hidden_states_fp32(settings):
         states = layers * linear_inputs_saved_bytes(settings, image, h, kv_inputs)
     trains_norms = settings.method == "full"
     per_layer = 2 * c * (image - text) * spec.q_dim

@@ -52,28 +52,29 @@ from calculators.vision import (
 # Achievable matmul, fraction of the dense peak on the best large shapes: mamf-finder's MAMF
 # over its theoretical peak (github.com/stas00/ml-engineering compute/accelerator/README.md
 # @744d01e, "Maximum Achievable Matmul FLOPS comparison table", BF16 and FP8 float8_e4m3fn).
-# Where that table's theoretical peak differs from the catalogue's (MI355X: 2300 against
-# AMD's 2516.6; Gaudi 3: 1677 against 1835), the fraction is MAMF over the catalogue's peak,
-# so that peak x fraction is the measured MAMF.
+# Where that table's theoretical peak differs from the catalogue's (MI300X and MI325X: 1300
+# against 1307.4; MI355X: 2300 against AMD's 2516.6; Gaudi 3: 1677 against 1835), the fraction is
+# MAMF over the catalogue's peak, so that peak x fraction is the measured MAMF.
 MATMUL_FRACTION: dict[str, float] = {
     "A100": 271.2 / 312,
     "A100-PCIe": 252.9 / 312,
-    "H100": 794.5 / 989,  # "H200 is the same"
+    "H100": 794.5 / 989,
+    "H200": 794.5 / 989,  # "H200 is the same" (the BF16 row's note)
     "GH200": 828.6 / 989,
     "B200": 1745.0 / 2250,
     "GB200": 1822.0 / 2500,
     "B300": 1769.0 / 2250,
-    "MI300X": 668.4 / 1300,
-    "MI325X": 784.9 / 1300,
+    "MI300X": 668.4 / 1307.4,
+    "MI325X": 784.9 / 1307.4,
     "MI355X": 1565.0 / 2516.6,
     "Gaudi2": 418.7 / 432,
     "Gaudi3": 1243.0 / 1835,
 }
 DEFAULT_MATMUL_FRACTION = 0.80  # no measurement: near the NVIDIA datacenter figures (0.78-0.87)
-# FP8: the same table's FP8 rows. The H100 family takes the H200's (1453.4 of 1979; same die);
-# families with no FP8 row take their bf16 fraction, an assumption.
+# FP8: the same table's FP8 rows; parts with no FP8 row take their bf16 fraction, an assumption.
 MATMUL_FRACTION_FP8: dict[str, float] = {
-    "H100": 1453.4 / 1979,
+    "H100": 1402.6 / 1979,
+    "H200": 1453.4 / 1979,
     "GH200": 1535.0 / 1979,
     "B200": 3432.5 / 4500,
     "GB200": 3615.6 / 5000,
@@ -86,6 +87,7 @@ MATMUL_FRACTION_FP8: dict[str, float] = {
 # assumption).
 MEASURED_PART_PREFIXES: tuple[tuple[str, str], ...] = (
     ("A100-PCIe", "A100-PCIe"),
+    ("H200", "H200"),
     ("GH200", "GH200"),
     ("GB200", "GB200"),
     ("B300", "B300"),
@@ -108,7 +110,7 @@ FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 # The measured shape curves: bf16 TFLOPS of (rows x k) @ (k x n) GEMMs, rows from 256 to 16384,
 # n and k from 256 to 4096, on H100 (XLA key sm_90) and B200 (sm_100_B200) (data/
-# matmul_efficiency.csv, XLA's default GEMM performance table). A Blackwell GPU takes B200's
+# matmul_efficiency.csv, XLA's default GEMM performance table). B200, GB200 and B300 take B200's
 # curve, every other GPU H100's (an assumption for those with no curve of their own).
 MATMUL_CURVE_PATH = Path(__file__).resolve().parent.parent / "data" / "matmul_efficiency.csv"
 CURVE_FAMILIES = ("H100", "B200")
@@ -237,7 +239,12 @@ def matmul_curve(family: str) -> MatmulCurve:
     """The measured curve of `family` ('H100' or 'B200'); every grid point must be present."""
     with MATMUL_CURVE_PATH.open(newline="") as handle:
         points = [MatmulCurvePoint.model_validate(row) for row in csv.DictReader(handle)]
-    tflops = {(p.rows, float(p.n), float(p.k)): p.measured_tflops for p in points if p.gpu_family == family}
+    tflops: dict[tuple[float, float, float], float] = {}
+    for point in (p for p in points if p.gpu_family == family):
+        key = (point.rows, float(point.n), float(point.k))
+        if key in tflops:
+            raise ValueError(f"{MATMUL_CURVE_PATH.name}: two {family} points for rows, n, k = {key}")
+        tflops[key] = point.measured_tflops
     if not tflops:
         raise ValueError(f"{MATMUL_CURVE_PATH.name} has no curve for {family!r}")
     rows, ns, ks = (tuple(sorted({key[axis] for key in tflops})) for axis in range(3))

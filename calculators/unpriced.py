@@ -47,8 +47,9 @@ def unpriced_reasons() -> dict[str, UnpricedReason]:
 
 def unpriced_gpus(gpus: Iterable[GpuSpec], prices: Iterable[CloudPrice], include_owned: bool) -> list[str]:
     """One line per GPU of `gpus` that gets no cost: no row of `prices` rents it and it is not
-    costed as owned hardware (owned left out, or no purchase price). Each line says why and what
-    would price it: owned hardware where a purchase price exists, else the user's own sheet."""
+    costed as owned hardware (owned left out, or no purchase price). Each line, "GPU: why", says
+    what would price it: owned hardware where a purchase price exists, else the user's own sheet.
+    A GPU that only providers outside the user's choice rent is left out: the choice says why."""
     rented = {price.gpu for price in prices}
     lines = []
     for gpu in gpus:
@@ -56,8 +57,9 @@ def unpriced_gpus(gpus: Iterable[GpuSpec], prices: Iterable[CloudPrice], include
             continue
         if gpu.price_usd is not None:
             lines.append(
-                f"{gpu.name}: no provider in the price sheet rents it; include owned hardware to cost it at its "
-                f"purchase price (USD {gpu.price_usd:,.0f})"
+                f"{gpu.name}: no provider in the price sheet rents it; owned, it costs its purchase price "
+                f"(USD {gpu.price_usd:,.0f}) amortised plus power (owned hardware on the Plan page, buy or rent "
+                "on the Time and cost page)"
             )
             continue
         known = unpriced_reasons().get(gpu.name)

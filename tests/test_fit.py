@@ -71,6 +71,15 @@ def test_suggestions_leave_out_changes_the_engine_does_not_model():
     assert not any("op" in c and "selective" in c or "LoRA" in c for c in changes), changes
 
 
+def test_suggestions_leave_out_changes_the_settings_themselves_refuse():
+    """Stepping the optimizer in backward refuses gradient accumulation and CPU optimizer offload,
+    and Liger replaces the loss with its fused linear cross-entropy: neither is suggested."""
+    in_backward = suggestions(LLAMA_8B, TrainingSettings(micro_batch=4, seq_len=4096, optimizer_in_backward=True), 24)
+    assert not [s.change for s in in_backward if "accumulation" in s.change or "Offload the optimizer" in s.change]
+    liger = suggestions(LLAMA_8B, TrainingSettings(micro_batch=4, seq_len=4096, liger=True), 24.0)
+    assert in_backward and liger and not [s.change for s in liger if "cross-entropy" in s.change]
+
+
 def test_a_combination_is_offered_when_no_single_change_fits():
     """8B with fp32 autocast weights on 4k tokens needs both sharding and recomputation."""
     settings = TrainingSettings(micro_batch=4, seq_len=4096, precision="amp-bf16")

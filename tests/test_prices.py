@@ -378,8 +378,8 @@ def test_each_chip_nothing_prices_says_why():
     gpus = [find_gpu(name) for name in ("H100-SXM5-80GB", "V100-PCIe-32GB", "TPU7x")]
     rented_only = unpriced_gpus(gpus, PRICES, include_owned=False)
     assert rented_only == [
-        "V100-PCIe-32GB: no provider in the price sheet rents it; include owned hardware to cost it at its "
-        "purchase price (USD 11,458)",
+        "V100-PCIe-32GB: no provider in the price sheet rents it; owned, it costs its purchase price "
+        "(USD 11,458) amortised plus power (owned hardware on the Plan page, buy or rent on the Time and cost page)",
         "TPU7x: access is arranged through a Google Cloud account team and it runs on GKE only; no public price "
         "was found (https://docs.cloud.google.com/tpu/docs/tpu7x, 2026-11-23); add your own price in a price sheet "
         "to cost it",

@@ -56,3 +56,15 @@ def test_a_shared_expert_layer_under_lora_differs_from_the_trace_by_the_router_a
     settings = TrainingSettings(seq_len=64, micro_batch=2, precision="bf16", method="lora", lora_dropout=0.1)
     traced, estimated = per_layer(trace_step, SHARED_MOE, settings), per_layer(estimate_memory, SHARED_MOE, settings)
     assert traced - estimated == pytest.approx(80 * 128, abs=200)
+
+
+def test_after_a_layernorm_each_adapter_keeps_its_own_half_cast():
+    """The same layer with LayerNorms: CUDA autocast runs layer_norm in fp32 (the trace emulates
+    it), so the norm keeps its fp32 cast of the bf16 input and each adapter its own half cast of
+    the fp32 output, with only masks from the dropouts. 128 tokens: 586,808 bytes per layer traced,
+    585,728 estimated; the 1,080 bytes between them (-0.2%) are not accounted for yet."""
+    settings = TrainingSettings(seq_len=64, micro_batch=2, precision="amp-bf16", method="lora", lora_dropout=0.1)
+    spec = TINY | {"norm": "layernorm"}
+    traced, estimated = per_layer(trace_step, spec, settings), per_layer(estimate_memory, spec, settings)
+    assert traced == pytest.approx(586_808, abs=8)
+    assert estimated == pytest.approx(traced, rel=0.003)

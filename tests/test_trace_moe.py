@@ -64,7 +64,8 @@ def test_dense_first_layers_are_built_with_their_own_width():
 def test_weighting_the_routed_outputs_saves_what_the_engine_counts(precision, method):
     """Each routed (token, expert) pair's output is multiplied by its routing weight and added with
     index_add_, which keeps the weighted output (r bytes per element); the multiply keeps the
-    expert's output too (c bytes) when the router trains. Measured before the engine counted it, the
+    expert's output too (c bytes), since the routing weights need a gradient (through the layer's
+    input when the router is frozen). Measured before the engine counted it, the
     tiny MoE's end of forward was 7-8% under the trace; now it is within 3% (the rest is the
     router's softmax, top-k indices and gathered indices, a few hundred bytes per token here and
     negligible at real widths)."""
