@@ -928,9 +928,11 @@ def softmax_output_bytes(spec: ModelSpec, settings: TrainingSettings) -> int:
     """Bytes per element of the eager attention softmax's output: fp32 where softmax_in_fp32, else
     the compute dtype. gpt-oss's softmax over the scores and the sink column runs in the dtype of
     the concatenated logits, the scores' compute dtype promoted by the sink logits' parameter dtype
-    (fp32 weights under autocast or fp32), with no fp32 upcast."""
+    (fp32 weights under autocast or fp32; a LoRA base's half dtype), with no fp32 upcast: autocast
+    leaves a softmax with an explicit dtype as it is (measure/trace/cuda_emulation.py)."""
     if spec.attention_sinks:
-        return max(compute_bytes(settings.precision), weight_bytes(settings.precision))
+        sinks = frozen_weight_bytes(settings.precision) if is_adapter_method(settings.method) else None
+        return max(compute_bytes(settings.precision), sinks or weight_bytes(settings.precision))
     return 4 if softmax_in_fp32(spec, settings) else compute_bytes(settings.precision)
 
 

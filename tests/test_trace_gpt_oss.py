@@ -68,16 +68,21 @@ def test_sinks_are_traced_with_eager_attention_only():
     check_supported(TINY_GPT_OSS, eager())
 
 
-@pytest.mark.parametrize("precision", ["bf16", "amp-bf16"])
-def test_trace_and_engine_agree_on_what_sinks_change(precision):
+@pytest.mark.parametrize(
+    ("precision", "method", "expected"),
+    [("bf16", "full", -251_904 + 48), ("amp-bf16", "full", 12_288 + 96), ("amp-bf16", "lora", -251_904 + 16)],
+)
+def test_trace_and_engine_agree_on_what_sinks_change(precision, method, expected):
     """gpt-oss's sink attention against the same model's Llama-style eager attention (fp32 softmax
     and its bf16 copy, 6 B per score). Per score, sinks keep 2 x 65/64 + 8/64 = 2.15625 B in bf16
     (-3.84375 x 65,536 scores = -251,904 B over 2 layers of 2 x 4 heads x 64^2), and under autocast,
     where the fp32 sink logits make the softmax fp32, 4 x 65/64 + 8/64 + 2 = 6.1875 B (+12,288 B).
-    Plus the 8 sink logits' weights and AdamW states: 8 x (2 + 4) = 48 B in bf16, 8 x (4 + 8) = 96
-    B with fp32 weights. The trace agrees to within 64 B."""
+    Under autocast with LoRA the sink logits are the frozen base's, bf16: the softmax with its
+    explicit dtype stays bf16, as in pure bf16. Plus the 8 sink logits' weights and AdamW states:
+    8 x (2 + 4) = 48 B in bf16, 8 x (4 + 8) = 96 B with fp32 weights, 8 x 2 = 16 B frozen. The
+    trace agrees to within 64 B."""
     no_sinks = TINY_GPT_OSS.model_copy(update={"attention_sinks": False})
-    run = eager(precision)
+    run = eager(precision, method=method)
 
     def changed(source) -> float:
         return (
@@ -85,7 +90,7 @@ def test_trace_and_engine_agree_on_what_sinks_change(precision):
         ) * GIB
 
     traced, estimated = changed(trace_step), changed(estimate_memory)
-    assert estimated == (-251_904 + 48 if precision == "bf16" else 12_288 + 96)
+    assert estimated == expected
     assert traced == pytest.approx(estimated, abs=64)
 
 
