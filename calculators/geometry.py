@@ -102,6 +102,13 @@ def mlp_linears(spec: ModelSpec, width: float, copies: int, prefix: str = "") ->
     return linears + [Linear(prefix + "down", width, h, copies)]
 
 
+def layer_ffn_width(spec: ModelSpec, dense: bool = False) -> int:
+    """The MLP width of one layer: a mixture of experts' dense layers (`dense`, DeepSeek-V3's
+    first_k_dense_replace) run dense_ffn_hidden_size where given; every other MLP, and each
+    routed expert, ffn_hidden_size."""
+    return spec.dense_ffn_hidden_size if dense and spec.dense_ffn_hidden_size else spec.ffn_hidden_size
+
+
 def layer_linears(spec: ModelSpec, tensor_parallel: int = 1, dense: bool = False) -> list[Linear]:
     """The linears of one layer, split as Megatron-LM splits them over `tensor_parallel` ranks
     (the router is apart: see router_elements). For a mixture of experts this is a sparse layer
@@ -110,8 +117,7 @@ def layer_linears(spec: ModelSpec, tensor_parallel: int = 1, dense: bool = False
     t = tensor_parallel
     linears = attention_linears(spec, t)
     if dense or spec.n_experts == 1:
-        width = spec.dense_ffn_hidden_size if dense and spec.dense_ffn_hidden_size else spec.ffn_hidden_size
-        return linears + mlp_linears(spec, split(width, t), 1)
+        return linears + mlp_linears(spec, split(layer_ffn_width(spec, dense), t), 1)
     linears += mlp_linears(spec, split(spec.ffn_hidden_size, t), spec.n_experts)
     if spec.shared_expert_ffn_size:
         linears += mlp_linears(spec, split(spec.shared_expert_ffn_size, t), 1, prefix="shared_")

@@ -53,6 +53,7 @@ from calculators.geometry import (
     cross_attention_params,
     encoder_decoder_extra_params,
     factored_matrices,
+    layer_ffn_width,
     layer_matmul_elements,
     layer_params,
     parameter_count,
@@ -64,6 +65,7 @@ from calculators.training import (
     LORA_TARGET_LABEL,
     PAGED_OPTIMIZERS,
     TrainingSettings,
+    autocast_casts_hidden_states,
     compute_bytes,
     frozen_weight_bytes,
     gradient_bytes,
@@ -853,8 +855,7 @@ def parallel_residual_shared_bytes(spec: ModelSpec, settings: TrainingSettings, 
         if spec.norm == "layernorm" or settings.liger or settings.compile:
             return float(r * tokens * h)
         return float(4 * tokens * h) if r == 4 else 0.0
-    casts = is_autocast(settings.precision) and norm_output_fp32(spec, settings)
-    if spec.norms_per_layer != 1 or casts or settings.precision == "fp8":
+    if spec.norms_per_layer != 1 or autocast_casts_norm_output(spec, settings) or settings.precision == "fp8":
         return 0.0
     trained = input_saving_linears(settings)
     attention_in = trained.intersection(("qkv", "q", "k", "v"))
@@ -892,6 +893,12 @@ def norm_output_fp32(spec: ModelSpec, settings: TrainingSettings) -> bool:
     if hidden_states_fp32(settings):
         return True
     return is_autocast(settings.precision) and spec.norm == "layernorm"
+
+
+def autocast_casts_norm_output(spec: ModelSpec, settings: TrainingSettings) -> bool:
+    """Whether autocast gives each linear after a layer norm its own half cast of the norm's
+    output: under autocast when that output is fp32 (norm_output_fp32)."""
+    return is_autocast(settings.precision) and norm_output_fp32(spec, settings)
 
 
 def softmax_in_fp32(spec: ModelSpec, settings: TrainingSettings) -> bool:
@@ -976,8 +983,8 @@ def attention_inputs_saved_bytes(spec: ModelSpec, settings: TrainingSettings, to
     c = compute_bytes(settings.precision)
     saved = 3 * c * tokens * spec.q_dim
     rope = spec.position_embedding == "rope"
-    fp32_rotation = is_autocast(settings.precision) and hidden_states_fp32(settings)  # cos/sin in the hidden dtype
-    if rope and settings.checkpointing == "selective" and fp32_rotation:
+    # cos/sin come in the hidden states' dtype: fp32 ones leave q and k fp32 for autocast to cast
+    if rope and settings.checkpointing == "selective" and autocast_casts_hidden_states(settings):
         saved += 2 * (4 - c) * tokens * spec.q_dim
     v_kept_as_view = settings.attention == "fused" or settings.checkpointing == "selective"
     if rope and fuses_qkv(spec, settings) and spec.n_kv_heads == spec.n_heads and v_kept_as_view:
@@ -1016,8 +1023,7 @@ def recomputed_core_input_copies_bytes(spec: ModelSpec, settings: TrainingSettin
     rope = spec.position_embedding == "rope"
     repeated = spec.n_kv_heads != spec.n_heads
     # RoPE with fp32 cos/sin (hidden states fp32) leaves q and k fp32 for autocast to cast
-    fp32_rotation = is_autocast(settings.precision) and hidden_states_fp32(settings)
-    q_k_copies = 2 if (fp32_rotation or not rope) else 0
+    q_k_copies = 2 if (autocast_casts_hidden_states(settings) or not rope) else 0
     v_copies = 0 if repeated else 1
     return (q_k_copies + v_copies) * c * tokens * spec.q_dim
 
@@ -1234,17 +1240,16 @@ def lora_dropout_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int,
     targets = LORA_TARGET_MODULES[settings.lora_targets]
     base_keeps_input = input_saving_linears(settings) != trained_linear_names(settings)
     gated, fused_in, fused_qkv = spec.is_gated_mlp, spec.fused_gate_up, fuses_qkv(spec, settings)
-    normed_fp32 = is_autocast(settings.precision) and norm_output_fp32(spec, settings)
+    normed_fp32 = autocast_casts_norm_output(spec, settings)
     sparse = spec.n_experts > 1 and not dense
     rows = spec.experts_per_token * tokens if sparse else tokens  # token rows each MLP linear reads
     mlp_in = ("gate_up",) if fused_in else (("gate", "up") if gated else ("fc1",))
     mlp_out = ("down",) if gated else ("fc2",)
-    ffn = spec.ffn_hidden_size if sparse or spec.n_experts == 1 else spec.dense_ffn_hidden_size or spec.ffn_hidden_size
     sites = [  # (linears reading one tensor, rows, width, one dropout for all, counted copy of x, fp32 input)
         (("q", "k", "v", "qkv"), tokens, spec.hidden_size, fused_qkv, True, normed_fp32),
         (("o",), tokens, attention_output_width(spec), True, settings.attention == "eager", False),
         (mlp_in, rows, spec.hidden_size, fused_in, True, normed_fp32),
-        (mlp_out, rows, ffn, True, True, False),
+        (mlp_out, rows, layer_ffn_width(spec, dense), True, True, False),
     ]
     if sparse and spec.shared_expert_ffn_size:
         sites += [
@@ -1276,7 +1281,7 @@ def shared_expert_inputs_saved_bytes(
     and then the shared expert's adapters keep it, once. Traced (tests/test_trace_moe.py)."""
     shared_names = trained.intersection("shared_" + name for name in in_names)
     c, h = compute_bytes(settings.precision), spec.hidden_size
-    if is_autocast(settings.precision) and norm_output_fp32(spec, settings):
+    if autocast_casts_norm_output(spec, settings):
         gate_trains = spec.shared_expert_gate and settings.method == "full"
         return (len(shared_names) + int(gate_trains)) * c * tokens * h
     if is_adapter_method(settings.method) and shared_names:
@@ -1306,9 +1311,7 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
     tokens = b * s
     h = spec.hidden_size
     moe = spec.n_experts > 1 and not dense
-    f = spec.ffn_hidden_size
-    if not moe and spec.n_experts > 1:
-        f = spec.dense_ffn_hidden_size or spec.ffn_hidden_size
+    f = layer_ffn_width(spec, dense)
     c = compute_bytes(settings.precision)
     mask = dropout_mask_bytes(spec, tokens)
     trained = input_saving_linears(settings)
@@ -1336,11 +1339,12 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
     gated = spec.is_gated_mlp
     in_names = ("fc1",) if not gated else (("gate_up",) if spec.fused_gate_up else ("gate", "up"))
     n_in = len(trained.intersection(in_names))
-    mlp_inputs = linear_inputs_saved_bytes(settings, tokens, h, n_in, norm_output_fp32(spec, settings))
-    if moe and is_adapter_method(settings.method) and trained == trained_linear_names(settings):
-        # the copy above is the trained router's input; a frozen router (LoRA) keeps none, and
-        # nothing else reads the block's input but the experts' gathers (traced)
-        mlp_inputs = 0.0
+    # a dense MLP's input linears keep the normed input, as a MoE's trained router does; a frozen
+    # router (LoRA) keeps none, and nothing else reads the block's input but the experts' gathers
+    frozen_router = moe and is_adapter_method(settings.method) and trained == trained_linear_names(settings)
+    mlp_inputs = (
+        0.0 if frozen_router else linear_inputs_saved_bytes(settings, tokens, h, n_in, norm_output_fp32(spec, settings))
+    )
     if moe and n_in:
         # each expert gathers a copy of its routed tokens (HF Mixtral sparse MoE block)
         mlp_inputs += routed * c * tokens * h
@@ -1697,7 +1701,7 @@ def layer_backward_peak_bytes(
     mlp_moment = full_layer - (terms["attention_core"] if recomputed_core else 0.0)
     width = max(spec.ffn_hidden_size, spec.shared_expert_ffn_size)
     if dense and spec.n_experts > 1:
-        width = spec.dense_ffn_hidden_size or spec.ffn_hidden_size
+        width = layer_ffn_width(spec, dense)
     peak = mlp_moment + _per_rank(mlp_hidden_gradient_bytes(spec, settings) * tokens * width, settings)
     if settings.attention == "eager":
         up_to_core = full_layer - terms["attention_core"] - saved_after_attention_core_bytes(terms, spec, settings)
@@ -2292,7 +2296,7 @@ def encoder_decoder_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     kv_names = len(trained.intersection(("k", "v")))
     self_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(("q", "k", "v"))))
     cross_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(("q",))))
-    if is_autocast(settings.precision) and hidden_states_fp32(settings):
+    if autocast_casts_hidden_states(settings):
         cross_inputs += linear_inputs_saved_bytes(settings, tokens, h, kv_names)
         encoder_output = 0.0  # fp32, kept by no one: each k/v linear keeps its half cast
     elif not kv_names:
@@ -2324,7 +2328,7 @@ def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     if settings.checkpointing == "full":
         return states
     kv_inputs = len(input_saving_linears(settings).intersection(("k", "v")))
-    if is_autocast(settings.precision) and hidden_states_fp32(settings):
+    if autocast_casts_hidden_states(settings):
         states = layers * linear_inputs_saved_bytes(settings, image, h, kv_inputs)
     trains_norms = settings.method == "full"
     per_layer = 2 * c * (image - text) * spec.q_dim

@@ -148,20 +148,19 @@ ATTENTION_KERNEL_NAMES: dict[str, str] = {
 KERNEL_LAUNCH_S = 4e-6
 
 
+def _named_by_prefix(name: str, prefixes: tuple[tuple[str, str], ...]) -> str | None:
+    """The value of the first (prefix, value) whose prefix starts `name`, or None."""
+    return next((value for prefix, value in prefixes if name.startswith(prefix)), None)
+
+
 def gpu_family(gpu: GpuSpec) -> str | None:
     """The measured family a GPU belongs to ('A100', 'H100', ...), or None."""
-    for prefix, family in FAMILY_PREFIXES:
-        if gpu.name.startswith(prefix):
-            return family
-    return None
+    return _named_by_prefix(gpu.name, FAMILY_PREFIXES)
 
 
 def measured_part(gpu: GpuSpec) -> str | None:
     """The part whose mamf-finder figure applies to this GPU ('GH200', 'H100', ...), or None."""
-    for prefix, part in MEASURED_PART_PREFIXES:
-        if gpu.name.startswith(prefix):
-            return part
-    return gpu_family(gpu)
+    return _named_by_prefix(gpu.name, MEASURED_PART_PREFIXES) or gpu_family(gpu)
 
 
 def matmul_fraction(gpu: GpuSpec, compute_format: str = "bf16") -> float:
@@ -235,12 +234,17 @@ class MatmulCurve(BaseModel):
 
 
 @functools.cache
+def _matmul_curve_points() -> tuple[MatmulCurvePoint, ...]:
+    """Every row of data/matmul_efficiency.csv, read once."""
+    with MATMUL_CURVE_PATH.open(newline="") as handle:
+        return tuple(MatmulCurvePoint.model_validate(row) for row in csv.DictReader(handle))
+
+
+@functools.cache
 def matmul_curve(family: str) -> MatmulCurve:
     """The measured curve of `family` ('H100' or 'B200'); every grid point must be present."""
-    with MATMUL_CURVE_PATH.open(newline="") as handle:
-        points = [MatmulCurvePoint.model_validate(row) for row in csv.DictReader(handle)]
     tflops: dict[tuple[float, float, float], float] = {}
-    for point in (p for p in points if p.gpu_family == family):
+    for point in (p for p in _matmul_curve_points() if p.gpu_family == family):
         key = (point.rows, float(point.n), float(point.k))
         if key in tflops:
             raise ValueError(f"{MATMUL_CURVE_PATH.name}: two {family} points for rows, n, k = {key}")

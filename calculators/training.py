@@ -369,6 +369,12 @@ def hidden_states_fp32(settings: TrainingSettings) -> bool:
     return is_autocast(settings.precision) and not is_adapter_method(settings.method)
 
 
+def autocast_casts_hidden_states(settings: TrainingSettings) -> bool:
+    """Whether autocast casts the hidden states down to half for each matmul that reads them:
+    under autocast when they are fp32 (hidden_states_fp32)."""
+    return is_autocast(settings.precision) and hidden_states_fp32(settings)
+
+
 def residual_bytes(settings: TrainingSettings) -> int:
     """Bytes per element of the hidden states (hidden_states_fp32)."""
     return 4 if hidden_states_fp32(settings) else 2
