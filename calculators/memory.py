@@ -787,7 +787,12 @@ def input_saving_linears(settings: TrainingSettings) -> frozenset[str]:
 
 
 def norm_saved_bytes(
-    spec: ModelSpec, settings: TrainingSettings, tokens: int, weight_trainable: bool = True, width: int | None = None
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    tokens: int,
+    weight_trainable: bool = True,
+    width: int | None = None,
+    input_bytes: int | None = None,
 ) -> float:
     """Bytes one norm saves for backward.
 
@@ -803,10 +808,11 @@ def norm_saved_bytes(
     are pointwise functions of the saved input and rstd.
     Gemma's RMSNorm multiplies by (1 + weight) before casting back, so that copy is fp32
     (rmsnorm_weight_operand_bytes).
-    `width` is the normalised width when it is not the hidden size (MLA's latent norms).
+    `width` is the normalised width when it is not the hidden size, and `input_bytes` the input's
+    element size when it is not the residual stream's (MLA's latent norms).
     """
     h = spec.hidden_size if width is None else width
-    r = residual_bytes(settings)
+    r = residual_bytes(settings) if input_bytes is None else input_bytes
     if spec.norm == "layernorm":
         # CUDA autocast runs layer_norm in fp32 (its fp32 op list): a half input is cast, and
         # the fp32 cast is what the norm saves
@@ -1048,29 +1054,51 @@ def mla_attention_saved_bytes(spec: ModelSpec, settings: TrainingSettings, token
     - q_a_layernorm and kv_a_layernorm, RMSNorms over q_lora_rank and kv_lora_rank
       (norm_saved_bytes at those widths), and q_b and kv_b's inputs, their outputs (c x rank);
     - the core's inputs: query_states and key_states are torch.cat of the nope and rotated rope
-      parts, fresh heads x (nope + rope) tensors each; value_states is a split view of kv_b's
-      output, which keeps all of it alive: heads x (nope + v_head_dim). RoPE's multiplies save
-      only cos and sin (the rotated tensors' partners need no gradient).
+      parts, fresh heads x (nope + rope) tensors each. value_states is a split view of kv_b's
+      output: fused attention (and a checkpointed core) keeps the view, so all of that output
+      stays alive, heads x (nope + v_head_dim); eager attention's matmul saves a contiguous
+      copy of the view instead, heads x v_head_dim (torch.matmul reshapes it), and kv_b's output
+      is freed. RoPE's multiplies save only cos and sin (the rotated tensors' partners need no
+      gradient).
     The rotated k_rot is one head broadcast to all (expand), made whole by the cat.
+    The latent norms read q_a's and kv_a's outputs, in the compute dtype whatever the residual
+    stream's (latent_norm_saved_bytes).
     LoRA targets: q_a/q_b count as "q", kv_a/kv_b as "k" or "v" (the names PEFT's presets use
-    for the projections they replace)."""
+    for the projections they replace). Traced: tests/test_trace_mla.py."""
     c = compute_bytes(settings.precision)
     trained = input_saving_linears(settings)
     q_trained = "q" in trained
     kv_trained = bool(trained.intersection(("k", "v")))
-    weight_trainable = settings.method == "full"
     saved = linear_inputs_saved_bytes(
         settings, tokens, spec.hidden_size, int(q_trained) + int(kv_trained), norm_output_fp32(spec, settings)
     )
     if spec.q_lora_rank:
-        saved += norm_saved_bytes(spec, settings, tokens, weight_trainable, width=spec.q_lora_rank)
+        saved += latent_norm_saved_bytes(spec, settings, tokens, spec.q_lora_rank)
         saved += c * tokens * spec.q_lora_rank if q_trained else 0
     kv_rank = spec.kv_lora_rank or 0
-    saved += norm_saved_bytes(spec, settings, tokens, weight_trainable, width=kv_rank)
+    saved += latent_norm_saved_bytes(spec, settings, tokens, kv_rank, shares_output_with=spec.qk_rope_head_dim)
     saved += c * tokens * kv_rank if kv_trained else 0
     nope = spec.attention_head_dim - spec.qk_rope_head_dim
-    saved += c * tokens * (2 * spec.q_dim + spec.n_heads * (nope + spec.value_head_dim))
+    value_copied = settings.attention == "eager" and settings.checkpointing != "selective"
+    kept_of_kv_b = spec.value_head_dim if value_copied else nope + spec.value_head_dim
+    saved += c * tokens * (2 * spec.q_dim + spec.n_heads * kept_of_kv_b)
     return saved
+
+
+def latent_norm_saved_bytes(
+    spec: ModelSpec, settings: TrainingSettings, tokens: int, width: int, shares_output_with: int = 0
+) -> float:
+    """What one of MLA's latent RMSNorms (q_a_layernorm, kv_a_layernorm) saves. Its input is a
+    linear's output, so in the compute dtype even where the residual stream is fp32 (autocast
+    full training): HF's RMSNorm then saves the fp32 upcast, the rstd and the normalised tensor in
+    that half dtype. Where the norm keeps its input itself (an fp32 input, which the upcast
+    leaves as it is, or a fused norm), the input is kv_a's output split from the shared rope key
+    (`shares_output_with` channels), and the view keeps the whole output alive."""
+    c = compute_bytes(settings.precision)
+    weight_trainable = settings.method == "full"
+    saved = norm_saved_bytes(spec, settings, tokens, weight_trainable, width=width, input_bytes=c)
+    keeps_input_itself = c == 4 or settings.liger or settings.compile
+    return saved + (c * tokens * shares_output_with if keeps_input_itself else 0.0)
 
 
 def out_projection_input_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
@@ -1331,7 +1359,7 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
         terms["attention_projections"] = qkv_inputs + qkv + out_projection_input + mask
     if settings.attention == "fused":
         # flash/SDPA saves its output (heads x value head dim) and the fp32 log-sum-exp per head and token.
-        terms["attention_core"] = c * tokens * attention_output_width(spec) + 4 * tokens * spec.n_heads
+        terms["attention_core"] = c * tokens * attention_output_width(spec) + log_sum_exp_bytes(spec, tokens)
     else:
         terms["attention_core"] = attention_score_bytes(spec, settings) * b * spec.n_heads * s * s
 
@@ -1384,6 +1412,24 @@ def recomputes_attention_core(settings: TrainingSettings) -> bool:
     return settings.checkpointing == "selective" and settings.attention == "eager"
 
 
+def log_sum_exp_bytes(spec: ModelSpec, tokens: int) -> float:
+    """The fp32 log-sum-exp a fused attention kernel saves per head and token for its backward
+    (FlashAttention-2, Dao 2023, arXiv 2307.08691, Algorithm 1: L = m + log(l))."""
+    return 4 * tokens * spec.n_heads
+
+
+def core_bytes_not_kept(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:
+    """What selective checkpointing does not keep of the attention core until backward: eager,
+    the whole core (its scores), rebuilt in backward; fused, its log-sum-exp, since the rebuilt
+    kernel makes it again while the core's output stays, the output projection's saved input
+    (traced: -16 B per token and layer on a 4-head layer, tests/test_trace_mla.py)."""
+    if settings.checkpointing != "selective":
+        return 0.0
+    if settings.attention == "eager":
+        return terms["attention_core"]
+    return _per_rank(log_sum_exp_bytes(spec, settings.micro_batch * settings.seq_len), settings)
+
+
 def kept_per_layer_bytes(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:
     """What each layer keeps from its forward until its backward.
 
@@ -1400,9 +1446,7 @@ def kept_per_layer_bytes(terms: dict[str, float], spec: ModelSpec, settings: Tra
         return layer_input
     if settings.checkpointing == "op-selective":
         return layer_input + _per_rank(op_selective_saved_bytes(spec, settings, tokens), settings)
-    if recomputes_attention_core(settings):
-        return full_layer - terms["attention_core"]
-    return full_layer
+    return full_layer - core_bytes_not_kept(terms, spec, settings)
 
 
 def submodule_checkpoint_inputs_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
@@ -1698,7 +1742,7 @@ def layer_backward_peak_bytes(
     c, r = compute_bytes(settings.precision), residual_bytes(settings)
     full_layer = sum(terms.values())
     recomputed_core = recomputes_attention_core(settings)
-    mlp_moment = full_layer - (terms["attention_core"] if recomputed_core else 0.0)
+    mlp_moment = full_layer - core_bytes_not_kept(terms, spec, settings)
     width = max(spec.ffn_hidden_size, spec.shared_expert_ffn_size)
     if dense and spec.n_experts > 1:
         width = layer_ffn_width(spec, dense)

@@ -1,20 +1,19 @@
 """Multi-head latent attention in the traced step (measure.trace.models.LatentAttention, after
-transformers' DeepseekV3Attention) against the engine's mla_attention_saved_bytes. Traced with
-eager attention: CPU's fused kernel needs one head size and DeepSeek's values are narrower."""
+transformers' DeepseekV3Attention) against the engine's mla_attention_saved_bytes. Fused
+attention runs CUDA's memory-efficient kernel by name (values narrower than queries and keys
+rule out flash; measure.trace.models.memory_efficient_attention)."""
 
 from __future__ import annotations
 
 import pytest
 
 from calculators.finetune import is_adapted
-from calculators.memory import estimate_memory
+from calculators.memory import estimate_memory, latent_norm_saved_bytes, mla_attention_saved_bytes
 from calculators.model_spec import ModelSpec
 from calculators.training import TrainingSettings
 
 torch = pytest.importorskip("torch")
 
-from measure.trace.result import UnsupportedConfiguration  # noqa: E402
-from measure.trace.support import check_supported  # noqa: E402
 from measure.trace.tracer import trace_step  # noqa: E402
 
 # DeepSeek-V3's shape in small: q through a rank-32 latent, k and v from a rank-16 latent plus an
@@ -44,6 +43,58 @@ def test_latent_projections_take_the_adapters_of_the_projections_they_replace():
     assert not is_adapted("o", "qv") and is_adapted("o", "attention")
 
 
-def test_fused_attention_on_latent_attention_is_refused_by_name():
-    with pytest.raises(UnsupportedConfiguration, match="trace it with --attention eager"):
-        check_supported(TINY_MLA, TrainingSettings(attention="fused"))
+def _per_layer_bytes(measure, settings: TrainingSettings) -> float:
+    """Bytes one more layer adds at the end of forward (4 layers less 2, halved): the layer's own
+    saved tensors, free of the embedding, head and loss."""
+    two, four = (measure(TINY_MLA.model_copy(update={"n_layers": n}), settings) for n in (2, 4))
+    return (four.phases_gib["end of forward"] - two.phases_gib["end of forward"]) / 2 * 2**30
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"attention": "fused"},
+        {"attention": "eager"},
+        {"attention": "fused", "precision": "amp-bf16"},
+        {"attention": "eager", "precision": "fp32"},
+        {"attention": "fused", "checkpointing": "selective"},
+        {"attention": "fused", "method": "lora"},
+    ],
+)
+def test_engine_matches_the_trace_per_latent_attention_layer(changes):
+    """Per layer the engine counts what the trace keeps to within 128 B of about 4 MB (measured
+    48-80 B: the few scalars autograd keeps). Before the fixes the engine was over by 128 B per
+    token under eager attention (kv_b's whole output where matmul keeps a copy of v), by 96 under
+    autocast (the latent norms' inputs counted fp32), under by 32 in fp32 (kv_a's rope part kept
+    alive by the norm's saved input) and over by 16 under selective checkpointing (the fused
+    kernel's log-sum-exp, rebuilt with the core)."""
+    settings = TrainingSettings(**({"seq_len": 256, "micro_batch": 4, "precision": "bf16-mixed"} | changes))
+    traced, estimated = _per_layer_bytes(trace_step, settings), _per_layer_bytes(estimate_memory, settings)
+    assert estimated == pytest.approx(traced, abs=128)
+
+
+def test_fused_latent_attention_keeps_kv_b_output_and_eager_a_copy_of_v():
+    """Hand count, 4 x 256 tokens in bf16, 4 heads of 16 nope + 8 rope (q, k) and 16 (v):
+    fused attention keeps kv_b's output through v's view, 1024 x 4 x (16 + 16) x 2 = 262,144 B;
+    eager keeps matmul's copy of v, 1024 x 4 x 16 x 2 = 131,072 B; the eager core's own
+    scores and o's copied input are counted in their own terms."""
+    settings = TrainingSettings(seq_len=256, micro_batch=4, precision="bf16")
+    fused = mla_attention_saved_bytes(TINY_MLA, settings.model_copy(update={"attention": "fused"}), 1024)
+    eager = mla_attention_saved_bytes(TINY_MLA, settings.model_copy(update={"attention": "eager"}), 1024)
+    assert fused - eager == 262_144 - 131_072
+
+
+def test_latent_norm_reads_a_half_input_under_autocast():
+    """Under amp-bf16 (fp32 weights, fp32 residual stream) q_a's output is bf16: the 32-wide
+    q_a_layernorm saves its fp32 upcast (4 B), its normalised bf16 copy (2 B) and the rstd (4 B
+    per token): 1024 x (32 x 6 + 4) = 200,704 B."""
+    settings = TrainingSettings(seq_len=256, micro_batch=4, precision="amp-bf16")
+    assert latent_norm_saved_bytes(TINY_MLA, settings, 1024, 32) == 200_704
+
+
+def test_fp32_kv_latent_norm_keeps_the_rope_key_alive():
+    """In fp32 the upcast is the input itself: the norm keeps the split view of kv_a's output,
+    and with it the 8 rope channels: 1024 x (16 x (4 + 4) + 4 + 8 x 4) = 167,936 B (the fp32 input, its
+    fp32 normalised copy, the rstd, the rope key)."""
+    settings = TrainingSettings(seq_len=256, micro_batch=4, precision="fp32")
+    assert latent_norm_saved_bytes(TINY_MLA, settings, 1024, 16, shares_output_with=8) == 167_936

@@ -345,6 +345,23 @@ class Attention(nn.Module):
         return dropout(out, self.dropout)
 
 
+def memory_efficient_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Causal fused attention with values narrower than queries and keys, as CUDA runs it.
+
+    CUDA's SDPA dispatcher refuses the flash kernel unless q, k and v share one head size
+    (pytorch aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, check_head_dim_size_flash) and
+    picks the memory-efficient kernel, which saves q, k, v, its output in (b, s, heads, d) layout
+    and a log-sum-exp. The CPU kernel would fall back to the math path and save the scores, so
+    the memory-efficient op is called by name; its fake-tensor (meta) kernel gives CUDA's shapes
+    and layout. Autocast puts SDPA on its lower-precision list, so its inputs are cast here as
+    autocast would cast them."""
+    if torch.is_autocast_enabled("cpu"):
+        half = torch.get_autocast_dtype("cpu")
+        q, k, v = (t.to(half) for t in (q, k, v))
+    output, *_ = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, None, True, 0.0, True)
+    return output
+
+
 class LatentAttention(nn.Module):
     """DeepSeek-V2/V3 multi-head latent attention as transformers writes it
     (models/deepseek_v3/modeling_deepseek_v3.py DeepseekV3Attention.forward): q through q_a, an
@@ -379,6 +396,8 @@ class LatentAttention(nn.Module):
     def _core(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, future: torch.Tensor | None) -> torch.Tensor:
         if self.attention == "eager":
             return eager_attention(q, k, v, future, softmax_fp32=True, dropout_p=0.0)
+        if v.shape[-1] != q.shape[-1]:
+            return memory_efficient_attention(q, k, v)
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
     def forward(self, x: torch.Tensor, context: LayerContext) -> torch.Tensor:

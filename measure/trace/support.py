@@ -107,18 +107,6 @@ def _check_compile(settings: TrainingSettings) -> None:
             raise UnsupportedConfiguration(f"torch.compile {reason} is not traced; the estimate models it")
 
 
-def _check_latent_attention(spec: ModelSpec, settings: TrainingSettings) -> None:
-    """Multi-head latent attention is traced with eager attention only: its values are narrower
-    than its queries and keys (DeepSeek-V3: 128 against 192), and CPU's fused SDPA kernel needs one
-    head size, so it would fall back to the math kernel and save the scores a GPU's fused
-    attention does not (transformers pads the values instead for flash_attention_2)."""
-    if spec.is_mla and settings.attention != "eager" and spec.value_head_dim != spec.attention_head_dim:
-        raise UnsupportedConfiguration(
-            "fused attention with multi-head latent attention (values narrower than queries and keys: the CPU "
-            "kernel would save the scores a GPU's does not); trace it with --attention eager"
-        )
-
-
 def _check_attention_sinks(spec: ModelSpec, settings: TrainingSettings) -> None:
     """gpt-oss's sinks are traced with eager attention, the path transformers trains them with:
     it has no SDPA path for them (GptOssPreTrainedModel._supports_sdpa = False), and the
@@ -151,7 +139,6 @@ def check_supported(spec: ModelSpec, settings: TrainingSettings) -> None:
     check_spec(spec)
     check_settings(settings)
     _check_encoder_decoder(spec, settings)
-    _check_latent_attention(spec, settings)
     _check_attention_sinks(spec, settings)
     if _setting(settings, "compile", False) and spec.n_experts > 1:
         raise UnsupportedConfiguration("torch.compile of a mixture of experts is not traced; the estimate models it")
