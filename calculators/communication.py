@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from calculators.finetune import lora_parameters_per_layer
+from calculators.finetune import model_lora_parameters
 from calculators.geometry import (
     layer_linears,
     lm_head_params,
@@ -99,8 +99,8 @@ def trainable_parameters_per_rank(spec: ModelSpec, settings: TrainingSettings, e
     trained_layers = max(0, spec.n_layers - settings.frozen_layers)
     layers_on_stage = trained_layers / p
     if settings.method in ("lora", "qlora"):
-        per_layer = lora_parameters_per_layer(spec, settings.lora_rank, settings.lora_targets, t)
-        return layers_on_stage * per_layer
+        adapters = model_lora_parameters(spec, settings.lora_rank, settings.lora_targets, t, settings.frozen_layers)
+        return adapters / p
     counts = parameter_count(spec)
     vocab = vocab_matrix_elements(spec)
     # vocabulary-parallel: the vocab x h matrix split over t; positions, norms and the rest replicated

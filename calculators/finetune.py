@@ -10,8 +10,8 @@ Sources:
 
 from __future__ import annotations
 
-from calculators.geometry import MLP_LINEAR_NAMES, Linear, largest_linear, layer_linears
-from calculators.model_spec import ModelSpec
+from calculators.geometry import MLP_LINEAR_NAMES, Linear, attention_linears, largest_linear, layer_linears
+from calculators.model_spec import ModelSpec, extension
 
 # NF4 with double quantisation (QLoRA Sec. 3): 4 bits per weight, one 8-bit quantised
 # absmax per block of 64 weights, and one fp32 constant per 256 of those absmax values.
@@ -39,25 +39,58 @@ def is_adapted(linear_name: str, targets: str) -> bool:
     return linear_name in names or any(role in names for role in LATENT_PROJECTION_ROLES.get(linear_name, ()))
 
 
-def adapted_linears(spec: ModelSpec, targets: str, tensor_parallel: int = 1) -> list[Linear]:
-    """The linears of a layer that get a LoRA adapter."""
-    return [linear for linear in layer_linears(spec, tensor_parallel) if is_adapted(linear.name, targets)]
+def adapted_linears(spec: ModelSpec, targets: str, tensor_parallel: int = 1, dense: bool = False) -> list[Linear]:
+    """The linears of a layer that get a LoRA adapter (`dense=True`: one of a mixture of
+    experts' dense layers)."""
+    linears = layer_linears(spec, tensor_parallel, dense=dense)
+    return [linear for linear in linears if is_adapted(linear.name, targets)]
 
 
-def lora_parameters_per_layer(spec: ModelSpec, rank: int, targets: str, tensor_parallel: int = 1) -> float:
-    """Trainable parameters of one layer's adapters: r * (in + out) per adapted linear and
+def cross_attention_adapted_linears(spec: ModelSpec, targets: str, tensor_parallel: int = 1) -> list[Linear]:
+    """The adapted linears of a decoder layer's cross-attention block (T5's EncDecAttention has
+    q, k, v and o like its self-attention, and PEFT matches them by the same names); none for a
+    model without one."""
+    if not extension(spec, "cross_attention_layers"):
+        return []
+    return [linear for linear in attention_linears(spec, tensor_parallel) if is_adapted(linear.name, targets)]
+
+
+def adapter_parameters(linears: list[Linear], rank: int) -> float:
+    """Trainable parameters of the adapters on `linears`: r * (in + out) per adapted linear and
     expert (Hu et al. 2021, Sec. 4.1). Under tensor parallelism A and B follow their base
     linear's split, so each rank holds r * (in + out) of its local shape."""
-    linears = adapted_linears(spec, targets, tensor_parallel)
     return sum(linear.copies * rank * (linear.in_features + linear.out_features) for linear in linears)
 
 
-def lora_matrix_shapes(spec: ModelSpec, rank: int, targets: str, tensor_parallel: int = 1) -> list[tuple[float, float]]:
-    """(rows, columns) of every adapter matrix of one layer: A is r x in, B is out x r."""
+def adapter_matrix_shapes(linears: list[Linear], rank: int) -> list[tuple[float, float]]:
+    """(rows, columns) of every adapter matrix on `linears`: A is r x in, B is out x r."""
     shapes: list[tuple[float, float]] = []
-    for linear in adapted_linears(spec, targets, tensor_parallel):
+    for linear in linears:
         shapes += [(rank, linear.in_features), (linear.out_features, rank)] * linear.copies
     return shapes
+
+
+def lora_parameters_per_layer(
+    spec: ModelSpec, rank: int, targets: str, tensor_parallel: int = 1, dense: bool = False
+) -> float:
+    """Trainable parameters of one layer's adapters (a sparse layer for a mixture of experts,
+    one of its dense layers with `dense=True`)."""
+    return adapter_parameters(adapted_linears(spec, targets, tensor_parallel, dense), rank)
+
+
+def model_lora_parameters(
+    spec: ModelSpec, rank: int, targets: str, tensor_parallel: int = 1, frozen_layers: int = 0
+) -> float:
+    """Adapters of every layer from `frozen_layers` on: a mixture of experts' dense first layers
+    (DeepSeek's first_k_dense_replace) with their own MLP's, an encoder-decoder's decoder layers
+    (its last cross_attention_layers) with their cross-attention block's too."""
+    trained = max(0, spec.n_layers - frozen_layers)
+    dense = max(0, spec.n_dense_layers - frozen_layers) if spec.n_experts > 1 else 0
+    cross = min(extension(spec, "cross_attention_layers"), trained)
+    total = (trained - dense) * lora_parameters_per_layer(spec, rank, targets, tensor_parallel)
+    total += dense * lora_parameters_per_layer(spec, rank, targets, tensor_parallel, dense=True)
+    total += cross * adapter_parameters(cross_attention_adapted_linears(spec, targets, tensor_parallel), rank)
+    return total
 
 
 def nf4_bytes(elements: float, scales: str = "double-quant") -> float:

@@ -40,14 +40,17 @@ from calculators.finetune import (
     LORA_TARGET_MODULES,
     NF4_BITS_PER_WEIGHT,
     adapted_linears,
+    adapter_matrix_shapes,
+    adapter_parameters,
+    cross_attention_adapted_linears,
     dequantised_bytes_per_element,
-    lora_matrix_shapes,
-    lora_parameters_per_layer,
+    model_lora_parameters,
     nf4_bytes,
     nf4_quantisation_staging_bytes,
     qlora_dequantised_weight_bytes,
 )
 from calculators.geometry import (
+    Linear,
     ParameterCount,
     attention_linears,
     cross_attention_params,
@@ -281,24 +284,67 @@ def stage_layer_sums(
         adafactor += dense_active * adafactor_layer_elements(spec, params, t, dense=True)
     if extension(spec, "cross_attention_layers"):
         # an encoder-decoder's last layers are its decoder's, each with a cross-attention block
-        cross_held, cross_active = _stage_layers_within(
-            spec, settings, stage, spec.n_layers - extension(spec, "cross_attention_layers"), spec.n_layers
-        )
-        cross_all, cross_matmul = cross_attention_params(spec)
+        cross_held, cross_active = stage_cross_attention_layers(spec, settings, stage)
+        local_all, local_matmul = local_cross_attention_parameters(spec, t)
         linears = attention_linears(spec, t)
-        local_matmul = sum(linear.weight_elements for linear in linears)
-        local_all = cross_all - cross_matmul + local_matmul
         held += cross_held * local_all
         trained += cross_active * local_all
         matmul += cross_active * local_matmul
         vectors = sum(linear.in_features + linear.out_features for linear in linears)
-        adafactor += cross_active * (vectors + cross_all - cross_matmul)
+        adafactor += cross_active * (vectors + local_all - local_matmul)
         if stage in ("only", "first"):  # relative position biases and the encoder's final norm
             extra = encoder_decoder_extra_params(spec)
             held += extra
             trained += extra if settings.frozen_layers == 0 else 0
             adafactor += extra if settings.frozen_layers == 0 else 0
     return held, trained, matmul, adafactor
+
+
+def stage_cross_attention_layers(spec: ModelSpec, settings: TrainingSettings, stage: str) -> tuple[int, int]:
+    """(decoder layers, those that run backward) of a stage of an encoder-decoder: its last
+    cross_attention_layers layers, each with a cross-attention block."""
+    decoder = extension(spec, "cross_attention_layers")
+    return _stage_layers_within(spec, settings, stage, spec.n_layers - decoder, spec.n_layers)
+
+
+def local_cross_attention_parameters(spec: ModelSpec, tensor_parallel: int) -> tuple[float, float]:
+    """(all, matmul) parameters of one cross-attention block on one tensor-parallel rank: its
+    q/k/v/o weights split as self-attention's, its norm replicated."""
+    cross_all, cross_matmul = cross_attention_params(spec)
+    local_matmul = sum(linear.weight_elements for linear in attention_linears(spec, tensor_parallel))
+    return cross_all - cross_matmul + local_matmul, local_matmul
+
+
+class AdaptedLayers(NamedTuple):
+    """One kind of layer (or block) a stage holds under LoRA: how many, how many train their
+    adapters, its parameters and matmul weights on one rank, and the linears adapted."""
+
+    held: int
+    active: int
+    all_parameters: float
+    matmul_parameters: float
+    adapted: list[Linear]
+
+
+def adapted_layer_kinds(
+    spec: ModelSpec, params: ParameterCount, settings: TrainingSettings, stage: str
+) -> list[AdaptedLayers]:
+    """The kinds of layer one rank of a stage holds under LoRA, each at its own size: a
+    mixture of experts' sparse and dense layers (stage_dense_layer_counts), and the decoder
+    layers' cross-attention blocks of an encoder-decoder, counted apart from their layers."""
+    t, targets = settings.tensor_parallel, settings.lora_targets
+    layers, active = stage_layer_counts(spec, settings, stage)
+    dense_held, dense_active = stage_dense_layer_counts(spec, settings, stage)
+    sparse = local_layer_parameters(spec, params, t)
+    kinds = [AdaptedLayers(layers - dense_held, active - dense_active, *sparse, adapted_linears(spec, targets, t))]
+    if dense_held:
+        dense = local_layer_parameters(spec, params, t, dense=True)
+        kinds.append(AdaptedLayers(dense_held, dense_active, *dense, adapted_linears(spec, targets, t, dense=True)))
+    if extension(spec, "cross_attention_layers"):
+        cross_held, cross_active = stage_cross_attention_layers(spec, settings, stage)
+        cross = local_cross_attention_parameters(spec, t)
+        kinds.append(AdaptedLayers(cross_held, cross_active, *cross, cross_attention_adapted_linears(spec, targets, t)))
+    return kinds
 
 
 def local_embedding_parameters(spec: ModelSpec, params: ParameterCount, tensor_parallel: int) -> float:
@@ -415,10 +461,9 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
     """LoRA/QLoRA: a frozen base in the half compute dtype (NF4 linear weights for QLoRA),
     and adapters in the layers from frozen_layers on, stored in the precision's weight
     dtype (fp32 under fp32/AMP: PEFT keeps adapters fp32; half + fp32 master under *-mixed)."""
-    t, rank, targets = settings.tensor_parallel, settings.lora_rank, settings.lora_targets
+    t, rank = settings.tensor_parallel, settings.lora_rank
     layers, active = stage_layer_counts(spec, settings, stage)
     has_embedding, has_head = stage in ("only", "first"), stage in ("only", "last")
-    layer_all, layer_matmul = local_layer_parameters(spec, params, t)
     embedding = local_embedding_parameters(spec, params, t) if has_embedding else 0
     head_other, head_matrix, _ = local_head_parameters(spec, params, t, stage) if has_head else (0, 0, 0)
     head_all = head_other + head_matrix
@@ -428,15 +473,24 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
     head_in_nf4 = qlora and settings.quantised_linears == "all" and spec.head == "lm"
     head_bytes = frozen * head_other + (nf4_bytes(head_matrix, scales) if head_in_nf4 else frozen * head_matrix)
 
-    linear_bytes = nf4_bytes(layer_matmul, scales) if qlora else frozen * layer_matmul
-    layer_base_bytes = frozen * (layer_all - layer_matmul) + linear_bytes
-    adapters_per_layer = lora_parameters_per_layer(spec, rank, targets, t)
-    trainable = active * adapters_per_layer
+    def base_bytes(all_parameters: float, matmul: float) -> float:
+        linear_bytes = nf4_bytes(matmul, scales) if qlora else frozen * matmul
+        return frozen * (all_parameters - matmul) + linear_bytes
+
+    kinds = adapted_layer_kinds(spec, params, settings, stage)
+    layers_base_bytes = sum(kind.held * base_bytes(kind.all_parameters, kind.matmul_parameters) for kind in kinds)
+    trainable = sum(kind.active * adapter_parameters(kind.adapted, rank) for kind in kinds)
+    shapes = [shape for kind in kinds for shape in adapter_matrix_shapes(kind.adapted, rank)]
+    adafactor = sum(kind.active * sum(r + c for r, c in adapter_matrix_shapes(kind.adapted, rank)) for kind in kinds)
+    sparse = kinds[0]  # the per-layer figures are a sparse (or the only kind of) layer's
+    layer_all = sparse.all_parameters
+    adapters_per_layer = adapter_parameters(sparse.adapted, rank)
+    layer_base_bytes = base_bytes(layer_all, sparse.matmul_parameters)
     weight = weight_bytes(settings.precision)
-    shapes = lora_matrix_shapes(spec, rank, targets, t)
     # a vision-language model's encoder and projector: frozen base in the half dtype, never quantised
-    # (the assumption line says so), on the embedding's stage
+    # (the assumption line says so), on the embedding's stage; an encoder-decoder's position biases
     vision = spec.extra_params if has_embedding else 0
+    outside = encoder_decoder_extra_params(spec) if has_embedding else 0
     return StageLayout(
         stage=stage,
         layers=layers,
@@ -446,7 +500,7 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
         has_head=has_head,
         trainable=trainable,
         trainable_per_layer=adapters_per_layer,
-        weight_bytes=weight * trainable + layers * layer_base_bytes + frozen * (embedding + vision) + head_bytes,
+        weight_bytes=weight * trainable + layers_base_bytes + frozen * (embedding + vision + outside) + head_bytes,
         layer_weight_bytes=layer_base_bytes + weight * adapters_per_layer,
         # only the fp32 adapters are cast under autocast; the base is already half
         cast_elements=trainable,
@@ -455,7 +509,7 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
         head_gradient_elements=0,
         embedding_gradient_elements=0,
         tied_matrix_elements=0,
-        adafactor_elements=active * sum(r + c for r, c in shapes),
+        adafactor_elements=adafactor,
         outside_layer_elements=embedding + head_all + vision,
         frozen_layer_elements=layer_all,
     )
@@ -470,9 +524,8 @@ def stage_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSett
 def trainable_parameter_count(spec: ModelSpec, params: ParameterCount, settings: TrainingSettings) -> int:
     """Trainable parameters of the whole model: adapters for LoRA/QLoRA, otherwise every
     parameter but the frozen layers and, when layers are frozen, the embeddings."""
-    active = spec.n_layers - settings.frozen_layers
     if is_adapter_method(settings.method):
-        return round(active * lora_parameters_per_layer(spec, settings.lora_rank, settings.lora_targets))
+        return round(model_lora_parameters(spec, settings.lora_rank, settings.lora_targets, 1, settings.frozen_layers))
     if settings.frozen_layers == 0:
         return params.total - frozen_tower_parameters(spec, settings)
     frozen_dense = min(settings.frozen_layers, spec.n_dense_layers) if spec.n_experts > 1 else 0
@@ -1212,13 +1265,14 @@ def routed_output_weighting_bytes(spec: ModelSpec, settings: TrainingSettings, t
     return spec.experts_per_token * per_element * tokens * spec.hidden_size
 
 
-def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, dense: bool = False) -> float:
     """Per adapted linear, B saves its input, the r-wide output of A: tokens x r in the
     compute dtype (Hu et al. 2021: h = W0 x + B A x); an expert's adapter sees only its
-    routed tokens. lora_dropout = 0 (PEFT's default) saves no mask."""
+    routed tokens, a MoE's dense layer (`dense=True`) has its MLP's adapters instead.
+    lora_dropout = 0 (PEFT's default) saves no mask."""
     c, rank = compute_bytes(settings.precision), settings.lora_rank
     routed = spec.experts_per_token if spec.n_experts > 1 else 1
-    linears = adapted_linears(spec, settings.lora_targets)
+    linears = adapted_linears(spec, settings.lora_targets, dense=dense)
     return sum((routed if linear.copies > 1 else 1) * c * tokens * rank for linear in linears)
 
 
@@ -1399,7 +1453,7 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
         terms["shared_experts"] = shared_inputs + shared_hidden + shared_gate
     if is_adapter_method(settings.method):
         terms["lora_adapters"] = (
-            lora_intermediate_bytes(spec, settings, tokens)
+            lora_intermediate_bytes(spec, settings, tokens, dense)
             + lora_zero_pad_bytes(spec, settings, tokens)
             + lora_dropout_bytes(spec, settings, tokens, dense)
         )

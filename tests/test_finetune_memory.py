@@ -375,3 +375,34 @@ def test_litgpt_qlora_load_peak_quantises_the_head_too_and_stages_it_from_fp16()
 def test_lora_and_full_training_have_no_quantisation_load_phase():
     estimate = estimate_memory(get_preset("llama-2-7b"), TrainingSettings(method="lora", micro_batch=1, seq_len=256))
     assert estimate.load_peak_gib == 0.0 and "loading" not in estimate.phases_gib
+
+
+def test_lora_counts_a_moe_dense_layer_at_its_own_size():
+    """DeepSeek-V2-Lite (config: h 2048, 27 layers, first_k_dense_replace 1, 64 experts of 1408 and
+    2 shared, dense MLP 10944, MLA without q_lora_rank, kv_lora_rank 512, rope 64, nope 128, v 128),
+    LoRA r 8 on every linear but the router, r x (in + out) each:
+    attention q 2048->3072, kv_a 2048->576, kv_b 512->4096, o 2048->2048: 8 x 16,448 = 131,584;
+    dense MLP 3 x (2048 + 10944) x 8 = 311,808; sparse MLP (64 experts + the 2816-wide shared
+    expert) 8 x (64 x 3 x (2048 + 1408) + 3 x (2048 + 2816)) = 5,425,152. One dense and 26
+    sparse layers: 443,392 + 26 x 5,556,736 = 144,918,528 (27 sparse layers were counted before)."""
+    from calculators.geometry import parameter_count
+    from calculators.memory import trainable_parameter_count
+    from calculators.model_library import library_spec
+
+    spec = library_spec("deepseek-ai/DeepSeek-V2-Lite")
+    lora = TrainingSettings(method="lora", lora_rank=8, lora_targets="all-linear")
+    assert trainable_parameter_count(spec, parameter_count(spec), lora) == 144_918_528
+
+
+def test_lora_adapts_t5_cross_attention_too():
+    """flan-t5-base (d_model 768, 12 heads of 64, 12 encoder and 12 decoder layers), LoRA r 8 on q
+    and v (PEFT's T5 default, matched by name in self- and cross-attention): 8 x (768 + 768) x 2 =
+    24,576 per attention block, 12 + 12 self-attention blocks and 12 cross-attention blocks:
+    36 x 24,576 = 884,736."""
+    from calculators.geometry import parameter_count
+    from calculators.memory import trainable_parameter_count
+    from calculators.model_library import library_spec
+
+    spec = library_spec("google/flan-t5-base")
+    lora = TrainingSettings(method="lora", lora_rank=8, lora_targets="qv")
+    assert trainable_parameter_count(spec, parameter_count(spec), lora) == 884_736
