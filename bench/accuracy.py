@@ -31,6 +31,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from calculators.memory import estimate_memory  # noqa: E402
+from calculators.model_library import library_spec  # noqa: E402
 from calculators.model_spec import ModelSpec  # noqa: E402
 from calculators.presets import get_preset  # noqa: E402
 from calculators.training import TrainingSettings  # noqa: E402
@@ -66,7 +67,7 @@ class Config:
     settings: dict
 
     def spec(self) -> ModelSpec:
-        return get_preset(self.model)
+        return library_spec(self.model) if "/" in self.model else get_preset(self.model)
 
     def training(self) -> TrainingSettings:
         return TrainingSettings(**self.settings)
@@ -188,6 +189,16 @@ def grid() -> list[Config]:
         settings = dict(micro_batch=batch, seq_len=seq, precision="bf16", method="lora", lora_rank=16,
                         lora_targets=targets, lora_dropout=dropout)  # fmt: skip
         configs.append(Config(f"{model} bf16 LoRA {targets} dropout {dropout} b{batch} s{seq}", model, settings))
+    # ... and multi-head latent attention (DeepSeek-V2-Lite: values 128 wide, queries and keys 192),
+    # fused through the memory-efficient kernel or eager, with the core checkpointed or not; LoRA,
+    # so that the activations, not AdamW's states of 15.7B parameters, make the peak.
+    for precision, ckpt, attention in itertools.product(
+        ("bf16", "amp-bf16"), ("none", "selective"), ("eager", "fused")
+    ):
+        settings = dict(micro_batch=2, seq_len=2048, precision=precision, checkpointing=ckpt, attention=attention,
+                        method="lora", lora_targets="all-linear")  # fmt: skip
+        label = f"DeepSeek-V2-Lite {precision} LoRA ckpt={ckpt} {attention} b2 s2048"
+        configs.append(Config(label, "deepseek-ai/DeepSeek-V2-Lite", settings))
     return configs
 
 
