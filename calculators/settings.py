@@ -458,6 +458,7 @@ def _declare() -> list[Setting]:
         time("expert_parallel", "ep", "Expert parallel", state="cost_expert_parallel", flag="--expert-parallel"),
         time("compile", "compile", "torch.compile", state="cost_compile", flag="--compile"),
         time("kernels", "kernels", "Norm, RoPE, activation and loss kernels", state="cost_kernels", flag="--kernels"),
+        time("loss_kernel", "loss_kernel", "Cross-entropy kernel", state="cost_loss_kernel", flag="--loss-kernel"),
         time(
             "attention_kernel",
             "attn_kernel",

@@ -465,24 +465,59 @@ def fp8_cast_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel:
     return total
 
 
-def loss_bytes_per_token(spec: ModelSpec, settings: TrainingSettings, fused: bool = False) -> float:
-    """Bytes cross-entropy moves per token, forward and backward, per vocabulary entry on this
-    rank (vocab / t). Eager PyTorch (F.cross_entropy on logits upcast to fp32, as HF's
-    ForCausalLMLoss and autocast do): the upcast (read c, write 4), log_softmax (read 4, write 4),
-    the NLL gradient (a zero-filled fp32 tensor, write 4), log_softmax's backward (read the
-    gradient and the output, write 4 + 4 + 4) and the downcast of the gradient (read 4, write c):
-    32 + 2c bytes, 24 with fp32 logits (no casts). A fused loss (Megatron's vocab-parallel
-    cross-entropy, llm.c's fused classifier, Liger's fused linear cross-entropy, inductor) reads
-    the logits once and writes their gradient in place: 2c. Chunking the loss (torchtune) moves
-    as many bytes as eager, in pieces."""
+LossKernel = Literal["auto", "fused", "eager", "vocab-parallel"]
+LOSS_KERNEL_NAMES: dict[str, str] = {
+    "fused": "a fused cross-entropy",
+    "eager": "PyTorch's F.cross_entropy on fp32 logits",
+    "vocab-parallel": "Megatron-LM's unfused vocab-parallel cross-entropy",
+}
+
+
+def loss_kernel_in_use(settings: TrainingSettings, fused: bool, loss_kernel: LossKernel = "auto") -> str:
+    """The cross-entropy kernel the step runs: Liger's or Cut Cross-Entropy's fused linear loss
+    when the settings say so, else the one given, else (auto) fused with the other fused kernels
+    and eager without them."""
+    if settings.loss == "fused-linear":
+        return "fused"
+    if loss_kernel != "auto":
+        return loss_kernel
+    return "fused" if fused else "eager"
+
+
+def loss_bytes_per_entry(kernel: str, element_bytes: float) -> float:
+    """Bytes cross-entropy moves per logit, forward and backward, with the compute dtype's
+    `element_bytes` c:
+    - fused (Megatron's --cross-entropy-loss-fusion, llm.c's fused classifier, Liger's fused
+      linear cross-entropy, inductor): the logits read once, their gradient written in place: 2c.
+    - eager (F.cross_entropy on logits upcast to fp32, as HF's ForCausalLMLoss and autocast do):
+      the upcast (read c, write 4), log_softmax (read 4, write 4), the NLL gradient (a
+      zero-filled fp32 tensor, write 4), log_softmax's backward (read the gradient and the
+      output, write 4 + 4 + 4) and the downcast of the gradient (read 4, write c): 32 + 2c, 24
+      with fp32 logits (no casts). Chunking the loss (torchtune) moves as many, in pieces.
+    - vocab-parallel (Megatron-LM without --cross-entropy-loss-fusion, its default: NVIDIA/
+      Megatron-LM megatron/core/tensor_parallel/cross_entropy.py @core_v0.8.0, each step its own
+      pass): .float() (read c, write 4), max (read 4), the in-place subtraction of the max
+      (read 4, write 4), exp in place (read 4, write 4), sum (read 4), the in-place division
+      (read 4, write 4); backward, the in-place multiply by the output gradient (read 4, write 4)
+      and the cast back through .float() (read 4, write c): 40 + 2(c + 4), 40 with fp32 logits."""
+    c = element_bytes
+    casts = 0.0 if c == 4 else 2 * (c + 4)
+    if kernel == "fused":
+        return 2 * c
+    if kernel == "vocab-parallel":
+        return 40 + casts
+    return 24.0 if c == 4 else 32 + 2 * c
+
+
+def loss_bytes_per_token(
+    spec: ModelSpec, settings: TrainingSettings, fused: bool = False, loss_kernel: LossKernel = "auto"
+) -> float:
+    """Bytes cross-entropy moves per token, forward and backward: loss_bytes_per_entry of the
+    kernel in use (loss_kernel_in_use) per vocabulary entry on this rank (vocab / t)."""
     if spec.head != "lm":
         return 0.0
-    c = compute_bytes(settings.precision)
-    fused = fused or settings.loss == "fused-linear"
-    if fused:
-        per_entry = 2 * c
-    else:
-        per_entry = 24.0 if c == 4 else 32 + 2 * c
+    kernel = loss_kernel_in_use(settings, fused, loss_kernel)
+    per_entry = loss_bytes_per_entry(kernel, compute_bytes(settings.precision))
     return per_entry * split(spec.vocab_size, settings.tensor_parallel)
 
 
@@ -619,6 +654,7 @@ def step_compute(
     kernels: Kernels = "auto",
     attention_kernel: AttentionKernel = "flash2",
     with_images: TrainingSettings | None = None,
+    loss_kernel: LossKernel = "auto",
 ) -> StepCompute:
     """Compute seconds of one optimizer step (all micro-batches) on the last pipeline stage of
     one rank: its n_layers / p layers, the head and loss, and the optimizer on its shard; with
@@ -627,7 +663,8 @@ def step_compute(
 
     `fraction` is the achievable fraction of peak for large GEMMs (mamf-finder, or a measured
     one); the sustained-clock factor and wave quantisation apply on top. Whether norms, rotary
-    embeddings, the activation and the loss run fused or eager comes from `kernels_fused`
+    embeddings, the activation and the loss run fused or eager comes from `kernels_fused`, the
+    loss's kernel from `loss_kernel` when one is given (loss_kernel_in_use)
     (torch.compile fuses them; that is its whole effect here).
     """
     bandwidth = gpu.memory_bandwidth_tbps
@@ -660,7 +697,7 @@ def step_compute(
     elementwise_per_micro = layers * elementwise_fwd + backward_layers * elementwise_fwd * 2
     if fp8:
         elementwise_per_micro += layers * fp8_cast_bytes(spec, settings, expert_parallel) / bytes_per_s
-    loss_per_micro = tokens * loss_bytes_per_token(spec, settings, fused) / bytes_per_s
+    loss_per_micro = tokens * loss_bytes_per_token(spec, settings, fused, loss_kernel) / bytes_per_s
 
     recompute_per_micro = 0.0
     if settings.checkpointing == "full":

@@ -31,12 +31,15 @@ from calculators.model_spec import ModelSpec
 from calculators.step_time import (
     ATTENTION_KERNEL_NAMES,
     DEFAULT_MATMUL_FRACTION,
+    LOSS_KERNEL_NAMES,
     SUSTAINED_CLOCK_FACTOR,
     AttentionKernel,
     Kernels,
+    LossKernel,
     curve_family,
     flash_attention_fraction,
     kernels_fused,
+    loss_kernel_in_use,
     matmul_fraction,
     measured_part,
     op_selective_recomputed_linears,
@@ -194,7 +197,7 @@ def comm_bytes_per_gpu(spec: ModelSpec, settings: TrainingSettings) -> tuple[flo
 # command takes them, the rest (dataset, epochs, utilisation) only the commands that time a run.
 STEP_SETTING_FIELDS: tuple[str, ...] = (
     "gpus_per_node", "inter_node_gbps", "overlap_fraction", "tp_overlap_fraction", "pp_overlap_fraction",
-    "virtual_stages", "compile", "kernels", "attention_kernel", "fp32_uses_tf32", "matmul_fraction",
+    "virtual_stages", "compile", "kernels", "loss_kernel", "attention_kernel", "fp32_uses_tf32", "matmul_fraction",
     "expert_parallel",
 )  # fmt: skip
 
@@ -255,6 +258,12 @@ class TimeSettings(BaseModel):
         default="auto",
         description="norms, rotary embeddings, gated activation and loss: fused kernels or eager PyTorch's op "
         "sequence; auto = fused with torch.compile, Liger or Megatron, eager otherwise",
+    )
+    loss_kernel: LossKernel = Field(
+        default="auto",
+        description="cross-entropy kernel: fused (one read of the logits: Megatron with --cross-entropy-loss-fusion, "
+        "NeMo and Megatron-Bridge, llm.c, Liger, torch.compile), eager (F.cross_entropy on fp32 logits: HF) or "
+        "vocab-parallel (Megatron-LM's default, one pass per step of the softmax); auto = as the kernels setting",
     )
     attention_kernel: AttentionKernel = Field(
         default="flash2",
@@ -419,6 +428,7 @@ def _assumptions(
         "bandwidth-bound"
     )
     crossings = communication.dimension_crossings(settings, time_settings.gpus_per_node)
+    fused = kernels_fused(settings, time_settings.compile, time_settings.kernels)
     placement = ", ".join(
         f"{dim} {'across nodes' if crossings[dim] else 'in a node'} {links[dim]:.0f} GB/s" for dim in ("tp", "dp", "pp")
     )
@@ -433,13 +443,11 @@ def _assumptions(
         f"node: {placement}",
         f"overlap: data parallel {time_settings.overlap_fraction:.0%}, tensor parallel "
         f"{time_settings.tp_overlap_fraction:.0%}, pipeline p2p {time_settings.pp_overlap_fraction:.0%}",
-        "norms, rotary embeddings, activation and loss as "
-        + (
-            "fused kernels"
-            if kernels_fused(settings, time_settings.compile, time_settings.kernels)
-            else "eager PyTorch ops"
-        )
-        + (" (torch.compile)" if time_settings.compile else ""),
+        "norms, rotary embeddings and activation as "
+        + ("fused kernels" if fused else "eager PyTorch ops")
+        + (" (torch.compile)" if time_settings.compile else "")
+        + "; the loss as "
+        + LOSS_KERNEL_NAMES[loss_kernel_in_use(settings, fused, time_settings.loss_kernel)],
         "no data loading or evaluation time; checkpoint writes not included",
     ]
 
@@ -474,6 +482,7 @@ def estimate_time(
             time_settings.kernels,
             time_settings.attention_kernel,
             with_images,
+            time_settings.loss_kernel,
         )
         compute_s = parts.total_s
         by_class = {

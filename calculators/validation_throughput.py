@@ -123,6 +123,15 @@ def _kernels(source: str) -> str:
     return "auto"
 
 
+def _loss_kernel(source: str) -> str:
+    """Megatron-LM's own scripts run its unfused vocab-parallel cross-entropy unless
+    --cross-entropy-loss-fusion is passed (a store_true flag: NVIDIA/Megatron-LM
+    megatron/training/arguments.py @core_v0.8.0, the release of the weak-scaling table, whose
+    runs state no such flag). Megatron-Bridge's model providers fuse it
+    (cross_entropy_loss_fusion = True); the others follow their kernels."""
+    return "vocab-parallel" if "NVIDIA/Megatron-LM" in source else "auto"
+
+
 def _attention_kernel(source: str) -> str:
     """llm-foundry's benchmark tables ran MPT with its Triton FlashAttention: sweep.sh passes no
     --attn_impl and submit_benchmarks.py defaults to 'triton' (mosaicml/llm-foundry
@@ -157,18 +166,21 @@ def row_inputs(row: dict) -> tuple[ModelSpec, TrainingSettings, TimeSettings, li
     compiled = "compile" in row["precision"]
     kernels = _kernels(row["source"])
     attention_kernel = _attention_kernel(row["source"])
+    loss_kernel = _loss_kernel(row["source"])
     time_settings = TimeSettings(
         dataset_tokens=1e9,
         inter_node_gbps=gbps,
         compile=compiled,
         kernels=kernels,
         attention_kernel=attention_kernel,
+        loss_kernel=loss_kernel,
     )
     assumptions = [
         f"precision {precision}, ZeRO-{settings.zero}, checkpointing {settings.checkpointing}, network {gbps:g} Gb/s"
         + (", torch.compile" if compiled else "")
         + (f", {kernels} kernels" if kernels != "auto" else "")
         + (", Triton FlashAttention (attn_impl: triton)" if attention_kernel == "flash1" else "")
+        + (", Megatron-LM's unfused vocab-parallel cross-entropy" if loss_kernel == "vocab-parallel" else "")
     ]
     if row["notes"]:
         assumptions.append(row["notes"])

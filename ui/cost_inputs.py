@@ -66,6 +66,7 @@ def _step_controls() -> dict:
             "pp_overlap_fraction": state.number(middle, "cost_pp_overlap_pct", step=10.0),
             "compile": state.checkbox(right, "cost_compile"),
             "kernels": state.choice(right, "cost_kernels"),
+            "loss_kernel": state.choice(right, "cost_loss_kernel"),
             "attention_kernel": state.choice(right, "cost_attention_kernel"),
             "fp32_uses_tf32": state.checkbox(right, "cost_tf32"),
         }
