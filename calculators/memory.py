@@ -1265,6 +1265,19 @@ def routed_output_weighting_bytes(spec: ModelSpec, settings: TrainingSettings, t
     return spec.experts_per_token * per_element * tokens * spec.hidden_size
 
 
+def router_bookkeeping_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """What top-k routing saves besides the experts' inputs and outputs, per token (HF
+    MixtralSparseMoeBlock.forward, huggingface/transformers src/transformers/models/mixtral/
+    modeling_mixtral.py; Qwen2/3-MoE alike): the fp32 softmax over the E router logits (4E),
+    top-k's int64 indices (8k), the renormalisation's division, which keeps the k fp32 weights and
+    their sum (4k + 4), and per routed pair the two int64 indices torch.where gives each expert
+    (token, choice: 16k), which its gathers keep, and the gathered routing weight in the block
+    input's dtype, which the weighting multiply keeps. Traced: tests/test_trace_moe.py."""
+    weight_bytes_per_pair = 4 if norm_output_fp32(spec, settings) else compute_bytes(settings.precision)
+    k = spec.experts_per_token
+    return tokens * (4 * spec.n_experts + (8 + 4 + 16 + weight_bytes_per_pair) * k + 4)
+
+
 def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, dense: bool = False) -> float:
     """Per adapted linear, B saves its input, the r-wide output of A: tokens x r in the
     compute dtype (Hu et al. 2021: h = W0 x + B A x); an expert's adapter sees only its
@@ -1424,14 +1437,18 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
     # a dense MLP's input linears keep the normed input, as a MoE's trained router does; a frozen
     # router (LoRA) keeps none, and nothing else reads the block's input but the experts' gathers
     frozen_router = moe and is_adapter_method(settings.method) and trained == trained_linear_names(settings)
-    mlp_inputs = (
-        0.0 if frozen_router else linear_inputs_saved_bytes(settings, tokens, h, n_in, norm_output_fp32(spec, settings))
-    )
-    if moe and n_in:
-        # each expert gathers a copy of its routed tokens (HF Mixtral sparse MoE block)
-        mlp_inputs += routed * c * tokens * h
+    input_fp32 = norm_output_fp32(spec, settings)
     if moe:
-        mlp_inputs += routed_output_weighting_bytes(spec, settings, tokens)
+        # the router reads the block's input; each expert gathers its routed tokens (HF Mixtral
+        # sparse MoE block), and its input linears save that copy, or under autocast each its own
+        # half cast of it
+        mlp_inputs = linear_inputs_saved_bytes(settings, tokens, h, 0 if frozen_router else 1, input_fp32)
+        mlp_inputs += linear_inputs_saved_bytes(settings, routed * tokens, h, n_in, input_fp32)
+        mlp_inputs += routed_output_weighting_bytes(spec, settings, tokens) + router_bookkeeping_bytes(
+            spec, settings, tokens
+        )
+    else:
+        mlp_inputs = linear_inputs_saved_bytes(settings, tokens, h, n_in, input_fp32)
     # What the activation saves (mlp_activation_saved_bytes) and its output, the down (fc2)
     # projection's input, which only a trained output linear saves.
     output_input_saved = ("down" if gated else "fc2") in trained

@@ -29,10 +29,13 @@ VOCAB_MATRIX = 129_280 * 7168  # 926,679,040
 NORM = 4 * 7168 + 2 * 7168 + 4  # fp32 upcast, bf16 normalised copy, fp32 rstd: 43,012
 MLA = 14_336 + 9_220 + 3_072 + 3_076 + 1_024 + 163_840  # 194,568
 CORE = 2 * 128 * 128 + 4 * 128  # SDPA output (128 heads x v 128) and fp32 log-sum-exp: 33,280
-SPARSE_MLP = 14_336 + 8 * 2 * 7168 + 8 * 4 * 2 * 2048 + 8 * (2 + 2) * 7168  # 489,472
+# routing: fp32 softmax over 256 experts, top-8 int64 indices, the renormalised fp32 weights and
+# their sum, and per routed pair two int64 indices and the bf16 gathered weight
+ROUTER = 4 * 256 + (8 + 4 + 16 + 2) * 8 + 4  # 1,268
+SPARSE_MLP = 14_336 + 8 * 2 * 7168 + 8 * 4 * 2 * 2048 + 8 * (2 + 2) * 7168 + ROUTER  # 490,740
 SHARED = 4 * 2 * 2048  # 16,384
 DENSE_MLP = 14_336 + 4 * 2 * 18_432  # 161,792
-SPARSE_SAVED = 2 * NORM + MLA + CORE + SPARSE_MLP + SHARED  # 819,728
+SPARSE_SAVED = 2 * NORM + MLA + CORE + SPARSE_MLP + SHARED  # 820,996
 DENSE_SAVED = 2 * NORM + MLA + CORE + DENSE_MLP  # 475,664
 HEAD = NORM + 2 * 7168  # final norm and the LM head's bf16 input: 57,348
 
@@ -60,8 +63,9 @@ def test_shared_expert_runs_on_every_token():
     """Routed: the normed hidden state once (14,336), each of the 8 routed experts gathers its
     tokens' copy (8 x 2 x 7168) and saves gate, silu(gate), up and their product at 2048 wide
     (8 x 4 x 2 x 2048), and its output is weighted by the router (the multiply keeps the expert's
-    bf16 output) and added with index_add_ (which keeps the weighted output): 8 x (2 + 2) x 7168:
-    489,472 per token. The shared expert (DeepseekV3MoE.shared_experts, every
+    bf16 output) and added with index_add_ (which keeps the weighted output): 8 x (2 + 2) x 7168;
+    the routing itself keeps 4 x 256 + 30 x 8 + 4 = 1,268 (router_bookkeeping_bytes): 490,740 per
+    token. The shared expert (DeepseekV3MoE.shared_experts, every
     token) saves 4 x 2 x 2048 = 16,384 per token; it reads the same hidden state. Under autocast
     its gate and up each keep their own bf16 cast of the fp32 hidden: + 2 x 2 x 7168 = 45,056."""
     terms = layer_activation_terms(spec(DEEPSEEK_V3), settings())
@@ -80,15 +84,15 @@ def test_dense_first_layers_save_their_wider_mlp():
 
 
 def test_activations_sum_each_kind_of_layer():
-    """End of forward: 58 sparse layers x 819,728 + 3 dense x 475,664 + head 57,348
-    = 49,028,564 bytes per token, x 4096 = 200,820,998,144 B (187.03 GiB).
+    """End of forward: 58 sparse layers x 820,996 + 3 dense x 475,664 + head 57,348
+    = 49,102,108 bytes per token, x 4096 = 201,122,234,368 B (187.31 GiB).
     Backward of the first (dense) layer: its saved 475,664 plus the gradients of gate and up
     outputs 2 x 2 x 18,432 = 73,728: 549,392 per token. Backward of the last (sparse) layer:
     everything plus 2 x 2 x 2048 = 8,192 per token (the wider of a routed and the shared expert)."""
     estimate = estimate_memory(spec(DEEPSEEK_V3), settings())
     components = estimate.phase_components_gib
     end_of_forward = (58 * SPARSE_SAVED + 3 * DENSE_SAVED + HEAD) * T
-    assert end_of_forward == 200_820_998_144
+    assert end_of_forward == 201_122_234_368
     assert components["end of forward"]["activations"] * GIB == pytest.approx(end_of_forward, rel=1e-12)
     first = (DENSE_SAVED + 4 * 18_432) * T
     assert components["backward, first layer"]["activations"] * GIB == pytest.approx(first, rel=1e-12)

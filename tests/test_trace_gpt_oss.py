@@ -54,12 +54,14 @@ def test_gpt_oss_20b_experts_keep_what_the_clamped_swiglu_saves():
     the gathered copy (5,760), the clamps' gate and up inputs, sigmoid's output, the clamped gate,
     up + 1, glu and down's input (7 x 2 x 2880 = 40,320), the expert's output kept by the routing
     multiply and the weighted output kept by index_add_ (2 x 2 x 2880 = 11,520): 57,600 per pair,
-    as autograd's saved tensors of transformers' loop measure (7 I + 3 H elements).
-    5,760 + 4 x 57,600 = 236,160 B per token."""
+    as autograd's saved tensors of transformers' loop measure (7 I + 3 H elements); the routing's
+    own tensors, counted Mixtral's way (router_bookkeeping_bytes: gpt-oss softmaxes the top-k
+    logits instead, a few bytes apart), 4 x 32 + 30 x 4 + 4 = 252.
+    5,760 + 4 x 57,600 + 252 = 236,412 B per token."""
     gpt_oss = library_spec("openai/gpt-oss-20b")
     run = TrainingSettings(seq_len=2048, micro_batch=1, precision="bf16")
     assert gpt_oss.activation == "clamped-swiglu"
-    assert layer_activation_terms(gpt_oss, run)["mlp"] == 236_160 * 2048
+    assert layer_activation_terms(gpt_oss, run)["mlp"] == 236_412 * 2048
 
 
 def test_sinks_are_traced_with_eager_attention_only():

@@ -88,3 +88,21 @@ def test_weights_of_dense_first_layers_match_the_trace(method):
     assert estimated["weights"] * GIB == pytest.approx(traced["weights"] * GIB, abs=1)
     # AdamW keeps a 4-byte step count per trained tensor, which the engine leaves out (under 100 here)
     assert estimated["optimizer_states"] * GIB == pytest.approx(traced["optimizer_states"] * GIB, abs=400)
+
+
+@pytest.mark.parametrize(("experts", "per_token"), [(4, 2), (8, 4)])
+@pytest.mark.parametrize("precision", ["bf16", "amp-bf16"])
+def test_routing_and_expert_inputs_match_the_trace_per_layer(experts, per_token, precision):
+    """Per layer the engine counts what the trace keeps to within 1 B per token. Before: the
+    router's bookkeeping was left out (4E + 30k + 4 B per token in bf16: 80 at 4 experts, top 2),
+    and under autocast over fp32 weights each expert's gate and up were given one shared cast of
+    the gathered tokens where they keep one each, while the router, which reads the block's input
+    alone, was given two: (k - 1) x 2h per token short (128 B at h 64, top 2)."""
+    spec = ModelSpec(**TINY_MOE | {"n_experts": experts, "experts_per_token": per_token})
+    settings = TrainingSettings(seq_len=256, micro_batch=4, precision=precision)
+
+    def per_layer(source) -> float:
+        two, four = (source(spec.model_copy(update={"n_layers": n}), settings) for n in (2, 4))
+        return (four.phases_gib["end of forward"] - two.phases_gib["end of forward"]) / 2 * GIB
+
+    assert per_layer(estimate_memory) == pytest.approx(per_layer(trace_step), abs=1024)
