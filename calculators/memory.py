@@ -59,6 +59,7 @@ from calculators.geometry import (
     layer_ffn_width,
     layer_matmul_elements,
     layer_params,
+    norm_parameters,
     parameter_count,
     split,
     vocab_matrix_elements,
@@ -870,11 +871,22 @@ def norm_saved_bytes(
         # CUDA autocast runs layer_norm in fp32 (its fp32 op list): a half input is cast, and
         # the fp32 cast is what the norm saves
         saved_input = 4 if is_autocast(settings.precision) else r
-        return saved_input * tokens * h + 8 * tokens
+        return saved_input * tokens * h + 8 * tokens + layernorm_parameter_casts_bytes(spec, settings, h)
     if settings.liger or settings.compile:
         return r * tokens * h + 4 * tokens
     normalised_for_weight = rmsnorm_weight_operand_bytes(spec, r) * tokens * h if weight_trainable else 0
     return 4 * tokens * h + normalised_for_weight + 4 * tokens + t5_norm_input_bytes(spec, r) * tokens * h
+
+
+def layernorm_parameter_casts_bytes(spec: ModelSpec, settings: TrainingSettings, width: int) -> float:
+    """The fp32 copies of a frozen half LayerNorm's weight and bias under autocast: layer_norm is
+    on CUDA autocast's fp32 list, which casts every floating input, parameters too, and
+    native_layer_norm keeps its weight and bias for backward. Only a LoRA/QLoRA base is half
+    under autocast (full training keeps fp32 weights, which need no cast). Traced:
+    tests/test_trace_lora_autocast.py (1,024 B for a 64-wide layer's two norms)."""
+    if not (is_autocast(settings.precision) and is_adapter_method(settings.method)):
+        return 0.0
+    return 4.0 * norm_parameters(spec, width)
 
 
 def t5_norm_input_bytes(spec: ModelSpec, input_bytes: int) -> int:
