@@ -90,6 +90,7 @@ from calculators.vision import (
     tower_settings,
     tower_trains,
     trained_vision_parameters,
+    vision_cast_elements,
     vision_tower,
 )
 
@@ -182,6 +183,7 @@ class StageLayout(NamedTuple):
     adafactor_elements: float  # Adafactor's factored state elements
     outside_layer_elements: float = 0.0  # embeddings, final norm and head (FSDP2's root unit)
     head_cast_elements: float = 0.0  # the LM head's matmul weight (torchtitan keeps it out of float8)
+    vision_cast_elements: float = 0.0  # trained vision weights cast until the encoder's backward
     frozen_layer_elements: float = 0.0  # one adapted layer's frozen base parameters (LoRA)
 
 
@@ -750,9 +752,11 @@ def model_state_bytes(settings: TrainingSettings, layout: StageLayout) -> ModelS
         # (measured in the trace: bench/accuracy.py).
         cast_elements -= (layout.active_layers - 1) * layout.cast_elements_per_layer
         cast_elements = max(cast_elements, layout.cast_elements_per_layer)
-    autocast_copies = 2.0 * cast_elements if is_autocast(precision) else 0.0
-    # only the first layer's autocast casts are still saved when backward reaches it
-    autocast_first_layer = 2.0 * layout.cast_elements_per_layer if autocast_copies else 0.0
+    autocast_copies = 2.0 * (cast_elements + layout.vision_cast_elements) if is_autocast(precision) else 0.0
+    # only the first layer's autocast casts (and the vision encoder's, whose backward comes
+    # last) are still saved when backward reaches it
+    autocast_first_layer = 2.0 * (layout.cast_elements_per_layer + layout.vision_cast_elements)
+    autocast_first_layer = autocast_first_layer if autocast_copies else 0.0
     if precision == "fp8":
         autocast_copies = fp8_weight_cast_bytes(cast_elements - layout.head_cast_elements)
         autocast_first_layer = fp8_weight_cast_bytes(layout.cast_elements_per_layer)
@@ -2375,11 +2379,35 @@ def vision_tower_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -
     per-layer formulas, on the encoder's shapes and patches; calculators.vision). A frozen encoder
     keeps nothing: no tensor in it requires grad, so autograd records nothing (the same rule as a
     frozen embedding's)."""
-    if not settings.images_per_sample or vision_tower(spec) is None or not tower_trains(settings):
+    if not settings.images_per_sample or vision_tower(spec) is None:
         return 0.0
+    projector = projector_input_bytes(spec, settings)
+    if not tower_trains(settings):
+        return projector
     encoder, run = tower_model_spec(spec), tower_settings(spec, settings)
     kept = kept_per_layer_bytes(layer_activation_terms(encoder, run), encoder, run)
-    return encoder.n_layers * kept
+    return encoder.n_layers * kept + projector
+
+
+def projector_input_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """What the projector's first linear keeps of the encoder's output, when the projector
+    trains (full training, the encoder trained or frozen): each image token's patches merged into
+    one (Qwen2.5-VL's 2 x 2 merger, Gemma 3's pooling) make a fresh tensor of the image tokens,
+    as does autocast's half cast of an fp32 output; otherwise the linear reads a slice of the
+    encoder's output (LLaVA drops the CLS patch), which it copies to flatten it when several
+    images run, and keeps as a view, holding all of the patches alive, when one does. Counted
+    for one linear: a real projector's later layers (LLaVA's GELU and second linear) keep more,
+    widths the configs give and the engine does not read. Traced: tests/test_trace_vision.py."""
+    tower = vision_tower(spec)
+    if tower is None or tower.cross_attention_layers or settings.method != "full":
+        return 0.0
+    run = tower_settings(spec, settings)
+    image_tokens = image_tokens_per_image(spec, settings)
+    merged = run.seq_len // max(image_tokens, 1) > 1
+    cast = autocast_casts_hidden_states(settings)
+    kept = image_tokens if merged or cast or run.micro_batch > 1 else run.seq_len
+    element = compute_bytes(settings.precision) if cast else residual_bytes(settings)
+    return element * run.micro_batch * kept * tower.hidden_size
 
 
 def t5_attention_settings(spec: ModelSpec, settings: TrainingSettings) -> TrainingSettings:
@@ -2472,6 +2500,7 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     check_supported(spec, settings)
     image_note = images_note(spec, settings)
     tower_bytes = vision_tower_activation_bytes(spec, settings)
+    vision_cast = vision_cast_elements(spec, settings)
     settings = t5_attention_settings(spec, settings)
     cross_bytes = cross_attention_activation_bytes(spec, settings) + encoder_decoder_activation_bytes(spec, settings)
     settings = language_model_settings(spec, settings)
@@ -2481,6 +2510,10 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     stage_of_phase: dict[str, str] = {}
     host_bytes = outside_bytes = 0.0
     layouts = [stage_layout(spec, params, settings, stage) for stage in pipeline_stages(settings)]
+    # the image encoder runs on the embedding's stage, with the settings before its images became tokens
+    layouts = [
+        layout._replace(vision_cast_elements=vision_cast) if layout.has_embedding else layout for layout in layouts
+    ]
     for layout in layouts:
         states = model_state_bytes(settings, layout)
         # the encoder runs on the embedding's stage; the cross-attention layers spread with the layers

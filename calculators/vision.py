@@ -10,6 +10,7 @@ TrainingSettings of one micro-batch's images, so the same per-layer formulas app
 
 from __future__ import annotations
 
+from calculators.geometry import layer_matmul_elements
 from calculators.model_spec import ModelSpec, VisionTower, extension
 from calculators.training import TrainingSettings, image_tokens_per_image, is_adapter_method
 
@@ -101,6 +102,22 @@ def trained_vision_parameters(spec: ModelSpec, settings: TrainingSettings) -> in
     """Parameters outside the language model's layers that train in full training: the encoder
     and projector (and Mllama's cross-attention gates), less a frozen encoder."""
     return spec.extra_params - frozen_tower_parameters(spec, settings)
+
+
+def vision_cast_elements(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Trained vision weights whose autocast casts stay cached from their use in forward until
+    the encoder's backward, last in the step (autocast caches the half cast of a leaf weight that
+    requires grad; a frozen weight's cast is made and dropped at each use): the projector's, when
+    images run in full training, and the encoder layers' matmul weights when they train too,
+    except under full checkpointing, whose layers run their forward without autocast's cache
+    surviving them."""
+    tower = vision_tower(spec)
+    if tower is None or not settings.images_per_sample or settings.method != "full":
+        return 0.0
+    cast = float(spec.extra_params - tower.parameters)  # the projector (and Mllama's gates)
+    if tower_trains(settings) and settings.checkpointing != "full":
+        cast += tower.n_layers * layer_matmul_elements(tower_model_spec(spec))
+    return cast
 
 
 def cross_attention_image_tokens(spec: ModelSpec, settings: TrainingSettings) -> int:

@@ -55,11 +55,16 @@ class LoraLinear(nn.Module):
 def add_adapters(
     model: nn.Module, targets: str, rank: int, adapter_dtype: torch.dtype, dropout: float = 0.0
 ) -> list[nn.Parameter]:
-    """Freeze every parameter, wrap the targeted linears of the layers, return the adapters."""
+    """Freeze every parameter, wrap the targeted linears of the language model's layers (not a
+    vision encoder's: the engine adapts the language model alone), return the adapters."""
     for param in model.parameters():
         param.requires_grad_(False)
+    vision = getattr(model, "vision_layers", None)
+    skipped = {id(module) for module in vision.modules()} if vision is not None else set()
     adapters: list[nn.Parameter] = []
     for module in list(model.modules()):
+        if id(module) in skipped:
+            continue
         for attribute, child in list(module.named_children()):
             engine_name = ENGINE_NAME.get(attribute)
             if isinstance(child, nn.Linear) and engine_name and is_adapted(engine_name, targets):

@@ -60,6 +60,8 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selectiv
 
 from calculators.geometry import layer_linears
 from calculators.model_spec import ModelSpec, extension
+from calculators.vision import tower_model_spec
+from measure.trace.result import UnsupportedConfiguration
 from measure.trace.support import check_spec
 
 BoundaryHook = Callable[[int, torch.Tensor], None]
@@ -647,18 +649,64 @@ class ReferenceTransformer(nn.Module):
         )
         self.final_norm = make_norm(spec, liger) if spec.final_norm else None
         self._build_head(spec)
-        self._build_vision(spec)
+        self._build_vision(spec, attention, checkpointing)
 
-    def _build_vision(self, spec: ModelSpec) -> None:
-        """A vision-language model's image encoder and projector (with whatever else of the model
-        lies outside the language model's layers, calculators.model_input) as two flat
-        parameters of their sizes: their weights, gradients and optimizer states are traced, their
-        layers are not (calculators.vision estimates those; check_settings refuses images)."""
+    def _build_vision(self, spec: ModelSpec, attention: str, checkpointing: str) -> None:
+        """A vision-language model's image encoder and projector, with their published parameter
+        counts. The encoder's layers are built as calculators.vision describes them
+        (tower_model_spec: pre-norm ViT blocks, bidirectional attention) and run on each image's
+        patches; the projector is one linear from the encoder's width to the language model's,
+        applied after merging each image token's patches by their mean (a stand-in: LLaVA's two
+        linears, Qwen2.5-VL's merger MLP and Gemma 3's pooling keep more or less). The rest of
+        each part (patch embedding, positions, final norms, the projector's other weights) is a
+        flat parameter of its size: weights, gradients and states traced, no activations. A
+        model reading images by cross-attention (Mllama) keeps the two flat parameters only."""
         tower = extension(spec, "vision")
+        self.vision_layers = self.vision_projection = None
         encoder = tower.parameters if tower is not None else 0
         projector = spec.extra_params - encoder
+        if tower is not None and not tower.cross_attention_layers:
+            tower_spec = tower_model_spec(spec)
+            self.vision_layers = nn.ModuleList(
+                Block(tower_spec, attention, checkpointing) for _ in range(tower.n_layers)
+            )
+            self.vision_projection = nn.Linear(tower.hidden_size, spec.hidden_size, bias=False)
+            encoder -= sum(param.numel() for param in self.vision_layers.parameters())
+            projector -= self.vision_projection.weight.numel()
+            if encoder < 0 or projector < 0:
+                raise UnsupportedConfiguration(
+                    "a vision encoder whose layers hold more parameters than the model has (the reference "
+                    "blocks do not fit its published count)"
+                )
         self.vision_encoder = nn.Parameter(torch.zeros(encoder)) if encoder else None
         self.vision_projector = nn.Parameter(torch.zeros(projector)) if projector else None
+
+    def freeze_vision_encoder(self) -> None:
+        """--freeze-vision-tower: the encoder's layers and the rest of it stop training; the
+        projector trains."""
+        for part in (self.vision_layers, self.vision_encoder):
+            if part is not None:
+                part.requires_grad_(False)
+
+    def image_features(self, patches: torch.Tensor, batch: int, tokens_per_image: int) -> torch.Tensor:
+        """The images' tokens for the language model: `patches` (batch x images, patches, width)
+        through the encoder's layers, each image token's patches merged by their mean (the last
+        tokens_per_image x group patches: a leading CLS patch is dropped, as LLaVA's default
+        feature selection does), then the projector. Returns (batch, images x tokens, hidden)."""
+        context = LayerContext(None, None, None)
+        x = patches
+        if self.vision_encoder is not None and self.vision_encoder.requires_grad:
+            # the output of a trained patch embedding requires grad, so the first layer saves
+            # what every other does (its norm's fp32 copy of the input, for one)
+            x = x + self.vision_encoder[0] * 0
+        for layer in self.vision_layers:
+            x = self._run_layer(layer, x, context)
+        images, count, width = x.shape
+        group = count // tokens_per_image
+        x = x[:, count - group * tokens_per_image :]
+        if group > 1:
+            x = x.reshape(images, tokens_per_image, group, width).mean(dim=2)
+        return self.vision_projection(x).reshape(batch, -1, self.spec.hidden_size)
 
     @property
     def rope(self) -> bool:
@@ -677,7 +725,7 @@ class ReferenceTransformer(nn.Module):
         elif not spec.tied_embeddings:
             self.lm_head = nn.Linear(h, spec.vocab_size, bias=extension(spec, "lm_head_bias"))
 
-    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+    def embed(self, tokens: torch.Tensor, images_run: bool = False) -> torch.Tensor:
         x = self.embed_tokens(tokens)
         seq = tokens.shape[1]
         if self.embed_positions is not None:
@@ -686,11 +734,27 @@ class ReferenceTransformer(nn.Module):
             x = x + self.embed_types(torch.zeros_like(tokens))
         if self.embed_norm is not None:
             x = self.embed_norm(x)
-        for vision in (self.vision_encoder, self.vision_projector):
-            if vision is not None and vision.requires_grad:
-                # joins the graph as image features would, so backward makes its gradient last
-                x = x + (vision.sum() * 0).to(x.dtype)
+        for vision in self._vision_parameters_outside_the_graph(images_run):
+            # joins the graph as image features would, so backward makes its gradient last
+            x = x + (vision.sum() * 0).to(x.dtype)
         return dropout(x, self.spec.dropout)
+
+    def _vision_parameters_outside_the_graph(self, images_run: bool) -> list[nn.Parameter]:
+        """Trained vision parameters no image reaches: the flat rest of the encoder and the
+        projector always, the encoder's layers and projector linear too when no image runs."""
+        parts = [self.vision_encoder, self.vision_projector]
+        if not images_run:
+            for module in (self.vision_layers, self.vision_projection):
+                parts += list(module.parameters()) if module is not None else []
+        return [param for param in parts if param is not None and param.requires_grad]
+
+    def _run_layer(self, layer: nn.Module, x: torch.Tensor, context: LayerContext) -> torch.Tensor:
+        """One layer, checkpointed as the step's policy says."""
+        if self.checkpointing == "full":
+            return checkpoint(layer, x, context, use_reentrant=False)
+        if self.checkpointing == "op-selective":
+            return checkpoint(layer, x, context, use_reentrant=False, context_fn=op_selective_contexts)
+        return layer(x, context)
 
     def layer_context(self, seq: int, dtype: torch.dtype, device: torch.device) -> LayerContext:
         cos, sin = rotary_cos_sin(seq, rotary_dim(self.spec), dtype, device) if self.rope else (None, None)
@@ -698,20 +762,25 @@ class ReferenceTransformer(nn.Module):
         hidden_future = torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1) if eager_causal else None
         return LayerContext(cos, sin, hidden_future)
 
-    def body(self, tokens: torch.Tensor, on_boundary: BoundaryHook | None = None) -> torch.Tensor:
+    def body(
+        self,
+        tokens: torch.Tensor,
+        on_boundary: BoundaryHook | None = None,
+        images: tuple[torch.Tensor, int] | None = None,
+    ) -> torch.Tensor:
         """Embeddings and layers; `on_boundary(i, x)` sees the input of layer i (i = n_layers: the
-        last layer's output)."""
-        x = self.embed(tokens)
-        context = self.layer_context(tokens.shape[1], x.dtype, x.device)
+        last layer's output). `images`: (patches, tokens per image) whose image_features join
+        the text's embeddings ahead of them, as the language model's sequence."""
+        x = self.embed(tokens, images_run=images is not None)
+        if images is not None:
+            patches, tokens_per_image = images
+            features = self.image_features(patches, tokens.shape[0], tokens_per_image)
+            x = torch.cat((features.to(x.dtype), x), dim=1)
+        context = self.layer_context(x.shape[1], x.dtype, x.device)
         for index, layer in enumerate(self.layers):
             if on_boundary is not None:
                 on_boundary(index, x)
-            if self.checkpointing == "full":
-                x = checkpoint(layer, x, context, use_reentrant=False)
-            elif self.checkpointing == "op-selective":
-                x = checkpoint(layer, x, context, use_reentrant=False, context_fn=op_selective_contexts)
-            else:
-                x = layer(x, context)
+            x = self._run_layer(layer, x, context)
         if on_boundary is not None:
             on_boundary(len(self.layers), x)
         return self.final_norm(x) if self.final_norm is not None else x

@@ -64,12 +64,6 @@ def check_settings(settings: TrainingSettings) -> None:
         )
     if _setting(settings, "frozen_layers", 0) > 0:
         raise UnsupportedConfiguration("frozen layers are not traced")
-    if _setting(settings, "images_per_sample", 0) > 0:
-        raise UnsupportedConfiguration(
-            "images are not traced: the reference model holds a vision-language model's encoder and projector as "
-            "parameters (their weights, gradients and optimizer states are traced), not as layers; trace with "
-            "images per sample 0 and the image tokens in the sequence length"
-        )
     if _setting(settings, "offload_optimizer", False) or _setting(settings, "offload_parameters", False):
         raise UnsupportedConfiguration("CPU offload (ZeRO-Offload/Infinity) is not traced")
     if settings.optimizer in ("adamw-8bit", "paged-adamw", "paged-adamw-8bit"):
@@ -135,9 +129,28 @@ def _check_encoder_decoder(spec: ModelSpec, settings: TrainingSettings) -> None:
             raise UnsupportedConfiguration(f"T5 with {reason} is not traced; the estimate models it")
 
 
+def _check_images(spec: ModelSpec, settings: TrainingSettings) -> None:
+    """Images are traced through the encoder's layers into the language model's sequence; not
+    for a model that reads them by cross-attention (Mllama), nor one whose encoder's shapes are
+    not read."""
+    if not _setting(settings, "images_per_sample", 0):
+        return
+    tower = extension(spec, "vision")
+    if tower is None:
+        raise UnsupportedConfiguration(
+            "images of a model whose vision encoder's shapes are not read; trace with images per sample 0 and the "
+            "image tokens in the sequence length"
+        )
+    if tower.cross_attention_layers:
+        raise UnsupportedConfiguration(
+            "images read by cross-attention layers (Llama 3.2 Vision) are not traced; the estimate models them"
+        )
+
+
 def check_supported(spec: ModelSpec, settings: TrainingSettings) -> None:
     check_spec(spec)
     check_settings(settings)
+    _check_images(spec, settings)
     _check_encoder_decoder(spec, settings)
     _check_attention_sinks(spec, settings)
     if _setting(settings, "compile", False) and spec.n_experts > 1:

@@ -166,7 +166,9 @@ class T5Reference(nn.Module):
         causal = torch.zeros(batch, 1, seq, seq, dtype=dtype, device=device).masked_fill(future, torch.finfo(dtype).min)
         return padding, causal
 
-    def body(self, tokens: torch.Tensor, on_boundary: BoundaryHook | None = None) -> torch.Tensor:
+    def body(self, tokens: torch.Tensor, on_boundary: BoundaryHook | None = None, images: None = None) -> torch.Tensor:
+        """The encoder over the tokens, then the decoder over them reading its output (T5 has no
+        images: `images` is always None)."""
         batch, seq = tokens.shape
         dtype, device, p = self.embed_tokens.weight.dtype, tokens.device, self.spec.dropout
         padding, causal = self._masks(batch, seq, dtype, device)

@@ -50,8 +50,14 @@ import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from calculators.model_spec import ModelSpec
-from calculators.training import TrainingSettings, is_autocast, master_weight_bytes
-from calculators.vision import frozen_tower_parameters
+from calculators.training import (
+    TrainingSettings,
+    image_tokens_per_image,
+    is_autocast,
+    language_model_settings,
+    master_weight_bytes,
+)
+from calculators.vision import frozen_tower_parameters, tower_settings, vision_tower
 from measure.trace.cuda_emulation import cuda_autocast_policy
 from measure.trace.flops import FlopTally
 from measure.trace.fused_loss import fused_linear_cross_entropy
@@ -109,11 +115,24 @@ def make_optimizer(params: list[torch.Tensor], settings: TrainingSettings) -> to
 
 
 def make_inputs(spec: ModelSpec, settings: TrainingSettings) -> tuple[torch.Tensor, torch.Tensor]:
+    """The text tokens, and labels for the whole sequence the language model sees (its image
+    tokens included: language_model_settings)."""
     b, s = settings.micro_batch, settings.seq_len
     tokens = torch.randint(0, spec.vocab_size, (b, s))
     if spec.head == "lm":
-        return tokens, torch.randint(0, spec.vocab_size, (b, s))
+        return tokens, torch.randint(0, spec.vocab_size, (b, language_model_settings(spec, settings).seq_len))
     return tokens, torch.randint(0, spec.num_labels, (b,))
+
+
+def make_images(spec: ModelSpec, settings: TrainingSettings, dtype: torch.dtype) -> tuple[torch.Tensor, int] | None:
+    """Each sample's images as the encoder's first layer receives them, patch embeddings (the
+    patch embedding itself is a flat parameter: its input needs no gradient), and the tokens
+    each image gives the language model; None without images."""
+    if not settings.images_per_sample:
+        return None
+    run = tower_settings(spec, settings)
+    patches = torch.randn(run.micro_batch, run.seq_len, vision_tower(spec).hidden_size, dtype=dtype)
+    return patches, image_tokens_per_image(spec, settings)
 
 
 @contextlib.contextmanager
@@ -141,8 +160,9 @@ class Step:
             )
         if settings.compile:
             self._compile_layers()
-        if frozen_tower_parameters(spec, settings) and self.model.vision_encoder is not None:
-            self.model.vision_encoder.requires_grad_(False)  # --freeze-vision-tower: the projector trains
+        if frozen_tower_parameters(spec, settings):
+            self.model.freeze_vision_encoder()  # --freeze-vision-tower: the projector trains
+        self.images: tuple[torch.Tensor, int] | None = None  # (patches, tokens per image)
         if lora:
             adapter_dtype = WEIGHT_DTYPE[settings.precision]
             dropout = getattr(settings, "lora_dropout", 0.0) or 0.0
@@ -241,7 +261,7 @@ class Step:
         tracker.set_phase("forward")
         with self._autocast():
             with self._offloading():
-                hidden = self.model.body(tokens, on_boundary)
+                hidden = self.model.body(tokens, on_boundary, self.images)
             tracker.logits_width = self.model.output_width
             if self.settings.loss == "chunked":
                 logits, loss = self._chunked_loss(hidden, labels)
@@ -378,8 +398,9 @@ def trace_raw(spec: ModelSpec, settings: TrainingSettings, *, fake: bool = True)
         with step.tracker:
             step.tracker.kind = "inputs"
             tokens, labels = make_inputs(spec, settings)
+            step.images = make_images(spec, settings, step.model.embed_tokens.weight.dtype)
             warmup = _run_steps(step, tokens, labels, flops)
-        return _raw_result(step, warmup, flops, tokens.numel())
+        return _raw_result(step, warmup, flops, labels.numel() if spec.head == "lm" else tokens.numel())
 
 
 # --- Layer extrapolation -----------------------------------------------------------------
