@@ -184,7 +184,7 @@ class StageLayout(NamedTuple):
     outside_layer_elements: float = 0.0  # embeddings, final norm and head (FSDP2's root unit)
     head_cast_elements: float = 0.0  # the LM head's matmul weight (torchtitan keeps it out of float8)
     vision_cast_elements: float = 0.0  # trained vision weights cast until the encoder's backward
-    frozen_layer_elements: float = 0.0  # one adapted layer's frozen base parameters (LoRA)
+    frozen_active_elements: float = 0.0  # frozen base parameters of the layers whose adapters train (LoRA)
 
 
 def pipeline_stages(settings: TrainingSettings) -> tuple[str, ...]:
@@ -485,10 +485,14 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
     trainable = sum(kind.active * adapter_parameters(kind.adapted, rank) for kind in kinds)
     shapes = [shape for kind in kinds for shape in adapter_matrix_shapes(kind.adapted, rank)]
     adafactor = sum(kind.active * sum(r + c for r, c in adapter_matrix_shapes(kind.adapted, rank)) for kind in kinds)
-    sparse = kinds[0]  # the per-layer figures are a sparse (or the only kind of) layer's
-    layer_all = sparse.all_parameters
-    adapters_per_layer = adapter_parameters(sparse.adapted, rank)
-    layer_base_bytes = base_bytes(layer_all, sparse.matmul_parameters)
+    # The per-layer figures (one ZeRO-3 / FSDP unit) are the largest kind of layer this stage
+    # holds, with its cross-attention block for an encoder-decoder's decoder layer.
+    cross = kinds[-1] if extension(spec, "cross_attention_layers") and kinds[-1].held else None
+    layer_kinds = [kind for kind in (kinds[:-1] if extension(spec, "cross_attention_layers") else kinds) if kind.held]
+    unit = max(layer_kinds, key=lambda kind: kind.all_parameters, default=kinds[0])
+    unit_parts = [unit] + ([cross] if cross is not None else [])
+    adapters_per_layer = sum(adapter_parameters(part.adapted, rank) for part in unit_parts)
+    layer_base_bytes = sum(base_bytes(part.all_parameters, part.matmul_parameters) for part in unit_parts)
     weight = weight_bytes(settings.precision)
     # a vision-language model's encoder and projector: frozen base in the half dtype, never quantised
     # (the assumption line says so), on the embedding's stage; an encoder-decoder's position biases
@@ -514,7 +518,7 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
         tied_matrix_elements=0,
         adafactor_elements=adafactor,
         outside_layer_elements=embedding + head_all + vision,
-        frozen_layer_elements=layer_all,
+        frozen_active_elements=sum(kind.active * kind.all_parameters for kind in kinds),
     )
 
 
@@ -717,7 +721,7 @@ def fsdp1_frozen_gradient_bytes(settings: TrainingSettings, layout: StageLayout)
     under FSDP1 is not modelled."""
     if settings.sharding_impl != "fsdp1" or settings.method != "lora":
         return 0.0
-    return gradient_bytes(settings.precision) * layout.active_layers * layout.frozen_layer_elements
+    return gradient_bytes(settings.precision) * layout.frozen_active_elements
 
 
 def model_state_bytes(settings: TrainingSettings, layout: StageLayout) -> ModelStates:
@@ -1288,7 +1292,12 @@ def router_bookkeeping_bytes(spec: ModelSpec, settings: TrainingSettings, tokens
     top-k's int64 indices (8k), the renormalisation's division, which keeps the k fp32 weights and
     their sum (4k + 4), and per routed pair the two int64 indices torch.where gives each expert
     (token, choice: 16k), which its gathers keep, and the gathered routing weight in the block
-    input's dtype, which the weighting multiply keeps. Traced: tests/test_trace_moe.py."""
+    input's dtype, which the weighting multiply keeps. Traced: tests/test_trace_moe.py (whose
+    router is Mixtral's). Other routers are counted the same way, an approximation: DeepSeek-V2/V3's
+    gate computes its logits in fp32 (DeepseekV3TopkRouter: F.linear(hidden.float(),
+    weight.float())), which also keeps an fp32 copy of the block's input (4h per token, 28,672 B
+    on DeepSeek-V3) and of the router weight, not counted here; gpt-oss softmaxes the top-k
+    logits instead of all of them."""
     weight_bytes_per_pair = 4 if norm_output_fp32(spec, settings) else compute_bytes(settings.precision)
     k = spec.experts_per_token
     return tokens * (4 * spec.n_experts + (8 + 4 + 16 + weight_bytes_per_pair) * k + 4)
@@ -2417,8 +2426,12 @@ def projector_input_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     as does autocast's half cast of an fp32 output; otherwise the linear reads a slice of the
     encoder's output (LLaVA drops the CLS patch), which it copies to flatten it when several
     images run, and keeps as a view, holding all of the patches alive, when one does. Counted
-    for one linear: a real projector's later layers (LLaVA's GELU and second linear) keep more,
-    widths the configs give and the engine does not read. Traced: tests/test_trace_vision.py."""
+    for one linear, the trace's stand-in (tests/test_trace_vision.py), which real projectors
+    exceed: LLaVA's GELU and second linear keep 2 x 2 x 4096 B more per image token in bf16;
+    Qwen2.5-VL's merger normalises every patch before concatenating 2 x 2 of them (an fp32 copy
+    and half copies of each, about 12 B per patch and channel in bf16, plus its GELU MLP) and
+    Gemma 3's average pooling keeps its whole input. Under 1% of the encoder's own bytes on
+    these models; not modelled."""
     tower = vision_tower(spec)
     if tower is None or tower.cross_attention_layers or settings.method != "full":
         return 0.0
@@ -2479,9 +2492,19 @@ def encoder_decoder_activation_bytes(spec: ModelSpec, settings: TrainingSettings
         encoder_output = 0.0
     norm = norm_saved_bytes(spec, settings, tokens, weight_trainable=settings.method == "full")
     block = norm + _per_rank(cross_inputs - self_inputs, settings) + terms["attention_projections"]
-    block += terms["attention_core"]
+    block += terms["attention_core"] + _per_rank(cross_adapter_intermediate_bytes(spec, settings, tokens), settings)
     once = encoder_output + norm + 2 * mask + 2 * 8 * settings.seq_len**2
     return decoder_layers * block + _per_rank(once, settings)
+
+
+def cross_adapter_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """Under LoRA, each adapted linear of a cross-attention block keeps its adapter's r-wide
+    intermediate, as a self-attention block's do (lora_intermediate_bytes). LoRA dropout's masks
+    and outputs in the cross block are not counted (PEFT's default dropout is 0)."""
+    if not is_adapter_method(settings.method):
+        return 0.0
+    adapted = cross_attention_adapted_linears(spec, settings.lora_targets)
+    return len(adapted) * compute_bytes(settings.precision) * tokens * settings.lora_rank
 
 
 def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:

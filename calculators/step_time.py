@@ -384,8 +384,8 @@ def kernels_fused(settings: TrainingSettings, compiled: bool, kernels: Kernels =
     `kernels` "fused" or "eager" says so; "auto" takes it from the stack: torch.compile (inductor
     fuses pointwise chains, pytorch.org/docs/stable/torch.compiler.html), Liger-Kernel (fused
     RMSNorm, RoPE, SwiGLU and linear cross-entropy, linkedin/Liger-Kernel README) and Megatron
-    (Transformer Engine / Apex fused norms, fused RoPE, bias-SwiGLU and vocab-parallel
-    cross-entropy, NVIDIA/Megatron-LM megatron/core/fusions/) fuse; everything else runs eager."""
+    (Transformer Engine / Apex fused norms, fused RoPE and bias-SwiGLU, NVIDIA/Megatron-LM
+    megatron/core/fusions/; its loss is loss_kernel_in_use's) fuse; everything else runs eager."""
     if kernels != "auto":
         return kernels == "fused"
     return compiled or settings.liger or settings.framework == "megatron"
@@ -475,12 +475,16 @@ LOSS_KERNEL_NAMES: dict[str, str] = {
 
 def loss_kernel_in_use(settings: TrainingSettings, fused: bool, loss_kernel: LossKernel = "auto") -> str:
     """The cross-entropy kernel the step runs: Liger's or Cut Cross-Entropy's fused linear loss
-    when the settings say so, else the one given, else (auto) fused with the other fused kernels
-    and eager without them."""
+    when the settings say so, else the one given, else (auto) Megatron-LM's default, its unfused
+    vocab-parallel loss, under the Megatron framework (--cross-entropy-loss-fusion is a
+    store_true flag: NVIDIA/Megatron-LM megatron/training/arguments.py), and otherwise fused
+    with the other fused kernels and eager without them."""
     if settings.loss == "fused-linear":
         return "fused"
     if loss_kernel != "auto":
         return loss_kernel
+    if settings.framework == "megatron":
+        return "vocab-parallel"
     return "fused" if fused else "eager"
 
 

@@ -116,8 +116,8 @@ def _kernels(source: str) -> str:
     """Stacks whose norms, activations and loss are fused kernels whatever the settings: llm.c
     writes each as one CUDA kernel (karpathy/llm.c train_gpt2.cu: layernorm_forward,
     gelu_forward, fused_classifier); Megatron-Core and Megatron-Bridge run Transformer Engine's
-    fused norms and Megatron's fused RoPE, bias-activation and cross-entropy
-    (NVIDIA/Megatron-LM megatron/core/fusions/). The others: as their settings say."""
+    fused norms and Megatron's fused RoPE and bias-activation (NVIDIA/Megatron-LM
+    megatron/core/fusions/), their loss as _loss_kernel says. The others: as their settings say."""
     if "karpathy/llm.c" in source or "Megatron" in source:
         return "fused"
     return "auto"

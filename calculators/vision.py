@@ -73,7 +73,9 @@ def tower_settings(spec: ModelSpec, settings: TrainingSettings) -> TrainingSetti
     """One micro-batch's images as the encoder runs them: micro_batch x images_per_sample
     sequences of its patches; the step's precision, attention and checkpointing (HF's
     gradient_checkpointing_enable reaches every submodule that supports it, the encoders here
-    included); never split by tensor parallelism (the encoder is replicated)."""
+    included); never split by tensor parallelism (the encoder is replicated); without Liger's
+    kernels, which replace the language model's norms, SwiGLU and loss (linkedin/Liger-Kernel
+    apply_liger_kernel_to_qwen2_5_vl leaves the encoder's MLP alone)."""
     return settings.model_copy(
         update={
             "micro_batch": settings.micro_batch * settings.images_per_sample,
@@ -83,6 +85,7 @@ def tower_settings(spec: ModelSpec, settings: TrainingSettings) -> TrainingSetti
             "tensor_parallel": 1,
             "method": "full",
             "frozen_layers": 0,
+            "liger": False,
         }
     )
 
@@ -110,7 +113,9 @@ def vision_cast_elements(spec: ModelSpec, settings: TrainingSettings) -> float:
     requires grad; a frozen weight's cast is made and dropped at each use): the projector's, when
     images run in full training, and the encoder layers' matmul weights when they train too,
     except under full checkpointing, whose layers run their forward without autocast's cache
-    surviving them."""
+    surviving them. Left out: the patch embedding's convolution weight (0.6M parameters on CLIP
+    ViT-L, 1.5M on Qwen2.5-VL's encoder, whose shape the engine does not read), and fp8 runs,
+    whose float8 casts cover the language model's linears only."""
     tower = vision_tower(spec)
     if tower is None or not settings.images_per_sample or settings.method != "full":
         return 0.0

@@ -407,3 +407,39 @@ def test_lora_adapts_t5_cross_attention_too():
     spec = library_spec("google/flan-t5-base")
     lora = TrainingSettings(method="lora", lora_rank=8, lora_targets="qv")
     assert trainable_parameter_count(spec, parameter_count(spec), lora) == 884_736
+
+
+def test_fsdp1_frozen_gradients_and_the_gather_unit_follow_each_kind_of_layer():
+    """DeepSeek-V2-Lite under LoRA: FSDP1 gives the frozen base of every adapted layer a gradient,
+    1 dense layer of 81,007,104 parameters and 26 sparse ones of 584,847,872: 15,287,051,776
+    elements, 2 bytes each in bf16. ZeRO-3's per-layer unit is the largest layer the stage holds;
+    a stage of dense layers alone gathers a dense layer, not a sparse one."""
+    from calculators.geometry import parameter_count
+    from calculators.memory import fsdp1_frozen_gradient_bytes, stage_layout
+    from calculators.model_library import library_spec
+
+    spec = library_spec("deepseek-ai/DeepSeek-V2-Lite")
+    lora = TrainingSettings(method="lora", precision="bf16-mixed", gpus=8, zero=3, sharding_impl="fsdp1")
+    layout = stage_layout(spec, parameter_count(spec), lora, "only")
+    assert layout.frozen_active_elements == 81_007_104 + 26 * 584_847_872 == 15_287_051_776
+    assert fsdp1_frozen_gradient_bytes(lora, layout) == 2 * 15_287_051_776
+    dense_only = spec.model_copy(update={"n_layers": 1})
+    unit = stage_layout(dense_only, parameter_count(dense_only), lora, "only").layer_weight_bytes
+    # a dense layer's bf16 base and its r-16 adapters (2 x 443,392 at r 8), not a sparse layer's
+    assert unit == 2 * (81_007_104 + 886_784)
+
+
+@pytest.mark.parametrize("model", ["deepseek-ai/DeepSeek-V2-Lite", "google/flan-t5-base"])
+@pytest.mark.parametrize("frozen", [0, 1, 5])
+def test_one_adapter_count_for_the_layout_and_the_trainable_total(model, frozen):
+    """The stage layout's adapters (adapted_layer_kinds) and the model's (model_lora_parameters,
+    used for the trainable count and the data-parallel traffic) agree, frozen layers or not."""
+    from calculators.finetune import model_lora_parameters
+    from calculators.geometry import parameter_count
+    from calculators.memory import stage_layout
+    from calculators.model_library import library_spec
+
+    spec = library_spec(model)
+    lora = TrainingSettings(method="lora", lora_targets="all-linear", frozen_layers=frozen)
+    layout = stage_layout(spec, parameter_count(spec), lora, "only")
+    assert layout.trainable == model_lora_parameters(spec, 16, "all-linear", 1, frozen) > 0

@@ -29,8 +29,9 @@ VOCAB_MATRIX = 129_280 * 7168  # 926,679,040
 NORM = 4 * 7168 + 2 * 7168 + 4  # fp32 upcast, bf16 normalised copy, fp32 rstd: 43,012
 MLA = 14_336 + 9_220 + 3_072 + 3_076 + 1_024 + 163_840  # 194,568
 CORE = 2 * 128 * 128 + 4 * 128  # SDPA output (128 heads x v 128) and fp32 log-sum-exp: 33,280
-# routing: fp32 softmax over 256 experts, top-8 int64 indices, the renormalised fp32 weights and
-# their sum, and per routed pair two int64 indices and the bf16 gathered weight
+# routing, counted Mixtral's way (router_bookkeeping_bytes; DeepSeek's fp32 gate keeps more):
+# fp32 softmax over 256 experts, top-8 int64 indices, the renormalised fp32 weights and their
+# sum, and per routed pair two int64 indices and the bf16 gathered weight
 ROUTER = 4 * 256 + (8 + 4 + 16 + 2) * 8 + 4  # 1,268
 SPARSE_MLP = 14_336 + 8 * 2 * 7168 + 8 * 4 * 2 * 2048 + 8 * (2 + 2) * 7168 + ROUTER  # 490,740
 SHARED = 4 * 2 * 2048  # 16,384

@@ -252,7 +252,8 @@ def test_megatron_lm_unfused_vocab_parallel_loss():
 
 
 def test_loss_kernel_reaches_the_step_breakdown():
-    """GPT 1.7B of Megatron's weak-scaling table (vocab 131072), 4 micro-batches of 4096 tokens on
+    """Llama-2-7B's shapes with the vocabulary of Megatron's weak-scaling table (131072; the loss
+    depends on the vocabulary alone), 4 micro-batches of 4096 tokens on
     H100 (3.35 TB/s): the unfused loss takes 4 x 4096 x 131072 x 52 / 3.35e12 = 33.33 ms a step,
     the fused one 4 x 4096 x 131072 x 4 / 3.35e12 = 2.56 ms."""
     spec = LLAMA2_7B.model_copy(update={"vocab_size": 131072})
@@ -264,6 +265,15 @@ def test_loss_kernel_reaches_the_step_breakdown():
     assert unfused.compute_by_class_s["loss"] == pytest.approx(4 * 4096 * 131072 * 52 / 3.35e12)
     assert fused.compute_by_class_s["loss"] == pytest.approx(4 * 4096 * 131072 * 4 / 3.35e12)
     assert any("Megatron-LM's unfused vocab-parallel cross-entropy" in line for line in unfused.assumptions)
+
+
+def test_megatron_framework_runs_its_default_unfused_loss():
+    """--framework megatron without a loss kernel takes Megatron-LM's default, the unfused
+    vocab-parallel loss (52 B per logit in bf16), while its norms and activation stay fused."""
+    megatron = TrainingSettings(framework="megatron")
+    assert kernels_fused(megatron, compiled=False)
+    assert loss_bytes_per_token(LLAMA2_7B, megatron, fused=True) == 32_000 * 52
+    assert loss_bytes_per_token(LLAMA2_7B, megatron, fused=True, loss_kernel="fused") == 32_000 * 4
 
 
 def test_kernels_follow_the_stack_unless_given():

@@ -83,3 +83,23 @@ def test_lora_weights_and_adapter_states_match_the_trace(targets):
     assert estimated["weights"] * 2**30 == pytest.approx(traced["weights"] * 2**30, abs=1)
     # AdamW keeps a 4-byte step count per trained tensor, which the engine leaves out (under 100 here)
     assert estimated["optimizer_states"] * 2**30 == pytest.approx(traced["optimizer_states"] * 2**30, abs=400)
+
+
+@pytest.mark.parametrize(("targets", "per_pair"), [("qv", 1_190_400), ("all-linear", 1_313_280)])
+def test_lora_activations_per_layer_pair_match_the_trace(targets, per_pair):
+    """One more encoder and decoder layer under LoRA keeps the same bytes in engine and trace: the
+    decoder's cross-attention block keeps its adapters' r-wide intermediates too (r 16 x 2 B x 128
+    tokens = 4,096 B per adapted linear; the engine left them out before: -8,192 B for q and v,
+    -16,384 for all four)."""
+    settings = TrainingSettings(seq_len=64, micro_batch=2, precision="bf16", method="lora", lora_targets=targets)
+
+    def per_layer_pair(measure) -> float:
+        two, four = (
+            measure(spec_from_config_dict(TINY_T5 | {"num_layers": n, "num_decoder_layers": n}), settings)
+            for n in (2, 4)
+        )
+        added = four.phase_components_gib["end of forward"]["activations"]
+        return (added - two.phase_components_gib["end of forward"]["activations"]) / 2 * 2**30
+
+    assert per_layer_pair(trace_step) == per_pair
+    assert per_layer_pair(estimate_memory) == per_pair

@@ -56,6 +56,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 from calculators.geometry import layer_linears
@@ -360,6 +361,11 @@ def memory_efficient_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     if torch.is_autocast_enabled("cpu"):
         half = torch.get_autocast_dtype("cpu")
         q, k, v = (t.to(half) for t in (q, k, v))
+    if not isinstance(q, FakeTensor):
+        raise UnsupportedConfiguration(
+            "multi-head latent attention with fused attention runs CUDA's memory-efficient kernel, which has no "
+            "CPU kernel for real tensors; trace it with fake tensors, or with --attention eager"
+        )
     output, *_ = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, None, True, 0.0, True)
     return output
 
@@ -649,9 +655,9 @@ class ReferenceTransformer(nn.Module):
         )
         self.final_norm = make_norm(spec, liger) if spec.final_norm else None
         self._build_head(spec)
-        self._build_vision(spec, attention, checkpointing)
+        self._build_vision(spec, attention, checkpointing, per_submodule)
 
-    def _build_vision(self, spec: ModelSpec, attention: str, checkpointing: str) -> None:
+    def _build_vision(self, spec: ModelSpec, attention: str, checkpointing: str, per_submodule: bool) -> None:
         """A vision-language model's image encoder and projector, with their published parameter
         counts. The encoder's layers are built as calculators.vision describes them
         (tower_model_spec: pre-norm ViT blocks, bidirectional attention) and run on each image's
@@ -668,7 +674,7 @@ class ReferenceTransformer(nn.Module):
         if tower is not None and not tower.cross_attention_layers:
             tower_spec = tower_model_spec(spec)
             self.vision_layers = nn.ModuleList(
-                Block(tower_spec, attention, checkpointing) for _ in range(tower.n_layers)
+                Block(tower_spec, attention, checkpointing, per_submodule=per_submodule) for _ in range(tower.n_layers)
             )
             self.vision_projection = nn.Linear(tower.hidden_size, spec.hidden_size, bias=False)
             encoder -= sum(param.numel() for param in self.vision_layers.parameters())
@@ -740,10 +746,11 @@ class ReferenceTransformer(nn.Module):
         return dropout(x, self.spec.dropout)
 
     def _vision_parameters_outside_the_graph(self, images_run: bool) -> list[nn.Parameter]:
-        """Trained vision parameters no image reaches: the flat rest of the encoder and the
-        projector always, the encoder's layers and projector linear too when no image runs."""
-        parts = [self.vision_encoder, self.vision_projector]
-        if not images_run:
+        """Trained vision parameters no image reaches: the projector's flat rest always, the
+        encoder (its layers and flat rest) and the projector's linear when no image runs."""
+        parts = [self.vision_projector]
+        if not images_run:  # image_features joins the encoder's flat rest to the patches
+            parts.append(self.vision_encoder)
             for module in (self.vision_layers, self.vision_projection):
                 parts += list(module.parameters()) if module is not None else []
         return [param for param in parts if param is not None and param.requires_grad]

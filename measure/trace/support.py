@@ -145,6 +145,8 @@ def _check_images(spec: ModelSpec, settings: TrainingSettings) -> None:
         raise UnsupportedConfiguration(
             "images read by cross-attention layers (Llama 3.2 Vision) are not traced; the estimate models them"
         )
+    if _setting(settings, "compile", False):
+        raise UnsupportedConfiguration("torch.compile with images is not traced; the estimate models it")
 
 
 def check_supported(spec: ModelSpec, settings: TrainingSettings) -> None:
