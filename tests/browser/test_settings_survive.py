@@ -30,10 +30,10 @@ def choose(page, label: str, option: str, where=None) -> None:
         box.click()
         try:
             wanted.wait_for(timeout=3_000)
+            wanted.click(timeout=3_000)  # a redraw can close the list under the pointer
         except PlaywrightTimeout:
             page.keyboard.press("Escape")
             continue
-        wanted.click()
         settled(page)
         if option in (box.input_value() or ""):
             return
@@ -48,7 +48,7 @@ def pick(page, multiselect, option: str) -> None:
         wanted = page.get_by_role("option", name=option, exact=True)
         try:
             wanted.wait_for(timeout=3_000)
-            wanted.click()
+            wanted.click(timeout=3_000)
         except PlaywrightTimeout:
             pass
         page.keyboard.press("Escape")
