@@ -1303,6 +1303,27 @@ def router_bookkeeping_bytes(spec: ModelSpec, settings: TrainingSettings, tokens
     return tokens * (4 * spec.n_experts + (8 + 4 + 16 + weight_bytes_per_pair) * k + 4)
 
 
+# Mixtures of experts whose router runs in fp32 whatever the weights' dtype: transformers'
+# DeepseekV3TopkRouter.forward (models/deepseek_v3/modeling_deepseek_v3.py @00b676f8) and
+# DeepseekV2Moe.forward (models/deepseek_v2/modeling_deepseek_v2.py @0233e509) both call
+# F.linear(hidden_states.type(torch.float32), weight.type(torch.float32)).
+FP32_ROUTER_FAMILIES = ("deepseek_v2", "deepseek_v3")
+
+
+def fp32_router_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, frozen_router: bool) -> float:
+    """What an fp32 router (FP32_ROUTER_FAMILIES) keeps beyond a half one, in half precision
+    without autocast: the linear keeps the fp32 copy of the block's input when its weight trains
+    (4h per token) and the fp32 copy of its half weight when its input needs a gradient (4 E h
+    per layer, under LoRA too). Under autocast the linear runs in half anyway (F.linear is on its
+    lower-precision list), and in fp32 the copies are the tensors themselves."""
+    if spec.family not in FP32_ROUTER_FAMILIES or is_autocast(settings.precision):
+        return 0.0
+    if compute_bytes(settings.precision) == 4:
+        return 0.0
+    input_copy = 0.0 if frozen_router else 4.0 * tokens * spec.hidden_size
+    return input_copy + 4.0 * spec.n_experts * spec.hidden_size
+
+
 def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, dense: bool = False) -> float:
     """Per adapted linear, B saves its input, the r-wide output of A: tokens x r in the
     compute dtype (Hu et al. 2021: h = W0 x + B A x); an expert's adapter sees only its
@@ -1469,9 +1490,9 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
         # half cast of it
         mlp_inputs = linear_inputs_saved_bytes(settings, tokens, h, 0 if frozen_router else 1, input_fp32)
         mlp_inputs += linear_inputs_saved_bytes(settings, routed * tokens, h, n_in, input_fp32)
-        mlp_inputs += routed_output_weighting_bytes(spec, settings, tokens) + router_bookkeeping_bytes(
-            spec, settings, tokens
-        )
+        mlp_inputs += routed_output_weighting_bytes(spec, settings, tokens)
+        mlp_inputs += router_bookkeeping_bytes(spec, settings, tokens)
+        mlp_inputs += fp32_router_bytes(spec, settings, tokens, frozen_router)
     else:
         mlp_inputs = linear_inputs_saved_bytes(settings, tokens, h, n_in, input_fp32)
     # What the activation saves (mlp_activation_saved_bytes) and its output, the down (fc2)

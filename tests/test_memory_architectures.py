@@ -14,6 +14,7 @@ from calculators.geometry import parameter_count
 from calculators.memory import (
     GIB,
     estimate_memory,
+    fp32_router_bytes,
     layer_activation_terms,
     stage_layout,
     trainable_parameter_count,
@@ -33,10 +34,14 @@ CORE = 2 * 128 * 128 + 4 * 128  # SDPA output (128 heads x v 128) and fp32 log-s
 # fp32 softmax over 256 experts, top-8 int64 indices, the renormalised fp32 weights and their
 # sum, and per routed pair two int64 indices and the bf16 gathered weight
 ROUTER = 4 * 256 + (8 + 4 + 16 + 2) * 8 + 4  # 1,268
-SPARSE_MLP = 14_336 + 8 * 2 * 7168 + 8 * 4 * 2 * 2048 + 8 * (2 + 2) * 7168 + ROUTER  # 490,740
+# DeepseekV3TopkRouter's fp32 linear keeps an fp32 copy of the block's input per token, and of
+# its bf16 weight per layer (fp32_router_bytes)
+FP32_ROUTER_INPUT = 4 * 7168  # 28,672
+ROUTER_WEIGHT_CAST = 4 * 256 * 7168  # 7,340,032 per sparse layer
+SPARSE_MLP = 14_336 + 8 * 2 * 7168 + 8 * 4 * 2 * 2048 + 8 * (2 + 2) * 7168 + ROUTER + FP32_ROUTER_INPUT  # 519,412
 SHARED = 4 * 2 * 2048  # 16,384
 DENSE_MLP = 14_336 + 4 * 2 * 18_432  # 161,792
-SPARSE_SAVED = 2 * NORM + MLA + CORE + SPARSE_MLP + SHARED  # 820,996
+SPARSE_SAVED = 2 * NORM + MLA + CORE + SPARSE_MLP + SHARED  # 849,668
 DENSE_SAVED = 2 * NORM + MLA + CORE + DENSE_MLP  # 475,664
 HEAD = NORM + 2 * 7168  # final norm and the LM head's bf16 input: 57,348
 
@@ -65,12 +70,13 @@ def test_shared_expert_runs_on_every_token():
     tokens' copy (8 x 2 x 7168) and saves gate, silu(gate), up and their product at 2048 wide
     (8 x 4 x 2 x 2048), and its output is weighted by the router (the multiply keeps the expert's
     bf16 output) and added with index_add_ (which keeps the weighted output): 8 x (2 + 2) x 7168;
-    the routing itself keeps 4 x 256 + 30 x 8 + 4 = 1,268 (router_bookkeeping_bytes): 490,740 per
-    token. The shared expert (DeepseekV3MoE.shared_experts, every
+    the routing itself keeps 4 x 256 + 30 x 8 + 4 = 1,268 (router_bookkeeping_bytes), and the fp32
+    router its fp32 copy of the input, 4 x 7168: 519,412 per token, plus the fp32 copy of its
+    256 x 7168 weight, 7,340,032 per layer. The shared expert (DeepseekV3MoE.shared_experts, every
     token) saves 4 x 2 x 2048 = 16,384 per token; it reads the same hidden state. Under autocast
     its gate and up each keep their own bf16 cast of the fp32 hidden: + 2 x 2 x 7168 = 45,056."""
     terms = layer_activation_terms(spec(DEEPSEEK_V3), settings())
-    assert terms["mlp"] == SPARSE_MLP * T
+    assert terms["mlp"] == SPARSE_MLP * T + ROUTER_WEIGHT_CAST
     assert terms["shared_experts"] == SHARED * T
     autocast = layer_activation_terms(spec(DEEPSEEK_V3), settings(precision="amp-bf16"))
     assert autocast["shared_experts"] == (2 * 2 * 7168 + SHARED) * T
@@ -85,15 +91,16 @@ def test_dense_first_layers_save_their_wider_mlp():
 
 
 def test_activations_sum_each_kind_of_layer():
-    """End of forward: 58 sparse layers x 820,996 + 3 dense x 475,664 + head 57,348
-    = 49,102,108 bytes per token, x 4096 = 201,122,234,368 B (187.31 GiB).
+    """End of forward: 58 sparse layers x 849,668 + 3 dense x 475,664 + head 57,348
+    = 50,765,084 bytes per token, x 4096, + 58 router weight copies of 7,340,032
+    = 208,359,505,920 B (194.05 GiB).
     Backward of the first (dense) layer: its saved 475,664 plus the gradients of gate and up
     outputs 2 x 2 x 18,432 = 73,728: 549,392 per token. Backward of the last (sparse) layer:
     everything plus 2 x 2 x 2048 = 8,192 per token (the wider of a routed and the shared expert)."""
     estimate = estimate_memory(spec(DEEPSEEK_V3), settings())
     components = estimate.phase_components_gib
-    end_of_forward = (58 * SPARSE_SAVED + 3 * DENSE_SAVED + HEAD) * T
-    assert end_of_forward == 201_122_234_368
+    end_of_forward = (58 * SPARSE_SAVED + 3 * DENSE_SAVED + HEAD) * T + 58 * ROUTER_WEIGHT_CAST
+    assert end_of_forward == 208_359_505_920
     assert components["end of forward"]["activations"] * GIB == pytest.approx(end_of_forward, rel=1e-12)
     first = (DENSE_SAVED + 4 * 18_432) * T
     assert components["backward, first layer"]["activations"] * GIB == pytest.approx(first, rel=1e-12)
@@ -148,3 +155,15 @@ def test_encoder_decoder_weights_include_cross_attention(config, total):
     t5 = spec(config)
     layout = stage_layout(t5, parameter_count(t5), settings(seq_len=512), "only")
     assert layout.trainable == parameter_count(t5).total == total
+
+
+def test_the_fp32_router_keeps_fp32_copies_in_half_precision_only():
+    """DeepSeek's router runs F.linear on fp32 copies of its input and weight: in bf16 full training
+    4 x 7168 per token and 4 x 256 x 7168 per layer; under LoRA (frozen router) the weight copy
+    only; under autocast none (the linear runs in bf16), nor for a router that is not fp32."""
+    deepseek = spec(DEEPSEEK_V3)
+    assert fp32_router_bytes(deepseek, settings(), 10, frozen_router=False) == 10 * 28_672 + 7_340_032
+    assert fp32_router_bytes(deepseek, settings(), 10, frozen_router=True) == 7_340_032
+    assert fp32_router_bytes(deepseek, settings(precision="amp-bf16"), 10, frozen_router=False) == 0
+    mixtral = deepseek.model_copy(update={"family": "mixtral"})
+    assert fp32_router_bytes(mixtral, settings(), 10, frozen_router=False) == 0
