@@ -1377,9 +1377,6 @@ def lora_dropout_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int,
     block's input (all tokens) and their own hidden state. Traced (tests/test_trace_lora_autocast.py)."""
     if not settings.lora_dropout or spec.is_mla:
         return 0.0
-    c = compute_bytes(settings.precision)
-    targets = LORA_TARGET_MODULES[settings.lora_targets]
-    base_keeps_input = input_saving_linears(settings) != trained_linear_names(settings)
     gated, fused_in, fused_qkv = spec.is_gated_mlp, spec.fused_gate_up, fuses_qkv(spec, settings)
     normed_fp32 = autocast_casts_norm_output(spec, settings)
     sparse = spec.n_experts > 1 and not dense
@@ -1390,13 +1387,24 @@ def lora_dropout_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int,
         (("q", "k", "v", "qkv"), tokens, spec.hidden_size, fused_qkv, True, normed_fp32),
         (("o",), tokens, attention_output_width(spec), True, settings.attention == "eager", False),
         (mlp_in, rows, spec.hidden_size, fused_in, True, normed_fp32),
-        (mlp_out, rows, layer_ffn_width(spec, dense), True, True, False),
+        # ReLU keeps its output, down's input, for itself: the adapters' dropout does not free it
+        (mlp_out, rows, layer_ffn_width(spec, dense), True, spec.activation != "relu", False),
     ]
     if sparse and spec.shared_expert_ffn_size:
         sites += [
             (mlp_in, tokens, spec.hidden_size, fused_in, True, normed_fp32),
             (mlp_out, tokens, spec.shared_expert_ffn_size, True, True, False),
         ]
+    return lora_dropout_sites_bytes(settings, sites, fused_qkv)
+
+
+def lora_dropout_sites_bytes(settings: TrainingSettings, sites: list[tuple], fused_qkv: bool = False) -> float:
+    """LoRA dropout's bytes over `sites`: (linear names reading one tensor, rows, width, one
+    dropout for all of them, whether the engine counted a copy of that tensor for the adapters,
+    whether the tensor is fp32 under autocast). See lora_dropout_bytes."""
+    c = compute_bytes(settings.precision)
+    targets = LORA_TARGET_MODULES[settings.lora_targets]
+    base_keeps_input = input_saving_linears(settings) != trained_linear_names(settings)
     saved = 0.0
     for names, site_rows, width, one_dropout, counted, cast_input in sites:
         adapted = [name for name in names if name in targets and (name != "qkv" or fused_qkv)]
@@ -2514,14 +2522,24 @@ def encoder_decoder_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     norm = norm_saved_bytes(spec, settings, tokens, weight_trainable=settings.method == "full")
     block = norm + _per_rank(cross_inputs - self_inputs, settings) + terms["attention_projections"]
     block += terms["attention_core"] + _per_rank(cross_adapter_intermediate_bytes(spec, settings, tokens), settings)
+    if is_adapter_method(settings.method) and settings.lora_dropout:
+        # each adapter drops out its own input: q the normed decoder state, k and v the encoder's
+        # output (whose one counted copy no adapter keeps then), o the attention output
+        sites = [
+            (("q",), tokens, h, True, True, False),
+            (("k", "v"), tokens, h, False, False, False),
+            (("o",), tokens, attention_output_width(spec), True, settings.attention == "eager", False),
+        ]
+        block += _per_rank(lora_dropout_sites_bytes(settings, sites), settings)
+        encoder_output = 0.0 if kv_names else encoder_output
     once = encoder_output + norm + 2 * mask + 2 * 8 * settings.seq_len**2
     return decoder_layers * block + _per_rank(once, settings)
 
 
 def cross_adapter_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
     """Under LoRA, each adapted linear of a cross-attention block keeps its adapter's r-wide
-    intermediate, as a self-attention block's do (lora_intermediate_bytes). LoRA dropout's masks
-    and outputs in the cross block are not counted (PEFT's default dropout is 0)."""
+    intermediate, as a self-attention block's do (lora_intermediate_bytes); LoRA dropout's masks
+    and outputs are encoder_decoder_activation_bytes'."""
     if not is_adapter_method(settings.method):
         return 0.0
     adapted = cross_attention_adapted_linears(spec, settings.lora_targets)

@@ -85,13 +85,20 @@ def test_lora_weights_and_adapter_states_match_the_trace(targets):
     assert estimated["optimizer_states"] * 2**30 == pytest.approx(traced["optimizer_states"] * 2**30, abs=400)
 
 
-@pytest.mark.parametrize(("targets", "per_pair"), [("qv", 1_190_400), ("all-linear", 1_313_280)])
-def test_lora_activations_per_layer_pair_match_the_trace(targets, per_pair):
+@pytest.mark.parametrize(
+    ("targets", "dropout", "per_pair"),
+    [("qv", 0.0, 1_190_400), ("all-linear", 0.0, 1_313_280), ("qv", 0.1, 1_288_704), ("all-linear", 0.1, 1_722_880)],
+)
+def test_lora_activations_per_layer_pair_match_the_trace(targets, dropout, per_pair):
     """One more encoder and decoder layer under LoRA keeps the same bytes in engine and trace: the
     decoder's cross-attention block keeps its adapters' r-wide intermediates too (r 16 x 2 B x 128
     tokens = 4,096 B per adapted linear; the engine left them out before: -8,192 B for q and v,
-    -16,384 for all four)."""
-    settings = TrainingSettings(seq_len=64, micro_batch=2, precision="bf16", method="lora", lora_targets=targets)
+    -16,384 for all four). With LoRA dropout each adapter of the cross block drops out its own
+    input (a mask and an output), and wo's adapter reads the ReLU's output, which the ReLU keeps
+    for itself (the engine counted it freed: 512 B per token and layer short)."""
+    settings = TrainingSettings(
+        seq_len=64, micro_batch=2, precision="bf16", method="lora", lora_targets=targets, lora_dropout=dropout
+    )
 
     def per_layer_pair(measure) -> float:
         two, four = (
