@@ -327,6 +327,7 @@ class AdaptedLayers(NamedTuple):
     all_parameters: float
     matmul_parameters: float
     adapted: list[Linear]
+    cross_attention: bool = False  # a decoder layer's cross-attention block, part of that layer
 
 
 def adapted_layer_kinds(
@@ -346,7 +347,8 @@ def adapted_layer_kinds(
     if extension(spec, "cross_attention_layers"):
         cross_held, cross_active = stage_cross_attention_layers(spec, settings, stage)
         cross = local_cross_attention_parameters(spec, t)
-        kinds.append(AdaptedLayers(cross_held, cross_active, *cross, cross_attention_adapted_linears(spec, targets, t)))
+        adapted = cross_attention_adapted_linears(spec, targets, t)
+        kinds.append(AdaptedLayers(cross_held, cross_active, *cross, adapted, cross_attention=True))
     return kinds
 
 
@@ -487,10 +489,10 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
     adafactor = sum(kind.active * sum(r + c for r, c in adapter_matrix_shapes(kind.adapted, rank)) for kind in kinds)
     # The per-layer figures (one ZeRO-3 / FSDP unit) are the largest kind of layer this stage
     # holds, with its cross-attention block for an encoder-decoder's decoder layer.
-    cross = kinds[-1] if extension(spec, "cross_attention_layers") and kinds[-1].held else None
-    layer_kinds = [kind for kind in (kinds[:-1] if extension(spec, "cross_attention_layers") else kinds) if kind.held]
+    held = [kind for kind in kinds if kind.held]
+    layer_kinds = [kind for kind in held if not kind.cross_attention]
     unit = max(layer_kinds, key=lambda kind: kind.all_parameters, default=kinds[0])
-    unit_parts = [unit] + ([cross] if cross is not None else [])
+    unit_parts = [unit] + [kind for kind in held if kind.cross_attention]
     adapters_per_layer = sum(adapter_parameters(part.adapted, rank) for part in unit_parts)
     layer_base_bytes = sum(base_bytes(part.all_parameters, part.matmul_parameters) for part in unit_parts)
     weight = weight_bytes(settings.precision)

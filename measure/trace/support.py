@@ -86,6 +86,14 @@ def check_settings(settings: TrainingSettings) -> None:
         )
 
 
+def _refuse_first(unsupported: list[tuple[bool, str]], message: str) -> None:
+    """Raise UnsupportedConfiguration with `message` (its {reason} filled in) for the first
+    (present, reason) pair that is present."""
+    for present, reason in unsupported:
+        if present:
+            raise UnsupportedConfiguration(message.format(reason=reason))
+
+
 def _check_compile(settings: TrainingSettings) -> None:
     """torch.compile is traced for the layers (AOT autograd's partitioner, measure.trace.
     compile_partition) without autocast, checkpointing, adapters, Liger or offloading."""
@@ -96,9 +104,7 @@ def _check_compile(settings: TrainingSettings) -> None:
         (_setting(settings, "liger", False), "with Liger kernels"),
         (_setting(settings, "activation_offload", False), "with activation offloading"),
     ]
-    for present, reason in unsupported:
-        if present:
-            raise UnsupportedConfiguration(f"torch.compile {reason} is not traced; the estimate models it")
+    _refuse_first(unsupported, "torch.compile {reason} is not traced; the estimate models it")
 
 
 def _check_attention_sinks(spec: ModelSpec, settings: TrainingSettings) -> None:
@@ -124,9 +130,7 @@ def _check_encoder_decoder(spec: ModelSpec, settings: TrainingSettings) -> None:
         (_setting(settings, "liger", False), "Liger kernels"),
         (_setting(settings, "activation_offload", False), "activation offloading"),
     ]
-    for present, reason in unsupported:
-        if present:
-            raise UnsupportedConfiguration(f"T5 with {reason} is not traced; the estimate models it")
+    _refuse_first(unsupported, "T5 with {reason} is not traced; the estimate models it")
 
 
 def _check_images(spec: ModelSpec, settings: TrainingSettings) -> None:
