@@ -64,6 +64,13 @@ from calculators.geometry import (
     split,
     vocab_matrix_elements,
 )
+from calculators.mllama import (
+    cross_layer_gate_bytes,
+    cross_mask_bytes,
+    vision_gate_bytes,
+    vision_mask_bytes,
+    vision_outside_layers_bytes,
+)
 from calculators.model_spec import ModelSpec, extension
 from calculators.training import (
     LORA_TARGET_LABEL,
@@ -2431,6 +2438,10 @@ def images_note(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
         encoder = f"the encoder trains and keeps its activations over {patches} patches per image"
     else:
         encoder = f"the encoder is frozen: it runs on {patches} patches per image and keeps nothing for backward"
+    if tower.cross_attention_layers:
+        # Mllama's projector is one linear, whose input is counted (projector_input_bytes)
+        extras = "its gates, attention masks and the projector's input are counted (calculators.mllama)"
+        return notes + [f"{reads}; {encoder}; {extras}."]
     return notes + [f"{reads}; {encoder}; the projector's own activations are not counted."]
 
 
@@ -2447,7 +2458,12 @@ def vision_tower_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -
         return projector
     encoder, run = tower_model_spec(spec), tower_settings(spec, settings)
     kept = kept_per_layer_bytes(layer_activation_terms(encoder, run), encoder, run)
-    return encoder.n_layers * kept + projector
+    mllama = (
+        vision_mask_bytes(spec, settings)
+        + vision_gate_bytes(spec, settings)
+        + vision_outside_layers_bytes(spec, settings)
+    )
+    return encoder.n_layers * kept + projector + mllama
 
 
 def projector_input_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -2464,8 +2480,14 @@ def projector_input_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     Gemma 3's average pooling keeps its whole input. Under 1% of the encoder's own bytes on
     these models; not modelled."""
     tower = vision_tower(spec)
-    if tower is None or tower.cross_attention_layers or settings.method != "full":
+    if tower is None or settings.method != "full":
         return 0.0
+    if tower.cross_attention_layers:
+        # Mllama's projector reads the final and intermediate encoder outputs concatenated, one
+        # fresh tensor of the unpadded patches (MllamaVisionModel.forward's torch.cat)
+        images = settings.micro_batch * settings.images_per_sample
+        width = tower.projector_input_width or tower.hidden_size
+        return float(compute_bytes(settings.precision) * images * tower.cross_attention_tokens_per_image * width)
     run = tower_settings(spec, settings)
     image_tokens = image_tokens_per_image(spec, settings)
     merged = run.seq_len // max(image_tokens, 1) > 1
@@ -2556,7 +2578,8 @@ def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     and, under eager attention, t x V scores instead of t x t. The projected image states (V x
     hidden), the input of every layer's k and v, are one tensor shared by the layers (under
     autocast each k/v linear keeps its own half copy). Under full checkpointing only that shared
-    tensor is kept. Per tensor-parallel rank, the states replicated."""
+    tensor is kept. Per tensor-parallel rank, the states replicated. Also the cross-attention
+    mask and what the layers' tanh gates keep (calculators.mllama)."""
     image_tokens_per_sample = cross_attention_image_tokens(spec, settings)
     if not image_tokens_per_sample:
         return 0.0
@@ -2565,8 +2588,9 @@ def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     text, image = b * s, b * image_tokens_per_sample
     c = compute_bytes(settings.precision)
     states = c * image * h
+    mask_and_gates = cross_mask_bytes(spec, settings) + cross_layer_gate_bytes(spec, settings)
     if settings.checkpointing == "full":
-        return states
+        return states + mask_and_gates
     kv_inputs = len(input_saving_linears(settings).intersection(("k", "v")))
     if autocast_casts_hidden_states(settings):
         states = layers * linear_inputs_saved_bytes(settings, image, h, kv_inputs)
@@ -2576,7 +2600,7 @@ def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     per_layer += norm_saved_bytes(spec, settings, image, trains_norms, width=spec.kv_dim)
     if settings.attention == "eager" and not recomputes_attention_core(settings):
         per_layer += attention_score_bytes(spec, settings) * b * spec.n_heads * s * (image_tokens_per_sample - s)
-    return states + layers * _per_rank(per_layer, settings)
+    return states + mask_and_gates + layers * _per_rank(per_layer, settings)
 
 
 def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstimate:

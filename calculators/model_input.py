@@ -666,6 +666,8 @@ def _mllama_params(top: _Fields, vision: _Fields, text_hidden: int) -> tuple[int
         tokens_per_image=tiles * (per_tile + (-per_tile) % 8),
         cross_attention_layers=len(cross),
         cross_attention_tokens_per_image=tiles * per_tile,
+        gated_layers=vision.integer("num_global_layers", default=8),
+        projector_input_width=vision.integer("vision_output_dim", default=7680),
     )
     note = f"; {len(cross)} of its layers read the images by cross-attention" if cross else ""
     return tower + projector + language_extra, note, encoder

@@ -164,6 +164,12 @@ class VisionTower(BaseModel):
     cross_attention_tokens_per_image: int = Field(
         default=0, ge=0, description="keys and values one image gives each cross-attention layer"
     )
+    gated_layers: int = Field(
+        default=0, ge=0, description="layers whose attention and MLP outputs a tanh gate scales (Mllama's global)"
+    )
+    projector_input_width: int = Field(
+        default=0, ge=0, le=10_000_000, description="width of each patch the projector reads; 0 = hidden_size"
+    )
 
     @model_validator(mode="after")
     def _check_heads(self) -> VisionTower:
@@ -171,6 +177,8 @@ class VisionTower(BaseModel):
             raise ValueError(f"vision heads ({self.n_heads}) must divide the vision width ({self.hidden_size})")
         if self.full_attention_layers > self.n_layers:
             raise ValueError("full-attention layers cannot outnumber the vision layers")
+        if self.gated_layers > self.n_layers:
+            raise ValueError("gated layers cannot outnumber the vision layers")
         return self
 
     def attention_share(self, patches: int) -> float:

@@ -10,12 +10,21 @@ from calculators.memory import (
     GIB,
     cross_attention_activation_bytes,
     estimate_memory,
+    kept_per_layer_bytes,
+    layer_activation_terms,
     vision_tower_activation_bytes,
+)
+from calculators.mllama import (
+    cross_layer_gate_bytes,
+    cross_mask_bytes,
+    vision_gate_bytes,
+    vision_mask_bytes,
+    vision_outside_layers_bytes,
 )
 from calculators.model_input import spec_from_config_dict
 from calculators.time_model import TimeSettings, estimate_time, vision_flops_per_token
 from calculators.training import TrainingSettings
-from calculators.vision import tower_forward_flops_per_image, tower_tokens_per_image
+from calculators.vision import tower_forward_flops_per_image, tower_model_spec, tower_settings, tower_tokens_per_image
 
 LLAVA = spec_from_config_dict(LLAVA_15_7B)
 MLLAMA = spec_from_config_dict(LLAMA_32_11B_VISION)
@@ -71,12 +80,16 @@ def test_llama32_vision_cross_attention_layers_read_the_image_tiles():
     32 heads x 128 = 4096: 2 x 2 x (6404 - 512) x 4096 = 96,534,528; the q RMSNorm over 512 x 4096
     as HF writes it (fp32 input 4, normalised copy 2, rstd 4 per row): 8,388,608 + 4,194,304 +
     2,048 = 12,584,960; the k RMSNorm over 6404 x 1024: 26,230,784 + 13,115,392 + 25,616 =
-    39,371,792. 8 layers x 148,491,280 + 52,461,568 = 1,240,391,808 bytes."""
+    39,371,792. 8 layers x 148,491,280 + 52,461,568 = 1,240,391,808 bytes. Then what
+    calculators.mllama adds (modeling_mllama.py @befb7955): the cross-attention mask, (1, 1, 512,
+    6404) in the model's bf16, 6,557,696, kept by SDPA; and each layer's two tanh gates keep the
+    attention output and the masked MLP output, 8 x 512 x (2 + 2) x 4096 = 67,108,864:
+    1,314,058,368 bytes."""
     settings = bf16(images_per_sample=1, seq_len=512)
-    assert cross_attention_activation_bytes(MLLAMA, settings) == 1_240_391_808
-    # full checkpointing keeps the shared states only
+    assert cross_attention_activation_bytes(MLLAMA, settings) == 1_240_391_808 + 6_557_696 + 67_108_864
+    # full checkpointing keeps the shared states and the mask, a checkpointed layer's argument
     assert cross_attention_activation_bytes(MLLAMA, settings.model_copy(update={"checkpointing": "full"})) == (
-        52_461_568
+        52_461_568 + 6_557_696
     )
     assert cross_attention_activation_bytes(LLAVA, bf16(images_per_sample=1)) == 0
 
@@ -198,3 +211,46 @@ def test_data_parallel_reduces_the_trained_vision_parameters():
     assert trainable_parameters_per_rank(QWEN_VL, settings) - base == 676_550_144
     frozen = settings.model_copy(update={"freeze_vision_tower": True})
     assert trainable_parameters_per_rank(QWEN_VL, frozen) - base == 44_574_464
+
+
+def test_mllama_gates_and_masks_follow_the_models_dtype():
+    """calculators.mllama on Llama-3.2-11B-Vision, 512 text tokens and one image (6404 image
+    tokens), cross-attention side. amp-bf16 full training keeps fp32 parameters, so the mask is
+    fp32, 4 x 512 x 6404 = 13,115,392, and full_text_row_masked_out_mask (fp32) promotes the masked
+    MLP output to fp32: the gates keep 8 x 512 x (2 + 4) x 4096 = 100,663,296. LoRA loads the base
+    in bf16 and freezes the gates: the mask only, 2 x 512 x 6404 = 6,557,696. Eager attention
+    without checkpointing adds the mask to the scores and keeps none of it."""
+    amp = TrainingSettings(precision="amp-bf16", images_per_sample=1, seq_len=512)
+    assert cross_mask_bytes(MLLAMA, amp) == 13_115_392
+    assert cross_layer_gate_bytes(MLLAMA, amp) == 100_663_296
+    lora = bf16(images_per_sample=1, seq_len=512, method="lora")
+    assert cross_mask_bytes(MLLAMA, lora) == 6_557_696
+    assert cross_layer_gate_bytes(MLLAMA, lora) == 0
+    assert cross_mask_bytes(MLLAMA, bf16(images_per_sample=1, seq_len=512, attention="eager")) == 0
+    assert cross_mask_bytes(LLAVA, bf16(images_per_sample=1)) == 0
+
+
+def test_mllama_encoder_keeps_its_mask_gates_norms_and_wide_projector_input():
+    """Llama-3.2-11B-Vision's encoder on one image, pure bf16, fused attention, full training:
+    4 tiles of 1601 patches, padded to 1608 (T = 6432), width 1280, 8 gated global layers.
+    - the aspect-ratio mask (1, 1, T, T) in bf16: 2 x 6432^2 = 82,741,248;
+    - the gates keep the attention and MLP outputs of each global layer: 8 x 2 x 2 x 6432 x 1280
+      = 263,454,720;
+    - ln_pre's input (6404 rows) and ln_post's (6432), 2 x 1280 + 8 bytes each: 12,836 x 2,568 =
+      32,962,848, and the gathered tile positions 2 x 6404 x 1280 = 16,394,240;
+    - the projector's input, the final and 5 intermediate outputs concatenated (vision_output_dim
+      7680) over the unpadded patches: 2 x 6404 x 7680 = 98,365,440.
+    493,918,496 bytes on top of the 40 layers as plain ViT layers. Frozen (--freeze-vision-tower)
+    the projector still trains and keeps its input only; under LoRA nothing."""
+    settings = bf16(images_per_sample=1, seq_len=512)
+    assert vision_mask_bytes(MLLAMA, settings) == 82_741_248
+    assert vision_gate_bytes(MLLAMA, settings) == 263_454_720
+    assert vision_outside_layers_bytes(MLLAMA, settings) == 32_962_848 + 16_394_240
+    frozen = bf16(images_per_sample=1, seq_len=512, freeze_vision_tower=True)
+    assert vision_tower_activation_bytes(MLLAMA, frozen) == 98_365_440
+    assert vision_tower_activation_bytes(MLLAMA, bf16(images_per_sample=1, seq_len=512, method="lora")) == 0
+    plain_layers = vision_tower_activation_bytes(MLLAMA, settings) - 493_918_496
+    encoder, run = tower_model_spec(MLLAMA), tower_settings(MLLAMA, settings)
+    assert plain_layers == 40 * kept_per_layer_bytes(layer_activation_terms(encoder, run), encoder, run)
+    # full checkpointing: the gates' outputs are inside the checkpointed layers
+    assert vision_gate_bytes(MLLAMA, settings.model_copy(update={"checkpointing": "full"})) == 0
