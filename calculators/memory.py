@@ -44,6 +44,7 @@ from calculators.finetune import (
     adapter_parameters,
     cross_attention_adapted_linears,
     dequantised_bytes_per_element,
+    is_adapted,
     model_lora_parameters,
     nf4_bytes,
     nf4_quantisation_staging_bytes,
@@ -66,8 +67,11 @@ from calculators.geometry import (
 )
 from calculators.mllama import (
     cross_layer_gate_bytes,
+    cross_lse_padding_bytes,
     cross_mask_bytes,
+    layers_skipped_without_images,
     vision_gate_bytes,
+    vision_lse_padding_bytes,
     vision_mask_bytes,
     vision_outside_layers_bytes,
 )
@@ -192,6 +196,7 @@ class StageLayout(NamedTuple):
     head_cast_elements: float = 0.0  # the LM head's matmul weight (torchtitan keeps it out of float8)
     vision_cast_elements: float = 0.0  # trained vision weights cast until the encoder's backward
     frozen_active_elements: float = 0.0  # frozen base parameters of the layers whose adapters train (LoRA)
+    skipped_layers: float = 0.0  # trained layers that run nothing (Mllama's cross-attention without images)
 
 
 def pipeline_stages(settings: TrainingSettings) -> tuple[str, ...]:
@@ -758,12 +763,13 @@ def model_state_bytes(settings: TrainingSettings, layout: StageLayout) -> ModelS
         gradients *= 2  # DDP gradient buckets
     if zero >= 2 and gpus > 1:
         gradients += gradient_bytes(precision) * unsharded_gradient_elements(layout)
-    cast_elements = layout.cast_elements
+    # a layer that does not run (Mllama's cross-attention without images) casts nothing
+    cast_elements = layout.cast_elements - layout.skipped_layers * layout.cast_elements_per_layer
     if settings.checkpointing == "full":
         # Checkpointed layers run their forward without saving anything, so their weight casts
         # die with autocast's cache; only the head's casts and the layer being recomputed remain
         # (measured in the trace: bench/accuracy.py).
-        cast_elements -= (layout.active_layers - 1) * layout.cast_elements_per_layer
+        cast_elements -= (layout.active_layers - layout.skipped_layers - 1) * layout.cast_elements_per_layer
         cast_elements = max(cast_elements, layout.cast_elements_per_layer)
     autocast_copies = 2.0 * (cast_elements + layout.vision_cast_elements) if is_autocast(precision) else 0.0
     # only the first layer's autocast casts (and the vision encoder's, whose backward comes
@@ -2261,6 +2267,7 @@ def stage_phases(
     first_saved, first_in_backward = saved_per_layer, layer_in_backward
     if dense_active:
         first_saved, first_in_backward = saved_dense, dense_in_backward
+    saved_layers -= layout.skipped_layers * saved_per_layer
     if layout.has_embedding and layout.active_layers:
         unrecorded = first_norm_unrecorded_bytes(spec, settings)
         saved_layers -= unrecorded
@@ -2462,6 +2469,7 @@ def vision_tower_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -
         vision_mask_bytes(spec, settings)
         + vision_gate_bytes(spec, settings)
         + vision_outside_layers_bytes(spec, settings)
+        + vision_lse_padding_bytes(spec, settings)
     )
     return encoder.n_layers * kept + projector + mllama
 
@@ -2570,16 +2578,24 @@ def cross_adapter_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings
     return len(adapted) * compute_bytes(settings.precision) * tokens * settings.lora_rank
 
 
+def skipped_cross_attention_layers(spec: ModelSpec, settings: TrainingSettings, layout: StageLayout) -> float:
+    """This stage's share of the layers a step without images skips (layers_skipped_without_images)."""
+    return layers_skipped_without_images(spec, settings) * layout.active_layers / spec.n_layers
+
+
 def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     """What Llama 3.2 Vision's cross-attention layers keep beyond the self-attention layers the
     engine counts them as, for one micro-batch (transformers models/mllama/modeling_mllama.py
-    MllamaTextCrossAttention): keys and values over the V image tokens instead of the text, both
-    repeated to every head as q is (2 c (V - t) q_dim per layer), the per-head q and k RMSNorms,
-    and, under eager attention, t x V scores instead of t x t. The projected image states (V x
-    hidden), the input of every layer's k and v, are one tensor shared by the layers (under
-    autocast each k/v linear keeps its own half copy). Under full checkpointing only that shared
-    tensor is kept. Per tensor-parallel rank, the states replicated. Also the cross-attention
-    mask and what the layers' tanh gates keep (calculators.mllama)."""
+    MllamaTextCrossAttention, the attention-interface versions): k and v over the V image tokens
+    instead of the text, both repeated to every head as q is (2 c (V - t) q_dim per layer); q
+    alone reads the text's normalised input, so under autocast k's and v's own half casts of it
+    go; per-head q and k RMSNorms on the half projections (k's only when k trains: full training
+    or a k adapter), k's and v's adapters' intermediates over V, and, under eager attention, t x V
+    scores instead of t x t. The projected image
+    states (V x hidden, half under autocast: the projector's output) are one tensor the k and v
+    linears share. Under full checkpointing only that tensor is kept. Per tensor-parallel rank,
+    the states replicated. Also the masks and what the layers' tanh gates keep (calculators.mllama);
+    verified against the trace (tests/test_trace_mllama.py)."""
     image_tokens_per_sample = cross_attention_image_tokens(spec, settings)
     if not image_tokens_per_sample:
         return 0.0
@@ -2587,19 +2603,29 @@ def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     b, s, h = settings.micro_batch, settings.seq_len, spec.hidden_size
     text, image = b * s, b * image_tokens_per_sample
     c = compute_bytes(settings.precision)
-    states = c * image * h
     mask_and_gates = cross_mask_bytes(spec, settings) + cross_layer_gate_bytes(spec, settings)
+    mask_and_gates += cross_lse_padding_bytes(spec, settings)
     if settings.checkpointing == "full":
-        return states + mask_and_gates
-    kv_inputs = len(input_saving_linears(settings).intersection(("k", "v")))
-    if autocast_casts_hidden_states(settings):
-        states = layers * linear_inputs_saved_bytes(settings, image, h, kv_inputs)
+        return c * image * h + mask_and_gates
+    savers = input_saving_linears(settings)
+    states = c * image * h if savers.intersection(("k", "v")) else 0.0
     trains_norms = settings.method == "full"
+    k_trains = trains_norms or is_adapted("k", settings.lora_targets)
+    heads, head_dim = spec.n_heads, spec.attention_head_dim
     per_layer = 2 * c * (image - text) * spec.q_dim
-    per_layer += norm_saved_bytes(spec, settings, text, trains_norms, width=spec.q_dim)
-    per_layer += norm_saved_bytes(spec, settings, image, trains_norms, width=spec.kv_dim)
+    per_layer += linear_inputs_saved_bytes(settings, text, h, len(savers.intersection(("q",))))
+    per_layer -= linear_inputs_saved_bytes(settings, text, h, len(savers.intersection(("q", "k", "v"))))
+    per_layer += norm_saved_bytes(spec, settings, text * heads, trains_norms, width=head_dim, input_bytes=c)
+    if k_trains:
+        kv_rows = image * spec.n_kv_heads
+        per_layer += norm_saved_bytes(spec, settings, kv_rows, trains_norms, width=head_dim, input_bytes=c)
+    if is_adapter_method(settings.method):  # k's and v's adapters' r-wide intermediates over the image
+        kv_adapters = sum(is_adapted(name, settings.lora_targets) for name in ("k", "v"))
+        per_layer += kv_adapters * c * (image - text) * settings.lora_rank
     if settings.attention == "eager" and not recomputes_attention_core(settings):
         per_layer += attention_score_bytes(spec, settings) * b * spec.n_heads * s * (image_tokens_per_sample - s)
+        if not k_trains:  # q @ k^T keeps q only for k's gradient
+            per_layer -= c * text * spec.q_dim
     return states + mask_and_gates + layers * _per_rank(per_layer, settings)
 
 
@@ -2608,6 +2634,7 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     parallelism, on the most loaded of the first and the last stage."""
     check_supported(spec, settings)
     image_note = images_note(spec, settings)
+    image_settings = settings
     tower_bytes = vision_tower_activation_bytes(spec, settings)
     vision_cast = vision_cast_elements(spec, settings)
     settings = t5_attention_settings(spec, settings)
@@ -2622,6 +2649,10 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     # the image encoder runs on the embedding's stage, with the settings before its images became tokens
     layouts = [
         layout._replace(vision_cast_elements=vision_cast) if layout.has_embedding else layout for layout in layouts
+    ]
+    layouts = [
+        layout._replace(skipped_layers=skipped_cross_attention_layers(spec, image_settings, layout))
+        for layout in layouts
     ]
     for layout in layouts:
         states = model_state_bytes(settings, layout)

@@ -18,6 +18,12 @@ from calculators.vision import cross_attention_image_tokens, tower_trains, visio
 
 # LayerNorm keeps an fp32 mean and rstd per row for its backward (aten native_layer_norm).
 LAYERNORM_STATS_BYTES_PER_ROW = 8
+# SDPA pads an additive mask whose rows are not this many elements apart for its memory-efficient
+# kernel (pytorch aten/src/ATen/native/transformers/attention.cpp, preprocess_mask: mem_eff_alignment)
+SDPA_MASK_ALIGNMENT = 8
+# CUDA's memory-efficient kernel pads its log-sum-exp to a multiple of 32 query rows (torch
+# _meta_registrations.py meta__scaled_dot_product_efficient_attention: ceil(M / 32) * 32)
+LSE_ROW_ALIGNMENT = 32
 
 
 def _mllama_tower(spec: ModelSpec, settings: TrainingSettings) -> VisionTower | None:
@@ -26,6 +32,16 @@ def _mllama_tower(spec: ModelSpec, settings: TrainingSettings) -> VisionTower | 
     if tower is None or not tower.cross_attention_layers or not settings.images_per_sample:
         return None
     return tower
+
+
+def layers_skipped_without_images(spec: ModelSpec, settings: TrainingSettings) -> int:
+    """Cross-attention layers a step without images skips: MllamaTextModel.forward `continue`s
+    past a cross-attention layer that has no cross_attention_states, so it keeps, casts and
+    computes nothing. `settings` before the images are read (images_per_sample as given)."""
+    tower = vision_tower(spec)
+    if tower is None or not tower.cross_attention_layers or settings.images_per_sample:
+        return 0
+    return tower.cross_attention_layers
 
 
 def model_dtype_bytes(settings: TrainingSettings) -> int:
@@ -39,19 +55,21 @@ def model_dtype_bytes(settings: TrainingSettings) -> int:
 def mask_kept(settings: TrainingSettings) -> bool:
     """Whether an additive attention mask stays alive until backward. SDPA given a mask runs the
     memory-efficient kernel (CUDA's flash kernel takes none), whose backward reads the mask; a
-    checkpointed layer keeps its arguments to run again, the mask among them. Eager attention only
-    adds it to the scores, which keeps nothing of it."""
+    checkpointed layer or attention core keeps its arguments to run again, the mask among them.
+    Eager attention only adds it to the scores, which keeps nothing of it."""
     return settings.attention != "eager" or settings.checkpointing != "none"
 
 
 def vision_mask_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     """The encoder's aspect-ratio mask, (images, 1, T, T) for T padded patches per image (4 tiles x
-    1608), one tensor every encoder layer reads; kept when the encoder trains."""
+    1608), one tensor every encoder layer reads; kept when the encoder trains. It is a matmul's
+    output (_prepare_aspect_ratio_attention_mask: the column times its transpose), so half under
+    autocast; T is a multiple of 8, so SDPA reads it as it is."""
     tower = _mllama_tower(spec, settings)
     if tower is None or not tower_trains(settings) or not mask_kept(settings):
         return 0.0
     images = settings.micro_batch * settings.images_per_sample
-    return float(model_dtype_bytes(settings) * images * tower.tokens_per_image**2)
+    return float(compute_bytes(settings.precision) * images * tower.tokens_per_image**2)
 
 
 def vision_gate_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -83,13 +101,29 @@ def vision_outside_layers_bytes(spec: ModelSpec, settings: TrainingSettings) -> 
 
 
 def cross_mask_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
-    """The language model's cross-attention mask, (batch, 1, text, image tokens) in the model's
-    dtype, one tensor every cross-attention layer reads; kept as mask_kept says, under LoRA too
-    (the text's hidden states require grad)."""
-    if _mllama_tower(spec, settings) is None or not mask_kept(settings):
+    """The language model's masks, under LoRA too (the text's hidden states require grad): the
+    full-text-row mask (batch, 1, text, 1), which the masked MLP product keeps, and the
+    cross-attention mask (batch, 1, text, image tokens), both in the model's dtype and shared by
+    every cross-attention layer. A checkpointed layer or attention core keeps the mask itself.
+    Fused attention without checkpointing keeps what SDPA hands its memory-efficient kernel, one
+    per layer: autocast's half cast of an fp32 mask, and a copy padded to a multiple of 8 image
+    tokens when a row is not (pytorch aten/src/ATen/native/transformers/attention.cpp,
+    preprocess_mask and pad_bias: 6404 -> 6408); the mask itself when neither applies. Eager
+    attention adds it to the scores and keeps none of it."""
+    tower = _mllama_tower(spec, settings)
+    if tower is None:
         return 0.0
+    rows = settings.micro_batch * settings.seq_len
     image_tokens = cross_attention_image_tokens(spec, settings)
-    return float(model_dtype_bytes(settings) * settings.micro_batch * settings.seq_len * image_tokens)
+    model_bytes, c = model_dtype_bytes(settings), compute_bytes(settings.precision)
+    row_mask = model_bytes * rows
+    if not mask_kept(settings):
+        return float(row_mask)
+    padding = -image_tokens % SDPA_MASK_ALIGNMENT
+    copied = settings.checkpointing == "none" and (padding or model_bytes != c)
+    if copied:
+        return float(row_mask + tower.cross_attention_layers * c * rows * (image_tokens + padding))
+    return float(row_mask + model_bytes * rows * image_tokens)
 
 
 def cross_layer_gate_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -103,3 +137,30 @@ def cross_layer_gate_bytes(spec: ModelSpec, settings: TrainingSettings) -> float
     c = compute_bytes(settings.precision)
     per_row = (c + max(c, model_dtype_bytes(settings))) * spec.hidden_size
     return float(tower.cross_attention_layers * settings.micro_batch * settings.seq_len * per_row)
+
+
+def lse_padding_bytes(heads: int, sequences: int, rows: int, settings: TrainingSettings) -> float:
+    """The fp32 log-sum-exp rows the memory-efficient kernel adds to reach a multiple of 32 query
+    rows, per layer, where it keeps its log-sum-exp (fused attention, the core not recomputed):
+    Mllama's masked attention runs that kernel, the other layers' flash kernel pads nothing."""
+    if settings.attention == "eager" or settings.checkpointing in ("selective", "full"):
+        return 0.0
+    return float(4 * sequences * heads * (-rows % LSE_ROW_ALIGNMENT))
+
+
+def vision_lse_padding_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """lse_padding_bytes over the encoder's layers, each image one sequence of T patches."""
+    tower = _mllama_tower(spec, settings)
+    if tower is None or not tower_trains(settings):
+        return 0.0
+    images = settings.micro_batch * settings.images_per_sample
+    return tower.n_layers * lse_padding_bytes(tower.n_heads, images, tower.tokens_per_image, settings)
+
+
+def cross_lse_padding_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """lse_padding_bytes over the cross-attention layers, each sample one sequence of text."""
+    tower = _mllama_tower(spec, settings)
+    if tower is None:
+        return 0.0
+    padding = lse_padding_bytes(spec.n_heads, settings.micro_batch, settings.seq_len, settings)
+    return tower.cross_attention_layers * padding

@@ -666,6 +666,7 @@ def _mllama_params(top: _Fields, vision: _Fields, text_hidden: int) -> tuple[int
         tokens_per_image=tiles * (per_tile + (-per_tile) % 8),
         cross_attention_layers=len(cross),
         cross_attention_tokens_per_image=tiles * per_tile,
+        tiles_per_image=tiles,
         gated_layers=vision.integer("num_global_layers", default=8),
         projector_input_width=vision.integer("vision_output_dim", default=7680),
     )

@@ -164,6 +164,9 @@ class VisionTower(BaseModel):
     cross_attention_tokens_per_image: int = Field(
         default=0, ge=0, description="keys and values one image gives each cross-attention layer"
     )
+    tiles_per_image: int = Field(
+        default=1, gt=0, le=1024, description="tiles each image is cut into, each its own patches (Mllama)"
+    )
     gated_layers: int = Field(
         default=0, ge=0, description="layers whose attention and MLP outputs a tanh gate scales (Mllama's global)"
     )

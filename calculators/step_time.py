@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 from calculators.communication import trainable_parameters_per_rank
 from calculators.geometry import layer_linears, split
 from calculators.gpu_catalogue import GpuSpec
+from calculators.mllama import layers_skipped_without_images
 from calculators.model_spec import ModelSpec
 from calculators.training import (
     TrainingSettings,
@@ -681,7 +682,8 @@ def step_compute(
         element_bytes=1.0 if fp8 else compute_bytes(settings.precision),
         curve=curve_family(gpu),
     )
-    layers = spec.n_layers / settings.pipeline_parallel
+    skipped = layers_skipped_without_images(spec, with_images) if with_images is not None else 0
+    layers = (spec.n_layers - skipped) / settings.pipeline_parallel
     # A frozen prefix (full training with frozen first layers) needs no backward at all: no
     # gradient flows below the first trained layer. Adapters need the input gradient everywhere.
     backward_layers = layers * (1 - min(1.0, settings.frozen_layers / spec.n_layers))

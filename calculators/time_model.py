@@ -25,8 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calculators import communication
 from calculators.communication import NVLINK_EFFICIENCY, allreduce_bytes, bubble_fraction, ring_factor  # noqa: F401
-from calculators.geometry import active_matmul_parameters
+from calculators.geometry import active_matmul_parameters, layer_matmul_elements
 from calculators.gpu_catalogue import GpuSpec
+from calculators.mllama import layers_skipped_without_images
 from calculators.model_spec import ModelSpec
 from calculators.step_time import (
     ATTENTION_KERNEL_NAMES,
@@ -117,6 +118,26 @@ def vision_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float
     passes = 3.0 if tower_trains(settings) else 1.0
     per_sample = settings.images_per_sample * tower_forward_flops_per_image(spec, settings) * passes
     return per_sample / language_model_settings(spec, settings).seq_len
+
+
+def skipped_layer_flops_per_token(
+    spec: ModelSpec, with_images: TrainingSettings, settings: TrainingSettings
+) -> tuple[float, float]:
+    """(model FLOPs, recomputed FLOPs) per token of the layers a step without images skips (Llama
+    3.2 Vision's cross-attention layers, calculators.mllama.layers_skipped_without_images): each
+    layer's 6N (4N) and attention share, and what checkpointing would have rerun of it.
+    `with_images`: the settings as given, `settings` the language model's."""
+    skipped = layers_skipped_without_images(spec, with_images)
+    if not skipped:
+        return 0.0, 0.0
+    weights = layer_matmul_elements(spec)
+    attention = attention_flops_per_token(spec, settings.seq_len) / spec.n_layers
+    recomputed = {
+        "full": 2.0 * weights + attention / 3,
+        "selective": attention / 3,
+        "op-selective": 2.0 * op_selective_recomputed_weights_per_token(spec),
+    }.get(settings.checkpointing, 0.0)
+    return skipped * (matmul_flops_factor(settings) * weights + attention), skipped * recomputed
 
 
 def model_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -513,8 +534,9 @@ def estimate_time(
     tokens_per_step = tokens_per_replica * settings.gpus
     tokens_per_s = tokens_per_step / step_s
     per_gpu = tokens_per_s / settings.total_gpus
-    model_flops = model_flops_per_token(spec, settings) + vision_flops
-    executed_flops = training_flops_per_token(spec, settings) + vision_flops
+    skipped_model, skipped_recomputed = skipped_layer_flops_per_token(spec, with_images, settings)
+    model_flops = model_flops_per_token(spec, settings) + vision_flops - skipped_model
+    executed_flops = training_flops_per_token(spec, settings) + vision_flops - skipped_model - skipped_recomputed
     mfu = per_gpu * model_flops / (peak * 1e12)
     dataset_tokens = time_settings.tokens_per_epoch(settings.seq_len)
     steps_per_epoch = math.ceil(dataset_tokens / tokens_per_step)

@@ -117,12 +117,7 @@ def test_autocast_keeps_the_trained_vision_weights_casts():
     assert estimated - traced == 7_552
 
 
-def test_images_read_by_cross_attention_compiled_or_of_unknown_encoders_are_refused_by_name():
-    mllama_like = TINY_LLAVA.model_copy(
-        update={"vision": TINY_LLAVA.vision.model_copy(update={"cross_attention_layers": 1})}
-    )
-    with pytest.raises(UnsupportedConfiguration, match="cross-attention"):
-        check_supported(mllama_like, TrainingSettings(images_per_sample=1))
+def test_compiled_images_or_unknown_encoders_are_refused_by_name():
     with pytest.raises(UnsupportedConfiguration, match="torch.compile with images"):
         check_supported(TINY_LLAVA, TrainingSettings(images_per_sample=1, compile=True, precision="bf16"))
     no_encoder = TINY_LLAVA.model_copy(update={"vision": None})

@@ -75,21 +75,25 @@ def test_the_encoders_activations_reach_the_peak_phases():
 
 def test_llama32_vision_cross_attention_layers_read_the_image_tiles():
     """Llama-3.2-11B-Vision, 512 text tokens, one image of 4 tiles x 1601 = 6404 keys and values,
-    pure bf16, fused attention. The projected image states, one shared tensor: 2 x 6404 x 4096 =
+    pure bf16, fused attention (modeling_mllama.py; traced on a small model in
+    tests/test_trace_mllama.py). The projected image states, one shared tensor: 2 x 6404 x 4096 =
     52,461,568. Per cross-attention layer: k and v over the image instead of the text, repeated to
-    32 heads x 128 = 4096: 2 x 2 x (6404 - 512) x 4096 = 96,534,528; the q RMSNorm over 512 x 4096
-    as HF writes it (fp32 input 4, normalised copy 2, rstd 4 per row): 8,388,608 + 4,194,304 +
-    2,048 = 12,584,960; the k RMSNorm over 6404 x 1024: 26,230,784 + 13,115,392 + 25,616 =
-    39,371,792. 8 layers x 148,491,280 + 52,461,568 = 1,240,391,808 bytes. Then what
-    calculators.mllama adds (modeling_mllama.py @befb7955): the cross-attention mask, (1, 1, 512,
-    6404) in the model's bf16, 6,557,696, kept by SDPA; and each layer's two tanh gates keep the
-    attention output and the masked MLP output, 8 x 512 x (2 + 2) x 4096 = 67,108,864:
-    1,314,058,368 bytes."""
+    32 heads x 128 = 4096: 2 x 2 x (6404 - 512) x 4096 = 96,534,528; the q RMSNorm per head over
+    512 x 32 rows of 128 (fp32 upcast 4, normalised copy 2 per element, rstd 4 per row):
+    8,388,608 + 4,194,304 + 65,536 = 12,648,448; the k RMSNorm over 6404 x 8 rows of 128:
+    26,230,784 + 13,115,392 + 204,928 = 39,551,104; 148,734,080 per layer, 1,189,872,640 for 8.
+    SDPA pads the mask's 6404 columns to 6408 for its memory-efficient kernel, a copy per layer:
+    8 x 2 x 512 x 6408 = 52,494,336, and the full-text-row mask 2 x 512 = 1,024; each layer's
+    two gates keep the attention and masked MLP outputs, 8 x 512 x (2 + 2) x 4096 = 67,108,864.
+    1,361,938,432 bytes."""
     settings = bf16(images_per_sample=1, seq_len=512)
-    assert cross_attention_activation_bytes(MLLAMA, settings) == 1_240_391_808 + 6_557_696 + 67_108_864
-    # full checkpointing keeps the shared states and the mask, a checkpointed layer's argument
+    assert cross_attention_activation_bytes(MLLAMA, settings) == (
+        52_461_568 + 1_189_872_640 + 52_494_336 + 1_024 + 67_108_864
+    )
+    # full checkpointing keeps the states and the masks themselves, checkpointed layers' arguments:
+    # the cross-attention mask unpadded, 2 x 512 x 6404 = 6,557,696
     assert cross_attention_activation_bytes(MLLAMA, settings.model_copy(update={"checkpointing": "full"})) == (
-        52_461_568 + 6_557_696
+        52_461_568 + 6_557_696 + 1_024
     )
     assert cross_attention_activation_bytes(LLAVA, bf16(images_per_sample=1)) == 0
 
@@ -215,18 +219,20 @@ def test_data_parallel_reduces_the_trained_vision_parameters():
 
 def test_mllama_gates_and_masks_follow_the_models_dtype():
     """calculators.mllama on Llama-3.2-11B-Vision, 512 text tokens and one image (6404 image
-    tokens), cross-attention side. amp-bf16 full training keeps fp32 parameters, so the mask is
-    fp32, 4 x 512 x 6404 = 13,115,392, and full_text_row_masked_out_mask (fp32) promotes the masked
-    MLP output to fp32: the gates keep 8 x 512 x (2 + 4) x 4096 = 100,663,296. LoRA loads the base
-    in bf16 and freezes the gates: the mask only, 2 x 512 x 6404 = 6,557,696. Eager attention
-    without checkpointing adds the mask to the scores and keeps none of it."""
+    tokens), cross-attention side. amp-bf16 full training keeps fp32 parameters, so both masks are
+    built fp32; SDPA gets autocast's bf16 cast of the cross mask, padded to 6408 columns, one per
+    layer: 8 x 2 x 512 x 6408 = 52,494,336, and the full-text-row mask stays fp32, 4 x 512; that
+    mask (fp32) promotes the masked MLP output to fp32, so the gates keep 8 x 512 x (2 + 4) x 4096
+    = 100,663,296. LoRA loads the base in bf16 and freezes the gates: the padded copies and the row
+    mask, 2 x 512. Eager attention without checkpointing adds the cross mask to the scores and
+    keeps only the row mask."""
     amp = TrainingSettings(precision="amp-bf16", images_per_sample=1, seq_len=512)
-    assert cross_mask_bytes(MLLAMA, amp) == 13_115_392
+    assert cross_mask_bytes(MLLAMA, amp) == 52_494_336 + 2_048
     assert cross_layer_gate_bytes(MLLAMA, amp) == 100_663_296
     lora = bf16(images_per_sample=1, seq_len=512, method="lora")
-    assert cross_mask_bytes(MLLAMA, lora) == 6_557_696
+    assert cross_mask_bytes(MLLAMA, lora) == 52_494_336 + 1_024
     assert cross_layer_gate_bytes(MLLAMA, lora) == 0
-    assert cross_mask_bytes(MLLAMA, bf16(images_per_sample=1, seq_len=512, attention="eager")) == 0
+    assert cross_mask_bytes(MLLAMA, bf16(images_per_sample=1, seq_len=512, attention="eager")) == 1_024
     assert cross_mask_bytes(LLAVA, bf16(images_per_sample=1)) == 0
 
 

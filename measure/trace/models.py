@@ -69,12 +69,16 @@ BoundaryHook = Callable[[int, torch.Tensor], None]
 
 
 class LayerContext(NamedTuple):
-    """Tensors every layer shares, built once per forward: rotary cos/sin and the boolean
-    mask of the positions causal attention must not see (HF builds one mask per forward)."""
+    """Tensors every layer shares, built once per forward: rotary cos/sin, the boolean mask of
+    the positions causal attention must not see (HF builds one mask per forward), an additive
+    attention mask (Llama 3.2 Vision's encoder) and what cross-attention layers read
+    (measure.trace.mllama.CrossInputs)."""
 
     cos: torch.Tensor | None
     sin: torch.Tensor | None
     hidden_future: torch.Tensor | None
+    attention_bias: torch.Tensor | None = None
+    cross: tuple | None = None
 
 
 def dropout(x: torch.Tensor, p: float) -> torch.Tensor:
@@ -234,12 +238,15 @@ def eager_attention(
     softmax_fp32: bool,
     dropout_p: float,
     softcap: float | None = None,
+    bias: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """HF eager_attention_forward / GPT2Attention._attn / BertSelfAttention: scores scaled by
     1/sqrt(q's head size), soft-capped as Gemma 2 (cap * tanh(scores / cap)), the future masked,
-    softmax (in fp32 in Llama-style code), dropout, then the weighted sum of v (whose head size
-    may differ, as latent attention's does)."""
+    an additive mask added, softmax (in fp32 in Llama-style code), dropout, then the weighted sum
+    of v (whose head size may differ, as latent attention's does)."""
     scores = attention_scores(q, k, hidden_future, softcap)
+    if bias is not None:
+        scores = scores + bias
     if softmax_fp32:
         probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
     else:
@@ -323,15 +330,27 @@ class Attention(nn.Module):
         return q, k, v
 
     def _eager_core(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden_future: torch.Tensor | None
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        hidden_future: torch.Tensor | None,
+        bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
         if self.sinks is not None:
             return sink_attention(q, k, v, hidden_future, self.sinks)
-        return eager_attention(q, k, v, hidden_future, self.softmax_fp32, self.dropout, self.softcap)
+        return eager_attention(q, k, v, hidden_future, self.softmax_fp32, self.dropout, self.softcap, bias)
 
     def _fused_core(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden_future: torch.Tensor | None
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        hidden_future: torch.Tensor | None,
+        bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        if bias is not None:  # CUDA's flash kernel takes no mask: the memory-efficient one runs
+            return memory_efficient_attention(q, k, v, bias=bias, causal=False)
         return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, dropout_p=0.0)
 
     def forward(self, x: torch.Tensor, context: LayerContext) -> torch.Tensor:
@@ -342,31 +361,43 @@ class Attention(nn.Module):
         groups = self.n_heads // self.n_kv_heads
         k, v = repeat_kv(k, groups), repeat_kv(v, groups)
         core = self._eager_core if self.attention == "eager" else self._fused_core
-        args = (q, k, v, context.hidden_future)
+        args = (q, k, v, context.hidden_future, context.attention_bias)
         out = checkpoint(core, *args, use_reentrant=False) if self.recompute_core else core(*args)
         out = self.o_proj(out.transpose(1, 2).reshape(batch, seq, self.q_dim))
         return dropout(out, self.dropout)
 
 
-def memory_efficient_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Causal fused attention with values narrower than queries and keys, as CUDA runs it.
+def memory_efficient_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None, causal: bool = True
+) -> torch.Tensor:
+    """Fused attention as CUDA runs it when its flash kernel cannot: values narrower than queries
+    and keys (latent attention), or an additive mask (`bias`).
 
     CUDA's SDPA dispatcher refuses the flash kernel unless q, k and v share one head size
-    (pytorch aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, check_head_dim_size_flash) and
-    picks the memory-efficient kernel, which saves q, k, v, its output in (b, s, heads, d) layout
-    and a log-sum-exp. The CPU kernel would fall back to the math path and save the scores, so
-    the memory-efficient op is called by name; its fake-tensor (meta) kernel gives CUDA's shapes
-    and layout. Autocast puts SDPA on its lower-precision list, so its inputs are cast here as
-    autocast would cast them."""
+    (pytorch aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, check_head_dim_size_flash) or
+    when given a mask, and picks the memory-efficient kernel, which saves q, k, v, the mask, its
+    output in (b, s, heads, d) layout and a log-sum-exp. The CPU kernel would fall back to the
+    math path and save the scores, so the memory-efficient op is called by name; its fake-tensor
+    (meta) kernel gives CUDA's shapes and layout. Autocast puts SDPA on its lower-precision list,
+    so its inputs, the mask among them, are cast here as autocast would cast them. A mask whose
+    rows are not a multiple of 8 elements apart is padded into a new tensor first
+    (aten/src/ATen/native/transformers/attention.cpp, preprocess_mask and pad_bias), then expanded
+    to every head."""
     if torch.is_autocast_enabled("cpu"):
         half = torch.get_autocast_dtype("cpu")
         q, k, v = (t.to(half) for t in (q, k, v))
+        bias = bias.to(half) if bias is not None else None
     if not isinstance(q, FakeTensor):
         raise UnsupportedConfiguration(
-            "multi-head latent attention with fused attention runs CUDA's memory-efficient kernel, which has no "
-            "CPU kernel for real tensors; trace it with fake tensors, or with --attention eager"
+            "fused attention with a mask or with values narrower than keys runs CUDA's memory-efficient kernel, which "
+            "has no CPU kernel for real tensors; trace it with fake tensors, or with --attention eager"
         )
-    output, *_ = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, None, True, 0.0, True)
+    if bias is not None:
+        if bias.stride(-1) != 1 or any(stride % 8 for stride in bias.stride()[:-1]):
+            last = bias.shape[-1]
+            bias = F.pad(bias, (0, 8 - last % 8))[..., :last]
+        bias = bias.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+    output, *_ = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, bias, True, 0.0, causal)
     return output
 
 
@@ -648,14 +679,34 @@ class ReferenceTransformer(nn.Module):
         self.embed_positions = nn.Embedding(spec.max_position_embeddings, h) if not self.rope else None
         self.embed_types = nn.Embedding(spec.token_type_vocab, h) if spec.token_type_vocab else None
         self.embed_norm = make_norm(spec, liger) if spec.embedding_norm else None
+        cross_layers = self._cross_attention_positions(spec)
         self.layers = nn.ModuleList(
             # a mixture of experts' dense layers come first (DeepSeek-V3's first_k_dense_replace)
-            Block(spec, attention, checkpointing, liger, per_submodule, dense=index < spec.n_dense_layers)
+            self._cross_attention_block(spec, attention, checkpointing)
+            if index in cross_layers
+            else Block(spec, attention, checkpointing, liger, per_submodule, dense=index < spec.n_dense_layers)
             for index in range(spec.n_layers)
         )
+        self.cross_layers = cross_layers
         self.final_norm = make_norm(spec, liger) if spec.final_norm else None
         self._build_head(spec)
         self._build_vision(spec, attention, checkpointing, per_submodule)
+
+    @staticmethod
+    def _cross_attention_positions(spec: ModelSpec) -> set[int]:
+        """Layers that read images by cross-attention (Llama 3.2 Vision), none for other models."""
+        tower = extension(spec, "vision")
+        if tower is None or not tower.cross_attention_layers:
+            return set()
+        from measure.trace.mllama import cross_attention_positions  # builds on this module's pieces
+
+        return cross_attention_positions(spec.n_layers, tower.cross_attention_layers)
+
+    @staticmethod
+    def _cross_attention_block(spec: ModelSpec, attention: str, checkpointing: str) -> nn.Module:
+        from measure.trace.mllama import CrossAttentionBlock
+
+        return CrossAttentionBlock(spec, attention, checkpointing)
 
     def _build_vision(self, spec: ModelSpec, attention: str, checkpointing: str, per_submodule: bool) -> None:
         """A vision-language model's image encoder and projector, with their published parameter
@@ -666,12 +717,24 @@ class ReferenceTransformer(nn.Module):
         linears, Qwen2.5-VL's merger MLP and Gemma 3's pooling keep more or less). The rest of
         each part (patch embedding, positions, final norms, the projector's other weights) is a
         flat parameter of its size: weights, gradients and states traced, no activations. A
-        model reading images by cross-attention (Mllama) keeps the two flat parameters only."""
+        model reading images by cross-attention (Mllama) builds its encoder as
+        measure.trace.mllama.MllamaVision; what its cross-attention layers hold beyond Llama
+        layers (q/k norms and gates) comes out of the flat rest."""
         tower = extension(spec, "vision")
-        self.vision_layers = self.vision_projection = None
+        self.vision_layers = self.vision_projection = self.mllama_vision = None
         encoder = tower.parameters if tower is not None else 0
         projector = spec.extra_params - encoder
-        if tower is not None and not tower.cross_attention_layers:
+        if tower is not None and tower.cross_attention_layers:
+            from measure.trace.mllama import MllamaVision
+
+            self.mllama_vision = MllamaVision(spec, tower, attention, checkpointing)
+            self.vision_layers = self.mllama_vision.layers  # LoRA adapts the language model alone
+            built = sum(param.numel() for param in self.mllama_vision.parameters())
+            built_projector = sum(param.numel() for param in self.mllama_vision.projector.parameters())
+            encoder -= built - built_projector
+            projector -= built_projector
+            projector -= sum(self._cross_extra_parameters(self.layers[index]) for index in self.cross_layers)
+        elif tower is not None:
             tower_spec = tower_model_spec(spec)
             self.vision_layers = nn.ModuleList(
                 Block(tower_spec, attention, checkpointing, per_submodule=per_submodule) for _ in range(tower.n_layers)
@@ -679,13 +742,19 @@ class ReferenceTransformer(nn.Module):
             self.vision_projection = nn.Linear(tower.hidden_size, spec.hidden_size, bias=False)
             encoder -= sum(param.numel() for param in self.vision_layers.parameters())
             projector -= self.vision_projection.weight.numel()
-            if encoder < 0 or projector < 0:
-                raise UnsupportedConfiguration(
-                    "a vision encoder whose layers hold more parameters than the model has (the reference "
-                    "blocks do not fit its published count)"
-                )
+        if encoder < 0 or projector < 0:
+            raise UnsupportedConfiguration(
+                "a vision encoder whose layers hold more parameters than the model has (the reference "
+                "blocks do not fit its published count)"
+            )
         self.vision_encoder = nn.Parameter(torch.zeros(encoder)) if encoder else None
         self.vision_projector = nn.Parameter(torch.zeros(projector)) if projector else None
+
+    @staticmethod
+    def _cross_extra_parameters(layer: nn.Module) -> int:
+        """A cross-attention layer's parameters beyond a Llama layer's: its q/k norms and gates."""
+        extras = (layer.q_norm, layer.k_norm)
+        return sum(p.numel() for module in extras for p in module.parameters()) + layer.attn_gate.numel() * 2
 
     def freeze_vision_encoder(self) -> None:
         """--freeze-vision-tower: the encoder's layers and the rest of it stop training; the
@@ -693,6 +762,9 @@ class ReferenceTransformer(nn.Module):
         for part in (self.vision_layers, self.vision_encoder):
             if part is not None:
                 part.requires_grad_(False)
+        if self.mllama_vision is not None:
+            self.mllama_vision.requires_grad_(False)
+            self.mllama_vision.projector.requires_grad_(True)
 
     def image_features(self, patches: torch.Tensor, batch: int, tokens_per_image: int) -> torch.Tensor:
         """The images' tokens for the language model: `patches` (batch x images, patches, width)
@@ -751,8 +823,10 @@ class ReferenceTransformer(nn.Module):
         parts = [self.vision_projector]
         if not images_run:  # image_features joins the encoder's flat rest to the patches
             parts.append(self.vision_encoder)
-            for module in (self.vision_layers, self.vision_projection):
+            for module in (self.mllama_vision or self.vision_layers, self.vision_projection):
                 parts += list(module.parameters()) if module is not None else []
+        elif self.mllama_vision is not None:  # MllamaVision does not read the flat rest
+            parts.append(self.vision_encoder)
         return [param for param in parts if param is not None and param.requires_grad]
 
     def _run_layer(self, layer: nn.Module, x: torch.Tensor, context: LayerContext) -> torch.Tensor:
@@ -778,15 +852,29 @@ class ReferenceTransformer(nn.Module):
         """Embeddings and layers; `on_boundary(i, x)` sees the input of layer i (i = n_layers: the
         last layer's output). `images`: (patches, tokens per image) whose image_features join
         the text's embeddings ahead of them, as the language model's sequence."""
+        cross = None
+        if images is not None and self.mllama_vision is not None:
+            # MllamaModel.forward runs the encoder and projector before the language model embeds
+            # the text, so in backward the embedding's node runs before the encoder's
+            from measure.trace.mllama import cross_attention_inputs
+
+            states = self.mllama_vision(images[0], tokens.shape[0], self._run_layer)
+            cross = cross_attention_inputs(states, tokens.shape[1], images[0].dtype)
         x = self.embed(tokens, images_run=images is not None)
-        if images is not None:
+        if images is not None and self.mllama_vision is None:
             patches, tokens_per_image = images
             features = self.image_features(patches, tokens.shape[0], tokens_per_image)
             x = torch.cat((features.to(x.dtype), x), dim=1)
-        context = self.layer_context(x.shape[1], x.dtype, x.device)
+        context = self.layer_context(x.shape[1], x.dtype, x.device)._replace(cross=cross)
         for index, layer in enumerate(self.layers):
             if on_boundary is not None:
                 on_boundary(index, x)
+            if index in self.cross_layers and cross is None:
+                # MllamaTextModel.forward skips a cross-attention layer without images; its trained
+                # parameters join the graph here, as image parameters join at the embedding
+                trained = [param.sum() for param in layer.parameters() if param.requires_grad]
+                x = x + (sum(trained) * 0).to(x.dtype) if trained else x
+                continue
             x = self._run_layer(layer, x, context)
         if on_boundary is not None:
             on_boundary(len(self.layers), x)

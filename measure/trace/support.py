@@ -134,9 +134,9 @@ def _check_encoder_decoder(spec: ModelSpec, settings: TrainingSettings) -> None:
 
 
 def _check_images(spec: ModelSpec, settings: TrainingSettings) -> None:
-    """Images are traced through the encoder's layers into the language model's sequence; not
-    for a model that reads them by cross-attention (Mllama), nor one whose encoder's shapes are
-    not read."""
+    """Images are traced through the encoder's layers into the language model's sequence, or
+    into Llama 3.2 Vision's cross-attention layers (measure.trace.mllama); not for an encoder whose
+    shapes are not read."""
     if not _setting(settings, "images_per_sample", 0):
         return
     tower = extension(spec, "vision")
@@ -146,9 +146,13 @@ def _check_images(spec: ModelSpec, settings: TrainingSettings) -> None:
             "image tokens in the sequence length"
         )
     if tower.cross_attention_layers:
-        raise UnsupportedConfiguration(
-            "images read by cross-attention layers (Llama 3.2 Vision) are not traced; the estimate models them"
-        )
+        unsupported = [
+            (_setting(settings, "liger", False), "Liger kernels"),
+            (_setting(settings, "checkpoint_unit", "layer") != "layer", "per-submodule checkpointing"),
+            (settings.checkpointing == "op-selective", "per-op checkpointing"),
+            (_setting(settings, "activation_offload", False), "activation offloading"),
+        ]
+        _refuse_first(unsupported, "Llama 3.2 Vision's images with {reason} are not traced; the estimate models them")
     if _setting(settings, "compile", False):
         raise UnsupportedConfiguration("torch.compile with images is not traced; the estimate models it")
 

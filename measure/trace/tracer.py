@@ -127,11 +127,15 @@ def make_inputs(spec: ModelSpec, settings: TrainingSettings) -> tuple[torch.Tens
 def make_images(spec: ModelSpec, settings: TrainingSettings, dtype: torch.dtype) -> tuple[torch.Tensor, int] | None:
     """Each sample's images as the encoder's first layer receives them, patch embeddings (the
     patch embedding itself is a flat parameter: its input needs no gradient), and the tokens
-    each image gives the language model; None without images."""
+    each image gives the language model; None without images. Llama 3.2 Vision's images are its
+    tiles' unpadded patches (the encoder pads them) and give the language model no tokens."""
     if not settings.images_per_sample:
         return None
-    run = tower_settings(spec, settings)
-    patches = torch.randn(run.micro_batch, run.seq_len, vision_tower(spec).hidden_size, dtype=dtype)
+    tower, run = vision_tower(spec), tower_settings(spec, settings)
+    if tower.cross_attention_layers:
+        patches = torch.randn(run.micro_batch, tower.cross_attention_tokens_per_image, tower.hidden_size, dtype=dtype)
+        return patches, 0
+    patches = torch.randn(run.micro_batch, run.seq_len, tower.hidden_size, dtype=dtype)
     return patches, image_tokens_per_image(spec, settings)
 
 
