@@ -199,6 +199,19 @@ def grid() -> list[Config]:
                         method="lora", lora_targets="all-linear")  # fmt: skip
         label = f"DeepSeek-V2-Lite {precision} LoRA ckpt={ckpt} {attention} b2 s2048"
         configs.append(Config(label, "deepseek-ai/DeepSeek-V2-Lite", settings))
+    # ... and Llama 3.2 Vision's images: the tiled encoder and the cross-attention layers
+    # (measure.trace.mllama), traced whole (its layers are not all alike).
+    vision_runs = [
+        dict(micro_batch=1, seq_len=2048, precision="bf16", method="lora", images_per_sample=1),
+        dict(micro_batch=1, seq_len=2048, precision="amp-bf16", attention="eager", method="lora", images_per_sample=1),
+        dict(micro_batch=2, seq_len=1024, precision="bf16", checkpointing="selective", method="lora",
+             images_per_sample=2),
+        dict(micro_batch=2, seq_len=1024, precision="bf16-mixed", checkpointing="full", images_per_sample=1),
+    ]  # fmt: skip
+    for settings in vision_runs:
+        what = f"{settings['precision']} {settings.get('method', 'full')} ckpt={settings.get('checkpointing', 'none')}"
+        label = f"Llama-3.2-11B-Vision {what} {settings['images_per_sample']} image(s) b{settings['micro_batch']}"
+        configs.append(Config(f"{label} s{settings['seq_len']}", "meta-llama/Llama-3.2-11B-Vision", settings))
     return configs
 
 

@@ -113,6 +113,14 @@ class ModelSpec(BaseModel):
         return self.head_dim or self.hidden_size // self.n_heads
 
     @property
+    def rotary_dim(self) -> int:
+        """Channels of each head that RoPE turns: latent attention's rope part, or the head times
+        rotary_fraction (int() as GPT-NeoX's rotary_ndims and Phi's rotary_ndims)."""
+        if self.is_mla:
+            return self.qk_rope_head_dim
+        return int(self.attention_head_dim * self.rotary_fraction)
+
+    @property
     def q_dim(self) -> int:
         """Width of the query projection output (heads x head_dim)."""
         return self.n_heads * self.attention_head_dim

@@ -107,15 +107,17 @@ def test_lora_saves_fewer_activations_where_linears_are_frozen():
 
 def test_lora_saves_nothing_for_the_frozen_embedding_and_lm_head():
     """The LM head is frozen: its input is not saved; only the final RMSNorm's fp32 input and rstd
-    are (4 T h + 4 T). Full training also keeps the bf16 normalised copy and the head's input."""
+    are (4 T h + 4 T). Full training also keeps the bf16 normalised copy and the head's input.
+    Both keep the rotary cos and sin tables the layers rotate q and k with, 2 x T x 128 x 2 B."""
     tokens, h = 2048, 4096
     full = estimate_memory(LLAMA2_7B, settings(checkpointing="full"))
     lora = estimate_memory(LLAMA2_7B, settings(checkpointing="full", method="lora"))
     layer_inputs = 32 * 2 * tokens * h
     full_head = 4 * tokens * h + 2 * tokens * h + 4 * tokens + 2 * tokens * h
     lora_head = 4 * tokens * h + 4 * tokens
-    assert at(full, "end of forward", "activations") == pytest.approx(layer_inputs + full_head)
-    assert at(lora, "end of forward", "activations") == pytest.approx(layer_inputs + lora_head)
+    rotary_tables = 2 * tokens * 128 * 2
+    assert at(full, "end of forward", "activations") == pytest.approx(layer_inputs + full_head + rotary_tables)
+    assert at(lora, "end of forward", "activations") == pytest.approx(layer_inputs + lora_head + rotary_tables)
 
 
 def test_qlora_adds_a_dequantised_weight_to_the_backward_workspace():
@@ -159,7 +161,8 @@ def test_freezing_half_the_layers_halves_the_layer_activations():
     """k = 16 of 32: only layers 16..31 save activations (nothing before them requires grad), and
     layer 16's input norm saves nothing either, its input and weight needing no gradient: 2048
     tokens x (4 x 4096 + 4) = 33,562,624 bytes less than half; the final norm and LM head still
-    save theirs. Trainable: P - 16 x 202,383,360 - 131,072,000 (embedding) = 3,369,209,856."""
+    save theirs. The rotary tables (2 x 2048 x 128 x 2 B), shared by the trained layers, stay whole.
+    Trainable: P - 16 x 202,383,360 - 131,072,000 (embedding) = 3,369,209,856."""
     base = settings(micro_batch=1, seq_len=2048)
     full = estimate_memory(LLAMA2_7B, base)
     frozen = estimate_memory(LLAMA2_7B, base.model_copy(update={"frozen_layers": 16}))
@@ -167,7 +170,8 @@ def test_freezing_half_the_layers_halves_the_layer_activations():
     head_only = at(head, "end of forward", "activations")
     layers_full = at(full, "end of forward", "activations") - head_only
     layers_frozen = at(frozen, "end of forward", "activations") - head_only
-    assert layers_frozen == pytest.approx(layers_full / 2 - 33_562_624)
+    rotary_tables = 2 * 2048 * 128 * 2
+    assert layers_frozen == pytest.approx((layers_full - rotary_tables) / 2 - 33_562_624 + rotary_tables)
     assert frozen.trainable_parameters == P_7B - 16 * PER_LAYER - VOCAB_MATRIX == 3_369_209_856
 
 
@@ -244,11 +248,12 @@ def test_tensor_parallel_2_halves_layer_weights_and_activations():
 
 def test_pipeline_first_stage_holds_8_layers_and_4_micro_batches():
     """PP 4 on 32 layers: 8 layers per stage. 1F1B with 8 micro-batches keeps min(4, 8) = 4 in flight on
-    the first stage (Narayanan et al. 2021): with full checkpointing 4 x 8 layer inputs of 2 x T x h
-    bytes, T = 2048. Its weights: 2 bytes x (8 x 202,383,360 + 131,072,000)."""
+    the first stage (Narayanan et al. 2021): with full checkpointing 4 x (8 layer inputs of 2 x T x h
+    bytes and the rotary tables, 2 x T x 128 x 2), T = 2048. Its weights: 2 bytes x (8 x 202,383,360
+    + 131,072,000)."""
     estimate = estimate_memory(LLAMA2_7B, settings(pipeline_parallel=4, grad_accum=8, checkpointing="full"))
     phase = "end of forward, first stage"
-    assert at(estimate, phase, "activations") == pytest.approx(4 * 8 * 2 * 2048 * 4096)
+    assert at(estimate, phase, "activations") == pytest.approx(4 * (8 * 2 * 2048 * 4096 + 2 * 2048 * 128 * 2))
     assert at(estimate, phase, "weights") == pytest.approx(2 * (8 * PER_LAYER + VOCAB_MATRIX))
     assert at(estimate, phase, "logits_and_loss") == 0
     assert "loss backward, last stage" in estimate.phases_gib
@@ -259,7 +264,8 @@ def test_pipeline_first_stage_holds_8_layers_and_4_micro_batches():
 def test_pipeline_in_flight_micro_batches_never_exceed_the_step():
     """With 2 micro-batches per step the first stage of 4 holds 2."""
     estimate = estimate_memory(LLAMA2_7B, settings(pipeline_parallel=4, grad_accum=2, checkpointing="full"))
-    assert at(estimate, "end of forward, first stage", "activations") == pytest.approx(2 * 8 * 2 * 2048 * 4096)
+    in_flight = 8 * 2 * 2048 * 4096 + 2 * 2048 * 128 * 2
+    assert at(estimate, "end of forward, first stage", "activations") == pytest.approx(2 * in_flight)
 
 
 def test_total_gpus_is_data_times_tensor_times_pipeline():

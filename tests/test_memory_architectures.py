@@ -93,7 +93,8 @@ def test_dense_first_layers_save_their_wider_mlp():
 def test_activations_sum_each_kind_of_layer():
     """End of forward: 58 sparse layers x 849,668 + 3 dense x 475,664 + head 57,348
     = 50,765,084 bytes per token, x 4096, + 58 router weight copies of 7,340,032
-    = 208,359,505,920 B (194.05 GiB).
+    = 208,359,505,920 B (194.05 GiB), + the rotary cos and sin tables of the 64 rope channels,
+    2 x 4096 x 64 x 2 = 1,048,576 B, kept until the first layer's backward.
     Backward of the first (dense) layer: its saved 475,664 plus the gradients of gate and up
     outputs 2 x 2 x 18,432 = 73,728: 549,392 per token. Backward of the last (sparse) layer:
     everything plus 2 x 2 x 2048 = 8,192 per token (the wider of a routed and the shared expert)."""
@@ -101,8 +102,10 @@ def test_activations_sum_each_kind_of_layer():
     components = estimate.phase_components_gib
     end_of_forward = (58 * SPARSE_SAVED + 3 * DENSE_SAVED + HEAD) * T + 58 * ROUTER_WEIGHT_CAST
     assert end_of_forward == 208_359_505_920
+    rotary_tables = 2 * T * 64 * 2
+    end_of_forward += rotary_tables
     assert components["end of forward"]["activations"] * GIB == pytest.approx(end_of_forward, rel=1e-12)
-    first = (DENSE_SAVED + 4 * 18_432) * T
+    first = (DENSE_SAVED + 4 * 18_432) * T + rotary_tables
     assert components["backward, first layer"]["activations"] * GIB == pytest.approx(first, rel=1e-12)
     last = end_of_forward + 4 * 2048 * T
     assert components["backward, last layer"]["activations"] * GIB == pytest.approx(last, rel=1e-12)

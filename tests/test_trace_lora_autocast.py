@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.memory import GIB, estimate_memory, first_norm_unrecorded_bytes
+from calculators.memory import GIB, estimate_memory, first_norm_unrecorded_bytes, rotary_table_bytes
 from calculators.model_spec import ModelSpec
 from calculators.training import TrainingSettings, hidden_states_fp32
 
@@ -76,13 +76,14 @@ def test_after_a_layernorm_each_adapter_keeps_its_own_half_cast():
 def test_the_first_layer_norm_records_nothing_under_lora():
     """Under LoRA nothing before the first layer trains: its input norm, frozen, on an input that
     needs no gradient, keeps nothing (256 tokens x (4 x 64 fp32 upcast + 4 rstd) = 66,560 B the
-    engine counted before). At the end of forward engine and trace are now 32 B per token apart:
-    the rotary cos and sin tables (128 positions x 16 x 2 B each, over 2 x 128 tokens), which the
-    engine leaves out."""
+    engine counted before). At the end of forward engine and trace agree but for 8 B of scalars:
+    the rotary cos and sin tables, 2 x 128 positions x 16 x 2 B = 8,192 B (rotary_table_bytes),
+    are counted by both."""
     spec = ModelSpec(**TINY | {"max_position_embeddings": 128})
     settings = TrainingSettings(seq_len=128, micro_batch=2, precision="bf16", method="lora")
     assert first_norm_unrecorded_bytes(spec, settings) == 256 * (4 * 64 + 4)
     assert first_norm_unrecorded_bytes(spec, settings.model_copy(update={"method": "full"})) == 0
     traced = trace_step(spec, settings).phase_components_gib["end of forward"]["activations"]
     estimated = estimate_memory(spec, settings).phase_components_gib["end of forward"]["activations"]
-    assert (traced - estimated) * 2**30 == pytest.approx(32 * 256, abs=16)  # and 8 B of scalars
+    assert (traced - estimated) * 2**30 == 8  # scalars
+    assert rotary_table_bytes(spec, settings) == 2 * 128 * 16 * 2

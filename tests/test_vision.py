@@ -260,3 +260,25 @@ def test_mllama_encoder_keeps_its_mask_gates_norms_and_wide_projector_input():
     assert plain_layers == 40 * kept_per_layer_bytes(layer_activation_terms(encoder, run), encoder, run)
     # full checkpointing: the gates' outputs are inside the checkpointed layers
     assert vision_gate_bytes(MLLAMA, settings.model_copy(update={"checkpointing": "full"})) == 0
+
+
+def test_without_images_llama32_vision_skips_its_cross_attention_layers_in_time():
+    """MllamaTextModel skips its 8 cross-attention layers without images, so they cost no time or
+    FLOPs. Per layer of Llama-3.2-11B-Vision (h 4096, 32 heads, 8 key-value heads of 128, MLP
+    14,336): matmul weights q 4096^2 + k, v 2 x 4096 x 1024 + o 4096^2 + 3 x 4096 x 14,336 =
+    218,103,808, so 6 x that = 1,308,622,848 FLOPs per token, plus PaLM's attention term at 4096
+    tokens, 12 x 4096 x 4096 = 201,326,592: 1,509,949,440 per layer, 12,079,595,520 for the 8. The
+    step's GEMMs and attention are those of the same model with 32 layers."""
+    gpu, time_settings = find_gpu("H100-SXM5-80GB"), TimeSettings(dataset_tokens=1e9)
+    settings = TrainingSettings(seq_len=4096, precision="bf16-mixed")
+    with_images = estimate_time(MLLAMA, settings.model_copy(update={"images_per_sample": 1}), gpu, time_settings)
+    text_only = estimate_time(MLLAMA, settings, gpu, time_settings)
+    language_model_32 = MLLAMA.model_copy(update={"n_layers": 32, "vision": None, "extra_params": 0})
+    plain = estimate_time(language_model_32, settings, gpu, time_settings)
+    assert text_only.model_flops_per_token == pytest.approx(
+        with_images.model_flops_per_token
+        - vision_flops_per_token(MLLAMA, settings.model_copy(update={"images_per_sample": 1}))
+        - 12_079_595_520
+    )
+    for op_class in ("gemm", "attention", "elementwise"):
+        assert text_only.compute_by_class_s[op_class] == pytest.approx(plain.compute_by_class_s[op_class])

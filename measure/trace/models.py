@@ -198,14 +198,6 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     return torch.cat((turned * cos + _rotate_half(turned) * sin, kept), dim=-1)
 
 
-def rotary_dim(spec: ModelSpec) -> int:
-    """Channels of each head that RoPE turns: latent attention's rope part, or the head times
-    rotary_fraction (int() as GPT-NeoX's rotary_ndims and Phi's rotary_ndims)."""
-    if spec.is_mla:
-        return spec.qk_rope_head_dim
-    return int(spec.attention_head_dim * spec.rotary_fraction)
-
-
 def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
     """HF repeat_kv: expand grouped k/v heads to every query head (a copy when groups > 1)."""
     if groups == 1:
@@ -838,7 +830,7 @@ class ReferenceTransformer(nn.Module):
         return layer(x, context)
 
     def layer_context(self, seq: int, dtype: torch.dtype, device: torch.device) -> LayerContext:
-        cos, sin = rotary_cos_sin(seq, rotary_dim(self.spec), dtype, device) if self.rope else (None, None)
+        cos, sin = rotary_cos_sin(seq, self.spec.rotary_dim, dtype, device) if self.rope else (None, None)
         eager_causal = self.spec.head == "lm" and self.attention == "eager"
         hidden_future = torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1) if eager_causal else None
         return LayerContext(cos, sin, hidden_future)

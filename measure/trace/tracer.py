@@ -49,7 +49,7 @@ import torch
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from calculators.model_spec import ModelSpec
+from calculators.model_spec import ModelSpec, extension
 from calculators.training import (
     TrainingSettings,
     image_tokens_per_image,
@@ -513,8 +513,11 @@ def trace_step(
 
 def trace_extrapolated(spec: ModelSpec, settings: TrainingSettings, probes: tuple[int, ...] = PROBE_LAYERS):
     """Trace `probes` layer counts and extend exactly to `spec.n_layers` (a direct trace when
-    the model is no deeper than the largest probe)."""
-    if spec.n_layers <= probes[-1]:
+    the model is no deeper than the largest probe, or when its layers are not all alike: T5's
+    decoder layers, Llama 3.2 Vision's cross-attention layers)."""
+    tower = vision_tower(spec)
+    mixed_layers = extension(spec, "cross_attention_layers") or (tower is not None and tower.cross_attention_layers)
+    if spec.n_layers <= probes[-1] or mixed_layers:
         return trace_step(spec, settings)
     start = time.perf_counter()
     raws = [trace_raw(spec.model_copy(update={"n_layers": n}), settings) for n in probes]
