@@ -69,6 +69,7 @@ from calculators.mllama import (
     cross_layer_gate_bytes,
     cross_lse_padding_bytes,
     cross_mask_bytes,
+    cross_mask_copies_bytes,
     layers_skipped_without_images,
     vision_gate_bytes,
     vision_lse_padding_bytes,
@@ -2434,7 +2435,13 @@ def vision_weights_note(spec: ModelSpec, settings: TrainingSettings) -> list[str
 def images_note(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
     """The assumption lines for a vision-language model's weights and its images."""
     if not settings.images_per_sample:
-        return vision_weights_note(spec, settings)
+        skipped = layers_skipped_without_images(spec, settings)
+        skipped_note = [
+            f"Without images the {skipped} cross-attention layers do not run (MllamaTextModel skips them): no "
+            "activations, casts or compute; their weights keep gradients and optimizer states, as in a run whose "
+            "other batches carry images (a text-only run under DDP would have neither)."
+        ]
+        return vision_weights_note(spec, settings) + (skipped_note if skipped else [])
     tower = vision_tower(spec)
     if tower is not None and tower.cross_attention_layers:
         reads = (
@@ -2498,7 +2505,8 @@ def projector_input_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     Qwen2.5-VL's merger normalises every patch before concatenating 2 x 2 of them (an fp32 copy
     and half copies of each, about 12 B per patch and channel in bf16, plus its GELU MLP) and
     Gemma 3's average pooling keeps its whole input. Under 1% of the encoder's own bytes on
-    these models; not modelled."""
+    these models; not modelled. Llama 3.2 Vision's projector, one linear, keeps the final and
+    intermediate encoder outputs concatenated (vision_output_dim wide) over the unpadded patches."""
     tower = vision_tower(spec)
     if tower is None or settings.method != "full":
         return 0.0
@@ -2595,32 +2603,68 @@ def skipped_cross_attention_layers(spec: ModelSpec, settings: TrainingSettings, 
     return layers_skipped_without_images(spec, settings) * layout.active_layers / spec.n_layers
 
 
-def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
-    """What Llama 3.2 Vision's cross-attention layers keep beyond the self-attention layers the
-    engine counts them as, for one micro-batch (transformers models/mllama/modeling_mllama.py
-    MllamaTextCrossAttention, the attention-interface versions): k and v over the V image tokens
-    instead of the text, both repeated to every head as q is (2 c (V - t) q_dim per layer); q
-    alone reads the text's normalised input, so under autocast k's and v's own half casts of it
-    go; per-head q and k RMSNorms on the half projections (k's only when k trains: full training
-    or a k adapter), k's and v's adapters' intermediates over V, and, under eager attention, t x V
-    scores instead of t x t. The projected image
-    states (V x hidden, half under autocast: the projector's output) are one tensor the k and v
-    linears share. Under full checkpointing only that tensor is kept. Per tensor-parallel rank,
-    the states replicated. Also the masks and what the layers' tanh gates keep (calculators.mllama);
-    verified against the trace (tests/test_trace_mllama.py)."""
+def cross_lora_dropout_bytes(spec: ModelSpec, settings: TrainingSettings, text: int, image: int) -> float:
+    """LoRA dropout in a Llama 3.2 Vision cross-attention layer against the self-attention layer
+    the engine counts it as (lora_dropout_bytes): q's adapter drops out the normed text, k's and
+    v's the image states, each its own dropout (the states themselves are shared by every layer:
+    cross_attention_shared_bytes). The states need no gradient under LoRA (the
+    projector is frozen), so autograd records no dropout on them and keeps no mask: only the
+    output, which A keeps. Under autocast the states are half (the projector's output) and the
+    text's norm output as lora_dropout_bytes has it."""
+    h, fp32_norm = spec.hidden_size, autocast_casts_norm_output(spec, settings)
+    self_attention = [(("q", "k", "v"), text, h, False, True, fp32_norm)]
+    cross_attention = [(("q",), text, h, False, True, fp32_norm), (("k", "v"), image, h, False, False, False)]
+    unrecorded_masks = sum(is_adapted(name, settings.lora_targets) for name in ("k", "v")) * image * h
+    sites = lora_dropout_sites_bytes(settings, cross_attention) - lora_dropout_sites_bytes(settings, self_attention)
+    return sites - unrecorded_masks
+
+
+def cross_attention_shared_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """What one micro-batch's cross-attention layers share, one tensor for all of them: the
+    projected image states (V x hidden, half under autocast: the projector's output) when a k or v
+    linear keeps them, which the k and v adapters do not once they drop them out (they keep their
+    dropouts' outputs), and the masks unless SDPA copies them per layer (calculators.mllama).
+    A checkpointed layer keeps the states, its argument."""
     image_tokens_per_sample = cross_attention_image_tokens(spec, settings)
     if not image_tokens_per_sample:
         return 0.0
+    states = compute_bytes(settings.precision) * settings.micro_batch * image_tokens_per_sample * spec.hidden_size
+    masks = cross_mask_bytes(spec, settings) - cross_mask_copies_bytes(spec, settings)
+    if settings.checkpointing == "full":
+        return states + masks
+    savers = input_saving_linears(settings).intersection(("k", "v"))
+    dropped_out = is_adapter_method(settings.method) and settings.lora_dropout > 0
+    base_keeps_input = input_saving_linears(settings) != trained_linear_names(settings)
+    if not savers or (dropped_out and not base_keeps_input):
+        states = 0.0
+    return states + masks
+
+
+def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """What Llama 3.2 Vision's cross-attention layers keep beyond the self-attention layers the
+    engine counts them as, for one micro-batch (transformers models/mllama/modeling_mllama.py
+    MllamaTextCrossAttention as the attention-interface versions write it: k normalised per
+    key-value head, then repeated by the attention function; @befb7955 normalised the repeated
+    keys, 4 times the k norm's bytes): what the layers share (cross_attention_shared_bytes) and,
+    per layer, k and v over the V image tokens instead of the text, both repeated to every head as
+    q is (2 c (V - t) q_dim); under autocast k's and v's own half casts of the text's norm output
+    go, q alone reading it; per-head q and k RMSNorms on the half projections (k's only when k
+    trains: full training or a k adapter); k's and v's adapters' intermediates and dropouts over
+    V; under eager attention t x V scores instead of t x t, and q left unkept by q k^T when k
+    needs no gradient; and the per-layer mask copies, the gates' inputs and the log-sum-exp
+    padding (calculators.mllama). A fully checkpointed layer keeps nothing of its own. Per
+    tensor-parallel rank, the shared tensors replicated. Traced (tests/test_trace_mllama.py)."""
+    image_tokens_per_sample = cross_attention_image_tokens(spec, settings)
+    if not image_tokens_per_sample:
+        return 0.0
+    shared = cross_attention_shared_bytes(spec, settings)
+    if settings.checkpointing == "full":
+        return shared
     layers = vision_tower(spec).cross_attention_layers
     b, s, h = settings.micro_batch, settings.seq_len, spec.hidden_size
     text, image = b * s, b * image_tokens_per_sample
     c = compute_bytes(settings.precision)
-    mask_and_gates = cross_mask_bytes(spec, settings) + cross_layer_gate_bytes(spec, settings)
-    mask_and_gates += cross_lse_padding_bytes(spec, settings)
-    if settings.checkpointing == "full":
-        return c * image * h + mask_and_gates
     savers = input_saving_linears(settings)
-    states = c * image * h if savers.intersection(("k", "v")) else 0.0
     trains_norms = settings.method == "full"
     k_trains = trains_norms or is_adapted("k", settings.lora_targets)
     heads, head_dim = spec.n_heads, spec.attention_head_dim
@@ -2634,11 +2678,15 @@ def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     if is_adapter_method(settings.method):  # k's and v's adapters' r-wide intermediates over the image
         kv_adapters = sum(is_adapted(name, settings.lora_targets) for name in ("k", "v"))
         per_layer += kv_adapters * c * (image - text) * settings.lora_rank
+        if settings.lora_dropout:
+            per_layer += cross_lora_dropout_bytes(spec, settings, text, image)
     if settings.attention == "eager" and not recomputes_attention_core(settings):
         per_layer += attention_score_bytes(spec, settings) * b * spec.n_heads * s * (image_tokens_per_sample - s)
         if not k_trains:  # q @ k^T keeps q only for k's gradient
             per_layer -= c * text * spec.q_dim
-    return states + mask_and_gates + layers * _per_rank(per_layer, settings)
+    own = cross_mask_copies_bytes(spec, settings) + cross_layer_gate_bytes(spec, settings)
+    own += cross_lse_padding_bytes(spec, settings)
+    return shared + own + layers * _per_rank(per_layer, settings)
 
 
 def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstimate:
@@ -2651,6 +2699,8 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     vision_cast = vision_cast_elements(spec, settings)
     settings = t5_attention_settings(spec, settings)
     cross_bytes = cross_attention_activation_bytes(spec, settings) + encoder_decoder_activation_bytes(spec, settings)
+    # every pipeline stage with a cross-attention layer holds the tensors they share whole
+    cross_shared = cross_attention_shared_bytes(spec, settings)
     settings = language_model_settings(spec, settings)
     params = parameter_count(spec)
     grads_persist = settings.grad_accum > 1 or not settings.grads_freed_after_step
@@ -2676,7 +2726,7 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
             states,
             grads_persist,
             tower_bytes if layout.has_embedding else 0.0,
-            cross_bytes * layout.layers / spec.n_layers,
+            cross_shared + (cross_bytes - cross_shared) * layout.layers / spec.n_layers,
         )
         phases += stage_phase_list
         stage_of_phase |= {phase.name: layout.stage for phase in stage_phase_list}

@@ -12,6 +12,7 @@ without images.
 
 from __future__ import annotations
 
+from calculators.geometry import split
 from calculators.model_spec import ModelSpec, VisionTower
 from calculators.training import TrainingSettings, compute_bytes, residual_bytes
 from calculators.vision import cross_attention_image_tokens, tower_trains, vision_tower
@@ -21,8 +22,9 @@ LAYERNORM_STATS_BYTES_PER_ROW = 8
 # SDPA pads an additive mask whose rows are not this many elements apart for its memory-efficient
 # kernel (pytorch aten/src/ATen/native/transformers/attention.cpp, preprocess_mask: mem_eff_alignment)
 SDPA_MASK_ALIGNMENT = 8
-# CUDA's memory-efficient kernel pads its log-sum-exp to a multiple of 32 query rows (torch
-# _meta_registrations.py meta__scaled_dot_product_efficient_attention: ceil(M / 32) * 32)
+# CUDA's memory-efficient kernel pads its log-sum-exp to a multiple of 32 query rows (pytorch
+# aten/src/ATen/native/transformers/cuda/attention.cu, _efficient_attention_forward: kAlignLSE = 32;
+# torch/_meta_registrations.py meta__scaled_dot_product_efficient_attention: ceil(M / 32) * 32)
 LSE_ROW_ALIGNMENT = 32
 
 
@@ -104,39 +106,51 @@ def cross_mask_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     """The language model's masks, under LoRA too (the text's hidden states require grad): the
     full-text-row mask (batch, 1, text, 1), which the masked MLP product keeps, and the
     cross-attention mask (batch, 1, text, image tokens), both in the model's dtype and shared by
-    every cross-attention layer. A checkpointed layer or attention core keeps the mask itself.
-    Fused attention without checkpointing keeps what SDPA hands its memory-efficient kernel, one
-    per layer: autocast's half cast of an fp32 mask, and a copy padded to a multiple of 8 image
-    tokens when a row is not (pytorch aten/src/ATen/native/transformers/attention.cpp,
-    preprocess_mask and pad_bias: 6404 -> 6408); the mask itself when neither applies. Eager
-    attention adds it to the scores and keeps none of it."""
+    every cross-attention layer. A checkpointed layer or attention core keeps the mask itself;
+    fused attention without checkpointing keeps per-layer copies instead (cross_mask_copies_bytes);
+    eager attention adds it to the scores and keeps none of it."""
     tower = _mllama_tower(spec, settings)
     if tower is None:
         return 0.0
     rows = settings.micro_batch * settings.seq_len
-    image_tokens = cross_attention_image_tokens(spec, settings)
-    model_bytes, c = model_dtype_bytes(settings), compute_bytes(settings.precision)
-    row_mask = model_bytes * rows
+    row_mask = model_dtype_bytes(settings) * rows
     if not mask_kept(settings):
         return float(row_mask)
+    copies = cross_mask_copies_bytes(spec, settings)
+    shared = 0 if copies else model_dtype_bytes(settings) * rows * cross_attention_image_tokens(spec, settings)
+    return float(row_mask + shared + copies)
+
+
+def cross_mask_copies_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Fused attention without checkpointing keeps what SDPA hands its memory-efficient kernel,
+    one per layer, when that is not the mask itself: autocast's half cast of an fp32 mask, and a
+    copy padded to a multiple of 8 image tokens when a row is not (pytorch aten/src/ATen/native/
+    transformers/attention.cpp, preprocess_mask and pad_bias: 6404 -> 6408)."""
+    tower = _mllama_tower(spec, settings)
+    if tower is None or settings.attention == "eager" or settings.checkpointing != "none":
+        return 0.0
+    image_tokens = cross_attention_image_tokens(spec, settings)
     padding = -image_tokens % SDPA_MASK_ALIGNMENT
-    copied = settings.checkpointing == "none" and (padding or model_bytes != c)
-    if copied:
-        return float(row_mask + tower.cross_attention_layers * c * rows * (image_tokens + padding))
-    return float(row_mask + model_bytes * rows * image_tokens)
+    c = compute_bytes(settings.precision)
+    if not padding and model_dtype_bytes(settings) == c:
+        return 0.0
+    rows = settings.micro_batch * settings.seq_len
+    return float(tower.cross_attention_layers * c * rows * (image_tokens + padding))
 
 
 def cross_layer_gate_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     """Per cross-attention layer, when its two gates train (full training) and the layer is not
     checkpointed whole: the attention output (o_proj's, compute dtype) and the MLP output masked
     by full_text_row_masked_out_mask, promoted to that mask's model dtype, each kept by its
-    `gate.tanh() *` product. Whole rows, not split by tensor parallelism."""
+    `gate.tanh() *` product. Per tensor-parallel rank, as the engine splits every layer's saved
+    activations (sequence parallelism)."""
     tower = _mllama_tower(spec, settings)
     if tower is None or settings.method != "full" or settings.checkpointing == "full":
         return 0.0
     c = compute_bytes(settings.precision)
     per_row = (c + max(c, model_dtype_bytes(settings))) * spec.hidden_size
-    return float(tower.cross_attention_layers * settings.micro_batch * settings.seq_len * per_row)
+    rows = settings.micro_batch * settings.seq_len
+    return split(tower.cross_attention_layers * rows * per_row, settings.tensor_parallel)
 
 
 def lse_padding_bytes(heads: int, sequences: int, rows: int, settings: TrainingSettings) -> float:
@@ -162,5 +176,6 @@ def cross_lse_padding_bytes(spec: ModelSpec, settings: TrainingSettings) -> floa
     tower = _mllama_tower(spec, settings)
     if tower is None:
         return 0.0
-    padding = lse_padding_bytes(spec.n_heads, settings.micro_batch, settings.seq_len, settings)
+    heads = spec.n_heads // settings.tensor_parallel
+    padding = lse_padding_bytes(heads, settings.micro_batch, settings.seq_len, settings)
     return tower.cross_attention_layers * padding

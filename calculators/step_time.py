@@ -662,7 +662,8 @@ def step_compute(
     loss_kernel: LossKernel = "auto",
 ) -> StepCompute:
     """Compute seconds of one optimizer step (all micro-batches) on the last pipeline stage of
-    one rank: its n_layers / p layers, the head and loss, and the optimizer on its shard; with
+    one rank: its n_layers / p layers (less the layers a step without images skips: Llama 3.2
+    Vision's cross-attention layers), the head and loss, and the optimizer on its shard; with
     `with_images` (the workload's settings before its image tokens join the sequence), the image
     encoder's work too (vision_seconds), though it runs on the first stage.
 

@@ -11,6 +11,7 @@ import functools
 import pytest
 
 from calculators.memory import GIB, estimate_memory
+from calculators.mllama import model_dtype_bytes
 from calculators.model_input import spec_from_config_dict
 from calculators.training import TrainingSettings
 
@@ -66,22 +67,23 @@ def images_part(changes: dict, images: int = 1) -> tuple[float, float]:
 
 
 def trace_artefacts(changes: dict, images: int = 1) -> int:
-    """What the trace keeps that CUDA would not, or keeps smaller, in bytes (estimated - traced):
-    - the CPU's LayerNorm keeps its mean and rstd in bf16 under pure bf16 (fp32 on CUDA): 2 x 2 B
-      less per row of every LayerNorm that saves, the encoder's two per layer over its padded
-      patches and ln_pre's and ln_post's over the unpadded and padded ones;
-    - the memory-efficient kernel's fake (meta) philox seed and offset, 2 x 8 B per call that
-      keeps them: every encoder layer when it trains and the cross-attention layer, fused
-      attention whose core is not recomputed;
-    - each tanh gate's 1-element output in the model's dtype (the mask products' scalar side);
-    - the tile-position lookup's int64 index, 8 B per image."""
-    precision = changes.get("precision", "bf16")
-    checkpointing = changes.get("checkpointing", "none")
-    encoder_trains = changes.get("method", "full") == "full" and not changes.get("freeze_vision_tower")
+    """Estimated - traced bytes the engine accounts for differently, by design:
+    - the CPU's LayerNorm keeps its mean and rstd in bf16 under pure bf16 (fp32 on CUDA, which the
+      engine counts): 2 x 2 B per row of every LayerNorm that saves, the encoder's two per layer
+      over its padded patches and ln_pre's and ln_post's over the unpadded and padded ones;
+    - scalars the engine leaves out: the memory-efficient kernel's philox seed and offset, 2 x 8 B
+      per call that keeps them (every encoder layer when it trains and the cross-attention layer,
+      fused attention whose core is not recomputed); each tanh gate's 1-element output in the
+      model's dtype; the tile-position lookup's int64 index, 8 B per image.
+    `images` per sample, over the micro-batch."""
+    settings = TrainingSettings(**{"precision": "bf16"} | changes)
+    checkpointing = settings.checkpointing
+    encoder_trains = settings.method == "full" and not settings.freeze_vision_tower
     layers_run_whole = checkpointing != "full"
-    model_bytes = 4 if precision in ("fp32", "amp-bf16") and changes.get("method", "full") == "full" else 2
+    model_bytes = model_dtype_bytes(settings)
+    images *= settings.micro_batch
     stats = 0
-    if precision == "bf16" and encoder_trains:
+    if settings.precision == "bf16" and encoder_trains:
         rows = (UNPADDED + PADDED) + (2 * ENCODER_LAYERS * PADDED if layers_run_whole else 0)
         stats = 4 * rows * images
     keeps_seeds = changes.get("attention", "fused") == "fused" and checkpointing not in ("selective", "full")
@@ -102,6 +104,7 @@ CASES = [
     {"freeze_vision_tower": True},
     {"method": "lora"},
     {"method": "lora", "lora_targets": "qv", "attention": "eager"},
+    {"method": "lora", "lora_dropout": 0.1},
 ]
 
 
@@ -115,9 +118,9 @@ def test_images_add_what_the_engine_counts(changes):
     assert estimated - traced == trace_artefacts(changes)
 
 
-def test_two_images_add_twice_the_encoder():
-    traced, estimated = images_part({}, images=2)
-    assert estimated - traced == trace_artefacts({}, images=2)
+def test_two_images_per_sample_and_two_samples():
+    traced, estimated = images_part({"micro_batch": 2}, images=2)
+    assert estimated - traced == trace_artefacts({"micro_batch": 2}, images=2)
 
 
 def test_without_images_the_cross_attention_layers_are_skipped():
@@ -150,6 +153,7 @@ def test_what_the_trace_does_not_build_is_refused_by_name():
         ({"liger": True}, "Liger kernels"),
         ({"checkpointing": "full", "checkpoint_unit": "submodule"}, "per-submodule checkpointing"),
         ({"checkpointing": "op-selective"}, "per-op checkpointing"),
+        ({"activation_offload": True}, "activation offloading"),
     ]:
         with pytest.raises(UnsupportedConfiguration, match=name):
             check_supported(TINY_MLLAMA, TrainingSettings(images_per_sample=1, **changes))

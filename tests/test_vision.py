@@ -9,22 +9,22 @@ from calculators.gpu_catalogue import find_gpu
 from calculators.memory import (
     GIB,
     cross_attention_activation_bytes,
+    cross_attention_shared_bytes,
     estimate_memory,
-    kept_per_layer_bytes,
-    layer_activation_terms,
     vision_tower_activation_bytes,
 )
 from calculators.mllama import (
     cross_layer_gate_bytes,
     cross_mask_bytes,
     vision_gate_bytes,
+    vision_lse_padding_bytes,
     vision_mask_bytes,
     vision_outside_layers_bytes,
 )
 from calculators.model_input import spec_from_config_dict
 from calculators.time_model import TimeSettings, estimate_time, vision_flops_per_token
 from calculators.training import TrainingSettings
-from calculators.vision import tower_forward_flops_per_image, tower_model_spec, tower_settings, tower_tokens_per_image
+from calculators.vision import tower_forward_flops_per_image, tower_tokens_per_image
 
 LLAVA = spec_from_config_dict(LLAVA_15_7B)
 MLLAMA = spec_from_config_dict(LLAMA_32_11B_VISION)
@@ -255,9 +255,14 @@ def test_mllama_encoder_keeps_its_mask_gates_norms_and_wide_projector_input():
     frozen = bf16(images_per_sample=1, seq_len=512, freeze_vision_tower=True)
     assert vision_tower_activation_bytes(MLLAMA, frozen) == 98_365_440
     assert vision_tower_activation_bytes(MLLAMA, bf16(images_per_sample=1, seq_len=512, method="lora")) == 0
-    plain_layers = vision_tower_activation_bytes(MLLAMA, settings) - 493_918_496
-    encoder, run = tower_model_spec(MLLAMA), tower_settings(MLLAMA, settings)
-    assert plain_layers == 40 * kept_per_layer_bytes(layer_activation_terms(encoder, run), encoder, run)
+    # the 40 layers as plain ViT layers, per patch row in bf16 with fused attention (the LLaVA
+    # test's count): 16 x 1280 + 4 x 5120 + 16 + 4 x 16 heads = 41,040 B, x 6432 x 40
+    assert vision_tower_activation_bytes(MLLAMA, settings) == 493_918_496 + 41_040 * 6432 * 40
+    # 6432 patches are a multiple of 32: the kernel's log-sum-exp needs no padding rows; one tile
+    # (1608 patches) would pad 24 rows per head: 4 x 16 x 24 x 40 layers
+    assert vision_lse_padding_bytes(MLLAMA, settings) == 0
+    one_tile = MLLAMA.model_copy(update={"vision": MLLAMA.vision.model_copy(update={"tokens_per_image": 1608})})
+    assert vision_lse_padding_bytes(one_tile, settings) == 4 * 16 * 24 * 40
     # full checkpointing: the gates' outputs are inside the checkpointed layers
     assert vision_gate_bytes(MLLAMA, settings.model_copy(update={"checkpointing": "full"})) == 0
 
@@ -282,3 +287,22 @@ def test_without_images_llama32_vision_skips_its_cross_attention_layers_in_time(
     )
     for op_class in ("gemm", "attention", "elementwise"):
         assert text_only.compute_by_class_s[op_class] == pytest.approx(plain.compute_by_class_s[op_class])
+
+
+def test_mllama_cross_attention_layers_share_the_states_and_masks():
+    """What the 8 cross-attention layers of Llama-3.2-11B-Vision share (512 text tokens, one image):
+    the projected states 2 x 6404 x 4096 = 52,461,568 and the full-text-row mask 2 x 512 = 1,024,
+    the cross mask being copied per layer under fused attention; under full checkpointing the
+    unpadded mask itself, 2 x 512 x 6404 = 6,557,696, too. With LoRA dropout the k and v adapters
+    keep their dropouts' outputs, not the states: the row mask alone. A pipeline stage holds these
+    whole and its share of the rest: with 2 stages of 20 layers, half of the layers' own bytes."""
+    settings = bf16(images_per_sample=1, seq_len=512)
+    assert cross_attention_shared_bytes(MLLAMA, settings) == 52_461_568 + 1_024
+    full = settings.model_copy(update={"checkpointing": "full"})
+    assert cross_attention_shared_bytes(MLLAMA, full) == 52_461_568 + 6_557_696 + 1_024
+    dropout = settings.model_copy(update={"method": "lora", "lora_dropout": 0.1})
+    assert cross_attention_shared_bytes(MLLAMA, dropout) == 1_024
+    # tensor parallelism splits the gates' rows (sequence parallel), not the shared states
+    split = settings.model_copy(update={"tensor_parallel": 2})
+    assert cross_layer_gate_bytes(MLLAMA, split) == 67_108_864 / 2
+    assert cross_attention_shared_bytes(MLLAMA, split) == 52_461_568 + 1_024

@@ -35,6 +35,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from calculators.model_spec import ModelSpec, VisionTower
 from calculators.vision import tower_model_spec
@@ -121,11 +122,7 @@ class CrossAttentionBlock(nn.Module):
         v = self._heads(self.v_proj(cross.states), self.n_kv_heads)
         groups = self.n_heads // self.n_kv_heads
         args = (q, repeat_kv(k, groups), repeat_kv(v, groups), cross.bias)
-        out = (
-            torch.utils.checkpoint.checkpoint(self._core, *args, use_reentrant=False)
-            if self.recompute_core
-            else (self._core(*args))
-        )
+        out = checkpoint(self._core, *args, use_reentrant=False) if self.recompute_core else self._core(*args)
         out = self.o_proj(out.transpose(1, 2).reshape(batch, seq, -1))
         x = x + self.attn_gate.tanh() * out
         mlp_out = cross.row_mask[:, 0] * self.mlp(self.norms[1](x))
@@ -188,7 +185,7 @@ class MllamaVision(nn.Module):
         pad = self.padded_per_tile - self.patches_per_tile
         x = F.pad(x.view(images, self.tiles, self.patches_per_tile, width), (0, 0, 0, pad))
         x = x.view(images, self.tiles * self.padded_per_tile, width)
-        bias = aspect_ratio_bias(images, x.shape[1], x.dtype, x.device)
+        bias = aspect_ratio_bias(images, x.shape[1], patches.dtype, x.device)  # in the model's dtype
         context = LayerContext(None, None, None, attention_bias=bias)
         kept = []
         for index, layer in enumerate(self.layers):

@@ -746,7 +746,11 @@ class ReferenceTransformer(nn.Module):
     def _cross_extra_parameters(layer: nn.Module) -> int:
         """A cross-attention layer's parameters beyond a Llama layer's: its q/k norms and gates."""
         extras = (layer.q_norm, layer.k_norm)
-        return sum(p.numel() for module in extras for p in module.parameters()) + layer.attn_gate.numel() * 2
+        return (
+            sum(p.numel() for module in extras for p in module.parameters())
+            + layer.attn_gate.numel()
+            + (layer.mlp_gate.numel())
+        )
 
     def freeze_vision_encoder(self) -> None:
         """--freeze-vision-tower: the encoder's layers and the rest of it stop training; the
@@ -815,7 +819,8 @@ class ReferenceTransformer(nn.Module):
         parts = [self.vision_projector]
         if not images_run:  # image_features joins the encoder's flat rest to the patches
             parts.append(self.vision_encoder)
-            for module in (self.mllama_vision or self.vision_layers, self.vision_projection):
+            encoder = self.mllama_vision if self.mllama_vision is not None else self.vision_layers
+            for module in (encoder, self.vision_projection):
                 parts += list(module.parameters()) if module is not None else []
         elif self.mllama_vision is not None:  # MllamaVision does not read the flat rest
             parts.append(self.vision_encoder)
