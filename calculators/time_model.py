@@ -416,16 +416,13 @@ def comm_seconds(
 
 
 def _flat_compute_s(
-    spec: ModelSpec, settings: TrainingSettings, peak: float, utilisation: float, compiled: bool
+    settings: TrainingSettings, executed_flops_per_token: float, peak: float, utilisation: float
 ) -> float:
     """Compute seconds at a flat utilisation of dense peak: executed FLOPs of one replica's
-    tokens over its t x p GPUs."""
-    del compiled  # a measured utilisation already includes what the stack does
+    tokens over its t x p GPUs (a measured utilisation already includes what the stack does)."""
     tokens_per_replica = settings.micro_batch * settings.seq_len * settings.grad_accum
     gpus_per_replica = settings.tensor_parallel * settings.pipeline_parallel
-    return (
-        training_flops_per_token(spec, settings) * tokens_per_replica / (peak * 1e12 * utilisation * gpus_per_replica)
-    )
+    return executed_flops_per_token * tokens_per_replica / (peak * 1e12 * utilisation * gpus_per_replica)
 
 
 def _assumptions(
@@ -487,8 +484,12 @@ def estimate_time(
     settings = language_model_settings(spec, settings)
     peak, fmt = rate_and_format(gpu, settings.precision, time_settings.fp32_uses_tf32)
     m = settings.grad_accum
+    skipped_model, skipped_recomputed = skipped_layer_flops_per_token(spec, with_images, settings)
+    model_flops = model_flops_per_token(spec, settings) + vision_flops - skipped_model
+    executed_flops = training_flops_per_token(spec, settings) + vision_flops - skipped_model - skipped_recomputed
+    running_layers = 1 - layers_skipped_without_images(spec, with_images) / spec.n_layers
     if time_settings.utilisation is not None:
-        compute_s = _flat_compute_s(spec, settings, peak, time_settings.utilisation, time_settings.compile)
+        compute_s = _flat_compute_s(settings, executed_flops, peak, time_settings.utilisation)
         by_class = {"flat utilisation": compute_s}
     else:
         fraction = time_settings.matmul_fraction or matmul_fraction(gpu, fmt)
@@ -517,7 +518,7 @@ def estimate_time(
         if parts.vision_s:
             by_class["vision"] = parts.vision_s
     links = dimension_links(gpu, settings, time_settings)
-    tp_s = m * communication.tp_bytes_per_micro(spec, settings) / (links["tp"] * 1e9)
+    tp_s = m * communication.tp_bytes_per_micro(spec, settings) * running_layers / (links["tp"] * 1e9)
     pp_s = m * communication.pp_bytes_per_micro(spec, settings, time_settings.virtual_stages) / (links["pp"] * 1e9)
     ep_bytes = communication.moe_alltoall_bytes_per_micro(spec, settings, expert_parallel_of(spec, time_settings))
     ep_s = m * ep_bytes / (links["ep"] * 1e9)
@@ -534,9 +535,6 @@ def estimate_time(
     tokens_per_step = tokens_per_replica * settings.gpus
     tokens_per_s = tokens_per_step / step_s
     per_gpu = tokens_per_s / settings.total_gpus
-    skipped_model, skipped_recomputed = skipped_layer_flops_per_token(spec, with_images, settings)
-    model_flops = model_flops_per_token(spec, settings) + vision_flops - skipped_model
-    executed_flops = training_flops_per_token(spec, settings) + vision_flops - skipped_model - skipped_recomputed
     mfu = per_gpu * model_flops / (peak * 1e12)
     dataset_tokens = time_settings.tokens_per_epoch(settings.seq_len)
     steps_per_epoch = math.ceil(dataset_tokens / tokens_per_step)

@@ -306,3 +306,18 @@ def test_mllama_cross_attention_layers_share_the_states_and_masks():
     split = settings.model_copy(update={"tensor_parallel": 2})
     assert cross_layer_gate_bytes(MLLAMA, split) == 67_108_864 / 2
     assert cross_attention_shared_bytes(MLLAMA, split) == 52_461_568 + 1_024
+
+
+def test_without_images_the_flat_utilisation_and_tensor_parallel_traffic_skip_them_too():
+    """The same 8 skipped layers under a flat utilisation (executed FLOPs) and under tensor
+    parallelism (4 all-reduces per running layer): as the 32-layer language model."""
+    gpu = find_gpu("H100-SXM5-80GB")
+    language_model_32 = MLLAMA.model_copy(update={"n_layers": 32, "vision": None, "extra_params": 0})
+    for time_settings, settings in [
+        (TimeSettings(dataset_tokens=1e9, utilisation=0.4), TrainingSettings(seq_len=4096, precision="bf16-mixed")),
+        (TimeSettings(dataset_tokens=1e9), TrainingSettings(seq_len=4096, precision="bf16-mixed", tensor_parallel=2)),
+    ]:
+        text_only = estimate_time(MLLAMA, settings, gpu, time_settings)
+        plain = estimate_time(language_model_32, settings, gpu, time_settings)
+        assert text_only.compute_by_class_s.get("flat utilisation") == plain.compute_by_class_s.get("flat utilisation")
+        assert text_only.comm_by_dimension_s["tp"] == pytest.approx(plain.comm_by_dimension_s["tp"])
