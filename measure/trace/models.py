@@ -66,6 +66,8 @@ from measure.trace.result import UnsupportedConfiguration
 from measure.trace.support import check_spec
 
 BoundaryHook = Callable[[int, torch.Tensor], None]
+Tensor = torch.Tensor
+MaybeTensor = torch.Tensor | None
 
 
 class LayerContext(NamedTuple):
@@ -321,26 +323,12 @@ class Attention(nn.Module):
             k = self.k_norm(k.transpose(1, 2)).transpose(1, 2)
         return q, k, v
 
-    def _eager_core(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        hidden_future: torch.Tensor | None,
-        bias: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def _eager_core(self, q: Tensor, k: Tensor, v: Tensor, future: MaybeTensor, bias: MaybeTensor = None) -> Tensor:
         if self.sinks is not None:
-            return sink_attention(q, k, v, hidden_future, self.sinks)
-        return eager_attention(q, k, v, hidden_future, self.softmax_fp32, self.dropout, self.softcap, bias)
+            return sink_attention(q, k, v, future, self.sinks)
+        return eager_attention(q, k, v, future, self.softmax_fp32, self.dropout, self.softcap, bias)
 
-    def _fused_core(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        hidden_future: torch.Tensor | None,
-        bias: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def _fused_core(self, q: Tensor, k: Tensor, v: Tensor, future: MaybeTensor, bias: MaybeTensor = None) -> Tensor:
         if bias is not None:  # CUDA's flash kernel takes no mask: the memory-efficient one runs
             return memory_efficient_attention(q, k, v, bias=bias, causal=False)
         return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, dropout_p=0.0)
