@@ -2467,7 +2467,14 @@ def images_note(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
     if tower.cross_attention_layers:
         # Mllama's projector is one linear, whose input is counted (projector_input_bytes)
         extras = "its gates, attention masks and the projector's input are counted (calculators.mllama)"
-        return notes + [f"{reads}; {encoder}; {extras}."]
+        frozen = []
+        if settings.frozen_layers and settings.method == "full":
+            frozen = [
+                "Frozen first layers with images: the trained projector's image states reach the frozen "
+                "cross-attention layers among them, so backward runs through the frozen layers from the first of "
+                "those; the estimate counts the frozen layers as keeping nothing and running no backward (low)."
+            ]
+        return notes + [f"{reads}; {encoder}; {extras}."] + frozen
     return notes + [f"{reads}; {encoder}; the projector's own activations are not counted."]
 
 

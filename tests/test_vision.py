@@ -321,3 +321,12 @@ def test_without_images_the_flat_utilisation_and_tensor_parallel_traffic_skip_th
         plain = estimate_time(language_model_32, settings, gpu, time_settings)
         assert text_only.compute_by_class_s.get("flat utilisation") == plain.compute_by_class_s.get("flat utilisation")
         assert text_only.comm_by_dimension_s["tp"] == pytest.approx(plain.comm_by_dimension_s["tp"])
+
+
+def test_frozen_first_layers_with_llama32_vision_images_are_flagged_as_low():
+    """The image states need gradients (the projector trains), so they make the frozen
+    cross-attention layers record; the estimate says it counts the frozen layers as keeping nothing."""
+    frozen = estimate_memory(MLLAMA, bf16(images_per_sample=1, seq_len=512, frozen_layers=10))
+    trained = estimate_memory(MLLAMA, bf16(images_per_sample=1, seq_len=512))
+    assert any(line.startswith("Frozen first layers with images") for line in frozen.assumptions)
+    assert not any(line.startswith("Frozen first layers with images") for line in trained.assumptions)
