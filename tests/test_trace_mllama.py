@@ -22,26 +22,26 @@ from measure.trace.result import UnsupportedConfiguration  # noqa: E402
 from measure.trace.support import check_supported  # noqa: E402
 from measure.trace.tracer import trace_step  # noqa: E402
 
-# A small Llama 3.2 Vision: 5 text layers of width 64, the fourth (index 3) a cross-attention
-# layer; an encoder of width 32, 4 local and 1 gated global layer, on 2 tiles of 28 px in 14 px
+# A small Llama 3.2 Vision: 3 text layers of width 64, the third (index 2) a cross-attention
+# layer; an encoder of width 32, 2 local and 1 gated global layer, on 2 tiles of 28 px in 14 px
 # patches (4 + 1 class = 5 patches, padded to 8), the projector reading 3 x 32 = 96 channels.
 TINY_MLLAMA = spec_from_config_dict(
     {
         "model_type": "mllama",
         "text_config": {
-            "model_type": "mllama_text_model", "hidden_size": 64, "intermediate_size": 172, "num_hidden_layers": 5,
+            "model_type": "mllama_text_model", "hidden_size": 64, "intermediate_size": 172, "num_hidden_layers": 3,
             "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 64,
-            "cross_attention_layers": [3],
+            "cross_attention_layers": [2],
         },
         "vision_config": {
             "model_type": "mllama_vision_model", "hidden_size": 32, "intermediate_size": 64, "attention_heads": 2,
-            "num_hidden_layers": 4, "num_global_layers": 1, "image_size": 28, "patch_size": 14, "max_num_tiles": 2,
+            "num_hidden_layers": 2, "num_global_layers": 1, "image_size": 28, "patch_size": 14, "max_num_tiles": 2,
             "vision_output_dim": 96,
         },
     }
 )  # fmt: skip
 UNPADDED, PADDED = 2 * 5, 2 * 8  # patches per image
-ENCODER_LAYERS, CROSS_LAYERS = 5, 1
+ENCODER_LAYERS, CROSS_LAYERS = 3, 1
 
 
 @functools.cache
@@ -125,9 +125,9 @@ def test_two_images_per_sample_and_two_samples():
 
 def test_without_images_the_cross_attention_layers_are_skipped():
     """MllamaTextModel skips a cross-attention layer without images: the text-only step keeps
-    what a 4-layer Llama of the same shapes keeps, in the trace and in the engine alike, and under
-    autocast casts only the 4 layers' weights."""
-    llama = TINY_MLLAMA.model_copy(update={"n_layers": 4, "vision": None, "extra_params": 0})
+    what a 2-layer Llama of the same shapes keeps, in the trace and in the engine alike, and under
+    autocast casts only the 2 layers' weights."""
+    llama = TINY_MLLAMA.model_copy(update={"n_layers": 2, "vision": None, "extra_params": 0})
     for precision in ("bf16", "amp-bf16"):
         settings = TrainingSettings(seq_len=32, precision=precision)
         phase = "end of forward"
@@ -139,12 +139,12 @@ def test_without_images_the_cross_attention_layers_are_skipped():
 
 
 def test_the_tiny_models_geometry():
-    """2 tiles of 5 patches padded to 8: 16 patches per image; the cross-attention layer at index 3
-    (Llama 3.2 Vision's 3, 8, ..., 38 of 40)."""
+    """2 tiles of 5 patches padded to 8: 16 patches per image; the cross-attention layer at index 2
+    of 3 (Llama 3.2 Vision's 3, 8, ..., 38 of 40)."""
     vision = MllamaVision(TINY_MLLAMA, TINY_MLLAMA.vision, "fused", "none")
     assert (vision.tiles, vision.patches_per_tile, vision.padded_per_tile) == (2, 5, 8)
     assert TINY_MLLAMA.vision.tokens_per_image == PADDED
-    assert cross_attention_positions(5, 1) == {3}
+    assert cross_attention_positions(3, 1) == {2}
     assert cross_attention_positions(40, 8) == {3, 8, 13, 18, 23, 28, 33, 38}
 
 
