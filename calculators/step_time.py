@@ -30,10 +30,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from calculators.communication import trainable_parameters_per_rank
-from calculators.geometry import layer_linears, split
+from calculators.geometry import attention_linears, layer_linears, split
 from calculators.gpu_catalogue import GpuSpec
 from calculators.mllama import layers_skipped_without_images
-from calculators.model_spec import ModelSpec
+from calculators.model_spec import ModelSpec, extension
 from calculators.training import (
     TrainingSettings,
     compute_bytes,
@@ -630,6 +630,29 @@ def cross_attention_seconds(
     return vision_tower(spec).cross_attention_layers * per_layer
 
 
+def decoder_cross_attention_seconds(
+    spec: ModelSpec, settings: TrainingSettings, rates: GemmRates, attention_forward_s: float, trained_share: float
+) -> tuple[float, float, float]:
+    """(GEMM, attention, recompute) seconds per micro-batch of an encoder-decoder model's
+    cross-attention blocks, one in each decoder layer of this stage (T5: transformers
+    T5LayerCrossAttention, q/k/v/o of the self-attention's shapes; Raffel et al. 2020, arXiv
+    1910.10683, Sec. 3.1.1), which the layer's own linears (calculators.geometry.layer_linears)
+    leave out. Its core attends over every encoder token, the whole square, twice the causal half
+    attention_seconds_forward times; backward 2.5x; full checkpointing reruns the block's
+    forward. `trained_share`: the share of layers that run backward."""
+    decoder_layers = extension(spec, "cross_attention_layers") / settings.pipeline_parallel
+    if not decoder_layers:
+        return 0.0, 0.0, 0.0
+    linears = attention_linears(spec, settings.tensor_parallel)
+    fwd, bwd = layer_gemm_seconds(spec, settings, rates, settings.method == "full", linears=linears)
+    core = 2 * attention_forward_s
+    backward_layers = decoder_layers * trained_share
+    gemm = decoder_layers * fwd + backward_layers * bwd
+    attention = decoder_layers * core + backward_layers * core * 2.5
+    recompute = backward_layers * (fwd + core) if settings.checkpointing == "full" else 0.0
+    return gemm, attention, recompute
+
+
 def op_selective_recomputed_linears(spec: ModelSpec, tensor_parallel: int = 1) -> list:
     """The linears whose output torchtitan's per-op selective checkpointing recomputes: every
     second matmul of a layer, counted in forward order (the 2nd, 4th, ...; the count restarts in
@@ -716,6 +739,13 @@ def step_compute(
         recompute_per_micro = backward_layers * (
             op_selective_recompute_seconds(spec, settings, rates, expert_parallel) + elementwise_fwd
         )
+
+    cross_gemm, cross_attention, cross_recompute = decoder_cross_attention_seconds(
+        spec, settings, rates, attn_fwd, backward_layers / layers if layers else 0.0
+    )
+    gemm_per_micro += cross_gemm
+    attention_per_micro += cross_attention
+    recompute_per_micro += cross_recompute
 
     sharded = settings.gpus if settings.zero >= 1 else 1
     optimizer_params = trainable_parameters_per_rank(spec, settings, expert_parallel) / sharded

@@ -333,3 +333,25 @@ def test_op_selective_recompute_flops_per_token():
 
     settings = TrainingSettings(checkpointing="op-selective")
     assert recompute_flops_per_token(LLAMA2_7B, settings) == 5_033_164_800
+
+
+def test_t5_decoder_layers_time_their_cross_attention_blocks():
+    """flan-t5-base: 12 encoder and 12 decoder layers, h 768 = 12 heads x 64. Each decoder layer
+    has a cross-attention block (q/k/v/o, 768 x 768 each) that the layer's own linears leave out:
+    the step's GEMMs gain 12 x those four linears' forward and backward, and its attention gains 12
+    cores over the whole encoder square, twice a causal layer's half: the attention doubles."""
+    from calculators.geometry import attention_linears
+    from calculators.model_library import library_spec
+    from calculators.step_time import layer_gemm_seconds
+
+    t5 = library_spec("google/flan-t5-base")
+    settings = TrainingSettings(seq_len=512, micro_batch=8, precision="bf16-mixed")
+    time_settings = TimeSettings(dataset_tokens=1e9)
+    with_blocks = estimate_time(t5, settings, H100, time_settings).compute_by_class_s
+    no_cross = t5.model_copy(update={"cross_attention_layers": 0})
+    without = estimate_time(no_cross, settings, H100, time_settings).compute_by_class_s
+    assert [(linear.in_features, linear.out_features) for linear in attention_linears(t5)] == [(768, 768)] * 4
+    rates = GemmRates(peak_tflops=989.0, fraction=794.5 / 989 * 0.825, bandwidth_tbps=3.35, element_bytes=2)
+    fwd, bwd = layer_gemm_seconds(t5, settings, rates, True, linears=attention_linears(t5))
+    assert with_blocks["gemm"] - without["gemm"] == pytest.approx(12 * (fwd + bwd))
+    assert with_blocks["attention"] == pytest.approx(2 * without["attention"])
