@@ -83,6 +83,7 @@ from calculators.training import (
     TrainingSettings,
     autocast_casts_hidden_states,
     compute_bytes,
+    decoder_settings,
     frozen_weight_bytes,
     gradient_bytes,
     hidden_states_fp32,
@@ -1709,13 +1710,20 @@ def first_norm_unrecorded_bytes(spec: ModelSpec, settings: TrainingSettings) -> 
     keep its output as every layer's do. Pre-norm layers only (a post-norm layer's norms read the
     residual sum, which the attention's adapters make require grad), and not under full or per-op
     checkpointing, which keep the layer's input instead. Traced: a tiny Llama under LoRA, 4h + 4
-    bytes per token less (tests/test_trace_lora_autocast.py)."""
+    bytes per token less (tests/test_trace_lora_autocast.py). Under LoRA dropout the q/k/v
+    adapters' dropouts of that output record no 1-byte mask either, as it needs no gradient
+    (bench/accuracy.py's Llama LoRA dropout rows were 0.11-0.14% high by exactly those masks)."""
     if embedding_trainable(settings) or not spec.final_norm:
         return 0.0
     if settings.checkpointing in ("full", "op-selective"):
         return 0.0
     tokens = settings.micro_batch * settings.seq_len
-    return _per_rank(norm_saved_bytes(spec, settings, tokens, weight_trainable=False), settings)
+    masks = 0.0
+    if is_adapter_method(settings.method) and settings.lora_dropout:
+        adapted = [name for name in ("q", "k", "v") if is_adapted(name, settings.lora_targets)]
+        dropouts = min(len(adapted), 1) if fuses_qkv(spec, settings) else len(adapted)
+        masks = dropouts * tokens * spec.hidden_size
+    return _per_rank(norm_saved_bytes(spec, settings, tokens, weight_trainable=False) + masks, settings)
 
 
 def head_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -2007,10 +2015,16 @@ def _t5_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
     """How the encoder-decoder is counted (encoder_decoder_activation_bytes)."""
     if not extension(spec, "cross_attention_layers"):
         return []
+    target = decoder_settings(spec, settings).seq_len
+    lengths = (
+        f"the encoder runs {settings.seq_len} input tokens, the decoder and LM head {target} target tokens"
+        if settings.target_len
+        else f"encoder and decoder each run {settings.seq_len} tokens (no target length given)"
+    )
     return [
-        "T5: encoder and decoder each run seq_len tokens; attention is eager (transformers' T5Attention adds the "
-        "relative position bias to the scores and has no fused path), with its softmax in fp32; each decoder "
-        "layer's cross-attention keeps a block like self-attention's, its k and v reading the encoder's output."
+        f"T5: {lengths}; attention is eager (transformers' T5Attention adds the relative position bias to the "
+        "scores and has no fused path), with its softmax in fp32; each decoder layer's cross-attention keeps a "
+        "block like self-attention's, its k and v reading the encoder's output."
     ]
 
 
@@ -2250,17 +2264,20 @@ def stage_phases(
     the last layer in backward is a sparse one, the first a dense one when the stage trains one."""
     terms = layer_activation_terms(spec, settings)
 
-    def kept_and_backward(layer_terms: dict[str, float], dense: bool) -> tuple[float, float]:
-        """(bytes a layer keeps until its backward, bytes its backward adds on top)."""
-        kept = kept_per_layer_bytes(layer_terms, spec, settings)
+    def kept_and_backward(
+        layer_terms: dict[str, float], dense: bool, run: TrainingSettings = settings
+    ) -> tuple[float, float]:
+        """(bytes a layer keeps until its backward, bytes its backward adds on top); `run`: the
+        settings the layer runs with (an encoder-decoder's decoder: decoder_settings)."""
+        kept = kept_per_layer_bytes(layer_terms, spec, run)
         # The layer in backward holds its peak (layer_backward_peak_bytes); under full
         # checkpointing its kept input stays alive on top, otherwise the peak includes it.
-        in_backward = layer_backward_peak_bytes(layer_terms, spec, settings, dense=dense)
-        if settings.checkpointing == "op-selective":
+        in_backward = layer_backward_peak_bytes(layer_terms, spec, run, dense=dense)
+        if run.checkpointing == "op-selective":
             # the rebuilt layer replaces what was kept of it; its checkpointed input stays on top
-            tokens = settings.micro_batch * settings.seq_len
-            in_backward -= _per_rank(op_selective_saved_bytes(spec, settings, tokens), settings)
-        elif settings.checkpointing != "full":
+            tokens = run.micro_batch * run.seq_len
+            in_backward -= _per_rank(op_selective_saved_bytes(spec, run, tokens), run)
+        elif run.checkpointing != "full":
             in_backward -= kept
         return kept, in_backward
 
@@ -2275,6 +2292,13 @@ def stage_phases(
     saved_layers = sparse_active * saved_per_layer + dense_active * saved_dense
     # the last layer to run backward first is sparse unless the stage trains dense layers only
     last_in_backward = layer_in_backward if sparse_active else dense_in_backward
+    # an encoder-decoder's last layer and head run on the target's tokens; a checkpointed
+    # decoder layer rebuilds its cross-attention block too
+    decoder = decoder_settings(spec, settings)
+    if extension(spec, "cross_attention_layers") and layout.active_layers:
+        last_in_backward = kept_and_backward(layer_activation_terms(spec, decoder), False, decoder)[1]
+        if settings.checkpointing == "full":
+            last_in_backward += cross_attention_block_bytes(spec, settings)
     first_saved, first_in_backward = saved_per_layer, layer_in_backward
     if dense_active:
         first_saved, first_in_backward = saved_dense, dense_in_backward
@@ -2287,7 +2311,7 @@ def stage_phases(
     if layout.has_embedding and layout.active_layers:
         embedding_act += rotary_table_bytes(spec, settings)
     embedding_act += tower_bytes
-    head_act = head_activation_bytes(spec, settings) if layout.has_head else 0.0
+    head_act = head_activation_bytes(spec, decoder) if layout.has_head else 0.0
     layers_on_gpu_bytes = saved_layers
     if settings.activation_offload:
         resident = min(layout.active_layers, OFFLOAD_RESIDENT_LAYERS)
@@ -2297,8 +2321,8 @@ def stage_phases(
     earlier_micro_batches = (layout.in_flight - 1) * one_micro_batch
     all_activations = one_micro_batch + earlier_micro_batches
     offloaded_bytes = (saved_layers - layers_on_gpu_bytes) * layout.in_flight
-    logits_forward, logits_backward = logits_bytes(spec, settings) if layout.has_head else (0.0, 0.0)
-    held_logits = kept_logits_bytes(spec, settings) if layout.has_head else 0.0
+    logits_forward, logits_backward = logits_bytes(spec, decoder) if layout.has_head else (0.0, 0.0)
+    held_logits = kept_logits_bytes(spec, decoder) if layout.has_head else 0.0
 
     base = {
         "weights": states.weights,
@@ -2544,65 +2568,111 @@ def t5_attention_settings(spec: ModelSpec, settings: TrainingSettings) -> Traini
 def encoder_decoder_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     """What T5's decoder keeps beyond the self-attention layers the engine counts each of its
     layers as, for one micro-batch (transformers models/t5/modeling_t5.py @6b8b757d,
-    T5LayerCrossAttention; both stacks on seq_len tokens):
+    T5LayerCrossAttention), the encoder on seq_len tokens and the decoder on target_len
+    (decoder_settings):
+    - per decoder layer, what a layer keeps on the target's tokens rather than the input's;
     - per decoder layer, a cross-attention block: its norm, q's input, the q/k/v copies the
-      score matmuls keep, the eager core and o's input, as a self-attention block keeps them,
-      with k and v reading the encoder's output instead of the normed hidden state (under
-      autocast each of them keeps its own half cast of it);
+      score matmuls keep (q over the target, k and v over the input), the eager core (target x
+      input scores) and o's input, as a self-attention block keeps them, with k and v reading the
+      encoder's output instead of the normed hidden state (under autocast each of them keeps its
+      own half cast of it);
     - once, the encoder's output (without autocast the k/v linears of every decoder layer keep
-      that one tensor), the encoder's final norm and dropout mask, and the decoder embedding's
-      dropout mask;
-    - the relative positions' bucket indices, int64 seq x seq per stack, kept by the bias
-      embedding for its backward.
+      that one tensor), the encoder's final norm and dropout mask, and the two embeddings'
+      dropout masks;
+    - the relative positions' bucket indices, int64 queries x keys per stack, kept by the bias
+      embedding for its backward, and the decoder's int64 input ids.
     Under full checkpointing (each block checkpointed, as transformers' gradient checkpointing
     does) the encoder's output is kept, and so are the three position biases every block is
-    given: batch x heads x seq x seq each, in the weight dtype. Traced (tests/test_trace_t5.py)."""
+    given: batch x heads x queries x keys each, in the weight dtype; what lies outside the blocks
+    (the final norm, the masks, the bucket indices) is kept either way. Traced
+    (tests/test_trace_t5.py)."""
     decoder_layers = extension(spec, "cross_attention_layers")
     if not decoder_layers:
         return 0.0
-    tokens, h, c = settings.micro_batch * settings.seq_len, spec.hidden_size, compute_bytes(settings.precision)
+    decoder = decoder_settings(spec, settings)
+    b, source, target = settings.micro_batch, settings.seq_len, decoder.seq_len
+    inputs, targets = b * source, b * target
+    h, c = spec.hidden_size, compute_bytes(settings.precision)
     trained = input_saving_linears(settings)
-    mask = dropout_mask_bytes(spec, tokens)
-    encoder_output = c * tokens * h
+    encoder_output = c * inputs * h
+    decoder_length = decoder_layers * (
+        kept_per_layer_bytes(layer_activation_terms(spec, decoder), spec, decoder)
+        - kept_per_layer_bytes(layer_activation_terms(spec, settings), spec, settings)
+    )
+    # outside the blocks, checkpointed or not: the encoder's final norm, the encoder output's and
+    # the decoder embedding's dropout masks, and each stack's int64 position-bucket indices
+    final_norm = norm_saved_bytes(spec, settings, inputs, weight_trainable=settings.method == "full")
+    masks = dropout_mask_bytes(spec, inputs) + dropout_mask_bytes(spec, targets)
+    outside = final_norm + masks
+    if embedding_trainable(settings):
+        # the bucket indices, kept by the trained position-bias embeddings; decoder_input_ids, the
+        # labels shifted right into a new int64 tensor (T5ForConditionalGeneration._shift_right),
+        # kept by the trained token embedding
+        outside += 8 * (source**2 + target**2) + 8 * targets
+    # with the embeddings frozen (LoRA) the decoder's first norm, like the encoder's, records nothing
+    decoder_length -= first_norm_unrecorded_bytes(spec, decoder)
     if settings.checkpointing == "full":
         # every checkpointed block keeps the stack's position bias it was given, batch x heads x
-        # seq x seq in the weight dtype: the encoder's, the decoder's and the cross-attention's
-        biases = 3 * settings.micro_batch * spec.n_heads * settings.seq_len**2 * weight_bytes(settings.precision)
-        return _per_rank(encoder_output + biases, settings)
-    terms = layer_activation_terms(spec, settings)
-    kv_names = len(trained.intersection(("k", "v")))
-    self_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(("q", "k", "v"))))
-    cross_inputs = linear_inputs_saved_bytes(settings, tokens, h, len(trained.intersection(("q",))))
-    if autocast_casts_hidden_states(settings):
-        cross_inputs += linear_inputs_saved_bytes(settings, tokens, h, kv_names)
-        encoder_output = 0.0  # fp32, kept by no one: each k/v linear keeps its half cast
-    elif not kv_names:
+        # queries x keys in the weight dtype: the encoder's, the decoder's and the cross-attention's
+        squares = source**2 + target**2 + target * source
+        biases = b * spec.n_heads * squares * weight_bytes(settings.precision)
+        return _per_rank(encoder_output + biases + outside, settings) + decoder_length
+    kv_names = trained.intersection(("k", "v"))
+    dropped_out = is_adapter_method(settings.method) and settings.lora_dropout > 0
+    if autocast_casts_hidden_states(settings) or not kv_names or dropped_out:
+        # under autocast each k/v linear keeps its own half cast of the fp32 output instead; no k/v
+        # linear keeps it without a trained one; LoRA dropout's adapters keep their dropouts' outputs
         encoder_output = 0.0
-    norm = norm_saved_bytes(spec, settings, tokens, weight_trainable=settings.method == "full")
+    block = cross_attention_block_bytes(spec, settings)
+    return decoder_layers * block + _per_rank(encoder_output + outside, settings) + decoder_length
+
+
+def cross_attention_block_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """What one of T5's cross-attention blocks keeps, per decoder layer and rank, beyond the
+    self-attention block the engine counts its layer as (encoder_decoder_activation_bytes): its
+    norm, q's input, the q/k/v copies the score matmuls keep (q over the target, k and v over the
+    input), the eager core (target x input scores) and o's input; under autocast k's and v's own
+    half casts of the encoder's output; adapters' intermediates and dropouts under LoRA. What a
+    checkpointed decoder layer rebuilds in its backward on top of its self-attention block."""
+    decoder = decoder_settings(spec, settings)
+    b, source, target = settings.micro_batch, settings.seq_len, decoder.seq_len
+    inputs, targets = b * source, b * target
+    h, c = spec.hidden_size, compute_bytes(settings.precision)
+    trained = input_saving_linears(settings)
+    terms = layer_activation_terms(spec, decoder)
+    self_inputs = linear_inputs_saved_bytes(settings, targets, h, len(trained.intersection(("q", "k", "v"))))
+    cross_inputs = linear_inputs_saved_bytes(settings, targets, h, len(trained.intersection(("q",))))
+    if autocast_casts_hidden_states(settings):
+        cross_inputs += linear_inputs_saved_bytes(settings, inputs, h, len(trained.intersection(("k", "v"))))
+    norm = norm_saved_bytes(spec, settings, targets, weight_trainable=settings.method == "full")
+    # k and v over the input's tokens, the scores over target x input, rather than the target's
+    keys_over_input = 2 * c * (inputs - targets) * spec.kv_dim
+    scores_over_input = attention_score_bytes(spec, decoder) * b * spec.n_heads * target * (source - target)
     block = norm + _per_rank(cross_inputs - self_inputs, settings) + terms["attention_projections"]
-    block += terms["attention_core"] + _per_rank(cross_adapter_intermediate_bytes(spec, settings, tokens), settings)
+    block += terms["attention_core"] + _per_rank(keys_over_input + scores_over_input, settings)
+    block += _per_rank(cross_adapter_intermediate_bytes(spec, settings, targets, inputs), settings)
     if is_adapter_method(settings.method) and settings.lora_dropout:
         # each adapter drops out its own input: q the normed decoder state, k and v the encoder's
         # output (whose one counted copy no adapter keeps then), o the attention output
         sites = [
-            (("q",), tokens, h, True, True, False),
-            (("k", "v"), tokens, h, False, False, False),
-            (("o",), tokens, attention_output_width(spec), True, settings.attention == "eager", False),
+            (("q",), targets, h, True, True, False),
+            (("k", "v"), inputs, h, False, False, False),
+            (("o",), targets, attention_output_width(spec), True, settings.attention == "eager", False),
         ]
         block += _per_rank(lora_dropout_sites_bytes(settings, sites), settings)
-        encoder_output = 0.0 if kv_names else encoder_output
-    once = encoder_output + norm + 2 * mask + 2 * 8 * settings.seq_len**2
-    return decoder_layers * block + _per_rank(once, settings)
+    return block
 
 
-def cross_adapter_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+def cross_adapter_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, targets: int, inputs: int) -> float:
     """Under LoRA, each adapted linear of a cross-attention block keeps its adapter's r-wide
-    intermediate, as a self-attention block's do (lora_intermediate_bytes); LoRA dropout's masks
-    and outputs are encoder_decoder_activation_bytes'."""
+    intermediate, as a self-attention block's do (lora_intermediate_bytes): q's and o's over the
+    target's tokens, k's and v's over the input's; LoRA dropout's masks and outputs are
+    encoder_decoder_activation_bytes'."""
     if not is_adapter_method(settings.method):
         return 0.0
     adapted = cross_attention_adapted_linears(spec, settings.lora_targets)
-    return len(adapted) * compute_bytes(settings.precision) * tokens * settings.lora_rank
+    rows = sum(inputs if linear.name in ("k", "v") else targets for linear in adapted)
+    return compute_bytes(settings.precision) * rows * settings.lora_rank
 
 
 def skipped_cross_attention_layers(spec: ModelSpec, settings: TrainingSettings, layout: StageLayout) -> float:

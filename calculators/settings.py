@@ -326,6 +326,14 @@ def _declare() -> list[Setting]:
         # training
         training("micro_batch", "mb", "Micro-batch", **train_only),
         training("seq_len", "seq", "Sequence length", unit="tokens", **train_only),
+        training(
+            "target_len",
+            "target",
+            "Target length (encoder-decoder; 0 = as the input)",
+            unit="tokens",
+            zero_means_unset=True,
+            **train_only,
+        ),
         training("grad_accum", "ga", "Grad. accumulation", **train_only),
         training("images_per_sample", "imgs", "Images per sample", **train_only),
         training(

@@ -37,6 +37,7 @@ from calculators.model_spec import ModelSpec, extension
 from calculators.training import (
     TrainingSettings,
     compute_bytes,
+    decoder_settings,
     gradient_bytes,
     master_weight_bytes,
     optimizer_state_element_bytes,
@@ -637,15 +638,22 @@ def decoder_cross_attention_seconds(
     cross-attention blocks, one in each decoder layer of this stage (T5: transformers
     T5LayerCrossAttention, q/k/v/o of the self-attention's shapes; Raffel et al. 2020, arXiv
     1910.10683, Sec. 3.1.1), which the layer's own linears (calculators.geometry.layer_linears)
-    leave out. Its core attends over every encoder token, the whole square, twice the causal half
-    attention_seconds_forward times; backward 2.5x; full checkpointing reruns the block's
-    forward. `trained_share`: the share of layers that run backward."""
+    leave out: q and o over the target's tokens, k and v over the input's (decoder_settings). Its
+    core attends from every target token to every input token: the input's whole square (twice
+    the causal half `attention_forward_s` times, the encoder's) scaled by target / input;
+    backward 2.5x; full checkpointing reruns the block's forward. `trained_share`: the share of
+    layers that run backward."""
     decoder_layers = extension(spec, "cross_attention_layers") / settings.pipeline_parallel
     if not decoder_layers:
         return 0.0, 0.0, 0.0
+    decoder, trains = decoder_settings(spec, settings), settings.method == "full"
     linears = attention_linears(spec, settings.tensor_parallel)
-    fwd, bwd = layer_gemm_seconds(spec, settings, rates, settings.method == "full", linears=linears)
-    core = 2 * attention_forward_s
+    from_target = [linear for linear in linears if linear.name in ("q", "o")]
+    from_input = [linear for linear in linears if linear.name not in ("q", "o")]
+    q_o = layer_gemm_seconds(spec, decoder, rates, trains, linears=from_target)
+    k_v = layer_gemm_seconds(spec, settings, rates, trains, linears=from_input)
+    fwd, bwd = q_o[0] + k_v[0], q_o[1] + k_v[1]
+    core = 2 * attention_forward_s * decoder.seq_len / settings.seq_len
     backward_layers = decoder_layers * trained_share
     gemm = decoder_layers * fwd + backward_layers * bwd
     attention = decoder_layers * core + backward_layers * core * 2.5
@@ -711,23 +719,35 @@ def step_compute(
     # A frozen prefix (full training with frozen first layers) needs no backward at all: no
     # gradient flows below the first trained layer. Adapters need the input gradient everywhere.
     backward_layers = layers * (1 - min(1.0, settings.frozen_layers / spec.n_layers))
-    fwd, bwd = layer_gemm_seconds(spec, settings, rates, settings.method == "full", expert_parallel)
-    head_fwd, head_bwd = head_gemm_seconds(spec, settings, rates)
+    # an encoder-decoder's decoder layers and head run on the target's tokens (decoder_settings):
+    # per-layer figures are the encoder's and the decoder's weighted by their layer counts
+    decoder = decoder_settings(spec, settings)
+    decoder_share = extension(spec, "cross_attention_layers") / spec.n_layers if decoder is not settings else 0.0
+
+    def per_layer(figure) -> float:
+        return (1 - decoder_share) * figure(settings) + (decoder_share * figure(decoder) if decoder_share else 0.0)
+
+    trains = settings.method == "full"
+    fwd = per_layer(lambda run: layer_gemm_seconds(spec, run, rates, trains, expert_parallel)[0])
+    bwd = per_layer(lambda run: layer_gemm_seconds(spec, run, rates, trains, expert_parallel)[1])
+    head_fwd, head_bwd = head_gemm_seconds(spec, decoder, rates)
     gemm_per_micro = layers * fwd + backward_layers * bwd + head_fwd + head_bwd
 
     attention_peak = gpu.dense_tflops("bf16") or peak_tflops  # fp8 runs attention in bf16
     attention_fraction = flash_attention_fraction(gpu, attention_kernel)
-    attn_fwd = attention_seconds_forward(spec, settings, attention_peak, attention_fraction)
+    attn_fwd = per_layer(lambda run: attention_seconds_forward(spec, run, attention_peak, attention_fraction))
     attention_per_micro = layers * attn_fwd + backward_layers * attn_fwd * 2.5
 
-    tokens = settings.micro_batch * settings.seq_len
     bytes_per_s = bandwidth * 1e12
-    elementwise_fwd = tokens * elementwise_bytes_per_token(spec, settings, fused) / bytes_per_s
+    elementwise_fwd = per_layer(
+        lambda run: run.micro_batch * run.seq_len * elementwise_bytes_per_token(spec, run, fused) / bytes_per_s
+    )
     # backward: read the inputs and the output gradient, write the input gradient
     elementwise_per_micro = layers * elementwise_fwd + backward_layers * elementwise_fwd * 2
     if fp8:
         elementwise_per_micro += layers * fp8_cast_bytes(spec, settings, expert_parallel) / bytes_per_s
-    loss_per_micro = tokens * loss_bytes_per_token(spec, settings, fused, loss_kernel) / bytes_per_s
+    head_tokens = decoder.micro_batch * decoder.seq_len
+    loss_per_micro = head_tokens * loss_bytes_per_token(spec, decoder, fused, loss_kernel) / bytes_per_s
 
     recompute_per_micro = 0.0
     if settings.checkpointing == "full":
@@ -740,8 +760,9 @@ def step_compute(
             op_selective_recompute_seconds(spec, settings, rates, expert_parallel) + elementwise_fwd
         )
 
+    encoder_attention_fwd = attention_seconds_forward(spec, settings, attention_peak, attention_fraction)
     cross_gemm, cross_attention, cross_recompute = decoder_cross_attention_seconds(
-        spec, settings, rates, attn_fwd, backward_layers / layers if layers else 0.0
+        spec, settings, rates, encoder_attention_fwd, backward_layers / layers if layers else 0.0
     )
     gemm_per_micro += cross_gemm
     attention_per_micro += cross_attention

@@ -25,10 +25,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calculators import communication
 from calculators.communication import NVLINK_EFFICIENCY, allreduce_bytes, bubble_fraction, ring_factor  # noqa: F401
-from calculators.geometry import active_matmul_parameters, layer_matmul_elements
+from calculators.geometry import (
+    active_matmul_parameters,
+    cross_attention_params,
+    layer_matmul_elements,
+    vocab_matrix_elements,
+)
 from calculators.gpu_catalogue import GpuSpec
 from calculators.mllama import layers_skipped_without_images
-from calculators.model_spec import ModelSpec
+from calculators.model_spec import ModelSpec, extension
 from calculators.step_time import (
     ATTENTION_KERNEL_NAMES,
     DEFAULT_MATMUL_FRACTION,
@@ -46,7 +51,7 @@ from calculators.step_time import (
     op_selective_recomputed_linears,
     step_compute,
 )
-from calculators.training import TrainingSettings, language_model_settings
+from calculators.training import TrainingSettings, decoder_settings, language_model_settings
 from calculators.vision import tower_forward_flops_per_image, tower_trains, vision_tower
 
 # --- FLOPs per token -------------------------------------------------------------
@@ -138,6 +143,25 @@ def skipped_layer_flops_per_token(
         "op-selective": 2.0 * op_selective_recomputed_weights_per_token(spec),
     }.get(settings.checkpointing, 0.0)
     return skipped * (matmul_flops_factor(settings) * weights + attention), skipped * recomputed
+
+
+def target_length_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
+    """(model FLOPs, recomputed FLOPs) per input token that an encoder-decoder's decoder does not
+    do because its target is shorter than the input (T5 with target_len t < seq_len s; negative
+    when longer). Its layers (their cross-attention blocks included) and the LM head run on t
+    tokens per sample, not s: their matmul weights on t / s of the tokens, and its self-attention
+    (PaLM's term, Appendix B) over t instead of s."""
+    decoder = decoder_settings(spec, settings)
+    if decoder is settings:
+        return 0.0, 0.0
+    source, target = settings.seq_len, decoder.seq_len
+    decoder_layers = extension(spec, "cross_attention_layers")
+    head = vocab_matrix_elements(spec) if spec.head == "lm" else 0
+    weights = decoder_layers * (layer_matmul_elements(spec) + cross_attention_params(spec)[1]) + head
+    matmul_weights = weights * (1 - target / source)
+    attention = 12.0 * decoder_layers * spec.q_dim * (source - target**2 / source)
+    recomputed = {"full": 2.0 * matmul_weights + attention / 3, "selective": attention / 3}.get(settings.checkpointing)
+    return matmul_flops_factor(settings) * matmul_weights + attention, recomputed or 0.0
 
 
 def model_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -485,6 +509,8 @@ def estimate_time(
     peak, fmt = rate_and_format(gpu, settings.precision, time_settings.fp32_uses_tf32)
     m = settings.grad_accum
     skipped_model, skipped_recomputed = skipped_layer_flops_per_token(spec, with_images, settings)
+    shorter_model, shorter_recomputed = target_length_flops_per_token(spec, settings)
+    skipped_model, skipped_recomputed = skipped_model + shorter_model, skipped_recomputed + shorter_recomputed
     model_flops = model_flops_per_token(spec, settings) + vision_flops - skipped_model
     executed_flops = training_flops_per_token(spec, settings) + vision_flops - skipped_model - skipped_recomputed
     running_layers = 1 - layers_skipped_without_images(spec, with_images) / spec.n_layers

@@ -109,6 +109,13 @@ class TrainingSettings(BaseModel):
 
     micro_batch: int = Field(default=1, gt=0, le=1_000_000)
     seq_len: int = Field(default=2048, gt=0, le=10_000_000)
+    target_len: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description="an encoder-decoder model's (T5's) target tokens, which its decoder and LM head run on; "
+        "none given = as long as the input; decoder-only models ignore it",
+    )
     images_per_sample: int = Field(
         default=0,
         ge=0,
@@ -415,6 +422,15 @@ def image_tokens_per_image(spec: ModelSpec, settings: TrainingSettings) -> int:
         f"{spec.name} takes a number of tokens per image that depends on the image's size (dynamic resolution, "
         "e.g. Qwen2.5-VL: (height/28) x (width/28)); give it with --image-tokens"
     )
+
+
+def decoder_settings(spec: ModelSpec, settings: TrainingSettings) -> TrainingSettings:
+    """The settings as an encoder-decoder model's decoder and LM head see them: target_len tokens
+    per sample (T5's labels; the encoder runs on seq_len). Unchanged for a decoder-only model or
+    without a target length."""
+    if not extension(spec, "cross_attention_layers") or settings.target_len is None:
+        return settings
+    return settings.model_copy(update={"seq_len": settings.target_len, "target_len": None})
 
 
 def language_model_settings(spec: ModelSpec, settings: TrainingSettings) -> TrainingSettings:

@@ -110,3 +110,48 @@ def test_lora_activations_per_layer_pair_match_the_trace(targets, dropout, per_p
 
     assert per_layer_pair(trace_step) == per_pair
     assert per_layer_pair(estimate_memory) == per_pair
+
+
+TARGET_CASES = [
+    {},
+    {"precision": "amp-bf16"},
+    {"checkpointing": "full"},
+    {"method": "lora"},
+    {"method": "lora", "lora_dropout": 0.1, "lora_targets": "all-linear"},
+]
+
+
+@pytest.mark.parametrize("changes", TARGET_CASES, ids=[str(case) for case in TARGET_CASES])
+@pytest.mark.parametrize("target", [8, 48])
+def test_a_target_length_runs_the_decoder_and_head_on_the_target(changes, target):
+    """The encoder on 32 input tokens, the decoder and LM head on `target` target tokens (T5's
+    labels; transformers shifts them right into new int64 decoder_input_ids): at the end of
+    forward engine and trace keep the same activations but for the loss's two fp32 scalars
+    (8 B), shorter or longer than the input, trained or under LoRA (whose frozen embeddings leave
+    the bucket indices unkept and the decoder's first norm unrecorded, as the encoder's)."""
+    spec = spec_from_config_dict(TINY_T5 | {"feed_forward_proj": "gated-gelu"})
+    settings = TrainingSettings(**{"seq_len": 32, "precision": "bf16", "target_len": target} | changes)
+    traced = trace_step(spec, settings).phase_components_gib["end of forward"]["activations"]
+    estimated = estimate_memory(spec, settings).phase_components_gib["end of forward"]["activations"]
+    assert (traced - estimated) * GIB == 8
+
+
+def test_a_shorter_target_cuts_the_decoders_flops():
+    """flan-t5-base (12 + 12 layers, h 768, gated MLP 2048, vocab 32,128), 512 input and 128
+    target tokens. Per decoder layer the matmul weights are 4 x 768^2 + 3 x 768 x 2048 = 7,077,888
+    and its cross-attention block's 4 x 768^2 = 2,359,296; with the head's 32,128 x 768 =
+    24,674,304 that is 137,920,512 weights that run on a quarter of the tokens: 6 x 137,920,512 x
+    3/4 = 620,642,304 FLOPs per input token fewer, and the decoder's self-attention over 128
+    instead of 512 tokens, 12 x 12 x 768 x (512 - 128^2 / 512) = 53,084,160 fewer."""
+    from calculators.gpu_catalogue import find_gpu
+    from calculators.time_model import TimeSettings, estimate_time
+
+    t5, gpu = library_spec("google/flan-t5-base"), find_gpu("A100-SXM4-80GB")
+    time_settings = TimeSettings(dataset_tokens=1e9)
+    settings = TrainingSettings(seq_len=512, micro_batch=8, precision="bf16-mixed")
+    same = estimate_time(t5, settings, gpu, time_settings)
+    shorter = estimate_time(t5, settings.model_copy(update={"target_len": 128}), gpu, time_settings)
+    assert same.model_flops_per_token - shorter.model_flops_per_token == 620_642_304 + 53_084_160
+    as_long = estimate_time(t5, settings.model_copy(update={"target_len": 512}), gpu, time_settings)
+    assert as_long.step_s == same.step_s
+    assert shorter.step_s < same.step_s

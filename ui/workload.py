@@ -240,6 +240,10 @@ def _training_controls(mode: str) -> None:
                 help="LLaVA and Qwen2.5-VL's fine-tuning script freeze the image encoder; HF Trainer trains it. "
                 "LoRA and QLoRA always keep it frozen.",
             )
+    with sidebar.expander("Target length (encoder-decoder models)"):
+        state.number(
+            st, "target_len", help="T5's decoder and LM head run on the target's tokens; 0 = as many as the input"
+        )
     state.choice(sidebar, "precision", format_func=PRECISION_LABEL.get)
     state.choice(sidebar, "optimizer")
     state.choice(

@@ -19,7 +19,7 @@ Follows transformers' T5ForConditionalGeneration (src/transformers/models/t5/mod
   out as "gelu_new"), dropout, wo; dropout after each block and on each stack's embedding and
   final norm. With a tied head the decoder output is scaled by d_model^-0.5.
 
-Both stacks run on the same number of tokens (the target as long as the input). Full
+The decoder runs on target_len tokens (as many as the input when not given). Full
 checkpointing wraps each block and gives it the stack's position bias as an input, as
 transformers' gradient checkpointing does, so the bias is kept until backward.
 """
@@ -152,26 +152,28 @@ class T5Reference(nn.Module):
         self.lm_head = None if spec.tied_embeddings else nn.Linear(spec.hidden_size, spec.vocab_size, bias=False)
         self.vision_encoder = None
         self.output_width = spec.vocab_size
+        self.target_len: int | None = None  # the decoder's tokens when not as many as the input
 
     def _run(self, layer: T5Block, *args) -> torch.Tensor:
         if self.checkpointing == "full":
             return checkpoint(layer, *args, use_reentrant=False)
         return layer(*args)
 
-    def _masks(self, batch: int, seq: int, dtype: torch.dtype, device) -> tuple[torch.Tensor, torch.Tensor]:
+    def _masks(self, batch: int, seq: int, target: int, dtype: torch.dtype, device) -> tuple[torch.Tensor, ...]:
         """The encoder's padding mask (batch, 1, 1, seq), all visible, and the decoder's causal
-        mask (batch, 1, seq, seq), in the model's dtype: 0 where visible, its minimum where not."""
+        mask (batch, 1, target, target), in the model's dtype: 0 where visible, its minimum where not."""
         padding = torch.zeros(batch, 1, 1, seq, dtype=dtype, device=device)
-        future = torch.ones(seq, seq, dtype=torch.bool, device=device).triu(1)
-        causal = torch.zeros(batch, 1, seq, seq, dtype=dtype, device=device).masked_fill(future, torch.finfo(dtype).min)
-        return padding, causal
+        future = torch.ones(target, target, dtype=torch.bool, device=device).triu(1)
+        causal = torch.zeros(batch, 1, target, target, dtype=dtype, device=device)
+        return padding, causal.masked_fill(future, torch.finfo(dtype).min)
 
     def body(self, tokens: torch.Tensor, on_boundary: BoundaryHook | None = None, images: None = None) -> torch.Tensor:
-        """The encoder over the tokens, then the decoder over them reading its output (T5 has no
-        images: `images` is always None)."""
+        """The encoder over the tokens, then the decoder over the target (target_len tokens, or as
+        many as the input) reading its output (T5 has no images: `images` is always None)."""
         batch, seq = tokens.shape
+        target = self.target_len or seq
         dtype, device, p = self.embed_tokens.weight.dtype, tokens.device, self.spec.dropout
-        padding, causal = self._masks(batch, seq, dtype, device)
+        padding, causal = self._masks(batch, seq, target, dtype, device)
         boundaries = iter(range(self.spec.n_layers + 1))
 
         x = dropout(self.embed_tokens(tokens), p)
@@ -183,9 +185,11 @@ class T5Reference(nn.Module):
         encoder_out = dropout(self.encoder_norm(x), p)
         del x, bias
 
-        y = dropout(self.embed_tokens(tokens), p)  # the shifted target, as long as the input
-        bias = self.decoder[0].self_attn.position_bias(seq, seq, False, device) + causal
-        cross_bias = torch.zeros(1, self.spec.n_heads, seq, seq, dtype=dtype, device=device) + padding
+        # decoder_input_ids, a new int64 tensor: transformers shifts the labels right (_shift_right)
+        decoder_ids = tokens.new_zeros(batch, target)
+        y = dropout(self.embed_tokens(decoder_ids), p)
+        bias = self.decoder[0].self_attn.position_bias(target, target, False, device) + causal
+        cross_bias = torch.zeros(1, self.spec.n_heads, target, seq, dtype=dtype, device=device) + padding
         for layer in self.decoder:
             if on_boundary is not None:
                 on_boundary(next(boundaries), y)

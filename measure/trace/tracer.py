@@ -52,6 +52,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from calculators.model_spec import ModelSpec, extension
 from calculators.training import (
     TrainingSettings,
+    decoder_settings,
     image_tokens_per_image,
     is_autocast,
     language_model_settings,
@@ -120,7 +121,8 @@ def make_inputs(spec: ModelSpec, settings: TrainingSettings) -> tuple[torch.Tens
     b, s = settings.micro_batch, settings.seq_len
     tokens = torch.randint(0, spec.vocab_size, (b, s))
     if spec.head == "lm":
-        return tokens, torch.randint(0, spec.vocab_size, (b, language_model_settings(spec, settings).seq_len))
+        label_tokens = decoder_settings(spec, language_model_settings(spec, settings)).seq_len
+        return tokens, torch.randint(0, spec.vocab_size, (b, label_tokens))
     return tokens, torch.randint(0, spec.num_labels, (b,))
 
 
@@ -164,6 +166,8 @@ class Step:
             )
         if settings.compile:
             self._compile_layers()
+        if hasattr(self.model, "target_len"):  # T5: the decoder runs on the target's tokens
+            self.model.target_len = settings.target_len
         if frozen_tower_parameters(spec, settings):
             self.model.freeze_vision_encoder()  # --freeze-vision-tower: the projector trains
         self.images: tuple[torch.Tensor, int] | None = None  # (patches, tokens per image)
