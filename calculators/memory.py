@@ -317,6 +317,12 @@ def stage_layer_sums(
     return held, trained, matmul, adafactor
 
 
+def decoder_layer_share(spec: ModelSpec, settings: TrainingSettings, stage: str) -> float:
+    """The share of an encoder-decoder's decoder layers a pipeline stage holds (0 without them)."""
+    decoder = extension(spec, "cross_attention_layers")
+    return stage_cross_attention_layers(spec, settings, stage)[0] / decoder if decoder else 0.0
+
+
 def stage_cross_attention_layers(spec: ModelSpec, settings: TrainingSettings, stage: str) -> tuple[int, int]:
     """(decoder layers, those that run backward) of a stage of an encoder-decoder: its last
     cross_attention_layers layers, each with a cross-attention block."""
@@ -2014,6 +2020,8 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, grads_persist: boo
 def _t5_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
     """How the encoder-decoder is counted (encoder_decoder_activation_bytes)."""
     if not extension(spec, "cross_attention_layers"):
+        if settings.target_len:
+            return [f"Target length ({settings.target_len}) ignored: {spec.name} has no separate decoder."]
         return []
     target = decoder_settings(spec, settings).seq_len
     lengths = (
@@ -2292,11 +2300,18 @@ def stage_phases(
     saved_layers = sparse_active * saved_per_layer + dense_active * saved_dense
     # the last layer to run backward first is sparse unless the stage trains dense layers only
     last_in_backward = layer_in_backward if sparse_active else dense_in_backward
-    # an encoder-decoder's last layer and head run on the target's tokens; a checkpointed
-    # decoder layer rebuilds its cross-attention block too
+    # an encoder-decoder's decoder layers and head run on the target's tokens: its decoder layers
+    # keep what a layer keeps on them, its last layer in backward is a decoder layer, which under
+    # full checkpointing rebuilds its cross-attention block too
     decoder = decoder_settings(spec, settings)
-    if extension(spec, "cross_attention_layers") and layout.active_layers:
-        last_in_backward = kept_and_backward(layer_activation_terms(spec, decoder), False, decoder)[1]
+    decoder_active = (
+        stage_cross_attention_layers(spec, settings, layout.stage)[1]
+        if extension(spec, "cross_attention_layers")
+        else 0
+    )
+    if decoder_active:
+        saved_decoder, last_in_backward = kept_and_backward(layer_activation_terms(spec, decoder), False, decoder)
+        saved_layers += decoder_active * (saved_decoder - saved_per_layer)
         if settings.checkpointing == "full":
             last_in_backward += cross_attention_block_bytes(spec, settings)
     first_saved, first_in_backward = saved_per_layer, layer_in_backward
@@ -2569,23 +2584,21 @@ def encoder_decoder_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     """What T5's decoder keeps beyond the self-attention layers the engine counts each of its
     layers as, for one micro-batch (transformers models/t5/modeling_t5.py @6b8b757d,
     T5LayerCrossAttention), the encoder on seq_len tokens and the decoder on target_len
-    (decoder_settings):
-    - per decoder layer, what a layer keeps on the target's tokens rather than the input's;
+    (decoder_settings; what a decoder layer keeps on the target's tokens rather than the input's is
+    stage_phases', by the stage's decoder layers):
     - per decoder layer, a cross-attention block: its norm, q's input, the q/k/v copies the
       score matmuls keep (q over the target, k and v over the input), the eager core (target x
       input scores) and o's input, as a self-attention block keeps them, with k and v reading the
       encoder's output instead of the normed hidden state (under autocast each of them keeps its
       own half cast of it);
     - once, the encoder's output (without autocast the k/v linears of every decoder layer keep
-      that one tensor), the encoder's final norm and dropout mask, and the two embeddings'
-      dropout masks;
-    - the relative positions' bucket indices, int64 queries x keys per stack, kept by the bias
-      embedding for its backward, and the decoder's int64 input ids.
+      that one tensor), the encoder's final norm, the dropout masks outside the blocks, the
+      relative positions' bucket indices (int64 queries x keys per stack, kept by the trained
+      bias embedding) and the decoder's int64 input ids.
     Under full checkpointing (each block checkpointed, as transformers' gradient checkpointing
     does) the encoder's output is kept, and so are the three position biases every block is
-    given: batch x heads x queries x keys each, in the weight dtype; what lies outside the blocks
-    (the final norm, the masks, the bucket indices) is kept either way. Traced
-    (tests/test_trace_t5.py)."""
+    given: batch x heads x queries x keys each, in the model's dtype; the bucket indices are
+    rebuilt inside the first blocks. Traced (tests/test_trace_t5.py)."""
     decoder_layers = extension(spec, "cross_attention_layers")
     if not decoder_layers:
         return 0.0
@@ -2595,28 +2608,35 @@ def encoder_decoder_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     h, c = spec.hidden_size, compute_bytes(settings.precision)
     trained = input_saving_linears(settings)
     encoder_output = c * inputs * h
-    decoder_length = decoder_layers * (
-        kept_per_layer_bytes(layer_activation_terms(spec, decoder), spec, decoder)
-        - kept_per_layer_bytes(layer_activation_terms(spec, settings), spec, settings)
-    )
-    # outside the blocks, checkpointed or not: the encoder's final norm, the encoder output's and
-    # the decoder embedding's dropout masks, and each stack's int64 position-bucket indices
+    # outside the blocks: the encoder's final norm and the dropout masks of the encoder's output,
+    # the decoder's final output and (when it trains) the decoder embedding's output; the decoder's
+    # int64 input ids (the labels shifted right, T5ForConditionalGeneration._shift_right) when the
+    # embedding keeps them; with the embeddings frozen (LoRA) the decoder's first norm, like the
+    # encoder's, records nothing
     final_norm = norm_saved_bytes(spec, settings, inputs, weight_trainable=settings.method == "full")
     masks = dropout_mask_bytes(spec, inputs) + dropout_mask_bytes(spec, targets)
-    outside = final_norm + masks
+    replicated = 0.0  # int64 indices every tensor-parallel rank holds whole
     if embedding_trainable(settings):
-        # the bucket indices, kept by the trained position-bias embeddings; decoder_input_ids, the
-        # labels shifted right into a new int64 tensor (T5ForConditionalGeneration._shift_right),
-        # kept by the trained token embedding
-        outside += 8 * (source**2 + target**2) + 8 * targets
-    # with the embeddings frozen (LoRA) the decoder's first norm, like the encoder's, records nothing
-    decoder_length -= first_norm_unrecorded_bytes(spec, decoder)
+        masks += dropout_mask_bytes(spec, targets)
+        replicated += 8 * targets
+    outside = final_norm + masks - first_norm_unrecorded_bytes(spec, decoder)
     if settings.checkpointing == "full":
         # every checkpointed block keeps the stack's position bias it was given, batch x heads x
-        # queries x keys in the weight dtype: the encoder's, the decoder's and the cross-attention's
+        # queries x keys in the weight dtype: the encoder's, the decoder's and the cross-attention's;
+        # the first block of each stack makes its bias inside itself (T5Attention.compute_bias), so its
+        # bucket indices are rebuilt in backward, not kept
+        # (the model's dtype: the hidden states', half for LoRA's half base)
         squares = source**2 + target**2 + target * source
-        biases = b * spec.n_heads * squares * weight_bytes(settings.precision)
-        return _per_rank(encoder_output + biases + outside, settings) + decoder_length
+        biases = b * spec.n_heads * squares * residual_bytes(settings)
+        # and the attention masks they are given (get_extended_attention_mask): the encoder's
+        # padding mask (batch, 1, 1, input) and the decoder's causal one (batch, 1, target, target)
+        biases += b * (source + target**2) * residual_bytes(settings)
+        # the encoder's output itself, an argument of every decoder block: fp32 where the hidden
+        # states are (T5LayerNorm casts down only to a half weight's dtype)
+        kept_output = residual_bytes(settings) * inputs * h
+        return _per_rank(kept_output + biases + outside, settings) + replicated
+    if embedding_trainable(settings):
+        replicated += 8 * (source**2 + target**2)  # the bucket indices the bias embeddings keep
     kv_names = trained.intersection(("k", "v"))
     dropped_out = is_adapter_method(settings.method) and settings.lora_dropout > 0
     if autocast_casts_hidden_states(settings) or not kv_names or dropped_out:
@@ -2624,7 +2644,7 @@ def encoder_decoder_activation_bytes(spec: ModelSpec, settings: TrainingSettings
         # linear keeps it without a trained one; LoRA dropout's adapters keep their dropouts' outputs
         encoder_output = 0.0
     block = cross_attention_block_bytes(spec, settings)
-    return decoder_layers * block + _per_rank(encoder_output + outside, settings) + decoder_length
+    return decoder_layers * block + _per_rank(encoder_output + outside, settings) + replicated
 
 
 def cross_attention_block_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -2775,9 +2795,11 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     tower_bytes = vision_tower_activation_bytes(spec, settings)
     vision_cast = vision_cast_elements(spec, settings)
     settings = t5_attention_settings(spec, settings)
-    cross_bytes = cross_attention_activation_bytes(spec, settings) + encoder_decoder_activation_bytes(spec, settings)
+    cross_bytes = cross_attention_activation_bytes(spec, settings)
     # every pipeline stage with a cross-attention layer holds the tensors they share whole
     cross_shared = cross_attention_shared_bytes(spec, settings)
+    # an encoder-decoder's decoder blocks (and what they read) sit on the stages of its decoder layers
+    decoder_bytes = encoder_decoder_activation_bytes(spec, settings)
     settings = language_model_settings(spec, settings)
     params = parameter_count(spec)
     grads_persist = settings.grad_accum > 1 or not settings.grads_freed_after_step
@@ -2803,7 +2825,9 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
             states,
             grads_persist,
             tower_bytes if layout.has_embedding else 0.0,
-            cross_shared + (cross_bytes - cross_shared) * layout.layers / spec.n_layers,
+            cross_shared
+            + (cross_bytes - cross_shared) * layout.layers / spec.n_layers
+            + decoder_bytes * decoder_layer_share(spec, settings, layout.stage),
         )
         phases += stage_phase_list
         stage_of_phase |= {phase.name: layout.stage for phase in stage_phase_list}

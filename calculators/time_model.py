@@ -25,12 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calculators import communication
 from calculators.communication import NVLINK_EFFICIENCY, allreduce_bytes, bubble_fraction, ring_factor  # noqa: F401
-from calculators.geometry import (
-    active_matmul_parameters,
-    cross_attention_params,
-    layer_matmul_elements,
-    vocab_matrix_elements,
-)
+from calculators.geometry import active_matmul_parameters, layer_matmul_elements, vocab_matrix_elements
 from calculators.gpu_catalogue import GpuSpec
 from calculators.mllama import layers_skipped_without_images
 from calculators.model_spec import ModelSpec, extension
@@ -149,19 +144,36 @@ def target_length_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -
     """(model FLOPs, recomputed FLOPs) per input token that an encoder-decoder's decoder does not
     do because its target is shorter than the input (T5 with target_len t < seq_len s; negative
     when longer). Its layers (their cross-attention blocks included) and the LM head run on t
-    tokens per sample, not s: their matmul weights on t / s of the tokens, and its self-attention
-    (PaLM's term, Appendix B) over t instead of s."""
+    tokens per sample, not s: their matmul weights on t / s of the tokens (the cross-attention
+    blocks' q and o; k and v read the encoder's s), and its self-attention (PaLM's term, Appendix
+    B) over t instead of s."""
     decoder = decoder_settings(spec, settings)
     if decoder is settings:
         return 0.0, 0.0
     source, target = settings.seq_len, decoder.seq_len
     decoder_layers = extension(spec, "cross_attention_layers")
     head = vocab_matrix_elements(spec) if spec.head == "lm" else 0
-    weights = decoder_layers * (layer_matmul_elements(spec) + cross_attention_params(spec)[1]) + head
+    # the cross-attention block's q and o read the target; its k and v read the encoder's output
+    cross_q_o = 2 * spec.hidden_size * spec.q_dim
+    weights = decoder_layers * (layer_matmul_elements(spec) + cross_q_o) + head
     matmul_weights = weights * (1 - target / source)
     attention = 12.0 * decoder_layers * spec.q_dim * (source - target**2 / source)
     recomputed = {"full": 2.0 * matmul_weights + attention / 3, "selective": attention / 3}.get(settings.checkpointing)
     return matmul_flops_factor(settings) * matmul_weights + attention, recomputed or 0.0
+
+
+def cross_attention_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
+    """(model FLOPs, recomputed FLOPs) per input token of an encoder-decoder's cross-attention
+    cores, which PaLM's self-attention term leaves out: each of the t target tokens attends to all
+    s input tokens in every decoder layer, Q@K^T and P@V 4 s q_dim forward, backward twice that
+    (PaLM Appendix B's accounting), over the s input tokens per sample: 12 x layers x q_dim x t.
+    Full or selective checkpointing reruns the forward."""
+    decoder_layers = extension(spec, "cross_attention_layers")
+    if not decoder_layers:
+        return 0.0, 0.0
+    target = decoder_settings(spec, settings).seq_len
+    flops = 12.0 * decoder_layers * spec.q_dim * target
+    return flops, flops / 3 if settings.checkpointing in ("full", "selective") else 0.0
 
 
 def model_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -510,7 +522,9 @@ def estimate_time(
     m = settings.grad_accum
     skipped_model, skipped_recomputed = skipped_layer_flops_per_token(spec, with_images, settings)
     shorter_model, shorter_recomputed = target_length_flops_per_token(spec, settings)
-    skipped_model, skipped_recomputed = skipped_model + shorter_model, skipped_recomputed + shorter_recomputed
+    cross_model, cross_recomputed = cross_attention_flops_per_token(spec, settings)
+    skipped_model += shorter_model - cross_model
+    skipped_recomputed += shorter_recomputed - cross_recomputed
     model_flops = model_flops_per_token(spec, settings) + vision_flops - skipped_model
     executed_flops = training_flops_per_token(spec, settings) + vision_flops - skipped_model - skipped_recomputed
     running_layers = 1 - layers_skipped_without_images(spec, with_images) / spec.n_layers
@@ -544,7 +558,11 @@ def estimate_time(
         if parts.vision_s:
             by_class["vision"] = parts.vision_s
     links = dimension_links(gpu, settings, time_settings)
-    tp_s = m * communication.tp_bytes_per_micro(spec, settings) * running_layers / (links["tp"] * 1e9)
+    # decoder layers of an encoder-decoder all-reduce the target's activations, not the input's
+    target_share = decoder_settings(spec, settings).seq_len / settings.seq_len
+    decoder_layer_share = extension(spec, "cross_attention_layers") / spec.n_layers
+    tp_layers = running_layers - decoder_layer_share * (1 - target_share)
+    tp_s = m * communication.tp_bytes_per_micro(spec, settings) * tp_layers / (links["tp"] * 1e9)
     pp_s = m * communication.pp_bytes_per_micro(spec, settings, time_settings.virtual_stages) / (links["pp"] * 1e9)
     ep_bytes = communication.moe_alltoall_bytes_per_micro(spec, settings, expert_parallel_of(spec, time_settings))
     ep_s = m * ep_bytes / (links["ep"] * 1e9)

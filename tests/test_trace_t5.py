@@ -125,11 +125,14 @@ TARGET_CASES = [
 @pytest.mark.parametrize("target", [8, 48])
 def test_a_target_length_runs_the_decoder_and_head_on_the_target(changes, target):
     """The encoder on 32 input tokens, the decoder and LM head on `target` target tokens (T5's
-    labels; transformers shifts them right into new int64 decoder_input_ids): at the end of
-    forward engine and trace keep the same activations but for the loss's two fp32 scalars
+    labels; transformers shifts them right into new int64 decoder_input_ids), with T5's dropout
+    0.1 (the masks of the encoder's output, the decoder's embedding and its final output): at the
+    end of forward engine and trace keep the same activations but for the loss's two fp32 scalars
     (8 B), shorter or longer than the input, trained or under LoRA (whose frozen embeddings leave
-    the bucket indices unkept and the decoder's first norm unrecorded, as the encoder's)."""
-    spec = spec_from_config_dict(TINY_T5 | {"feed_forward_proj": "gated-gelu"})
+    the bucket indices unkept and the decoder's first norm unrecorded, as the encoder's), and under
+    full checkpointing (the position biases and masks each block is given, the buckets rebuilt
+    inside the first blocks)."""
+    spec = spec_from_config_dict(TINY_T5 | {"feed_forward_proj": "gated-gelu", "dropout_rate": 0.1})
     settings = TrainingSettings(**{"seq_len": 32, "precision": "bf16", "target_len": target} | changes)
     traced = trace_step(spec, settings).phase_components_gib["end of forward"]["activations"]
     estimated = estimate_memory(spec, settings).phase_components_gib["end of forward"]["activations"]
@@ -139,19 +142,24 @@ def test_a_target_length_runs_the_decoder_and_head_on_the_target(changes, target
 def test_a_shorter_target_cuts_the_decoders_flops():
     """flan-t5-base (12 + 12 layers, h 768, gated MLP 2048, vocab 32,128), 512 input and 128
     target tokens. Per decoder layer the matmul weights are 4 x 768^2 + 3 x 768 x 2048 = 7,077,888
-    and its cross-attention block's 4 x 768^2 = 2,359,296; with the head's 32,128 x 768 =
-    24,674,304 that is 137,920,512 weights that run on a quarter of the tokens: 6 x 137,920,512 x
-    3/4 = 620,642,304 FLOPs per input token fewer, and the decoder's self-attention over 128
-    instead of 512 tokens, 12 x 12 x 768 x (512 - 128^2 / 512) = 53,084,160 fewer."""
+    and its cross-attention block's q and o 2 x 768^2 = 1,179,648 (k and v read the encoder's 512);
+    with the head's 32,128 x 768 = 24,674,304 that is 123,764,736 weights that run on a quarter of
+    the tokens: 6 x 123,764,736 x 3/4 = 556,941,312 FLOPs per input token fewer; the decoder's
+    self-attention over 128 instead of 512 tokens, 12 x 12 x 768 x (512 - 128^2 / 512) =
+    53,084,160 fewer; its cross-attention cores from 128 target tokens instead of 512, 12 x 12 x
+    768 x (512 - 128) = 42,467,328 fewer. At 512 target tokens those cores add 12 x 12 x 768 x 512
+    = 56,623,104 to PaLM's count."""
     from calculators.gpu_catalogue import find_gpu
-    from calculators.time_model import TimeSettings, estimate_time
+    from calculators.time_model import TimeSettings, estimate_time, model_flops_per_token
 
     t5, gpu = library_spec("google/flan-t5-base"), find_gpu("A100-SXM4-80GB")
     time_settings = TimeSettings(dataset_tokens=1e9)
     settings = TrainingSettings(seq_len=512, micro_batch=8, precision="bf16-mixed")
     same = estimate_time(t5, settings, gpu, time_settings)
     shorter = estimate_time(t5, settings.model_copy(update={"target_len": 128}), gpu, time_settings)
-    assert same.model_flops_per_token - shorter.model_flops_per_token == 620_642_304 + 53_084_160
+    assert same.model_flops_per_token - shorter.model_flops_per_token == 556_941_312 + 53_084_160 + 42_467_328
+    palm = model_flops_per_token(t5, settings)  # 6N + PaLM's self-attention term
+    assert same.model_flops_per_token - palm == 56_623_104
     as_long = estimate_time(t5, settings.model_copy(update={"target_len": 512}), gpu, time_settings)
     assert as_long.step_s == same.step_s
     assert shorter.step_s < same.step_s

@@ -159,6 +159,28 @@ class T5Reference(nn.Module):
             return checkpoint(layer, *args, use_reentrant=False)
         return layer(*args)
 
+    def _run_stack(self, layers: nn.ModuleList, x: torch.Tensor, make_biases, *rest, boundaries=None, hook=None):
+        """A stack's blocks in order. Its first block makes the stack's position biases inside
+        itself (transformers' T5Attention.compute_bias in the block with
+        has_relative_attention_bias), so under full checkpointing their bucket indices are rebuilt
+        in backward; the biases it returns are every later block's arguments. `rest` follows the
+        hidden state (the encoder's output for the decoder); make_biases() gives (bias,) or (bias,
+        cross_bias), each block taking the bias after the hidden state and the cross bias last."""
+
+        def first(x, *rest):
+            biases = make_biases()
+            return layers[0](x, biases[0], *rest, *biases[1:]), *biases
+
+        for index, layer in enumerate(layers):
+            if hook is not None:
+                hook(next(boundaries), x)
+            if index == 0:
+                run = (lambda *a: checkpoint(first, *a, use_reentrant=False)) if self.checkpointing == "full" else first
+                x, *biases = run(x, *rest)
+            else:
+                x = self._run(layer, x, biases[0], *rest, *biases[1:])
+        return x
+
     def _masks(self, batch: int, seq: int, target: int, dtype: torch.dtype, device) -> tuple[torch.Tensor, ...]:
         """The encoder's padding mask (batch, 1, 1, seq), all visible, and the decoder's causal
         mask (batch, 1, target, target), in the model's dtype: 0 where visible, its minimum where not."""
@@ -176,24 +198,22 @@ class T5Reference(nn.Module):
         padding, causal = self._masks(batch, seq, target, dtype, device)
         boundaries = iter(range(self.spec.n_layers + 1))
 
+        def encoder_biases():
+            return (self.encoder[0].self_attn.position_bias(seq, seq, True, device) + padding,)
+
+        def decoder_biases():
+            bias = self.decoder[0].self_attn.position_bias(target, target, False, device) + causal
+            return bias, torch.zeros(1, self.spec.n_heads, target, seq, dtype=dtype, device=device) + padding
+
         x = dropout(self.embed_tokens(tokens), p)
-        bias = self.encoder[0].self_attn.position_bias(seq, seq, True, device) + padding
-        for layer in self.encoder:
-            if on_boundary is not None:
-                on_boundary(next(boundaries), x)
-            x = self._run(layer, x, bias)
+        x = self._run_stack(self.encoder, x, encoder_biases, boundaries=boundaries, hook=on_boundary)
         encoder_out = dropout(self.encoder_norm(x), p)
-        del x, bias
+        del x
 
         # decoder_input_ids, a new int64 tensor: transformers shifts the labels right (_shift_right)
         decoder_ids = tokens.new_zeros(batch, target)
         y = dropout(self.embed_tokens(decoder_ids), p)
-        bias = self.decoder[0].self_attn.position_bias(target, target, False, device) + causal
-        cross_bias = torch.zeros(1, self.spec.n_heads, target, seq, dtype=dtype, device=device) + padding
-        for layer in self.decoder:
-            if on_boundary is not None:
-                on_boundary(next(boundaries), y)
-            y = self._run(layer, y, bias, encoder_out, cross_bias)
+        y = self._run_stack(self.decoder, y, decoder_biases, encoder_out, boundaries=boundaries, hook=on_boundary)
         if on_boundary is not None:
             on_boundary(next(boundaries), y)
         y = dropout(self.decoder_norm(y), p)
