@@ -2669,7 +2669,9 @@ def cross_attention_block_bytes(spec: ModelSpec, settings: TrainingSettings) -> 
     keys_over_input = 2 * c * (inputs - targets) * spec.kv_dim
     scores_over_input = attention_score_bytes(spec, decoder) * b * spec.n_heads * target * (source - target)
     block = norm + _per_rank(cross_inputs - self_inputs, settings) + terms["attention_projections"]
-    block += terms["attention_core"] + _per_rank(keys_over_input + scores_over_input, settings)
+    if not recomputes_attention_core(decoder):  # selective checkpointing rebuilds the eager core
+        block += terms["attention_core"] + _per_rank(scores_over_input, settings)
+    block += _per_rank(keys_over_input, settings)
     block += _per_rank(cross_adapter_intermediate_bytes(spec, settings, targets, inputs), settings)
     if is_adapter_method(settings.method) and settings.lora_dropout:
         # each adapter drops out its own input: q the normed decoder state, k and v the encoder's

@@ -163,3 +163,15 @@ def test_a_shorter_target_cuts_the_decoders_flops():
     as_long = estimate_time(t5, settings.model_copy(update={"target_len": 512}), gpu, time_settings)
     assert as_long.step_s == same.step_s
     assert shorter.step_s < same.step_s
+
+
+def test_selective_checkpointing_rebuilds_the_cross_attention_core():
+    """T5's eager cross-attention core, 8 target tokens x 32 input tokens x 4 heads, keeps its fp32
+    softmax and the bf16 cast of it, 6 B per score without dropout: 6,144 B per block that
+    selective checkpointing rebuilds in backward instead of keeping."""
+    from calculators.memory import cross_attention_block_bytes
+
+    spec = spec_from_config_dict(TINY_T5)
+    none = TrainingSettings(seq_len=32, target_len=8, precision="bf16", attention="eager")
+    selective = none.model_copy(update={"checkpointing": "selective"})
+    assert cross_attention_block_bytes(spec, none) - cross_attention_block_bytes(spec, selective) == 4 * 8 * 32 * 6
