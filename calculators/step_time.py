@@ -724,23 +724,27 @@ def step_compute(
     decoder = decoder_settings(spec, settings)
     decoder_share = extension(spec, "cross_attention_layers") / spec.n_layers if decoder is not settings else 0.0
 
-    def per_layer(figure) -> float:
-        return (1 - decoder_share) * figure(settings) + (decoder_share * figure(decoder) if decoder_share else 0.0)
+    def per_layer(figures) -> tuple[float, ...]:
+        """`figures(run)`, a tuple per layer, over the encoder's and the decoder's layers."""
+        encoder = figures(settings)
+        if not decoder_share:
+            return encoder
+        weighted = zip(encoder, figures(decoder), strict=True)
+        return tuple((1 - decoder_share) * e + decoder_share * d for e, d in weighted)
 
     trains = settings.method == "full"
-    fwd = per_layer(lambda run: layer_gemm_seconds(spec, run, rates, trains, expert_parallel)[0])
-    bwd = per_layer(lambda run: layer_gemm_seconds(spec, run, rates, trains, expert_parallel)[1])
+    fwd, bwd = per_layer(lambda run: layer_gemm_seconds(spec, run, rates, trains, expert_parallel))
     head_fwd, head_bwd = head_gemm_seconds(spec, decoder, rates)
     gemm_per_micro = layers * fwd + backward_layers * bwd + head_fwd + head_bwd
 
     attention_peak = gpu.dense_tflops("bf16") or peak_tflops  # fp8 runs attention in bf16
     attention_fraction = flash_attention_fraction(gpu, attention_kernel)
-    attn_fwd = per_layer(lambda run: attention_seconds_forward(spec, run, attention_peak, attention_fraction))
+    (attn_fwd,) = per_layer(lambda run: (attention_seconds_forward(spec, run, attention_peak, attention_fraction),))
     attention_per_micro = layers * attn_fwd + backward_layers * attn_fwd * 2.5
 
     bytes_per_s = bandwidth * 1e12
-    elementwise_fwd = per_layer(
-        lambda run: run.micro_batch * run.seq_len * elementwise_bytes_per_token(spec, run, fused) / bytes_per_s
+    (elementwise_fwd,) = per_layer(
+        lambda run: (run.micro_batch * run.seq_len * elementwise_bytes_per_token(spec, run, fused) / bytes_per_s,)
     )
     # backward: read the inputs and the output gradient, write the input gradient
     elementwise_per_micro = layers * elementwise_fwd + backward_layers * elementwise_fwd * 2

@@ -176,6 +176,19 @@ def cross_attention_flops_per_token(spec: ModelSpec, settings: TrainingSettings)
     return flops, flops / 3 if settings.checkpointing in ("full", "selective") else 0.0
 
 
+def unlike_layers_flops_per_token(
+    spec: ModelSpec, with_images: TrainingSettings, settings: TrainingSettings
+) -> tuple[float, float]:
+    """(model FLOPs, recomputed FLOPs) per token to add to the count that takes every layer as
+    alike (model_flops_per_token, training_flops_per_token): less the layers a step without
+    images skips and what a decoder shorter than the input does not run, plus an encoder-decoder's
+    cross-attention cores. `with_images`: the settings as given, `settings` the language model's."""
+    skipped = skipped_layer_flops_per_token(spec, with_images, settings)
+    shorter = target_length_flops_per_token(spec, settings)
+    cross = cross_attention_flops_per_token(spec, settings)
+    return tuple(c - s - t for c, s, t in zip(cross, skipped, shorter, strict=True))
+
+
 def model_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
     """Model FLOPs per token, the MFU numerator: 6N (4N with a frozen base) + PaLM's attention
     term; recomputation excluded."""
@@ -520,13 +533,9 @@ def estimate_time(
     settings = language_model_settings(spec, settings)
     peak, fmt = rate_and_format(gpu, settings.precision, time_settings.fp32_uses_tf32)
     m = settings.grad_accum
-    skipped_model, skipped_recomputed = skipped_layer_flops_per_token(spec, with_images, settings)
-    shorter_model, shorter_recomputed = target_length_flops_per_token(spec, settings)
-    cross_model, cross_recomputed = cross_attention_flops_per_token(spec, settings)
-    skipped_model += shorter_model - cross_model
-    skipped_recomputed += shorter_recomputed - cross_recomputed
-    model_flops = model_flops_per_token(spec, settings) + vision_flops - skipped_model
-    executed_flops = training_flops_per_token(spec, settings) + vision_flops - skipped_model - skipped_recomputed
+    layers_model, layers_recomputed = unlike_layers_flops_per_token(spec, with_images, settings)
+    model_flops = model_flops_per_token(spec, settings) + vision_flops + layers_model
+    executed_flops = training_flops_per_token(spec, settings) + vision_flops + layers_model + layers_recomputed
     running_layers = 1 - layers_skipped_without_images(spec, with_images) / spec.n_layers
     if time_settings.utilisation is not None:
         compute_s = _flat_compute_s(settings, executed_flops, peak, time_settings.utilisation)
