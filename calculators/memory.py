@@ -71,10 +71,11 @@ from calculators.mllama import (
     cross_mask_bytes,
     cross_mask_copies_bytes,
     layers_skipped_without_images,
+    mllama_tower,
+    tile_position_bytes,
     vision_gate_bytes,
     vision_lse_padding_bytes,
     vision_mask_bytes,
-    vision_outside_layers_bytes,
 )
 from calculators.model_spec import ModelSpec, extension
 from calculators.training import (
@@ -92,6 +93,7 @@ from calculators.training import (
     is_autocast,
     language_model_settings,
     master_weight_bytes,
+    model_dtype_bytes,
     optimizer_state_element_bytes,
     residual_bytes,
     weight_bytes,
@@ -2539,6 +2541,21 @@ def vision_tower_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -
     return encoder.n_layers * kept + projector + mllama
 
 
+def vision_outside_layers_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """What Llama 3.2 Vision's encoder keeps outside its layers when it trains (checkpointing
+    wraps the layers only): ln_pre's input, the unpadded patches (images x tiles x 1601), and
+    ln_post's, the padded ones (tiles x 1608), as the encoder's LayerNorms keep theirs
+    (norm_saved_bytes), and the gathered tile positions (calculators.mllama). Left out: the patch
+    convolution's pixel input (3 x 560^2 per tile)."""
+    tower = mllama_tower(spec, settings)
+    if tower is None or not tower_trains(settings):
+        return 0.0
+    images = settings.micro_batch * settings.images_per_sample
+    rows = images * (tower.cross_attention_tokens_per_image + tower.tokens_per_image)
+    norms = norm_saved_bytes(tower_model_spec(spec), tower_settings(spec, settings), rows)
+    return norms + tile_position_bytes(spec, settings)
+
+
 def projector_input_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     """What the projector's first linear keeps of the encoder's output, when the projector
     trains (full training, the encoder trained or frozen): each image token's patches merged into
@@ -2622,15 +2639,14 @@ def encoder_decoder_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     outside = final_norm + masks - first_norm_unrecorded_bytes(spec, decoder)
     if settings.checkpointing == "full":
         # every checkpointed block keeps the stack's position bias it was given, batch x heads x
-        # queries x keys in the weight dtype: the encoder's, the decoder's and the cross-attention's;
+        # queries x keys in the model's dtype: the encoder's, the decoder's and the cross-attention's;
         # the first block of each stack makes its bias inside itself (T5Attention.compute_bias), so its
         # bucket indices are rebuilt in backward, not kept
-        # (the model's dtype: the hidden states', half for LoRA's half base)
         squares = source**2 + target**2 + target * source
-        biases = b * spec.n_heads * squares * residual_bytes(settings)
+        biases = b * spec.n_heads * squares * model_dtype_bytes(settings)
         # and the attention masks they are given (get_extended_attention_mask): the encoder's
         # padding mask (batch, 1, 1, input) and the decoder's causal one (batch, 1, target, target)
-        biases += b * (source + target**2) * residual_bytes(settings)
+        biases += b * (source + target**2) * model_dtype_bytes(settings)
         # the encoder's output itself, an argument of every decoder block: fp32 where the hidden
         # states are (T5LayerNorm casts down only to a half weight's dtype)
         kept_output = residual_bytes(settings) * inputs * h

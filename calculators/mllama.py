@@ -14,11 +14,9 @@ from __future__ import annotations
 
 from calculators.geometry import split
 from calculators.model_spec import ModelSpec, VisionTower
-from calculators.training import TrainingSettings, compute_bytes, residual_bytes
+from calculators.training import TrainingSettings, compute_bytes, model_dtype_bytes
 from calculators.vision import cross_attention_image_tokens, tower_trains, vision_tower
 
-# LayerNorm keeps an fp32 mean and rstd per row for its backward (aten native_layer_norm).
-LAYERNORM_STATS_BYTES_PER_ROW = 8
 # SDPA pads an additive mask whose rows are not this many elements apart for its memory-efficient
 # kernel (pytorch aten/src/ATen/native/transformers/attention.cpp, preprocess_mask: mem_eff_alignment)
 SDPA_MASK_ALIGNMENT = 8
@@ -28,7 +26,7 @@ SDPA_MASK_ALIGNMENT = 8
 LSE_ROW_ALIGNMENT = 32
 
 
-def _mllama_tower(spec: ModelSpec, settings: TrainingSettings) -> VisionTower | None:
+def mllama_tower(spec: ModelSpec, settings: TrainingSettings) -> VisionTower | None:
     """The encoder of an Mllama model when the step runs images, else None."""
     tower = vision_tower(spec)
     if tower is None or not tower.cross_attention_layers or not settings.images_per_sample:
@@ -46,14 +44,6 @@ def layers_skipped_without_images(spec: ModelSpec, settings: TrainingSettings) -
     return tower.cross_attention_layers
 
 
-def model_dtype_bytes(settings: TrainingSettings) -> int:
-    """Bytes per element of what Mllama builds in the model's dtype (`self.dtype`, its parameters'):
-    both masks and the gathered tile positions. fp32 where the parameters are fp32 (full training
-    under fp32 or autocast), half otherwise (pure half training; LoRA loads the base in half):
-    the hidden states' rule (calculators.training.hidden_states_fp32)."""
-    return residual_bytes(settings)
-
-
 def mask_kept(settings: TrainingSettings) -> bool:
     """Whether an additive attention mask stays alive until backward. SDPA given a mask runs the
     memory-efficient kernel (CUDA's flash kernel takes none), whose backward reads the mask; a
@@ -67,7 +57,7 @@ def vision_mask_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     1608), one tensor every encoder layer reads; kept when the encoder trains. It is a matmul's
     output (_prepare_aspect_ratio_attention_mask: the column times its transpose), so half under
     autocast; T is a multiple of 8, so SDPA reads it as it is."""
-    tower = _mllama_tower(spec, settings)
+    tower = mllama_tower(spec, settings)
     if tower is None or not tower_trains(settings) or not mask_kept(settings):
         return 0.0
     images = settings.micro_batch * settings.images_per_sample
@@ -78,28 +68,22 @@ def vision_gate_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     """Each gated (global) encoder layer scales its attention output and its MLP output by
     `gate.tanh()` before the residual add; the product keeps the output (compute dtype) for the
     gate's gradient. Kept when the encoder trains, except under full checkpointing (inside the layer)."""
-    tower = _mllama_tower(spec, settings)
+    tower = mllama_tower(spec, settings)
     if tower is None or not tower_trains(settings) or settings.checkpointing == "full":
         return 0.0
     patches = settings.micro_batch * settings.images_per_sample * tower.tokens_per_image
     return float(tower.gated_layers * 2 * compute_bytes(settings.precision) * patches * tower.hidden_size)
 
 
-def vision_outside_layers_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
-    """What the encoder keeps outside its layers when it trains (checkpointing wraps the layers
-    only): ln_pre's input, the unpadded patches (images x tiles x 1601), and ln_post's, the padded
-    ones (tiles x 1608), each with LayerNorm's fp32 mean and rstd per row; and the gathered tile
-    positions, one per unpadded patch in the model's dtype, kept by `gate.tanh() *
-    tile_position_embedding`. Left out: the patch convolution's pixel input (3 x 560^2 per tile)."""
-    tower = _mllama_tower(spec, settings)
+def tile_position_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """The gathered tile positions, one row per unpadded patch in the model's dtype, which
+    `gate.tanh() * tile_position_embedding` keeps when the encoder trains
+    (MllamaPrecomputedPositionEmbedding.forward)."""
+    tower = mllama_tower(spec, settings)
     if tower is None or not tower_trains(settings):
         return 0.0
     images = settings.micro_batch * settings.images_per_sample
-    unpadded, padded = tower.cross_attention_tokens_per_image, tower.tokens_per_image
-    row = residual_bytes(settings) * tower.hidden_size + LAYERNORM_STATS_BYTES_PER_ROW
-    norms = images * (unpadded + padded) * row
-    tile_positions = images * unpadded * tower.hidden_size * model_dtype_bytes(settings)
-    return float(norms + tile_positions)
+    return float(images * tower.cross_attention_tokens_per_image * tower.hidden_size * model_dtype_bytes(settings))
 
 
 def cross_mask_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -109,7 +93,7 @@ def cross_mask_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     every cross-attention layer. A checkpointed layer or attention core keeps the mask itself;
     fused attention without checkpointing keeps per-layer copies instead (cross_mask_copies_bytes);
     eager attention adds it to the scores and keeps none of it."""
-    tower = _mllama_tower(spec, settings)
+    tower = mllama_tower(spec, settings)
     if tower is None:
         return 0.0
     rows = settings.micro_batch * settings.seq_len
@@ -126,7 +110,7 @@ def cross_mask_copies_bytes(spec: ModelSpec, settings: TrainingSettings) -> floa
     one per layer, when that is not the mask itself: autocast's half cast of an fp32 mask, and a
     copy padded to a multiple of 8 image tokens when a row is not (pytorch aten/src/ATen/native/
     transformers/attention.cpp, preprocess_mask and pad_bias: 6404 -> 6408)."""
-    tower = _mllama_tower(spec, settings)
+    tower = mllama_tower(spec, settings)
     if tower is None or settings.attention == "eager" or settings.checkpointing != "none":
         return 0.0
     image_tokens = cross_attention_image_tokens(spec, settings)
@@ -144,7 +128,7 @@ def cross_layer_gate_bytes(spec: ModelSpec, settings: TrainingSettings) -> float
     by full_text_row_masked_out_mask, promoted to that mask's model dtype, each kept by its
     `gate.tanh() *` product. Per tensor-parallel rank, as the engine splits every layer's saved
     activations (sequence parallelism)."""
-    tower = _mllama_tower(spec, settings)
+    tower = mllama_tower(spec, settings)
     if tower is None or settings.method != "full" or settings.checkpointing == "full":
         return 0.0
     c = compute_bytes(settings.precision)
@@ -164,7 +148,7 @@ def lse_padding_bytes(heads: int, sequences: int, rows: int, settings: TrainingS
 
 def vision_lse_padding_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     """lse_padding_bytes over the encoder's layers, each image one sequence of T patches."""
-    tower = _mllama_tower(spec, settings)
+    tower = mllama_tower(spec, settings)
     if tower is None or not tower_trains(settings):
         return 0.0
     images = settings.micro_batch * settings.images_per_sample
@@ -173,7 +157,7 @@ def vision_lse_padding_bytes(spec: ModelSpec, settings: TrainingSettings) -> flo
 
 def cross_lse_padding_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     """lse_padding_bytes over the cross-attention layers, each sample one sequence of text."""
-    tower = _mllama_tower(spec, settings)
+    tower = mllama_tower(spec, settings)
     if tower is None:
         return 0.0
     heads = spec.n_heads // settings.tensor_parallel

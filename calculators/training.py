@@ -387,6 +387,14 @@ def residual_bytes(settings: TrainingSettings) -> int:
     return 4 if hidden_states_fp32(settings) else 2
 
 
+def model_dtype_bytes(settings: TrainingSettings) -> int:
+    """Bytes per element of what a model builds in its own dtype (`self.dtype`, its parameters'):
+    attention masks, position biases, gathered embedding rows. fp32 where the parameters are
+    (full training under fp32 or autocast), half otherwise (pure half training; LoRA loads the
+    base in half): the hidden states' rule (hidden_states_fp32)."""
+    return residual_bytes(settings)
+
+
 def frozen_weight_bytes(precision: str) -> int:
     """Bytes per frozen base weight under LoRA: the base is loaded in the half compute
     dtype (bf16/fp16) in every mode but fp32, since no optimizer reads it (HF/PEFT

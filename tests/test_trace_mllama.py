@@ -11,9 +11,8 @@ import functools
 import pytest
 
 from calculators.memory import GIB, estimate_memory
-from calculators.mllama import model_dtype_bytes
 from calculators.model_input import spec_from_config_dict
-from calculators.training import TrainingSettings
+from calculators.training import TrainingSettings, model_dtype_bytes
 
 torch = pytest.importorskip("torch")
 

@@ -11,6 +11,7 @@ from calculators.memory import (
     cross_attention_activation_bytes,
     cross_attention_shared_bytes,
     estimate_memory,
+    vision_outside_layers_bytes,
     vision_tower_activation_bytes,
 )
 from calculators.mllama import (
@@ -19,7 +20,6 @@ from calculators.mllama import (
     vision_gate_bytes,
     vision_lse_padding_bytes,
     vision_mask_bytes,
-    vision_outside_layers_bytes,
 )
 from calculators.model_input import spec_from_config_dict
 from calculators.time_model import TimeSettings, estimate_time, vision_flops_per_token
