@@ -7,7 +7,7 @@ Bad input (an imported file, a damaged store, a price) gets a message, never a t
 import pandas as pd
 import streamlit as st
 
-from calculators.gpu_catalogue import load_gpu_catalogue
+from calculators.hardware.catalogue import load_gpu_catalogue
 from measure.calibration.inventory import read_inventory
 from measure.calibration.result import CalibrationResult
 from measure.calibration.runner import (

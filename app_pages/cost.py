@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from calculators.compatibility import stack_problem
-from calculators.cost import OwnershipSettings, buy_vs_rent, cheapest, cost_options
-from calculators.exports import options_csv_bytes, options_excel_bytes
-from calculators.gpu_catalogue import load_gpu_catalogue
-from calculators.memory import estimate_memory
-from calculators.time_model import estimate_time
-from calculators.unpriced import unpriced_gpus
+from calculators.cost.exports import options_csv_bytes, options_excel_bytes
+from calculators.cost.options import OwnershipSettings, buy_vs_rent, cheapest, cost_options
+from calculators.cost.unpriced import unpriced_gpus
+from calculators.hardware.catalogue import load_gpu_catalogue
+from calculators.memory.engine import estimate_memory
+from calculators.timing.estimate import estimate_time
+from calculators.workload.compatibility import stack_problem
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
 from ui.charts import time_cost_figure

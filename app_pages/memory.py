@@ -3,14 +3,15 @@
 import pandas as pd
 import streamlit as st
 
-from calculators.contradictions import workload_problems
-from calculators.fit import check_fit, suggestions
-from calculators.frameworks import FRAMEWORK_LABEL, framework_rows
-from calculators.geometry import parameter_count
-from calculators.gpu_catalogue import load_gpu_catalogue
-from calculators.memory import COMPONENT_LABEL, estimate_memory
-from calculators.settings import all_settings
-from calculators.training import TrainingSettings
+from calculators.hardware.catalogue import load_gpu_catalogue
+from calculators.interface.settings import all_settings
+from calculators.memory.engine import estimate_memory
+from calculators.memory.fit import check_fit, suggestions
+from calculators.memory.result import COMPONENT_LABEL
+from calculators.models.geometry import parameter_count
+from calculators.workload.contradictions import workload_problems
+from calculators.workload.frameworks import FRAMEWORK_LABEL, framework_rows
+from calculators.workload.training import TrainingSettings
 from ui.charts import phase_breakdown_figure
 from ui.serving_view import show_serving
 from ui.trace_view import trace_section

@@ -3,10 +3,10 @@ deadline, within a budget."""
 
 import streamlit as st
 
-from calculators.gpu_catalogue import load_gpu_catalogue
-from calculators.launch_configs import launch_files
-from calculators.plan_exports import plans_csv_bytes, plans_excel_bytes
-from calculators.prices import load_prices
+from calculators.cost.prices import load_prices
+from calculators.hardware.catalogue import load_gpu_catalogue
+from calculators.plan.exports import plans_csv_bytes, plans_excel_bytes
+from calculators.plan.launch import launch_files
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
 from ui.plan_view import (

@@ -1,6 +1,6 @@
 """Closed-form memory engine against traced training steps, over a grid of configurations.
 
-For each configuration, `calculators.memory.estimate_memory(spec, settings).allocated_gib` is
+For each configuration, `calculators.memory.engine.estimate_memory(spec, settings).allocated_gib` is
 compared with the peak of a step traced under fake tensors (`measure.trace`): the trace
 has no CUDA context and no allocator reserve, so the engine's allocated bytes are the
 comparable figure. Deep models are traced at 3, 4 and 5 layers and extended exactly
@@ -30,11 +30,11 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from calculators.memory import estimate_memory  # noqa: E402
-from calculators.model_library import library_spec  # noqa: E402
-from calculators.model_spec import ModelSpec  # noqa: E402
-from calculators.presets import get_preset  # noqa: E402
-from calculators.training import TrainingSettings  # noqa: E402
+from calculators.memory.engine import estimate_memory  # noqa: E402
+from calculators.models.library import library_spec  # noqa: E402
+from calculators.models.presets import get_preset  # noqa: E402
+from calculators.models.spec import ModelSpec  # noqa: E402
+from calculators.workload.training import TrainingSettings  # noqa: E402
 from measure.trace import TraceError  # noqa: E402
 from measure.trace.runner import TraceSession  # noqa: E402
 

@@ -15,10 +15,10 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from timing import median_ms, page_rerun_ms  # noqa: E402
 
-from calculators.fit_matrix import fit_matrix  # noqa: E402
-from calculators.gpu_catalogue import load_gpu_catalogue  # noqa: E402
-from calculators.presets import get_preset  # noqa: E402
-from calculators.training import TrainingSettings  # noqa: E402
+from calculators.hardware.catalogue import load_gpu_catalogue  # noqa: E402
+from calculators.memory.fit_matrix import fit_matrix  # noqa: E402
+from calculators.models.presets import get_preset  # noqa: E402
+from calculators.workload.training import TrainingSettings  # noqa: E402
 
 WORKLOADS = {
     "llama-3.1-8b bf16-mixed, no ZeRO": ("llama-3.1-8b", TrainingSettings()),

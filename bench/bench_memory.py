@@ -16,10 +16,10 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from timing import median_ms, page_rerun_ms  # noqa: E402
 
-from calculators.fit import check_fit, suggestions  # noqa: E402
-from calculators.memory import estimate_memory  # noqa: E402
-from calculators.presets import get_preset  # noqa: E402
-from calculators.training import TrainingSettings  # noqa: E402
+from calculators.memory.engine import estimate_memory  # noqa: E402
+from calculators.memory.fit import check_fit, suggestions  # noqa: E402
+from calculators.models.presets import get_preset  # noqa: E402
+from calculators.workload.training import TrainingSettings  # noqa: E402
 
 
 def bench_calculators() -> None:

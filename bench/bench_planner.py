@@ -15,11 +15,11 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from timing import median_ms  # noqa: E402
 
-from calculators.gpu_catalogue import load_gpu_catalogue  # noqa: E402
-from calculators.planner import PlanRequest, plan_run  # noqa: E402
-from calculators.presets import get_preset  # noqa: E402
-from calculators.prices import load_prices  # noqa: E402
-from calculators.training import TrainingSettings  # noqa: E402
+from calculators.cost.prices import load_prices  # noqa: E402
+from calculators.hardware.catalogue import load_gpu_catalogue  # noqa: E402
+from calculators.models.presets import get_preset  # noqa: E402
+from calculators.plan.search import PlanRequest, plan_run  # noqa: E402
+from calculators.workload.training import TrainingSettings  # noqa: E402
 
 ASKS = {
     "llama-3.1-8b train, 2e10 tokens, 72 h": ("llama-3.1-8b", PlanRequest(dataset_tokens=2e10, deadline_hours=72)),

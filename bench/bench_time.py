@@ -18,11 +18,11 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from timing import median_ms  # noqa: E402
 
-from calculators.gpu_catalogue import find_gpu  # noqa: E402
-from calculators.presets import get_preset  # noqa: E402
-from calculators.time_model import TimeSettings, estimate_time  # noqa: E402
-from calculators.training import TrainingSettings  # noqa: E402
-from calculators.validation_throughput import summary, throughput_table  # noqa: E402
+from calculators.hardware.catalogue import find_gpu  # noqa: E402
+from calculators.models.presets import get_preset  # noqa: E402
+from calculators.timing.estimate import TimeSettings, estimate_time  # noqa: E402
+from calculators.validation.throughput import summary, throughput_table  # noqa: E402
+from calculators.workload.training import TrainingSettings  # noqa: E402
 
 CASES = (
     ("llama-3.1-8b, FSDP 8, op-selective", "llama-3.1-8b", {"gpus": 8, "zero": 3, "checkpointing": "op-selective"}),

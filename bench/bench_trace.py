@@ -19,9 +19,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from calculators.memory import estimate_memory  # noqa: E402
-from calculators.presets import get_preset  # noqa: E402
-from calculators.training import TrainingSettings  # noqa: E402
+from calculators.memory.engine import estimate_memory  # noqa: E402
+from calculators.models.presets import get_preset  # noqa: E402
+from calculators.workload.training import TrainingSettings  # noqa: E402
 from measure.trace import run_trace  # noqa: E402
 
 SETTINGS = TrainingSettings(

@@ -4,7 +4,7 @@ litgpt's resource table (data/litgpt_lora_resource_table.csv: 17 runs of finetun
 lit-gpt 8641822, PyTorch 2.1.0, bitsandbytes 0.41.1, on an A100-SXM4-40GB, LoRA r=8 on q and v,
 bf16-true, the longest Alpaca sample in the first batch) prints torch.cuda.max_memory_allocated()
 / 1e9. Each row runs with the flags the Validation page's litgpt rows use
-(calculators.validation.litgpt_lora_args):
+(calculators.validation.peak_memory.litgpt_lora_args):
 
     python -m calculators memory --framework litgpt --precision bf16 --lora-rank 8 --lora-targets qv
         --micro-batch MB --seq-len LONGEST --loss chunked --loss-chunks ceil(LONGEST / 128)
@@ -30,10 +30,11 @@ from pydantic import BaseModel, Field, field_validator
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from calculators.cli import build_parser, workload_from_args  # noqa: E402
-from calculators.csv_rows import check_public_source  # noqa: E402
-from calculators.memory import GIB, estimate_memory  # noqa: E402
-from calculators.validation import litgpt_lora_args  # noqa: E402
+from calculators.hardware.csv_rows import check_public_source  # noqa: E402
+from calculators.interface.cli import build_parser, workload_from_args  # noqa: E402
+from calculators.memory.engine import estimate_memory  # noqa: E402
+from calculators.memory.result import GIB  # noqa: E402
+from calculators.validation.peak_memory import litgpt_lora_args  # noqa: E402
 
 TABLE = ROOT / "data" / "litgpt_lora_resource_table.csv"
 CONFIGS = ROOT / "data" / "validation_configs"

@@ -4,7 +4,7 @@ data/llm_foundry_throughput_table.csv holds the 216 runs of mosaicml/llm-foundry
 scripts/train/benchmarking/README.md @8c8dd48 (MPT-125M to 70B, 8 to 512 GPUs, sequence 512 to
 65536, H100 bf16 and fp8, A100 40 and 80 GB; runs with activation CPU offload left out), in the
 columns of data/measured_throughput.csv, so each runs through the Validation page's mapping
-(calculators.validation_throughput.row_inputs: FSDP FULL_SHARD as ZeRO-3, amp_bf16 as autocast,
+(calculators.validation.throughput.row_inputs: FSDP FULL_SHARD as ZeRO-3, amp_bf16 as autocast,
 MPT's Triton FlashAttention, 1600 Gb/s per A100 node, 400 Gb/s per GPU assumed for H100).
 Seven of the runs are on the Validation page; the rest are a check on runs the time model was
 not developed against.
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from calculators.validation_throughput import load_rows, throughput_table  # noqa: E402
+from calculators.validation.throughput import load_rows, throughput_table  # noqa: E402
 
 TABLE = ROOT / "data" / "llm_foundry_throughput_table.csv"
 

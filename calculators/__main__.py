@@ -2,6 +2,6 @@
 
 import sys
 
-from calculators.cli import main
+from calculators.interface.cli import main
 
 sys.exit(main())

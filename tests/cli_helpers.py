@@ -1,6 +1,6 @@
 """Running the CLI in-process, shared by the CLI tests."""
 
-from calculators.cli import main
+from calculators.interface.cli import main
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:

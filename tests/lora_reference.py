@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from calculators.finetune import LORA_TARGET_MODULES
-from calculators.model_spec import ModelSpec
+from calculators.models.spec import ModelSpec
+from calculators.workload.finetune import LORA_TARGET_MODULES
 
 
 class RMSNorm(nn.Module):

@@ -11,14 +11,14 @@ import json
 
 import pytest
 
-from calculators.geometry import active_parameters, clip_vision_params, parameter_count
-from calculators.inference import (
+from calculators.memory.serving import (
     ServingSettings,
     kv_cache_bytes_per_sequence,
     kv_cache_bytes_per_token,
     weight_split_per_rank,
 )
-from calculators.model_input import ModelInputError, spec_from_hf_config
+from calculators.models.geometry import active_parameters, clip_vision_params, parameter_count
+from calculators.models.hf_config import ModelInputError, spec_from_hf_config
 
 QWEN3_30B_A3B = {
     "model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144, "moe_intermediate_size": 768,
@@ -189,7 +189,7 @@ def test_unknown_model_type_names_missing_fields():
 
 
 def test_serving_estimate_reports_active_parameters():
-    from calculators.inference import estimate_serving
+    from calculators.memory.serving import estimate_serving
 
     estimate = estimate_serving(spec(QWEN3_30B_A3B), ServingSettings(context_len=4096))
     assert estimate.parameters == 30_532_122_624

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from calculators.memory import estimate_memory
-from calculators.presets import get_preset
-from calculators.training import Overheads, TrainingSettings
+from calculators.memory.engine import estimate_memory
+from calculators.models.presets import get_preset
+from calculators.workload.training import Overheads, TrainingSettings
 from measure.calibration import inventory, runner
 from measure.calibration.inventory import match_catalogue, normalise_gpu_name, read_inventory
 from measure.calibration.result import BenchmarkRecord, CalibratedOverheads, CalibrationResult

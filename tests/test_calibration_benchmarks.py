@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from calculators.geometry import parameter_count
-from calculators.gpu_catalogue import find_gpu
-from calculators.memory import estimate_memory
+from calculators.hardware.catalogue import find_gpu
+from calculators.memory.engine import estimate_memory
+from calculators.models.geometry import parameter_count
 from measure.calibration import allreduce, benchmarks
 from measure.calibration.allreduce import bus_bandwidth_gbps, run_allreduce_subprocess
 

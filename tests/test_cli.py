@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from calculators.geometry import parameter_count
-from calculators.memory import COMPONENTS, GIB
-from calculators.presets import get_preset
+from calculators.memory.result import COMPONENTS, GIB
+from calculators.models.geometry import parameter_count
+from calculators.models.presets import get_preset
 from tests.cli_helpers import run_cli
 
 

@@ -1,6 +1,6 @@
 """Generated command lines: every one gives JSON (exit 0) or one `error:` line (exit 2).
 
-The flags and their values are drawn from the declarations in calculators.settings, mixed
+The flags and their values are drawn from the declarations in calculators.interface.settings, mixed
 with garbage (negative, zero, NaN, infinities, huge, words), so a new setting is fuzzed as
 soon as it is declared. JSON must never hold NaN or Infinity (strict parsing refuses them).
 Examples per property: 150 here, 3000 with GPU_SIZING_LONG_PROPERTIES=1.
@@ -14,11 +14,11 @@ import os
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from calculators.cli import main
-from calculators.inference import ServingSettings
-from calculators.presets import load_presets
-from calculators.settings import all_settings
-from calculators.training import TrainingSettings
+from calculators.interface.cli import main
+from calculators.interface.settings import all_settings
+from calculators.memory.serving import ServingSettings
+from calculators.models.presets import load_presets
+from calculators.workload.training import TrainingSettings
 
 LONG = os.environ.get("GPU_SIZING_LONG_PROPERTIES") == "1"
 EXAMPLES = 3000 if LONG else 150

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.communication import (
+from calculators.hardware.catalogue import find_gpu
+from calculators.models.presets import get_preset
+from calculators.timing.communication import (
     allgather_bytes,
     allreduce_bytes,
     bubble_fraction,
@@ -18,10 +20,8 @@ from calculators.communication import (
     tp_bytes_per_micro,
     trainable_parameters_per_rank,
 )
-from calculators.gpu_catalogue import find_gpu
-from calculators.presets import get_preset
-from calculators.time_model import TimeSettings, estimate_time
-from calculators.training import TrainingSettings
+from calculators.timing.estimate import TimeSettings, estimate_time
+from calculators.workload.training import TrainingSettings
 
 LLAMA2_7B = get_preset("llama-2-7b")  # 32 layers, h 4096, MLP 11008, vocab 32000, untied head
 H100 = find_gpu("H100-SXM5-80GB")

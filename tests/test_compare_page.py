@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from calculators.fit_matrix import fit_matrix
-from calculators.gpu_catalogue import find_gpu, load_gpu_catalogue
-from calculators.presets import get_preset
-from calculators.training import TrainingSettings
+from calculators.hardware.catalogue import find_gpu, load_gpu_catalogue
+from calculators.memory.fit_matrix import fit_matrix
+from calculators.models.presets import get_preset
+from calculators.workload.training import TrainingSettings
 from tests.apptest_helpers import open_app
 
 
@@ -77,7 +77,7 @@ def _catalogue_csv(name: str, memory_gb: str = "64") -> bytes:
     import csv
     import io
 
-    from calculators.gpu_catalogue import COLUMNS, DEFAULT_CATALOGUE_PATH
+    from calculators.hardware.catalogue import COLUMNS, DEFAULT_CATALOGUE_PATH
 
     with open(DEFAULT_CATALOGUE_PATH, newline="") as handle:
         row = next(r for r in csv.DictReader(handle) if r["name"] == "H100-SXM5-80GB")

@@ -1,11 +1,11 @@
-"""Tests for calculators.compatibility: which software stacks cannot run a workload, and why."""
+"""Tests for calculators.workload.compatibility: which software stacks cannot run a workload, and why."""
 
 from __future__ import annotations
 
 import pytest
 
-from calculators.compatibility import stack_problem
-from calculators.gpu_catalogue import find_gpu, load_gpu_catalogue
+from calculators.hardware.catalogue import find_gpu, load_gpu_catalogue
+from calculators.workload.compatibility import stack_problem
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from calculators.cli import main
-from calculators.contradictions import workload_problems
-from calculators.presets import get_preset
-from calculators.workload import build_workload
+from calculators.interface.cli import main
+from calculators.models.presets import get_preset
+from calculators.workload.build import build_workload
+from calculators.workload.contradictions import workload_problems
 from tests.apptest_helpers import open_app
 
 

@@ -1,4 +1,4 @@
-"""Tests for calculators.cost: cost options, spot costs, the Pareto front and buy-vs-rent."""
+"""Tests for calculators.cost.options: cost options, spot costs, the Pareto front and buy-vs-rent."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from calculators.cost import (
+from calculators.cost.options import (
     CostOption,
     OwnershipSettings,
     break_even_hours,
@@ -21,12 +21,12 @@ from calculators.cost import (
     ranked_and_set_apart,
     run_cost_usd,
 )
-from calculators.gpu_catalogue import find_gpu, load_gpu_catalogue
-from calculators.presets import get_preset
-from calculators.prices import CloudPrice, load_prices
-from calculators.spot import expected_spot_hours
-from calculators.time_model import TimeSettings, estimate_time
-from calculators.training import TrainingSettings
+from calculators.cost.prices import CloudPrice, load_prices
+from calculators.cost.spot import expected_spot_hours
+from calculators.hardware.catalogue import find_gpu, load_gpu_catalogue
+from calculators.models.presets import get_preset
+from calculators.timing.estimate import TimeSettings, estimate_time
+from calculators.workload.training import TrainingSettings
 
 CATALOGUE = load_gpu_catalogue()
 LLAMA2_7B = get_preset("llama-2-7b")
@@ -358,12 +358,12 @@ def test_buy_vs_rent_needs_a_price():
 
 def test_spot_cost_per_million_tokens_is_the_expected_spot_cost_over_the_tokens():
     """2e9 tokens: USD per million tokens = expected spot USD / 2000."""
-    from calculators.cost import cost_options as options_for
-    from calculators.gpu_catalogue import load_gpu_catalogue
-    from calculators.presets import get_preset
-    from calculators.prices import load_prices
-    from calculators.time_model import TimeSettings
-    from calculators.training import TrainingSettings
+    from calculators.cost.options import cost_options as options_for
+    from calculators.cost.prices import load_prices
+    from calculators.hardware.catalogue import load_gpu_catalogue
+    from calculators.models.presets import get_preset
+    from calculators.timing.estimate import TimeSettings
+    from calculators.workload.training import TrainingSettings
 
     options = options_for(
         get_preset("gpt2"), TrainingSettings(), TimeSettings(dataset_tokens=2e9), load_prices(), load_gpu_catalogue()
@@ -378,12 +378,12 @@ def test_measured_matmul_fraction_replaces_the_default_for_that_gpu_only():
     """A measured matmul fraction of 0.24 replaces mamf-finder's 0.803 in H100's GEMMs only: its
     options take the step of that matmul fraction given by hand (slower), the other GPUs' are
     unchanged."""
-    from calculators.cost import cost_options as options_for
-    from calculators.gpu_catalogue import load_gpu_catalogue
-    from calculators.presets import get_preset
-    from calculators.prices import load_prices
-    from calculators.time_model import TimeSettings
-    from calculators.training import TrainingSettings
+    from calculators.cost.options import cost_options as options_for
+    from calculators.cost.prices import load_prices
+    from calculators.hardware.catalogue import load_gpu_catalogue
+    from calculators.models.presets import get_preset
+    from calculators.timing.estimate import TimeSettings
+    from calculators.workload.training import TrainingSettings
 
     args = (
         get_preset("gpt2"),

@@ -5,12 +5,12 @@ import re
 import pandas as pd
 import pytest
 
-from calculators.cost import cost_options
-from calculators.gpu_catalogue import load_gpu_catalogue
-from calculators.presets import get_preset
-from calculators.prices import load_prices
-from calculators.time_model import TimeSettings
-from calculators.training import TrainingSettings
+from calculators.cost.options import cost_options
+from calculators.cost.prices import load_prices
+from calculators.hardware.catalogue import load_gpu_catalogue
+from calculators.models.presets import get_preset
+from calculators.timing.estimate import TimeSettings
+from calculators.workload.training import TrainingSettings
 from tests.apptest_helpers import open_app
 
 
@@ -93,7 +93,7 @@ def test_an_uploaded_price_sheet_can_be_used_alone():
 def test_excel_export_reads_back_with_pandas():
     import io
 
-    from calculators.exports import options_excel_bytes
+    from calculators.cost.exports import options_excel_bytes
 
     options = cost_options(
         get_preset("gpt2"), TrainingSettings(), TimeSettings(dataset_tokens=1e9), load_prices(), load_gpu_catalogue()

@@ -19,10 +19,10 @@ import os
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from calculators.fit import max_micro_batch
-from calculators.memory import estimate_memory
-from calculators.presets import get_preset
-from calculators.training import TrainingSettings
+from calculators.memory.engine import estimate_memory
+from calculators.memory.fit import max_micro_batch
+from calculators.models.presets import get_preset
+from calculators.workload.training import TrainingSettings
 
 LONG = os.environ.get("GPU_SIZING_LONG_PROPERTIES") == "1"
 PROPERTY = settings(

@@ -1,4 +1,4 @@
-"""Tests for calculators.exports: the CSV and Excel downloads read back with pandas."""
+"""Tests for calculators.cost.exports: the CSV and Excel downloads read back with pandas."""
 
 from __future__ import annotations
 
@@ -8,18 +8,13 @@ import io
 import pandas as pd
 import pytest
 
-from calculators.cost import CostOption, cost_options
-from calculators.exports import (
-    ASSUMPTION_COLUMNS,
-    OPTION_COLUMNS,
-    options_csv_bytes,
-    options_excel_bytes,
-)
-from calculators.gpu_catalogue import load_gpu_catalogue
-from calculators.presets import get_preset
-from calculators.prices import CloudPrice
-from calculators.time_model import TimeSettings
-from calculators.training import TrainingSettings
+from calculators.cost.exports import ASSUMPTION_COLUMNS, OPTION_COLUMNS, options_csv_bytes, options_excel_bytes
+from calculators.cost.options import CostOption, cost_options
+from calculators.cost.prices import CloudPrice
+from calculators.hardware.catalogue import load_gpu_catalogue
+from calculators.models.presets import get_preset
+from calculators.timing.estimate import TimeSettings
+from calculators.workload.training import TrainingSettings
 
 
 def make_options() -> list[CostOption]:

@@ -8,12 +8,14 @@ P = 6,738,415,616 parameters; one layer has 202,383,360 parameters of which
 import pytest
 from pydantic import ValidationError
 
-from calculators.finetune import NF4_BITS_PER_WEIGHT, lora_parameters_per_layer
-from calculators.memory import GIB, estimate_memory, layer_activation_terms
-from calculators.model_spec import ModelSpec
-from calculators.presets import get_preset
-from calculators.training import Overheads, TrainingSettings
-from calculators.validation import load_measurements
+from calculators.memory.activations.layer import layer_activation_terms
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.presets import get_preset
+from calculators.models.spec import ModelSpec
+from calculators.validation.peak_memory import load_measurements
+from calculators.workload.finetune import NF4_BITS_PER_WEIGHT, lora_parameters_per_layer
+from calculators.workload.training import Overheads, TrainingSettings
 
 LLAMA2_7B = ModelSpec(
     name="llama-2-7b", n_layers=32, hidden_size=4096, n_heads=32, n_kv_heads=32, ffn_hidden_size=11008, vocab_size=32000
@@ -392,9 +394,9 @@ def test_lora_counts_a_moe_dense_layer_at_its_own_size():
     dense MLP 3 x (2048 + 10944) x 8 = 311,808; sparse MLP (64 experts + the 2816-wide shared
     expert) 8 x (64 x 3 x (2048 + 1408) + 3 x (2048 + 2816)) = 5,425,152. One dense and 26
     sparse layers: 443,392 + 26 x 5,556,736 = 144,918,528 (27 sparse layers were counted before)."""
-    from calculators.geometry import parameter_count
-    from calculators.memory import trainable_parameter_count
-    from calculators.model_library import library_spec
+    from calculators.memory.layout import trainable_parameter_count
+    from calculators.models.geometry import parameter_count
+    from calculators.models.library import library_spec
 
     spec = library_spec("deepseek-ai/DeepSeek-V2-Lite")
     lora = TrainingSettings(method="lora", lora_rank=8, lora_targets="all-linear")
@@ -406,9 +408,9 @@ def test_lora_adapts_t5_cross_attention_too():
     and v (PEFT's T5 default, matched by name in self- and cross-attention): 8 x (768 + 768) x 2 =
     24,576 per attention block, 12 + 12 self-attention blocks and 12 cross-attention blocks:
     36 x 24,576 = 884,736."""
-    from calculators.geometry import parameter_count
-    from calculators.memory import trainable_parameter_count
-    from calculators.model_library import library_spec
+    from calculators.memory.layout import trainable_parameter_count
+    from calculators.models.geometry import parameter_count
+    from calculators.models.library import library_spec
 
     spec = library_spec("google/flan-t5-base")
     lora = TrainingSettings(method="lora", lora_rank=8, lora_targets="qv")
@@ -420,9 +422,10 @@ def test_fsdp1_frozen_gradients_and_the_gather_unit_follow_each_kind_of_layer():
     1 dense layer of 81,007,104 parameters and 26 sparse ones of 584,847,872: 15,287,051,776
     elements, 2 bytes each in bf16. ZeRO-3's per-layer unit is the largest layer the stage holds;
     a stage of dense layers alone gathers a dense layer, not a sparse one."""
-    from calculators.geometry import parameter_count
-    from calculators.memory import fsdp1_frozen_gradient_bytes, stage_layout
-    from calculators.model_library import library_spec
+    from calculators.memory.layout import stage_layout
+    from calculators.memory.states import fsdp1_frozen_gradient_bytes
+    from calculators.models.geometry import parameter_count
+    from calculators.models.library import library_spec
 
     spec = library_spec("deepseek-ai/DeepSeek-V2-Lite")
     lora = TrainingSettings(method="lora", precision="bf16-mixed", gpus=8, zero=3, sharding_impl="fsdp1")
@@ -440,10 +443,10 @@ def test_fsdp1_frozen_gradients_and_the_gather_unit_follow_each_kind_of_layer():
 def test_one_adapter_count_for_the_layout_and_the_trainable_total(model, frozen):
     """The stage layout's adapters (adapted_layer_kinds) and the model's (model_lora_parameters,
     used for the trainable count and the data-parallel traffic) agree, frozen layers or not."""
-    from calculators.finetune import model_lora_parameters
-    from calculators.geometry import parameter_count
-    from calculators.memory import stage_layout
-    from calculators.model_library import library_spec
+    from calculators.memory.layout import stage_layout
+    from calculators.models.geometry import parameter_count
+    from calculators.models.library import library_spec
+    from calculators.workload.finetune import model_lora_parameters
 
     spec = library_spec(model)
     lora = TrainingSettings(method="lora", lora_targets="all-linear", frozen_layers=frozen)

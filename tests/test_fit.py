@@ -2,9 +2,9 @@
 
 import pytest
 
-from calculators.fit import check_fit, max_micro_batch, min_gpus, peak_gib, suggestions, verdict
-from calculators.presets import get_preset
-from calculators.training import TrainingSettings
+from calculators.memory.fit import check_fit, max_micro_batch, min_gpus, peak_gib, suggestions, verdict
+from calculators.models.presets import get_preset
+from calculators.workload.training import TrainingSettings
 
 LLAMA_8B = get_preset("llama-3.1-8b")
 
@@ -108,7 +108,7 @@ def test_a_combination_is_offered_when_no_single_change_fits():
 @pytest.mark.parametrize("capacity_gib", [24.0, 80.0, 192.0])
 def test_solved_max_micro_batch_equals_a_plain_binary_search(preset, changes, capacity_gib):
     """The affine shortcut must give exactly what searching the estimator gives."""
-    from calculators.fit import MAX_MICRO_BATCH_SEARCHED, largest_passing
+    from calculators.memory.fit import MAX_MICRO_BATCH_SEARCHED, largest_passing
 
     spec, settings = get_preset(preset), TrainingSettings(**changes)
     searched = largest_passing(

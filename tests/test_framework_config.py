@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from calculators.cli import main
-from calculators.framework_config import FrameworkConfigError, describe_unknown, read_framework_config
+from calculators.interface.cli import main
+from calculators.workload.framework_files import FrameworkConfigError, describe_unknown, read_framework_config
 
 TORCHTUNE_QLORA = """
 model:
@@ -100,7 +100,7 @@ def test_the_cli_reads_the_file_and_explicit_flags_win(tmp_path, capsys):
     assert printed["mode"] == "finetune-qlora" and printed["settings"]["lora_rank"] == 64
     assert printed["settings"]["framework"] == "torchtune"
     assert "unknown torchtune keys ignored: learnig_rate" in captured.err
-    from calculators.validation import validation_table
+    from calculators.validation.peak_memory import validation_table
 
     tt5 = next(row for row in validation_table() if row.id == "tt-5")
     assert printed["allocated_gib"] == pytest.approx(tt5.estimate_gib)
@@ -325,7 +325,7 @@ dynamo_config:
 
 
 def test_the_planners_accelerate_file_reads_back():
-    from calculators.launch_configs import accelerate_fsdp_yaml
+    from calculators.plan.launch import accelerate_fsdp_yaml
 
     class PlanLike:
         gpus, gpus_per_instance, precision, zero = 16, 8, "bf16-mixed", 3

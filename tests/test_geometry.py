@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.geometry import (
+from calculators.memory.layout import adafactor_layer_elements
+from calculators.models.geometry import (
     active_parameters,
     expert_weights_per_layer,
     factored_matrices,
@@ -15,8 +16,7 @@ from calculators.geometry import (
     parameter_count,
     router_elements,
 )
-from calculators.memory import adafactor_layer_elements
-from calculators.presets import get_preset
+from calculators.models.presets import get_preset
 
 GPT2 = get_preset("gpt2")
 LLAMA_8B = get_preset("llama-3.1-8b")

@@ -8,8 +8,7 @@ import random
 
 import pytest
 
-from calculators.csv_rows import csv_text as write_csv_text
-from calculators.gpu_catalogue import (
+from calculators.hardware.catalogue import (
     COLUMNS,
     DEFAULT_CATALOGUE_PATH,
     CatalogueError,
@@ -19,6 +18,7 @@ from calculators.gpu_catalogue import (
     parse_gpu_csv,
     parse_gpu_rows,
 )
+from calculators.hardware.csv_rows import csv_text as write_csv_text
 
 CATALOGUE = load_gpu_catalogue()
 BY_NAME = {gpu.name: gpu for gpu in CATALOGUE}

@@ -3,10 +3,10 @@
 import pytest
 from apptest_helpers import open_app
 
-from calculators.cli import main
-from calculators.memory import estimate_memory
-from calculators.presets import get_preset
-from calculators.training import TrainingSettings, image_tokens_per_image, language_model_settings
+from calculators.interface.cli import main
+from calculators.memory.engine import estimate_memory
+from calculators.models.presets import get_preset
+from calculators.workload.training import TrainingSettings, image_tokens_per_image, language_model_settings
 
 
 def llava_like():

@@ -3,8 +3,9 @@
 import pytest
 from pydantic import ValidationError
 
-from calculators.gpu_catalogue import find_gpu, load_gpu_catalogue
-from calculators.inference import (
+from calculators.hardware.catalogue import find_gpu, load_gpu_catalogue
+from calculators.memory.result import GIB
+from calculators.memory.serving import (
     ServingSettings,
     activation_bytes,
     active_parameters,
@@ -23,9 +24,8 @@ from calculators.inference import (
     serving_weight_bytes,
     total_gib,
 )
-from calculators.memory import GIB
-from calculators.presets import get_preset
-from calculators.training import Overheads
+from calculators.models.presets import get_preset
+from calculators.workload.training import Overheads
 
 LLAMA_8B = get_preset("llama-3.1-8b")
 LLAMA_70B = get_preset("llama-3.1-70b")

@@ -2,11 +2,14 @@
 
 import pytest
 
-from calculators.geometry import parameter_count
-from calculators.memory import GIB, estimate_memory, layer_activation_terms, logits_bytes
-from calculators.model_spec import ModelSpec
-from calculators.presets import get_preset
-from calculators.training import Overheads, TrainingSettings
+from calculators.memory.activations.head import logits_bytes
+from calculators.memory.activations.layer import layer_activation_terms
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.geometry import parameter_count
+from calculators.models.presets import get_preset
+from calculators.models.spec import ModelSpec
+from calculators.workload.training import Overheads, TrainingSettings
 
 LLAMA2_7B = ModelSpec(
     name="llama-2-7b", n_layers=32, hidden_size=4096, n_heads=32, n_kv_heads=32, ffn_hidden_size=11008, vocab_size=32000

@@ -6,15 +6,12 @@ at micro-batch 8 x 512 tokens: t = 4096 tokens, 8 * 12 * 512 * 512 = 25,165,824 
 
 import pytest
 
-from calculators.memory import (
-    GIB,
-    attention_backward_bytes_per_score,
-    estimate_memory,
-    layer_activation_terms,
-    layer_backward_peak_bytes,
-)
-from calculators.presets import get_preset
-from calculators.training import Overheads, TrainingSettings
+from calculators.memory.activations.attention import attention_backward_bytes_per_score
+from calculators.memory.activations.layer import layer_activation_terms, layer_backward_peak_bytes
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.presets import get_preset
+from calculators.workload.training import Overheads, TrainingSettings
 
 NO_OVERHEAD = Overheads(cuda_context_gib=0, cublas_workspace_gib=0, allocator_reserve_fraction=0, nccl_gib=0)
 BERT = get_preset("bert-base-uncased")

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.memory import (
-    GIB,
-    check_supported,
-    estimate_memory,
-    fp8_weight_cast_bytes,
-    layer_activation_terms,
-    linear_inputs_saved_bytes,
-    out_projection_input_bytes,
-)
-from calculators.presets import get_preset
-from calculators.training import TrainingSettings
+from calculators.memory.activations.attention import out_projection_input_bytes
+from calculators.memory.activations.layer import layer_activation_terms
+from calculators.memory.activations.linears import linear_inputs_saved_bytes
+from calculators.memory.assumptions import check_supported
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.memory.states import fp8_weight_cast_bytes
+from calculators.models.presets import get_preset
+from calculators.workload.training import TrainingSettings
 
 LLAMA_1B = get_preset("llama-3.2-1b")
 TOKENS = 2048

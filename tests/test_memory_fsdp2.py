@@ -5,22 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.frameworks import framework_defaults
-from calculators.geometry import parameter_count
-from calculators.memory import (
-    estimate_memory,
-    fsdp2_reduce_scatter_bytes,
-    fsdp2_root_gathered_bytes,
-    fsdp2_root_gradient_bytes,
-    kept_logits_bytes,
+from calculators.memory.activations.head import kept_logits_bytes
+from calculators.memory.activations.layer import (
     kept_per_layer_bytes,
     layer_activation_terms,
-    stage_layout,
     submodule_backward_peak_bytes,
     submodule_checkpoint_inputs_bytes,
 )
-from calculators.presets import get_preset
-from calculators.training import TrainingSettings
+from calculators.memory.engine import estimate_memory
+from calculators.memory.layout import stage_layout
+from calculators.memory.states import fsdp2_reduce_scatter_bytes, fsdp2_root_gathered_bytes, fsdp2_root_gradient_bytes
+from calculators.models.geometry import parameter_count
+from calculators.models.presets import get_preset
+from calculators.workload.frameworks import framework_defaults
+from calculators.workload.training import TrainingSettings
 
 LLAMA_1B = get_preset("llama-3.2-1b")  # 16 layers, h 2048, ffn 8192, vocab 128256, tied
 LLAMA_8B = get_preset("llama-3.1-8b")

@@ -6,25 +6,23 @@ import json
 
 import pytest
 
-from calculators.cli import build_parser, main
-from calculators.frameworks import FRAMEWORK_DEFAULTS, framework_defaults
-from calculators.memory import (
-    GIB,
-    attention_score_bytes,
+from calculators.interface.cli import build_parser, main
+from calculators.memory.activations.attention import attention_score_bytes
+from calculators.memory.activations.head import (
     chunked_loss_bytes,
-    estimate_memory,
     fused_linear_chunk_rows,
     fused_linear_loss_bytes,
-    kept_per_layer_bytes,
-    layer_activation_terms,
-    layer_matmul_outputs,
     liger_weight_update_temporary_bytes,
     logits_bytes,
-    norm_saved_bytes,
 )
-from calculators.model_spec import ModelSpec
-from calculators.presets import get_preset
-from calculators.training import FRAMEWORKS, Overheads, TrainingSettings
+from calculators.memory.activations.layer import kept_per_layer_bytes, layer_activation_terms, layer_matmul_outputs
+from calculators.memory.activations.norms import norm_saved_bytes
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.presets import get_preset
+from calculators.models.spec import ModelSpec
+from calculators.workload.frameworks import FRAMEWORK_DEFAULTS, framework_defaults
+from calculators.workload.training import FRAMEWORKS, Overheads, TrainingSettings
 
 # A small Llama-style model: T = 2 x 128 = 256 tokens, h = 256, f = 512, V = 4096.
 SMALL = ModelSpec(n_layers=4, hidden_size=256, n_heads=4, n_kv_heads=4, ffn_hidden_size=512, vocab_size=4096)

@@ -4,9 +4,14 @@ import json
 
 import pytest
 
-from calculators.geometry import parameter_count
-from calculators.model_input import MAX_CONFIG_BYTES, ModelInputError, spec_from_hf_config, spec_from_parameter_count
-from calculators.presets import get_preset
+from calculators.models.geometry import parameter_count
+from calculators.models.hf_config import (
+    MAX_CONFIG_BYTES,
+    ModelInputError,
+    spec_from_hf_config,
+    spec_from_parameter_count,
+)
+from calculators.models.presets import get_preset
 
 LLAMA2_7B_CONFIG = {
     "architectures": ["LlamaForCausalLM"],

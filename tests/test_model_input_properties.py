@@ -11,8 +11,8 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from calculators.model_input import ModelInputError, spec_from_hf_config
-from calculators.model_spec import ModelSpec
+from calculators.models.hf_config import ModelInputError, spec_from_hf_config
+from calculators.models.spec import ModelSpec
 
 settings.register_profile(
     "model_input_short",

@@ -35,11 +35,11 @@ import types
 
 import pytest
 
-from calculators import cli
-from calculators.geometry import active_parameters, parameter_count
-from calculators.hub_config import fetch_hub_config
-from calculators.model_input import ModelInputError
-from calculators.model_library import (
+from calculators.interface import cli
+from calculators.models.geometry import active_parameters, parameter_count
+from calculators.models.hf_config import ModelInputError
+from calculators.models.hub import fetch_hub_config
+from calculators.models.library import (
     ModelNotFound,
     cached_config,
     load_library,
@@ -279,7 +279,7 @@ def library_file(tmp_path, **changes) -> object:
 
 
 def test_a_library_row_must_name_public_sources_and_a_date(tmp_path):
-    from calculators.model_library import LibraryError
+    from calculators.models.library import LibraryError
 
     with pytest.raises(LibraryError, match=r"model 1 \('openai/gpt-oss-20b'\): parameters_source"):
         load_library(library_file(tmp_path, parameters_source="read it somewhere"))

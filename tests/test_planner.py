@@ -1,4 +1,4 @@
-"""Tests for calculators.planner: hand-worked small cases, the stack rules, impossible asks, the CLI."""
+"""Tests for calculators.plan.search: hand-worked small cases, the stack rules, impossible asks, the CLI."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import json
 
 import pytest
 
-from calculators.cli import main
-from calculators.cost import OwnershipSettings
-from calculators.gpu_catalogue import GpuSpec, find_gpu, load_gpu_catalogue
-from calculators.model_spec import ModelSpec
-from calculators.planner import (
+from calculators.cost.options import OwnershipSettings
+from calculators.cost.prices import CloudPrice, load_prices
+from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
+from calculators.interface.cli import main
+from calculators.models.presets import get_preset
+from calculators.models.spec import ModelSpec
+from calculators.plan.search import (
     PlanRequest,
     default_global_batch_tokens,
     gpu_counts,
@@ -19,10 +21,8 @@ from calculators.planner import (
     owned_usd_per_gpu_hour,
     plan_run,
 )
-from calculators.presets import get_preset
-from calculators.prices import CloudPrice, load_prices
-from calculators.time_model import TimeSettings
-from calculators.training import TrainingSettings
+from calculators.timing.estimate import TimeSettings
+from calculators.workload.training import TrainingSettings
 
 # A two-layer model worked out by hand: per layer q, k, v, o 4 x 512 x 512 = 1,048,576 and a
 # SwiGLU MLP 3 x 512 x 1024 = 1,572,864; two layers 5,242,880; LM head 512 x 1000 = 512,000:

@@ -9,10 +9,12 @@ import io
 import pandas as pd
 import pytest
 
-from calculators.gpu_catalogue import GpuSpec
-from calculators.memory import estimate_memory
-from calculators.plan_exports import plan_assumptions_frame, plans_csv_bytes
-from calculators.planner import (
+from calculators.cost.prices import CloudPrice, load_prices
+from calculators.hardware.catalogue import GpuSpec
+from calculators.memory.engine import estimate_memory
+from calculators.models.presets import get_preset
+from calculators.plan.exports import plan_assumptions_frame, plans_csv_bytes
+from calculators.plan.search import (
     DEFAULT_HOST_MEMORY_GIB_PER_GPU,
     PlanRequest,
     host_limit_per_gpu,
@@ -21,10 +23,8 @@ from calculators.planner import (
     job_gpus_per_instance,
     plan_run,
 )
-from calculators.presets import get_preset
-from calculators.prices import CloudPrice, load_prices
-from calculators.time_model import TimeSettings
-from calculators.training import TrainingSettings
+from calculators.timing.estimate import TimeSettings
+from calculators.workload.training import TrainingSettings
 
 GIB = 1024**3
 TIME = TimeSettings(dataset_tokens=1.0, utilisation=0.5)

@@ -9,9 +9,9 @@ import json
 import pandas as pd
 import pytest
 
-from calculators.launch_configs import accelerate_fsdp_yaml, deepspeed_config, launch_files, torchtitan_toml
-from calculators.plan_exports import plans_csv_bytes, plans_excel_bytes
-from calculators.planner import Plan, PlanResult
+from calculators.plan.exports import plans_csv_bytes, plans_excel_bytes
+from calculators.plan.launch import accelerate_fsdp_yaml, deepspeed_config, launch_files, torchtitan_toml
+from calculators.plan.search import Plan, PlanResult
 
 # 16 B200 in two 8-GPU instances: ZeRO-3 over 16 data-parallel ranks, micro-batch 4 x 8
 # accumulation steps = 32 sequences per rank, 512 per step; full recomputation, no offload.
@@ -63,7 +63,7 @@ def test_downloads_hold_the_plan_the_request_and_the_price_date():
 
 
 def test_the_deepspeed_config_reads_back_to_the_plans_settings():
-    framework_config = pytest.importorskip("calculators.framework_config")
+    framework_config = pytest.importorskip("calculators.workload.framework_files")
     plan = PLAN.model_copy(update={"offload_optimizer": True})
     read = framework_config.read_framework_config(launch_files(plan)["deepspeed_config.json"], "ds.json")
     assert read.unknown_keys == []

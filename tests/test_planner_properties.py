@@ -3,7 +3,7 @@
 - No plan exceeds its GPU's memory (checked again with the memory engine) and the plan chosen
   under a deadline meets it.
 - The planner's cheapest plan is never dearer than the cheapest option of the Cost page
-  (calculators.cost.cost_options) for one fixed layout with the same global batch and tokens:
+  (calculators.cost.options.cost_options) for one fixed layout with the same global batch and tokens:
   the planner searches that layout's GPU count among others.
 
 Examples per property: 25 here, 400 with GPU_SIZING_LONG_PROPERTIES=1.
@@ -16,15 +16,15 @@ import os
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from calculators.cost import cheapest, cost_options
-from calculators.fit_matrix import gpu_memory_gib
-from calculators.gpu_catalogue import load_gpu_catalogue
-from calculators.memory import estimate_memory
-from calculators.planner import PlanRequest, plan_run
-from calculators.presets import get_preset
-from calculators.prices import load_prices
-from calculators.time_model import TimeSettings
-from calculators.training import TrainingSettings
+from calculators.cost.options import cheapest, cost_options
+from calculators.cost.prices import load_prices
+from calculators.hardware.catalogue import load_gpu_catalogue
+from calculators.memory.engine import estimate_memory
+from calculators.memory.fit_matrix import gpu_memory_gib
+from calculators.models.presets import get_preset
+from calculators.plan.search import PlanRequest, plan_run
+from calculators.timing.estimate import TimeSettings
+from calculators.workload.training import TrainingSettings
 
 LONG = os.environ.get("GPU_SIZING_LONG_PROPERTIES") == "1"
 PROPERTY = settings(

@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from calculators.geometry import parameter_count
-from calculators.model_spec import ModelSpec
-from calculators.presets import (
-    DEFAULT_PRESETS_PATH,
-    EXTRA_COLUMNS,
-    PresetError,
-    get_preset,
-    load_presets,
-)
+from calculators.models.geometry import parameter_count
+from calculators.models.presets import DEFAULT_PRESETS_PATH, EXTRA_COLUMNS, PresetError, get_preset, load_presets
+from calculators.models.spec import ModelSpec
 
 REQUIRED = [
     "gpt2",

@@ -9,9 +9,7 @@ import random
 
 import pytest
 
-from calculators.csv_rows import csv_text as write_csv_text
-from calculators.gpu_catalogue import find_gpu, load_gpu_catalogue
-from calculators.prices import (
+from calculators.cost.prices import (
     COLUMNS,
     DEFAULT_PRICES_PATH,
     REQUIRED_COLUMNS,
@@ -23,7 +21,9 @@ from calculators.prices import (
     prices_as_of,
     usd_per_gpu_hour,
 )
-from calculators.unpriced import unpriced_gpus, unpriced_reasons
+from calculators.cost.unpriced import unpriced_gpus, unpriced_reasons
+from calculators.hardware.catalogue import find_gpu, load_gpu_catalogue
+from calculators.hardware.csv_rows import csv_text as write_csv_text
 
 PRICES = load_prices()
 GPU_NAMES = {gpu.name for gpu in load_gpu_catalogue()}

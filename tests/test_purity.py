@@ -45,7 +45,7 @@ def test_importing_every_calculators_module_loads_no_forbidden_module():
         [sys.executable, "-c", IMPORT_EVERYTHING], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
     )
     found = json.loads(done.stdout)
-    assert "calculators.memory" in found["modules"] and "calculators.cli" in found["modules"]
+    assert "calculators.memory" in found["modules"] and "calculators.interface.cli" in found["modules"]
     assert set(found["from_dependencies"]) <= {"subprocess"}, found  # pandas's own import, nothing heavier
     added_by_calculators = set(found["loaded"]) - set(found["from_dependencies"])
     assert added_by_calculators == set()

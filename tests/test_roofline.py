@@ -2,15 +2,15 @@
 
 import pytest
 
-from calculators.gpu_catalogue import find_gpu
-from calculators.presets import get_preset
-from calculators.roofline import (
+from calculators.hardware.catalogue import find_gpu
+from calculators.models.presets import get_preset
+from calculators.timing.roofline import (
     gemm_intensity_flops_per_byte,
     matmul_format,
     roofline_point,
     workload_intensity_flops_per_byte,
 )
-from calculators.training import TrainingSettings
+from calculators.workload.training import TrainingSettings
 
 
 def test_square_gemm_intensity():

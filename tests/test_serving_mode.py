@@ -5,7 +5,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from calculators.cli import main
+from calculators.interface.cli import main
 from tests.apptest_helpers import open_app
 
 

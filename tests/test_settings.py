@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.cli import build_parser
-from calculators.settings import SettingError, all_settings, setting
+from calculators.interface.cli import build_parser
+from calculators.interface.settings import SettingError, all_settings, setting
 from tests.apptest_helpers import open_app
 
 

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from calculators.csv_rows import check_public_source
-from calculators.csv_rows import csv_text as write_csv_text
-from calculators.gpu_catalogue import COLUMNS as GPU_COLUMNS
-from calculators.gpu_catalogue import DEFAULT_CATALOGUE_PATH, CatalogueError, load_gpu_catalogue, parse_gpu_csv
-from calculators.model_spec import ModelSpec
-from calculators.presets import PresetError, load_presets
-from calculators.prices import COLUMNS as PRICE_COLUMNS
-from calculators.prices import DEFAULT_PRICES_PATH, PriceCatalogueError, load_prices, parse_price_csv
+from calculators.cost.prices import COLUMNS as PRICE_COLUMNS
+from calculators.cost.prices import DEFAULT_PRICES_PATH, PriceCatalogueError, load_prices, parse_price_csv
+from calculators.hardware.catalogue import COLUMNS as GPU_COLUMNS
+from calculators.hardware.catalogue import DEFAULT_CATALOGUE_PATH, CatalogueError, load_gpu_catalogue, parse_gpu_csv
+from calculators.hardware.csv_rows import check_public_source
+from calculators.hardware.csv_rows import csv_text as write_csv_text
+from calculators.models.presets import PresetError, load_presets
+from calculators.models.spec import ModelSpec
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 DATA_FILES = (

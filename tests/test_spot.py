@@ -1,4 +1,4 @@
-"""Tests for calculators.spot: the Young/Daly interval and expected spot hours."""
+"""Tests for calculators.cost.spot: the Young/Daly interval and expected spot hours."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from calculators.spot import (
+from calculators.cost.spot import (
     SpotEstimate,
     check_pause_hours,
     daly_wall_hours,

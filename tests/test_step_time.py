@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.gpu_catalogue import find_gpu
-from calculators.presets import get_preset
-from calculators.step_time import (
+from calculators.hardware.catalogue import find_gpu
+from calculators.models.presets import get_preset
+from calculators.timing.estimate import TimeSettings, estimate_time
+from calculators.timing.operations import (
     GemmRates,
     activation_bytes_per_element,
     attention_seconds_forward,
@@ -28,8 +29,7 @@ from calculators.step_time import (
     rope_bytes_per_element,
     shape_factor,
 )
-from calculators.time_model import TimeSettings, estimate_time
-from calculators.training import TrainingSettings
+from calculators.workload.training import TrainingSettings
 
 H100 = find_gpu("H100-SXM5-80GB")
 LLAMA2_7B = get_preset("llama-2-7b")
@@ -291,7 +291,7 @@ def test_compile_speedup_predicted_near_torchtitans_measurement():
     8 H100s, FSDP, batch 2 x 8192, per-op selective checkpointing: 5,762 tokens/s eager, 6,667
     with torch.compile, 1.157x. The model's compile is only the fusion of norms, RoPE, SwiGLU
     and the loss (no fitted factor); it predicts the speedup within 5%."""
-    from calculators.validation_throughput import load_rows, row_gpu, row_inputs
+    from calculators.validation.throughput import load_rows, row_gpu, row_inputs
 
     row = next(row for row in load_rows() if row["id"] == "TT-H100-8B-FSDP8")
     spec, settings, time_settings, _ = row_inputs(row)
@@ -329,7 +329,7 @@ def test_a_frozen_prefix_has_no_backward():
 def test_op_selective_recompute_flops_per_token():
     """Llama-2-7B: k 4096^2 + o 4096^2 + up 4096 x 11008 = 78,643,200 weights rerun per layer, x 2
     FLOPs x 32 layers = 5,033,164,800 FLOPs per token, counted in HFU, not in MFU."""
-    from calculators.time_model import recompute_flops_per_token
+    from calculators.timing.estimate import recompute_flops_per_token
 
     settings = TrainingSettings(checkpointing="op-selective")
     assert recompute_flops_per_token(LLAMA2_7B, settings) == 5_033_164_800
@@ -340,9 +340,9 @@ def test_t5_decoder_layers_time_their_cross_attention_blocks():
     has a cross-attention block (q/k/v/o, 768 x 768 each) that the layer's own linears leave out:
     the step's GEMMs gain 12 x those four linears' forward and backward, and its attention gains 12
     cores over the whole encoder square, twice a causal layer's half: the attention doubles."""
-    from calculators.geometry import attention_linears
-    from calculators.model_library import library_spec
-    from calculators.step_time import layer_gemm_seconds
+    from calculators.models.geometry import attention_linears
+    from calculators.models.library import library_spec
+    from calculators.timing.operations import layer_gemm_seconds
 
     t5 = library_spec("google/flan-t5-base")
     settings = TrainingSettings(seq_len=512, micro_batch=8, precision="bf16-mixed")

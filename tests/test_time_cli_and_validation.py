@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from calculators.validation_throughput import load_rows, row_inputs, summary, throughput_table
+from calculators.validation.throughput import load_rows, row_inputs, summary, throughput_table
 from tests.cli_helpers import run_cli
 
 

@@ -1,4 +1,4 @@
-"""Tests for calculators.time_model, with the numbers worked out by hand in the comments."""
+"""Tests for calculators.timing.estimate, with the numbers worked out by hand in the comments."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from calculators.geometry import active_matmul_parameters, parameter_count
-from calculators.gpu_catalogue import find_gpu
-from calculators.model_spec import ModelSpec
-from calculators.presets import get_preset
-from calculators.step_time import matmul_fraction
-from calculators.time_model import (
+from calculators.hardware.catalogue import find_gpu
+from calculators.models.geometry import active_matmul_parameters, parameter_count
+from calculators.models.presets import get_preset
+from calculators.models.spec import ModelSpec
+from calculators.timing.estimate import (
     TimeSettings,
     achieved_tflops,
     allreduce_bytes_per_gpu,
@@ -23,7 +22,8 @@ from calculators.time_model import (
     peak_tflops,
     training_flops_per_token,
 )
-from calculators.training import TrainingSettings
+from calculators.timing.operations import matmul_fraction
+from calculators.workload.training import TrainingSettings
 
 LLAMA2_7B = get_preset("llama-2-7b")
 H100 = find_gpu("H100-SXM5-80GB")
@@ -284,9 +284,9 @@ def test_llama31_8b_on_8_h100_zero3_sample():
 
 def test_a_frozen_lora_base_costs_4n_instead_of_6n():
     """Llama-2-7B, no recomputation: 6N - 4N = 2N FLOPs per token saved by skipping weight gradients."""
-    from calculators.presets import get_preset
-    from calculators.time_model import training_flops_per_token
-    from calculators.training import TrainingSettings
+    from calculators.models.presets import get_preset
+    from calculators.timing.estimate import training_flops_per_token
+    from calculators.workload.training import TrainingSettings
 
     spec = get_preset("llama-2-7b")
     full = training_flops_per_token(spec, TrainingSettings())
@@ -296,10 +296,10 @@ def test_a_frozen_lora_base_costs_4n_instead_of_6n():
 
 def test_tensor_and_pipeline_parallel_split_the_work_and_pay_the_bubble():
     """TP 2 x PP 4 with 8 micro-batches: compute / 8 GPUs x (1 + 3/8) bubble."""
-    from calculators.gpu_catalogue import find_gpu
-    from calculators.presets import get_preset
-    from calculators.time_model import TimeSettings, estimate_time
-    from calculators.training import TrainingSettings
+    from calculators.hardware.catalogue import find_gpu
+    from calculators.models.presets import get_preset
+    from calculators.timing.estimate import TimeSettings, estimate_time
+    from calculators.workload.training import TrainingSettings
 
     spec, gpu = get_preset("llama-2-7b"), find_gpu("H100-SXM5-80GB")
     one = estimate_time(spec, TrainingSettings(grad_accum=8), gpu, TimeSettings(dataset_tokens=1e9, utilisation=0.5))
@@ -321,7 +321,7 @@ def test_the_last_micro_batch_hides_its_own_and_the_step_traffic_in_one_window()
     the step is then max(compute, traffic), the same as ZeRO-1's all-reduce of the same bytes:
     GPT-2 on two RTX 6000 Ada, 1 x 512 tokens per GPU (found by the planner's property test,
     where ZeRO-2 was counted as hiding its traffic twice)."""
-    from calculators.gpu_catalogue import find_gpu
+    from calculators.hardware.catalogue import find_gpu
 
     gpu = find_gpu("RTX-6000-Ada-48GB")
     run = TimeSettings(dataset_tokens=1e8, gpus_per_node=2, overlap_fraction=1.0)

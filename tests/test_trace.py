@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from calculators.geometry import parameter_count
-from calculators.model_spec import ModelSpec
-from calculators.presets import get_preset
-from calculators.training import TrainingSettings
+from calculators.models.geometry import parameter_count
+from calculators.models.presets import get_preset
+from calculators.models.spec import ModelSpec
+from calculators.workload.training import TrainingSettings
 from measure.trace import TraceError, run_trace
 from measure.trace.worker import FAULT_ENV
 
@@ -193,7 +193,7 @@ def test_lora_trains_only_the_adapters_and_qlora_is_refused_clearly():
     """Tiny Llama (h 64, kv width 32, FFN 172), rank 4 on q, v, o and the MLP: per layer
     4 x [(64+64) + (64+32) + (64+64) + 3 x (64+172)] = 4 x 1,060 = 4,240; 2 layers: 8,480,
     as the engine counts them."""
-    from calculators.memory import estimate_memory
+    from calculators.memory.engine import estimate_memory
     from measure.trace.tracer import Step
 
     settings = tiny_settings(precision="bf16", method="lora", lora_rank=4, lora_targets="qvo-mlp")
@@ -208,7 +208,7 @@ def test_lora_trains_only_the_adapters_and_qlora_is_refused_clearly():
 def test_chunked_loss_is_traced_and_the_engine_follows_it():
     """torchtune's chunked cross-entropy emulated in the traced step: the engine's peak is within
     3% of the trace's, and the loss-backward moment holds far less than the full loss's 12 b*s*V."""
-    from calculators.memory import estimate_memory
+    from calculators.memory.engine import estimate_memory
 
     spec = TINY_LLAMA.model_copy(update={"vocab_size": 4096, "max_position_embeddings": 256})
     chunked = TrainingSettings(micro_batch=2, seq_len=128, precision="bf16", loss="chunked")
@@ -235,7 +235,7 @@ def test_optimizer_in_backward_is_traced_and_the_engine_follows_it():
     """torchtune's optimizer_in_bwd emulated (one optimizer per parameter, stepped in its
     post-accumulate-grad hook, gradient freed): no gradients pile up, and the engine's peak is
     within 3% of the trace's with the chunked loss (end of forward) and without it."""
-    from calculators.memory import estimate_memory
+    from calculators.memory.engine import estimate_memory
 
     spec = TINY_LLAMA.model_copy(update={"vocab_size": 4096, "max_position_embeddings": 256})
     for loss in ("full", "chunked"):
@@ -251,7 +251,7 @@ def test_optimizer_in_backward_is_traced_and_the_engine_follows_it():
 def test_liger_norms_and_swiglu_are_traced_and_the_engine_follows_them():
     """Liger's RMSNorm (input + fp32 rstd) and SwiGLU (gate + up) emulated as autograd Functions:
     the engine's end of forward is within 1% of the trace's, and both save less than HF's."""
-    from calculators.memory import estimate_memory
+    from calculators.memory.engine import estimate_memory
 
     spec = TINY_LLAMA.model_copy(update={"vocab_size": 4096, "max_position_embeddings": 256})
     liger = TrainingSettings(micro_batch=2, seq_len=128, precision="bf16", liger=True, loss="full")
@@ -265,7 +265,7 @@ def test_liger_norms_and_swiglu_are_traced_and_the_engine_follows_them():
 def test_op_selective_checkpointing_is_traced_and_the_engine_follows_it(precision):
     """torchtitan's per-op policy applied with torch.utils.checkpoint's selective contexts: the
     engine's peak is within 3% of the trace's."""
-    from calculators.memory import estimate_memory
+    from calculators.memory.engine import estimate_memory
 
     spec = TINY_LLAMA.model_copy(update={"vocab_size": 4096, "max_position_embeddings": 256})
     settings = TrainingSettings(micro_batch=2, seq_len=128, precision=precision, checkpointing="op-selective")
@@ -277,7 +277,8 @@ def test_activation_offload_is_traced_and_the_engine_is_an_upper_bound_by_at_mos
     """Offloading emulated with saved-tensor hooks but no prefetch: nothing of the layers stays on
     the device after forward. The engine keeps two layers' tensors resident (torchtune's streams
     bring the next layer back while one runs), so it is above the trace by at most two layers."""
-    from calculators.memory import estimate_memory, layer_activation_terms
+    from calculators.memory.activations.layer import layer_activation_terms
+    from calculators.memory.engine import estimate_memory
 
     spec = TINY_LLAMA.model_copy(update={"n_layers": 6, "vocab_size": 4096, "max_position_embeddings": 256})
     settings = TrainingSettings(micro_batch=2, seq_len=128, precision="bf16", activation_offload=True, loss="chunked")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.memory import estimate_memory
-from calculators.presets import get_preset
-from calculators.training import TrainingSettings
+from calculators.memory.engine import estimate_memory
+from calculators.models.presets import get_preset
+from calculators.workload.training import TrainingSettings
 
 pytest.importorskip("torch")
 

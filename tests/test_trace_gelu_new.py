@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.memory import GIB, estimate_memory, layer_activation_terms, mlp_activation_saved_bytes
-from calculators.model_input import spec_from_config_dict
-from calculators.model_library import library_spec
-from calculators.training import TrainingSettings
+from calculators.memory.activations.layer import layer_activation_terms
+from calculators.memory.activations.mlp import mlp_activation_saved_bytes
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.hf_config import spec_from_config_dict
+from calculators.models.library import library_spec
+from calculators.workload.training import TrainingSettings
 
 TINY_GPT2 = {
     "model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 512, "n_positions": 256,

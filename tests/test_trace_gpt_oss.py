@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.geometry import parameter_count
-from calculators.memory import GIB, estimate_memory, layer_activation_terms
-from calculators.model_input import spec_from_config_dict
-from calculators.model_library import library_spec
-from calculators.training import TrainingSettings
+from calculators.memory.activations.layer import layer_activation_terms
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.geometry import parameter_count
+from calculators.models.hf_config import spec_from_config_dict
+from calculators.models.library import library_spec
+from calculators.workload.training import TrainingSettings
 from measure.trace.result import UnsupportedConfiguration
 from measure.trace.support import check_supported
 

@@ -1,6 +1,6 @@
-"""LoRA under autocast: the frozen base is loaded in bf16 (calculators.training.frozen_weight_bytes),
+"""LoRA under autocast: the frozen base is loaded in bf16 (calculators.workload.training.frozen_weight_bytes),
 so the embedding's output and the residual stream are bf16 and autocast casts none of the hidden
-states (calculators.training.hidden_states_fp32). The engine counted them fp32 with one half cast
+states (calculators.workload.training.hidden_states_fp32). The engine counted them fp32 with one half cast
 per adapted linear, 20% more than the trace per Llama layer at this width. Per-layer bytes are the
 difference between a 4- and a 3-layer model, so the embeddings and the head cancel."""
 
@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.memory import GIB, estimate_memory, first_norm_unrecorded_bytes, rotary_table_bytes
-from calculators.model_spec import ModelSpec
-from calculators.training import TrainingSettings, hidden_states_fp32
+from calculators.memory.activations.attention import rotary_table_bytes
+from calculators.memory.activations.norms import first_norm_unrecorded_bytes
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.spec import ModelSpec
+from calculators.workload.training import TrainingSettings, hidden_states_fp32
 
 torch = pytest.importorskip("torch")
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.finetune import is_adapted
-from calculators.memory import estimate_memory, latent_norm_saved_bytes, mla_attention_saved_bytes
-from calculators.model_spec import ModelSpec
-from calculators.training import TrainingSettings
+from calculators.memory.activations.attention import latent_norm_saved_bytes, mla_attention_saved_bytes
+from calculators.memory.engine import estimate_memory
+from calculators.models.spec import ModelSpec
+from calculators.workload.finetune import is_adapted
+from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")
 

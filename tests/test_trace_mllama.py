@@ -1,7 +1,7 @@
 """Llama 3.2 Vision's images in the traced step (measure.trace.mllama): the encoder's local and
 gated global layers over padded tiles with their aspect-ratio mask, the projector over the final
 and intermediate outputs, and cross-attention layers with their gates and masks. The engine
-(calculators.memory, calculators.mllama) keeps what the trace keeps, to the byte once the trace's
+(calculators.memory, calculators.memory.mllama) keeps what the trace keeps, to the byte once the trace's
 own CPU artefacts are set aside, trained, frozen, under LoRA and every checkpointing."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import functools
 
 import pytest
 
-from calculators.memory import GIB, estimate_memory
-from calculators.model_input import spec_from_config_dict
-from calculators.training import TrainingSettings, model_dtype_bytes
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.hf_config import spec_from_config_dict
+from calculators.workload.training import TrainingSettings, model_dtype_bytes
 
 torch = pytest.importorskip("torch")
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.geometry import parameter_count
-from calculators.memory import GIB, estimate_memory
-from calculators.model_input import spec_from_config_dict
-from calculators.model_library import library_spec
-from calculators.training import TrainingSettings
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.geometry import parameter_count
+from calculators.models.hf_config import spec_from_config_dict
+from calculators.models.library import library_spec
+from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")
 

@@ -1,15 +1,16 @@
 """Mixture-of-experts layers the trace now builds (measure.trace.models.SparseMoE, make_mlp):
 shared experts beside the routed ones, Qwen2-MoE's sigmoid gate on them, and dense first layers.
 What the shared experts add at the end of forward is compared with the engine's
-'shared_experts' term (calculators.memory.layer_activation_terms)."""
+'shared_experts' term (calculators.memory.activations.layer.layer_activation_terms)."""
 
 from __future__ import annotations
 
 import pytest
 
-from calculators.memory import GIB, estimate_memory
-from calculators.model_spec import ModelSpec
-from calculators.training import TrainingSettings
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.spec import ModelSpec
+from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")
 

@@ -1,14 +1,15 @@
 """q/k RMSNorms in the traced step (measure.trace.models.Attention) against the engine's
-calculators.memory.qk_norm_saved_bytes: Qwen3 and Gemma 3 normalise each head, OLMo 2 the whole
+calculators.memory.activations.attention.qk_norm_saved_bytes: Qwen3 and Gemma 3 normalise each head, OLMo 2 the whole
 projection."""
 
 from __future__ import annotations
 
 import pytest
 
-from calculators.memory import GIB, estimate_memory
-from calculators.model_input import spec_from_config_dict
-from calculators.training import TrainingSettings
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.hf_config import spec_from_config_dict
+from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")
 

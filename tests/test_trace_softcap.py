@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.memory import GIB, estimate_memory, layer_activation_terms, logits_bytes, norm_saved_bytes
-from calculators.model_input import spec_from_config_dict
-from calculators.presets import get_preset
-from calculators.training import TrainingSettings
+from calculators.memory.activations.head import logits_bytes
+from calculators.memory.activations.layer import layer_activation_terms
+from calculators.memory.activations.norms import norm_saved_bytes
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.hf_config import spec_from_config_dict
+from calculators.models.presets import get_preset
+from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")
 

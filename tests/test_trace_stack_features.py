@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.model_spec import ModelSpec
-from calculators.training import TrainingSettings
+from calculators.models.spec import ModelSpec
+from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")
 
@@ -94,7 +94,7 @@ def test_fused_linear_loss_in_the_traced_step_against_the_engine():
     bytes, plus its logits (4 x 4096 x 2) and the loss per token (256 x 4). The engine's one
     forward phase carries that in-loop peak (fused_linear_loss_bytes with
     liger_weight_update_temporary_bytes), so its end of forward is the trace's forward peak."""
-    from calculators.memory import estimate_memory
+    from calculators.memory.engine import estimate_memory
 
     spec = TINY_LLAMA.model_copy(update={"vocab_size": 4096, "max_position_embeddings": 256})
     settings = TrainingSettings(micro_batch=2, seq_len=128, precision="bf16", loss="fused-linear")
@@ -119,7 +119,7 @@ def test_compiled_layer_saves_what_the_partitioner_chooses():
     3 x 2 x 172 = 1,032. Total 2,080 bytes per token, 133,120 for the layer: the upcast and the
     normalised fp32 tensor of HF's RMSNorm and SiLU's output are recomputed in backward. This
     is what the engine's compile terms add up to."""
-    from calculators.memory import layer_activation_terms
+    from calculators.memory.activations.layer import layer_activation_terms
 
     settings = TrainingSettings(micro_batch=2, seq_len=32, precision="bf16", compile=True)
     partition = saved_per_layer(TINY_LLAMA, settings)
@@ -133,7 +133,7 @@ def test_compiled_layers_in_the_traced_step_against_the_engine():
     """compile=True in the trace runs each layer's partitioned graphs: the end of forward saves
     less than the eager step by the two fp32 norm tensors and SiLU's output per layer, and the
     engine's end of forward is within 1% of the trace's."""
-    from calculators.memory import estimate_memory
+    from calculators.memory.engine import estimate_memory
 
     spec = TINY_LLAMA.model_copy(update={"vocab_size": 4096, "max_position_embeddings": 256})
     settings = TrainingSettings(micro_batch=2, seq_len=128, precision="bf16", compile=True)

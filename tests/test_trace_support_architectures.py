@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.model_spec import ArchitectureSpec, ModelSpec
+from calculators.models.spec import ArchitectureSpec, ModelSpec
 from measure.trace.result import UnsupportedConfiguration
 from measure.trace.support import check_spec
 from tests.test_architectures import DEEPSEEK_V3, GEMMA3_1B, GPT_OSS_20B, QWEN3_30B_A3B, spec

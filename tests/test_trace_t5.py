@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.geometry import parameter_count
-from calculators.memory import (
-    GIB,
-    attention_score_bytes,
-    estimate_memory,
-    t5_attention_settings,
-    t5_norm_input_bytes,
-)
-from calculators.model_input import spec_from_config_dict
-from calculators.model_library import library_spec
-from calculators.training import TrainingSettings
+from calculators.memory.activations.attention import attention_score_bytes
+from calculators.memory.activations.norms import t5_norm_input_bytes
+from calculators.memory.encoder_decoder import t5_attention_settings
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.geometry import parameter_count
+from calculators.models.hf_config import spec_from_config_dict
+from calculators.models.library import library_spec
+from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")
 
@@ -149,8 +147,8 @@ def test_a_shorter_target_cuts_the_decoders_flops():
     53,084,160 fewer; its cross-attention cores from 128 target tokens instead of 512, 12 x 12 x
     768 x (512 - 128) = 42,467,328 fewer. At 512 target tokens those cores add 12 x 12 x 768 x 512
     = 56,623,104 to PaLM's count."""
-    from calculators.gpu_catalogue import find_gpu
-    from calculators.time_model import TimeSettings, estimate_time, model_flops_per_token
+    from calculators.hardware.catalogue import find_gpu
+    from calculators.timing.estimate import TimeSettings, estimate_time, model_flops_per_token
 
     t5, gpu = library_spec("google/flan-t5-base"), find_gpu("A100-SXM4-80GB")
     time_settings = TimeSettings(dataset_tokens=1e9)
@@ -169,7 +167,7 @@ def test_selective_checkpointing_rebuilds_the_cross_attention_core():
     """T5's eager cross-attention core, 8 target tokens x 32 input tokens x 4 heads, keeps its fp32
     softmax and the bf16 cast of it, 6 B per score without dropout: 6,144 B per block that
     selective checkpointing rebuilds in backward instead of keeping."""
-    from calculators.memory import cross_attention_block_bytes
+    from calculators.memory.encoder_decoder import cross_attention_block_bytes
 
     spec = spec_from_config_dict(TINY_T5)
     none = TrainingSettings(seq_len=32, target_len=8, precision="bf16", attention="eager")

@@ -1,5 +1,5 @@
 """A vision-language model in the traced step (measure.trace.models._build_vision): its encoder's
-layers built as calculators.vision describes them and run on each image's patches, a one-linear
+layers built as calculators.workload.vision describes them and run on each image's patches, a one-linear
 stand-in projector, and the image tokens joined to the text's. The trace and the engine agree on
 the weights, gradients and optimizer states, trained, frozen and under LoRA, and on what the
 images add: the encoder's saved tensors, the projector's input and the autocast weight casts."""
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from calculators.memory import GIB, estimate_memory
-from calculators.model_input import spec_from_config_dict
-from calculators.training import TrainingSettings
+from calculators.memory.engine import estimate_memory
+from calculators.memory.result import GIB
+from calculators.models.hf_config import spec_from_config_dict
+from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from calculators.cli import main
-from calculators.validation import (
+from calculators.interface.cli import main
+from calculators.validation.peak_memory import (
     FRAMEWORK_MEASUREMENTS_PATH,
     JSON_FIELD,
     MEASUREMENTS_PATH,

@@ -1,30 +1,27 @@
 """The image encoder of a vision-language model in memory and time (issue 16): its weights,
 what its layers keep for backward, Llama 3.2 Vision's cross-attention layers, and its FLOPs.
-Every figure is worked by hand from the formulas cited in calculators/vision.py and memory.py."""
+Every figure is worked by hand from the formulas cited in calculators/workload/vision.py and memory.py."""
 
 import pytest
 from test_architectures import LLAMA_32_11B_VISION, LLAVA_15_7B, QWEN25_VL_7B
 
-from calculators.gpu_catalogue import find_gpu
-from calculators.memory import (
-    GIB,
+from calculators.hardware.catalogue import find_gpu
+from calculators.memory.engine import estimate_memory
+from calculators.memory.mllama import (
     cross_attention_activation_bytes,
     cross_attention_shared_bytes,
-    estimate_memory,
-    vision_outside_layers_bytes,
-    vision_tower_activation_bytes,
-)
-from calculators.mllama import (
     cross_layer_gate_bytes,
     cross_mask_bytes,
     vision_gate_bytes,
     vision_lse_padding_bytes,
     vision_mask_bytes,
 )
-from calculators.model_input import spec_from_config_dict
-from calculators.time_model import TimeSettings, estimate_time, vision_flops_per_token
-from calculators.training import TrainingSettings
-from calculators.vision import tower_forward_flops_per_image, tower_tokens_per_image
+from calculators.memory.result import GIB
+from calculators.memory.vision import vision_outside_layers_bytes, vision_tower_activation_bytes
+from calculators.models.hf_config import spec_from_config_dict
+from calculators.timing.estimate import TimeSettings, estimate_time, vision_flops_per_token
+from calculators.workload.training import TrainingSettings
+from calculators.workload.vision import tower_forward_flops_per_image, tower_tokens_per_image
 
 LLAVA = spec_from_config_dict(LLAVA_15_7B)
 MLLAMA = spec_from_config_dict(LLAMA_32_11B_VISION)
@@ -168,7 +165,7 @@ def test_llama32_vision_serving_caches_image_keys_in_its_cross_attention_layers(
     """Llama-3.2-11B-Vision in bf16: its 32 self-attention layers cache 2 x 8 kv-heads x 128 x 2 B
     = 4,096 B each per token, 131,072 B per token; the 8 cross-attention layers cache nothing per
     token but 4 x 1601 = 6404 keys and values per image: 8 x 6404 x 4096 = 209,846,272 B."""
-    from calculators.inference import ServingSettings, estimate_serving, kv_cache_bytes_per_sequence
+    from calculators.memory.serving import ServingSettings, estimate_serving, kv_cache_bytes_per_sequence
 
     assert kv_cache_bytes_per_sequence(MLLAMA, "bf16", 1, 8192) == 131_072 * 8192
     assert kv_cache_bytes_per_sequence(MLLAMA, "bf16", 1, 8192, images=2) == 131_072 * 8192 + 2 * 209_846_272
@@ -178,8 +175,8 @@ def test_llama32_vision_serving_caches_image_keys_in_its_cross_attention_layers(
 
 
 def test_serving_images_on_a_token_model_is_one_clear_problem(capsys):
-    from calculators.cli import main
-    from calculators.inference import ServingSettings, serving_problem
+    from calculators.interface.cli import main
+    from calculators.memory.serving import ServingSettings, serving_problem
 
     assert "count each image's tokens in the context" in serving_problem(LLAVA, ServingSettings(images_per_sequence=1))
     assert serving_problem(MLLAMA, ServingSettings(images_per_sequence=1)) is None
@@ -207,7 +204,7 @@ def test_memory_page_shows_the_encoder_with_images_and_freezes_it():
 def test_data_parallel_reduces_the_trained_vision_parameters():
     """Qwen2.5-VL-7B: data parallelism reduces the gradients of the 676,550,144 encoder and
     projector parameters beside the language model's, 44,574,464 (the projector) when frozen."""
-    from calculators.communication import trainable_parameters_per_rank
+    from calculators.timing.communication import trainable_parameters_per_rank
 
     text_only = QWEN_VL.model_copy(update={"extra_params": 0, "vision": None})
     settings = bf16(gpus=8)
@@ -218,7 +215,7 @@ def test_data_parallel_reduces_the_trained_vision_parameters():
 
 
 def test_mllama_gates_and_masks_follow_the_models_dtype():
-    """calculators.mllama on Llama-3.2-11B-Vision, 512 text tokens and one image (6404 image
+    """calculators.memory.mllama on Llama-3.2-11B-Vision, 512 text tokens and one image (6404 image
     tokens), cross-attention side. amp-bf16 full training keeps fp32 parameters, so both masks are
     built fp32; SDPA gets autocast's bf16 cast of the cross mask, padded to 6408 columns, one per
     layer: 8 x 2 x 512 x 6408 = 52,494,336, and the full-text-row mask stays fp32, 4 x 512; that

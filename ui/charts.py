@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from calculators.memory import COMPONENT_LABEL, COMPONENTS, MemoryEstimate
+from calculators.memory.result import COMPONENT_LABEL, COMPONENTS, MemoryEstimate
 
 # Every figure's margins: room for the title bar, none wasted at the sides.
 MARGIN = dict(l=10, r=10, t=30, b=10)

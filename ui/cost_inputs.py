@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 import streamlit as st
 from pydantic import ValidationError
 
-from calculators.cost import adjusted_prices
-from calculators.gpu_catalogue import GpuSpec
-from calculators.model_input import describe_validation_error
-from calculators.prices import CloudPrice, PriceCatalogueError, load_prices, parse_price_csv
-from calculators.time_model import TimeSettings
+from calculators.cost.options import adjusted_prices
+from calculators.cost.prices import CloudPrice, PriceCatalogueError, load_prices, parse_price_csv
+from calculators.hardware.catalogue import GpuSpec
+from calculators.models.hf_config import describe_validation_error
+from calculators.timing.estimate import TimeSettings
 from ui import state
 
 UPLOAD_STATE_KEY = "user_prices"

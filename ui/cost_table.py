@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from calculators.cost import CostOption, pareto_front, ranked_and_set_apart
-from calculators.prices import CloudPrice, prices_as_of
+from calculators.cost.options import CostOption, pareto_front, ranked_and_set_apart
+from calculators.cost.prices import CloudPrice, prices_as_of
 
 FORMULAS = [
     "training FLOPs per token = 6 N + 12 L s h_attn (+ 2 N + attention forward with full checkpointing) "

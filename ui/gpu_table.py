@@ -5,12 +5,12 @@ from __future__ import annotations
 import pandas as pd
 from pydantic import BaseModel
 
-from calculators.compatibility import stack_problem
-from calculators.fit import verdict
-from calculators.fit_matrix import GpuFit
-from calculators.gpu_catalogue import GpuSpec
-from calculators.inference import ServingSettings, serving_table
-from calculators.model_spec import ModelSpec
+from calculators.hardware.catalogue import GpuSpec
+from calculators.memory.fit import verdict
+from calculators.memory.fit_matrix import GpuFit
+from calculators.memory.serving import ServingSettings, serving_table
+from calculators.models.spec import ModelSpec
+from calculators.workload.compatibility import stack_problem
 
 FIT_COLUMNS = ("verdict", "headroom_gib", "max_micro_batch", "min_gpus", "stack_problem")
 SERVING_COLUMNS = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from calculators.gpu_catalogue import GpuSpec
+from calculators.hardware.catalogue import GpuSpec
 from measure.calibration.inventory import match_catalogue, read_inventory
 
 

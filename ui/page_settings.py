@@ -1,12 +1,12 @@
 """The app-only settings of the pages (filters, the Cost page's switches, buy vs rent),
 declared with the sidebar's, before a link is read: a shared link carries every page.
 
-The calculators' settings (bounds, defaults, help) are declared in calculators.settings;
+The calculators' settings (bounds, defaults, help) are declared in calculators.interface.settings;
 these have no model behind them, so their default and bounds are declared here, once."""
 
 from __future__ import annotations
 
-from calculators.settings import Setting
+from calculators.interface.settings import Setting
 from ui import state
 
 COMPARE_DEFAULT_PICK = ["H100-SXM5-80GB", "A100-SXM4-80GB"]
@@ -63,6 +63,6 @@ state.register(
         high=1000,
     ),  # fmt: skip
     Setting("use_calibration", "use_cal", "Use this calibration", kind=bool, default=False),
-    # Buy vs rent: the GPU (the figures are OwnershipSettings', in calculators.settings)
+    # Buy vs rent: the GPU (the figures are OwnershipSettings', in calculators.interface.settings)
     Setting("cost_buy_gpu", "buy_gpu", "GPU", kind=str, default=""),
 )

@@ -10,15 +10,15 @@ import plotly.graph_objects as go
 import streamlit as st
 from pydantic import ValidationError
 
-from calculators.planner import Plan, PlanRequest, PlanResult, plan_run
-from calculators.settings import all_settings
-from calculators.workload import describe_workload_error
+from calculators.interface.settings import all_settings
+from calculators.plan.search import Plan, PlanRequest, PlanResult, plan_run
+from calculators.workload.build import describe_workload_error
 from ui import state
 from ui.charts import hours_usd_layout
 
 RESULT_KEY = "_plan_result"
 
-# The workload settings a plan sets, by their keys in calculators.settings.
+# The workload settings a plan sets, by their keys in calculators.interface.settings.
 PLAN_SETTING_KEYS: dict[str, str] = {
     "micro_batch": "micro_batch",
     "grad_accum": "grad_accum",
@@ -160,7 +160,7 @@ def apply_plan(plan: Plan, tokens: float, gpu_names: set[str]) -> None:
 
 
 def share_query(plan: Plan, tokens: float, gpu_names: set[str], current: dict[str, str]) -> str:
-    """The link's query: the current one with the plan's settings, keys as calculators.settings declares."""
+    """The link's query: the current one with the plan's settings, keys as calculators.interface.settings declares."""
     declared = {item.key: item for item in state.known_settings()} | {item.key: item for item in all_settings()}
     query = dict(current)
     for key, value in plan_values(plan, tokens, gpu_names).items():

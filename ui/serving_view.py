@@ -6,9 +6,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from calculators.fit import verdict
-from calculators.gpu_catalogue import GpuSpec
-from calculators.inference import (
+from calculators.hardware.catalogue import GpuSpec
+from calculators.memory.fit import verdict
+from calculators.memory.serving import (
     decode_tokens_per_s,
     estimate_serving,
     max_concurrency,
@@ -16,7 +16,7 @@ from calculators.inference import (
     min_tensor_parallel,
     serving_problem,
 )
-from calculators.model_spec import ModelSpec
+from calculators.models.spec import ModelSpec
 from ui.charts import MARGIN
 
 

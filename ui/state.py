@@ -6,7 +6,7 @@ key: a widget is seeded from it each time it is drawn and writes back what it re
 Hidden settings are therefore kept, not reset, and a link holds every page's settings.
 
 The settings themselves (default, bounds, URL key) are declared once, in
-calculators.settings; app-only ones (the Compare page's filters, say) in ui/page_settings.py,
+calculators.interface.settings; app-only ones (the Compare page's filters, say) in ui/page_settings.py,
 with the same `Setting` type, so that a link read on any page knows them all.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import streamlit as st
 
-from calculators.settings import Setting, SettingError, all_settings
+from calculators.interface.settings import Setting, SettingError, all_settings
 
 VALUE_PREFIX = "_value_"
 URL_WARNINGS_KEY = "_url_warnings"

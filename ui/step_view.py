@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from calculators.gpu_catalogue import GpuSpec
-from calculators.model_spec import ModelSpec
-from calculators.prices import CloudPrice
-from calculators.time_model import TimeEstimate, TimeSettings, scaling_points
-from calculators.training import TrainingSettings
+from calculators.cost.prices import CloudPrice
+from calculators.hardware.catalogue import GpuSpec
+from calculators.models.spec import ModelSpec
+from calculators.timing.estimate import TimeEstimate, TimeSettings, scaling_points
+from calculators.workload.training import TrainingSettings
 from ui.charts import scaling_figure, step_breakdown_figure
 from ui.cost_table import escape_dollars
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from calculators.validation_throughput import summary, throughput_table
+from calculators.validation.throughput import summary, throughput_table
 from ui.charts import throughput_ratio_figure
 
 

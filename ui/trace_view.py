@@ -8,9 +8,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from calculators.memory import MemoryEstimate
-from calculators.model_spec import ModelSpec
-from calculators.training import TrainingSettings
+from calculators.memory.result import MemoryEstimate
+from calculators.models.spec import ModelSpec
+from calculators.workload.training import TrainingSettings
 from measure.trace.result import TraceError
 from measure.trace.runner import run_trace
 

@@ -8,7 +8,7 @@ import datetime as dt
 
 import streamlit as st
 
-from calculators.gpu_catalogue import COLUMNS, CatalogueError, GpuSpec, parse_gpu_csv, parse_gpu_rows
+from calculators.hardware.catalogue import COLUMNS, CatalogueError, GpuSpec, parse_gpu_csv, parse_gpu_rows
 
 STATE_KEY = "user_gpus"
 UPLOAD_ERROR_KEY = "user_gpu_upload_error"

@@ -1,7 +1,7 @@
 """The shared workload controls in the sidebar.
 
 Every page reads the same workload from `st.session_state["workload"]`. The controls are
-drawn from the declarations in calculators.settings (bounds, defaults, help) and keep their
+drawn from the declarations in calculators.interface.settings (bounds, defaults, help) and keep their
 values through ui.state, so switching modes, model sources or pages never changes them,
 and the URL reproduces the scenario.
 """
@@ -15,28 +15,29 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from calculators.fit_matrix import gpu_memory_gib
-from calculators.framework_config import (
-    FrameworkConfigError,
-    describe_unknown,
-    read_framework_config,
-    setting_fields,
-)
-from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
-from calculators.hub_config import fetch_hub_config
-from calculators.inference import ServingSettings
-from calculators.model_input import (
+from calculators.hardware.catalogue import GpuSpec, load_gpu_catalogue
+from calculators.interface.settings import Setting, all_settings
+from calculators.memory.fit_matrix import gpu_memory_gib
+from calculators.memory.serving import ServingSettings
+from calculators.models.hf_config import (
     ModelInputError,
     describe_validation_error,
     spec_from_hf_config,
     spec_from_parameter_count,
 )
-from calculators.model_library import ModelNotFound, library_model, model_names, resolve_model
-from calculators.model_spec import ModelSpec
-from calculators.modes import MODE_LABEL
-from calculators.presets import load_presets
-from calculators.settings import Setting, all_settings
-from calculators.training import (
+from calculators.models.hub import fetch_hub_config
+from calculators.models.library import ModelNotFound, library_model, model_names, resolve_model
+from calculators.models.presets import load_presets
+from calculators.models.spec import ModelSpec
+from calculators.workload.build import GpuTarget, Workload, build_workload, describe_workload_error
+from calculators.workload.framework_files import (
+    FrameworkConfigError,
+    describe_unknown,
+    read_framework_config,
+    setting_fields,
+)
+from calculators.workload.modes import MODE_LABEL
+from calculators.workload.training import (
     FRAMEWORKS,
     FSDP_NAME,
     LORA_TARGET_LABEL,
@@ -51,7 +52,6 @@ from calculators.training import (
     ShardingImpl,
     TrainingSettings,
 )
-from calculators.workload import GpuTarget, Workload, build_workload, describe_workload_error
 from ui import page_settings, state
 from ui.calibration_state import active_calibration
 from ui.user_gpus import user_gpus

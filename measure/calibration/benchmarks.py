@@ -30,9 +30,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from calculators.geometry import parameter_count
-from calculators.gpu_catalogue import GpuSpec
-from calculators.model_spec import ModelSpec
+from calculators.hardware.catalogue import GpuSpec
+from calculators.models.geometry import parameter_count
+from calculators.models.spec import ModelSpec
 from measure.calibration.result import MATMUL_PRECISION_OF, BenchmarkRecord
 
 GIB = 2**30
@@ -451,7 +451,7 @@ def default_step_precision(device: Any) -> str:
 
 def _reference_settings(micro_batch: int, seq_len: int, precision: str) -> Any:
     """TrainingSettings matching how the reference step runs (AdamW foreach, fused attention)."""
-    from calculators.training import TrainingSettings
+    from calculators.workload.training import TrainingSettings
 
     return TrainingSettings(
         micro_batch=micro_batch,
@@ -469,7 +469,7 @@ def reference_config(device: Any, precision: str = "amp-bf16") -> tuple[ModelSpe
     uses at most half the free GPU memory; the tiny tier on the CPU."""
     import torch
 
-    from calculators.memory import estimate_memory
+    from calculators.memory.engine import estimate_memory
 
     tiers = CUDA_REFERENCE_TIERS if device.type == "cuda" else ()
     free_gib = torch.cuda.mem_get_info(device)[0] / GIB if tiers else 0.0
@@ -546,7 +546,7 @@ def _memory_details(device: Any, spec: ModelSpec, settings: Any, baseline: tuple
     """Measured torch peak allocated/reserved (less what existed before the model) vs estimate_memory."""
     import torch
 
-    from calculators.memory import estimate_memory
+    from calculators.memory.engine import estimate_memory
 
     estimate = estimate_memory(spec, settings)
     details: dict[str, Any] = {

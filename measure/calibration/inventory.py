@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
+from calculators.hardware.catalogue import GpuSpec, load_gpu_catalogue
 
 MIB = 2**20
 GIB = 2**30

@@ -6,7 +6,7 @@ things the estimates can use directly:
 
 - `overheads`: memory outside torch's tensors measured on this host (CUDA context,
   cuBLAS workspace, caching-allocator reserve). `apply_to_overheads()` puts them into a
-  `calculators.training.Overheads`, keeping the stated defaults for what was not measured.
+  `calculators.workload.training.Overheads`, keeping the stated defaults for what was not measured.
 - `utilisation`: achieved fraction of the datasheet's dense peak per precision
   (fp32, tf32, bf16, fp16, fp8) from the matmul benchmarks, and `training_mfu`, the
   model-FLOPs utilisation of the reference training step (6 x N x tokens / time / peak,
@@ -29,7 +29,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from calculators.training import Overheads
+from calculators.workload.training import Overheads
 
 SCHEMA_VERSION = 1
 KNOWN_SCHEMA_VERSIONS = (1,)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from calculators.gpu_catalogue import GpuSpec, load_gpu_catalogue
+from calculators.hardware.catalogue import GpuSpec, load_gpu_catalogue
 from measure.calibration import benchmarks
 from measure.calibration.host_lock import CalibrationBusyError as CalibrationBusyError  # callers catch it here
 from measure.calibration.host_lock import exclusive_calibration

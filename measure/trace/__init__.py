@@ -4,7 +4,7 @@
 `torch._subclasses.fake_tensor.FakeTensorMode` in a subprocess (no tensor memory is
 allocated) and returns a `TraceResult`: live tensor bytes per phase, the peak and the op at
 the peak, the saved activations, and the FLOPs. It is the check of the closed-form engine
-`calculators.memory.estimate_memory`.
+`calculators.memory.engine.estimate_memory`.
 
 Importing this package does not import torch; only the worker subprocess (and the modules
 `models`, `tracer`, `tracking`, `cuda_emulation`, `flops`, `lora`, `fused_loss`,

@@ -33,8 +33,8 @@ from torch._functorch.partitioners import min_cut_rematerialization_partition
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.func import functional_call
 
-from calculators.model_spec import ModelSpec
-from calculators.training import TrainingSettings
+from calculators.models.spec import ModelSpec
+from calculators.workload.training import TrainingSettings
 from measure.trace.models import Block, LayerContext, rotary_cos_sin
 
 

@@ -37,8 +37,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from calculators.model_spec import ModelSpec, VisionTower
-from calculators.vision import tower_model_spec
+from calculators.models.spec import ModelSpec, VisionTower
+from calculators.workload.vision import tower_model_spec
 from measure.trace.models import (
     Block,
     LayerContext,

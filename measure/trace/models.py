@@ -59,9 +59,9 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
-from calculators.geometry import layer_linears
-from calculators.model_spec import ModelSpec, extension
-from calculators.vision import tower_model_spec
+from calculators.models.geometry import layer_linears
+from calculators.models.spec import ModelSpec, extension
+from calculators.workload.vision import tower_model_spec
 from measure.trace.result import UnsupportedConfiguration
 from measure.trace.support import check_spec
 
@@ -265,7 +265,7 @@ def sink_attention(
 
 
 def projection(spec: ModelSpec, name: str, bias: bool, dense: bool = False) -> nn.Linear:
-    """The layer's linear `name` with the shape calculators.geometry gives it (one expert's,
+    """The layer's linear `name` with the shape calculators.models.geometry gives it (one expert's,
     for a mixture of experts; a dense layer's with `dense`), so the trace and the estimates
     build the same layers."""
     shape = next(linear for linear in layer_linears(spec, dense=dense) if linear.name == name)
@@ -299,7 +299,7 @@ class Attention(nn.Module):
         self.fused_qkv, self.rope = spec.fused_qkv, spec.position_embedding == "rope"
         self.causal, self.dropout = spec.head == "lm", spec.dropout
         # rotary models' eager attention upcasts the softmax (transformers eager_attention_forward,
-        # GPT-NeoX's included), as calculators.memory.softmax_in_fp32 counts
+        # GPT-NeoX's included), as calculators.memory.activations.attention.softmax_in_fp32 counts
         self.softmax_fp32 = self.rope
         self.softcap = spec.attention_softcap
         # gpt-oss: one learned sink logit per head (GptOssAttention.sinks)
@@ -690,7 +690,7 @@ class ReferenceTransformer(nn.Module):
 
     def _build_vision(self, spec: ModelSpec, attention: str, checkpointing: str, per_submodule: bool) -> None:
         """A vision-language model's image encoder and projector, with their published parameter
-        counts. The encoder's layers are built as calculators.vision describes them
+        counts. The encoder's layers are built as calculators.workload.vision describes them
         (tower_model_spec: pre-norm ViT blocks, bidirectional attention) and run on each image's
         patches; the projector is one linear from the encoder's width to the language model's,
         applied after merging each image token's patches by their mean (a stand-in: LLaVA's two

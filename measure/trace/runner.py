@@ -23,8 +23,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from calculators.model_spec import ModelSpec
-from calculators.training import TrainingSettings
+from calculators.models.spec import ModelSpec
+from calculators.workload.training import TrainingSettings
 from measure.trace.result import TraceError, TraceResult, UnsupportedConfiguration
 from measure.trace.support import check_supported
 

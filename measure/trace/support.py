@@ -6,8 +6,8 @@ configuration fails fast with a clear reason.
 
 from __future__ import annotations
 
-from calculators.model_spec import ModelSpec, extension
-from calculators.training import TrainingSettings, is_autocast
+from calculators.models.spec import ModelSpec, extension
+from calculators.workload.training import TrainingSettings, is_autocast
 from measure.trace.result import UnsupportedConfiguration
 
 

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from calculators.model_spec import ModelSpec, extension
+from calculators.models.spec import ModelSpec, extension
 from measure.trace.models import BoundaryHook, dropout, mlp_activation_function, projection
 
 MAX_DISTANCE = 128  # T5Config.relative_attention_max_distance's default

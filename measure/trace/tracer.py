@@ -7,7 +7,7 @@ step with `tracking.LiveStorageTracker` (live bytes per phase, the peak and its 
 with torch.utils.flop_counter's formulas, `flops.FlopTally`). It is meant to run in the
 worker subprocess (`runner.run_trace`).
 
-What the step does, per precision (`calculators.training` describes the modes):
+What the step does, per precision (`calculators.workload.training` describes the modes):
 - fp32: fp32 weights, no autocast.
 - amp-fp16 / amp-bf16: fp32 weights, forward under `torch.autocast("cpu", dtype)` with CUDA's
   op lists (`cuda_emulation.cuda_autocast_policy`). Loss scaling (GradScaler) is in place and
@@ -49,8 +49,8 @@ import torch
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from calculators.model_spec import ModelSpec, extension
-from calculators.training import (
+from calculators.models.spec import ModelSpec, extension
+from calculators.workload.training import (
     TrainingSettings,
     decoder_settings,
     image_tokens_per_image,
@@ -58,7 +58,7 @@ from calculators.training import (
     language_model_settings,
     master_weight_bytes,
 )
-from calculators.vision import frozen_tower_parameters, tower_settings, vision_tower
+from calculators.workload.vision import frozen_tower_parameters, tower_settings, vision_tower
 from measure.trace.cuda_emulation import cuda_autocast_policy
 from measure.trace.flops import FlopTally
 from measure.trace.fused_loss import fused_linear_cross_entropy

@@ -7,7 +7,7 @@ exactly at deallocation; the same scheme as torch.distributed._tools.mem_tracker
 Views and in-place results share a storage and add nothing. It works unchanged on real and
 on fake tensors, which is how the tests check the fake trace against a real CPU step.
 
-Each storage gets a kind, the engine's component it belongs to (`calculators.memory.COMPONENTS`):
+Each storage gets a kind, the engine's component it belongs to (`calculators.memory.result.COMPONENTS`):
 weights, master_weights, gradients, optimizer_states, optimizer_step_temporaries,
 autocast_weight_copies (casts of a weight), logits_and_loss (tensors as wide as the logits in
 the head, the loss and the loss backward), activations (everything else made in forward and

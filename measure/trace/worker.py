@@ -17,8 +17,8 @@ import os
 import sys
 import time
 
-from calculators.model_spec import ArchitectureSpec, ModelSpec
-from calculators.training import TrainingSettings
+from calculators.models.spec import ArchitectureSpec, ModelSpec
+from calculators.workload.training import TrainingSettings
 from measure.trace.result import UnsupportedConfiguration
 from measure.trace.support import check_supported
 

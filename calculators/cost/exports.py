@@ -1,0 +1,91 @@
+"""Downloads of the cost options: CSV, and an Excel workbook with the assumptions beside them.
+
+The workbook has two sheets, both plain tables that pandas reads back:
+
+- "options": one row per CostOption, columns in CostOption field order.
+- "assumptions": columns kind, name, value; kind is "assumption", "catalogue date" or
+  "formula" (formulas are numbered from 1 in `name`).
+
+Text cells lose the control characters XML 1.0 cannot hold (everything below U+0020 but tab,
+line feed and carriage return; https://www.w3.org/TR/xml/#charsets), which openpyxl refuses
+with IllegalCharacterError.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from calculators.cost.options import CostOption
+
+OPTIONS_SHEET = "options"
+ASSUMPTIONS_SHEET = "assumptions"
+ASSUMPTION_COLUMNS: tuple[str, ...] = ("kind", "name", "value")
+OPTION_COLUMNS: tuple[str, ...] = tuple(CostOption.model_fields)
+XML_ILLEGAL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def options_frame(options: Sequence[CostOption]) -> pd.DataFrame:
+    """One row per option, CostOption fields as columns (an empty table keeps the columns)."""
+    rows = [option.model_dump() for option in options]
+    return pd.DataFrame(rows, columns=list(OPTION_COLUMNS))
+
+
+def assumptions_frame(
+    assumptions: Mapping[str, str], catalogue_dates: Mapping[str, str], formulas: Sequence[str]
+) -> pd.DataFrame:
+    """The assumptions, catalogue dates and formulas as rows of (kind, name, value)."""
+    rows = [("assumption", str(name), str(value)) for name, value in assumptions.items()]
+    rows += [("catalogue date", str(name), str(value)) for name, value in catalogue_dates.items()]
+    rows += [("formula", str(number), str(formula)) for number, formula in enumerate(formulas, start=1)]
+    return pd.DataFrame(rows, columns=list(ASSUMPTION_COLUMNS))
+
+
+def options_csv_bytes(options: Sequence[CostOption]) -> bytes:
+    """The options as UTF-8 CSV (header row, one row per option, ISO dates, empty for None)."""
+    return options_frame(options).to_csv(index=False).encode("utf-8")
+
+
+def options_excel_bytes(
+    options: Sequence[CostOption],
+    assumptions: Mapping[str, str],
+    catalogue_dates: Mapping[str, str],
+    formulas: Sequence[str],
+) -> bytes:
+    """An .xlsx workbook with sheets "options" and "assumptions" (needs openpyxl).
+
+    Text that starts with "=" (an uploaded provider name, say) is stored as text, not as a formula.
+    """
+    sheets = {
+        OPTIONS_SHEET: options_frame(options),
+        ASSUMPTIONS_SHEET: assumptions_frame(assumptions, catalogue_dates, formulas),
+    }
+    return workbook_bytes(sheets)
+
+
+def workbook_bytes(sheets: Mapping[str, pd.DataFrame]) -> bytes:
+    """An .xlsx workbook with one sheet per frame: control characters XML cannot hold are
+    dropped, and text that starts with "=" is stored as text, never run as a formula."""
+    buffer = io.BytesIO()
+    with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
+        for name, frame in sheets.items():
+            without_control_characters(frame).to_excel(writer, sheet_name=name, index=False)
+        for sheet in writer.sheets.values():
+            _store_formulas_as_text(sheet)
+    return buffer.getvalue()
+
+
+def without_control_characters(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with the XML-illegal control characters removed from every text cell."""
+    return frame.map(lambda value: XML_ILLEGAL_CHARACTERS.sub("", value) if isinstance(value, str) else value)
+
+
+def _store_formulas_as_text(sheet) -> None:
+    """openpyxl turns any string starting with '=' into a formula; keep such cells as text."""
+    for row in sheet.iter_rows():
+        for cell in row:
+            if cell.data_type == "f":
+                cell.data_type = "s"

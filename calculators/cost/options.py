@@ -1,0 +1,423 @@
+"""What a training run costs: every priced cloud instance, spot, and buying the GPUs instead.
+
+For each price row the run uses `settings.total_gpus` GPUs (data x tensor x pipeline parallel) of the row's type:
+
+    instances = ceil(gpus / gpus_per_instance)            (whole instances are billed)
+    usd       = instances x instance USD/hour x hours     (on demand: the time estimate's hours)
+    spot usd  = instances x spot USD/hour x expected spot hours (see calculators.cost.spot)
+
+A multi-instance job restarts when any instance is interrupted, so its interruption rate is
+instances x the per-instance rate. Idle GPUs of a partly used instance are still paid for.
+A price of 0 (hardware you already own, say) gives a cost of 0. Where interruptions outpace
+progress, spot is "not worth it" (calculators.cost.spot): the reason in words, no spot costs.
+
+Options whose GPU the workload does not fit, or whose software stack cannot run it
+(calculators.workload.compatibility), are kept but set apart with the reason (`excluded_reason`):
+`ranked_and_set_apart` splits them from the ranking.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from calculators.cost.prices import CloudPrice
+from calculators.cost.spot import (
+    DEFAULT_CHECKPOINT_WRITE_H,
+    DEFAULT_RESTART_H,
+    SpotEstimate,
+    check_pause_hours,
+    expected_spot_hours,
+)
+from calculators.hardware.catalogue import GpuSpec
+from calculators.memory.fit_matrix import gpu_memory_gib
+from calculators.models.spec import ModelSpec
+from calculators.timing.estimate import TimeEstimate, TimeSettings, estimate_time
+from calculators.workload.compatibility import training_stack_problem
+from calculators.workload.training import TrainingSettings
+
+DEFAULT_INTERRUPTIONS_PER_HOUR = 0.5  # for a spot price without a rate: median of the GPU spot traces
+HOURS_PER_YEAR = 8760.0
+
+MemoryFits = Callable[[GpuSpec], bool]
+
+
+class CostOption(BaseModel):
+    """One way to rent the run: a priced instance type, how many, how long, what it costs."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    gpu: str
+    provider: str
+    instance_type: str
+    region: str
+    gpus: int = Field(description="GPUs the run uses in total")
+    gpus_per_instance: int
+    instances: int
+    step_s: float
+    tokens_per_s_per_gpu: float = 0.0
+    mfu: float = Field(default=0.0, description="model FLOPs utilisation of the dense peak")
+    hours: float = Field(description="wall hours on demand")
+    on_demand_usd_per_hour: float = Field(description="per instance")
+    spot_usd_per_hour: float | None = Field(description="per instance")
+    usd_on_demand: float
+    usd_per_epoch_on_demand: float
+    usd_per_million_tokens_on_demand: float
+    interruptions_per_hour: float | None = Field(description="for the whole job: instances x per-instance rate")
+    spot_hours_expected: float | None = Field(description="None without a spot price or when not worth it")
+    usd_spot_expected: float | None
+    usd_spot_low: float | None
+    usd_spot_high: float | None
+    usd_per_epoch_spot: float | None
+    usd_per_million_tokens_spot: float | None = None
+    fits_in_memory: bool | None = Field(description="None when no memory check was given")
+    price_as_of: dt.date
+    source: str
+    spot_not_worth_reason: str | None = Field(
+        default=None, description="why this option should not run on spot (its spot costs are None then)"
+    )
+    stack_problem: str | None = Field(default=None, description="why the GPU's software stack cannot run the workload")
+    excluded_reason: str | None = Field(
+        default=None, description="why the option is set apart from the ranking: does not fit, or cannot run"
+    )
+
+
+def instances_needed(gpus: int, gpus_per_instance: int) -> int:
+    """Whole instances that hold `gpus` GPUs."""
+    return math.ceil(gpus / gpus_per_instance)
+
+
+def run_cost_usd(instances: int, usd_per_instance_hour: float, hours: float) -> float:
+    """Billed cost: instances x price per instance-hour x hours."""
+    return instances * usd_per_instance_hour * hours
+
+
+def _spot_estimate(
+    price: CloudPrice, instances: int, hours: float, checkpoint_write_h: float, restart_h: float
+) -> SpotEstimate | None:
+    """Expected spot hours for this row, or None without a spot price."""
+    if price.spot_usd_per_hour is None:
+        return None
+    per_instance = price.interruptions_per_hour
+    rate = instances * (DEFAULT_INTERRUPTIONS_PER_HOUR if per_instance is None else per_instance)
+    return expected_spot_hours(hours, rate, checkpoint_write_h, restart_h)
+
+
+class GpuVerdict(NamedTuple):
+    """Whether the workload can run on one GPU type: memory and software stack."""
+
+    fits_in_memory: bool | None
+    stack_problem: str | None
+    excluded_reason: str | None
+
+
+def gpu_verdict(
+    gpu: GpuSpec, settings: TrainingSettings, memory_fits: MemoryFits | None = None, peak_gib: float | None = None
+) -> GpuVerdict:
+    """Does the workload fit `gpu` (by `memory_fits`, else `peak_gib` against its capacity; None
+    when neither is given) and can its stack run it (calculators.workload.compatibility)? With the reason
+    to set the option apart, in words, when not."""
+    if memory_fits is not None:
+        fits = bool(memory_fits(gpu))
+    else:
+        fits = None if peak_gib is None else peak_gib <= gpu_memory_gib(gpu)
+    stack = training_stack_problem(gpu, settings)
+    reasons = [_fit_problem(gpu, peak_gib)] if fits is False else []
+    reasons += [stack] if stack else []
+    return GpuVerdict(fits, stack, "; ".join(reasons) or None)
+
+
+def _fit_problem(gpu: GpuSpec, peak_gib: float | None) -> str:
+    """The memory verdict in words for a GPU the workload does not fit."""
+    if peak_gib is None:
+        return f"does not fit in the {gpu.memory_gb:g} GB of {gpu.name}"
+    return f"does not fit: the workload needs {peak_gib:,.1f} GiB per GPU, {gpu.name} has {gpu.memory_gb:g} GB"
+
+
+def _option(
+    price: CloudPrice,
+    estimate: TimeEstimate,
+    gpus: int,
+    verdict: GpuVerdict,
+    checkpoint_write_h: float,
+    restart_h: float,
+) -> CostOption:
+    """Price one instance row for a time estimate."""
+    instances = instances_needed(gpus, price.gpu_count)
+    hours = estimate.hours_total
+    usd = run_cost_usd(instances, price.on_demand_usd_per_hour, hours)
+    spot = _spot_estimate(price, instances, hours, checkpoint_write_h, restart_h)
+    spot_usd = price.spot_usd_per_hour
+
+    def spot_cost(hours_on_spot: float | None) -> float | None:
+        """None without a spot price, or when spot is not worth it (the estimate has no hours then)."""
+        return None if hours_on_spot is None else run_cost_usd(instances, spot_usd, hours_on_spot)
+
+    total_tokens = estimate.dataset_tokens * estimate.epochs
+    spot_hours = None if spot is None else spot.expected_hours
+    spot_expected_usd = spot_cost(spot_hours)
+    return CostOption(
+        gpu=price.gpu,
+        provider=price.provider,
+        instance_type=price.instance_type,
+        region=price.region,
+        gpus=gpus,
+        gpus_per_instance=price.gpu_count,
+        instances=instances,
+        step_s=estimate.step_s,
+        tokens_per_s_per_gpu=estimate.tokens_per_s_per_gpu,
+        mfu=estimate.mfu,
+        hours=hours,
+        on_demand_usd_per_hour=price.on_demand_usd_per_hour,
+        spot_usd_per_hour=spot_usd,
+        usd_on_demand=usd,
+        usd_per_epoch_on_demand=usd / estimate.epochs,
+        usd_per_million_tokens_on_demand=usd / (total_tokens / 1e6),
+        interruptions_per_hour=None if spot is None else spot.interruptions_per_hour,
+        spot_hours_expected=spot_hours,
+        usd_spot_expected=spot_expected_usd,
+        usd_spot_low=spot_cost(None if spot is None else spot.low_hours),
+        usd_spot_high=spot_cost(None if spot is None else spot.high_hours),
+        usd_per_epoch_spot=None if spot_expected_usd is None else spot_expected_usd / estimate.epochs,
+        usd_per_million_tokens_spot=None if spot_expected_usd is None else spot_expected_usd / (total_tokens / 1e6),
+        fits_in_memory=verdict.fits_in_memory,
+        price_as_of=price.as_of,
+        source=price.source,
+        spot_not_worth_reason=None if spot is None else spot.not_worth_reason,
+        stack_problem=verdict.stack_problem,
+        excluded_reason=verdict.excluded_reason,
+    )
+
+
+def cost_options(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    time_settings: TimeSettings,
+    prices: Iterable[CloudPrice],
+    catalogue: Iterable[GpuSpec],
+    memory_fits: MemoryFits | None = None,
+    checkpoint_write_h: float = DEFAULT_CHECKPOINT_WRITE_H,
+    restart_h: float = DEFAULT_RESTART_H,
+    measured_matmul_fraction: dict[str, float] | None = None,
+    peak_gib: float | None = None,
+) -> list[CostOption]:
+    """Every priced instance with a time estimate: those that fit and can run first, each group
+    cheapest on demand first.
+
+    The time estimate uses each instance's GPU count as `gpus_per_node` (more GPUs than one
+    instance holds talk over the network). Rows whose GPU is not in `catalogue`, or has no rate
+    for the precision, are left out. `memory_fits(gpu)` (e.g. built on calculators.memory.fit), or else
+    `peak_gib` (the workload's peak per GPU, against calculators.memory.fit_matrix.gpu_memory_gib), fills
+    `fits_in_memory`; `stack_problem` comes from calculators.workload.compatibility. Options that do not
+    fit or cannot run are kept and marked with `excluded_reason`, not dropped.
+    `measured_matmul_fraction` (GPU name -> fraction of dense peak, from a calibration) replaces
+    mamf-finder's per-family fraction in those GPUs' GEMMs unless the user gave a utilisation or
+    a matmul fraction for all GPUs.
+    Raises ValueError for a checkpoint write or restart time that is negative, not finite, or
+    over a week (calculators.cost.spot.check_pause_hours).
+    """
+    check_pause_hours(checkpoint_write_h, restart_h)
+    gpus_by_name = {gpu.name: gpu for gpu in catalogue}
+    estimates: dict[tuple[str, int], TimeEstimate | None] = {}
+    verdicts: dict[str, GpuVerdict] = {}
+    options = []
+    for price in prices:
+        gpu = gpus_by_name.get(price.gpu)
+        if gpu is None:
+            continue
+        key = (gpu.name, price.gpu_count)
+        if key not in estimates:
+            gpu_time_settings = time_settings.with_measured_matmul_fraction(gpu.name, measured_matmul_fraction)
+            estimates[key] = _estimate_or_none(spec, settings, gpu, gpu_time_settings, price.gpu_count)
+        if estimates[key] is None:
+            continue
+        if gpu.name not in verdicts:
+            verdicts[gpu.name] = gpu_verdict(gpu, settings, memory_fits, peak_gib)
+        verdict = verdicts[gpu.name]
+        options.append(_option(price, estimates[key], settings.total_gpus, verdict, checkpoint_write_h, restart_h))
+    return sorted(options, key=lambda option: (option.excluded_reason is not None, option.usd_on_demand, option.hours))
+
+
+def ranked_and_set_apart(options: Iterable[CostOption]) -> tuple[list[CostOption], list[CostOption]]:
+    """(ranked, set apart): the options that fit and can run, and those with an `excluded_reason`,
+    each in the order given."""
+    options = list(options)
+    ranked = [option for option in options if option.excluded_reason is None]
+    set_apart = [option for option in options if option.excluded_reason is not None]
+    return ranked, set_apart
+
+
+def _estimate_or_none(
+    spec: ModelSpec, settings: TrainingSettings, gpu: GpuSpec, time_settings: TimeSettings, gpus_per_node: int
+) -> TimeEstimate | None:
+    """The time estimate with this instance size as the node, or None when the GPU lacks the precision."""
+    node_settings = time_settings.model_copy(update={"gpus_per_node": gpus_per_node})
+    try:
+        return estimate_time(spec, settings, gpu, node_settings)
+    except ValueError:
+        return None
+
+
+def cheapest(options: Iterable[CostOption], spot: bool = False, fits_only: bool = True) -> CostOption | None:
+    """The cheapest option on demand (or by expected spot cost, among those worth running on
+    spot); by default only those not set apart (they fit, or were not checked, and can run)."""
+    candidates = [option for option in options if not fits_only or option.excluded_reason is None]
+    if spot:
+        candidates = [option for option in candidates if option.usd_spot_expected is not None]
+        return min(candidates, key=lambda option: option.usd_spot_expected, default=None)
+    return min(candidates, key=lambda option: option.usd_on_demand, default=None)
+
+
+def pareto_front(options: Sequence[CostOption], spot: bool = False) -> list[CostOption]:
+    """Options no other option beats on both time and cost (hours vs USD), fastest first.
+
+    With `spot`, time is the expected spot hours and cost the expected spot USD (options
+    without a spot price are left out). Of exact ties the first in `options` is kept.
+    """
+    points = [(option, *_time_and_cost(option, spot)) for option in options]
+    points = [(option, hours, usd) for option, hours, usd in points if hours is not None and usd is not None]
+    front: list[CostOption] = []
+    best_usd = math.inf
+    for option, _, usd in sorted(points, key=lambda point: (point[1], point[2])):
+        if usd < best_usd:
+            front.append(option)
+            best_usd = usd
+    return front
+
+
+def _time_and_cost(option: CostOption, spot: bool) -> tuple[float | None, float | None]:
+    """(hours, usd) of an option on demand or on spot."""
+    if spot:
+        return option.spot_hours_expected, option.usd_spot_expected
+    return option.hours, option.usd_on_demand
+
+
+# --- buying instead of renting --------------------------------------------------------
+
+
+class OwnershipSettings(BaseModel):
+    """What owning GPUs costs; each default is a stated assumption the caller may change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    purchase_usd_per_gpu: float | None = Field(
+        default=None, gt=0, description="None: the catalogue's price_usd (street or MSRP, GPU only)"
+    )
+    host_overhead_fraction: float = Field(
+        default=0.0, ge=0, le=10, description="server, network, storage as a fraction of GPU capex; 0 = GPUs only"
+    )
+    years: float = Field(default=3.0, gt=0, le=30, description="amortisation period, used around the clock")
+    pue: float = Field(default=1.5, ge=1, le=5, description="power usage effectiveness (facility / IT power)")
+    electricity_usd_per_kwh: float = Field(default=0.13, ge=0, le=10)
+
+
+class BuyVsRent(BaseModel):
+    """Owning `gpus` GPUs versus renting them, for this run and in general."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    gpu: str
+    gpus: int
+    purchase_usd_per_gpu: float
+    capex_usd: float = Field(description="GPUs x price x (1 + host overhead)")
+    years: float
+    power_kw: float = Field(description="GPUs x TDP x PUE")
+    energy_usd_per_hour: float
+    amortised_usd_per_hour: float = Field(description="capex spread over every hour of `years`")
+    owned_usd_per_hour: float = Field(description="amortised capex + energy")
+    rent_usd_per_hour: float
+    break_even_hours: float | None = Field(description="hours of use at which buying costs what renting does")
+    run_hours: float
+    run_usd_owned: float = Field(description="amortised capex x run hours + energy")
+    run_usd_rented: float
+    assumptions: list[str]
+
+
+def energy_usd_per_hour(tdp_w: float, gpus: int, pue: float, electricity_usd_per_kwh: float) -> float:
+    """Electricity per hour at full power: GPUs x TDP x PUE x price per kWh (GPU TDP only)."""
+    return gpus * tdp_w / 1000 * pue * electricity_usd_per_kwh
+
+
+def break_even_hours(capex_usd: float, rent_usd_per_hour: float, energy_usd_per_hour: float) -> float | None:
+    """Hours h with capex + energy x h = rent x h; None when renting costs no more than the power."""
+    saving_per_hour = rent_usd_per_hour - energy_usd_per_hour
+    return capex_usd / saving_per_hour if saving_per_hour > 0 else None
+
+
+def buy_vs_rent(
+    gpu: GpuSpec,
+    gpus: int,
+    rent_usd_per_hour: float,
+    run_hours: float,
+    ownership: OwnershipSettings | None = None,
+) -> BuyVsRent:
+    """Compare owning `gpus` of `gpu` with renting them at `rent_usd_per_hour` (all of them).
+
+    Raises ValueError when there is no purchase price (none given, none in the catalogue) or
+    the catalogue has no TDP for the GPU.
+    """
+    ownership = ownership or OwnershipSettings()
+    price = ownership.purchase_usd_per_gpu or gpu.price_usd
+    if price is None:
+        raise ValueError(f"{gpu.name} has no price in the catalogue; give purchase_usd_per_gpu")
+    if gpu.tdp_w is None:
+        raise ValueError(f"{gpu.name} has no TDP in the catalogue; its power cost is unknown")
+    capex = gpus * price * (1 + ownership.host_overhead_fraction)
+    energy = energy_usd_per_hour(gpu.tdp_w, gpus, ownership.pue, ownership.electricity_usd_per_kwh)
+    amortised = capex / (ownership.years * HOURS_PER_YEAR)
+    return BuyVsRent(
+        gpu=gpu.name,
+        gpus=gpus,
+        purchase_usd_per_gpu=price,
+        capex_usd=capex,
+        years=ownership.years,
+        power_kw=gpus * gpu.tdp_w / 1000 * ownership.pue,
+        energy_usd_per_hour=energy,
+        amortised_usd_per_hour=amortised,
+        owned_usd_per_hour=amortised + energy,
+        rent_usd_per_hour=rent_usd_per_hour,
+        break_even_hours=break_even_hours(capex, rent_usd_per_hour, energy),
+        run_hours=run_hours,
+        run_usd_owned=(amortised + energy) * run_hours,
+        run_usd_rented=rent_usd_per_hour * run_hours,
+        assumptions=_ownership_assumptions(gpu, ownership, price),
+    )
+
+
+def _ownership_assumptions(gpu: GpuSpec, ownership: OwnershipSettings, price: float) -> list[str]:
+    """Plain-language list of what the buy-vs-rent comparison assumes."""
+    kind = "given" if ownership.purchase_usd_per_gpu else f"catalogue {gpu.price_kind or 'price'}"
+    return [
+        f"purchase {price:,.0f} USD per GPU ({kind}), host overhead {ownership.host_overhead_fraction:.0%} of it",
+        f"amortised over {ownership.years:g} years of every hour (idle hours are paid for too)",
+        f"power at TDP {gpu.tdp_w:g} W per GPU x PUE {ownership.pue:g} (Uptime Institute surveys: about 1.5-1.6 "
+        f"average), electricity {ownership.electricity_usd_per_kwh:g} USD/kWh (about the US commercial average)",
+        "no staff, space, maintenance, financing or resale value",
+    ]
+
+
+# --- the user's own terms -----------------------------------------------------------
+
+
+def adjusted_prices(
+    prices: Iterable[CloudPrice], discount_fraction: float = 0.0, interruptions_per_hour: float | None = None
+) -> list[CloudPrice]:
+    """Prices with a negotiated discount taken off both on-demand and spot, and, when given,
+    one interruption rate (per instance-hour) for every row that has a spot price."""
+    if not 0 <= discount_fraction < 1:
+        raise ValueError(f"discount must be in [0, 1), got {discount_fraction}")
+    adjusted = []
+    for price in prices:
+        update: dict[str, float | None] = {
+            "on_demand_usd_per_hour": price.on_demand_usd_per_hour * (1 - discount_fraction)
+        }
+        if price.spot_usd_per_hour is not None:
+            update["spot_usd_per_hour"] = price.spot_usd_per_hour * (1 - discount_fraction)
+            if interruptions_per_hour is not None:
+                update["interruptions_per_hour"] = interruptions_per_hour
+        adjusted.append(price.model_copy(update=update))
+    return adjusted

@@ -1,0 +1,667 @@
+"""Command line: `python -m calculators memory|fit|gpus|cost|trace|calibrate|presets ...`.
+
+Pure functions compute; this module only parses arguments and prints. Bad input
+prints one line starting with 'error:' and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from calculators.cost.options import adjusted_prices, cost_options
+from calculators.cost.prices import PriceCatalogueError, load_prices, parse_price_csv
+from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
+from calculators.interface.settings import RunInputs, Setting, SettingError, all_settings
+from calculators.memory.engine import estimate_memory
+from calculators.memory.fit import check_fit, suggestions, verdict
+from calculators.memory.fit_matrix import fit_matrix
+from calculators.memory.result import COMPONENT_LABEL
+from calculators.memory.serving import (
+    ServingSettings,
+    estimate_serving,
+    max_concurrency,
+    max_context_len,
+    serving_table,
+)
+from calculators.models.geometry import active_parameters
+from calculators.models.hf_config import (
+    ModelInputError,
+    describe_validation_error,
+    spec_from_hf_config,
+    spec_from_parameter_count,
+)
+from calculators.models.hub import fetch_hub_config
+from calculators.models.library import ModelNotFound, resolve_model, search_models
+from calculators.models.presets import load_presets
+from calculators.models.spec import ModelSpec
+from calculators.plan.search import DEFAULT_MAX_GPUS, PlanRequest, PlanResult, plan_run
+from calculators.timing.estimate import STEP_SETTING_FIELDS, TimeSettings, estimate_time
+from calculators.workload.build import (
+    ServeWorkload,
+    TrainingWorkload,
+    Workload,
+    build_workload,
+    describe_workload_error,
+)
+from calculators.workload.contradictions import workload_problems
+from calculators.workload.framework_files import (
+    FrameworkConfigError,
+    describe_unknown,
+    merged_values,
+    read_framework_config,
+)
+from calculators.workload.training import TrainingSettings
+
+
+class UsageError(Exception):
+    """Bad arguments: reported as one line, exit code 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print the whole usage first
+        raise UsageError(message)
+
+
+def _setting_type(item: Setting, flag: str):
+    """argparse type for a declared setting: parse and check, message naming the flag."""
+
+    def parse(raw: str):
+        try:
+            return item.parse(raw, flag)
+        except SettingError as error:
+            raise UsageError(str(error)) from None
+
+    return parse
+
+
+def add_setting_arguments(parser: argparse.ArgumentParser, items: Iterable[Setting]) -> None:
+    """One flag per declared setting (a flag two settings share, --tensor-parallel, once):
+    type, choices, default and help come from the declaration in calculators.interface.settings."""
+    seen = {action.option_strings[0] for action in parser._actions if action.option_strings}
+    for item in items:
+        if not item.flag or item.flag in seen:
+            continue
+        seen.add(item.flag)
+        help_text = item.help_text or item.label
+        if item.value_type is bool:
+            parser.add_argument(item.flag, action="store_true", help=help_text)
+        elif item.choices and item.value_type is str:
+            parser.add_argument(item.flag, choices=item.choices, default=item.default_value, help=help_text)
+        else:
+            parser.add_argument(item.flag, type=_setting_type(item, item.flag), default=item.default_value,
+                                help=help_text)  # fmt: skip
+
+
+def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model flags, then the mode, training and serving flags of calculators.interface.settings."""
+    model = parser.add_argument_group("model (one of)")
+    model.add_argument("--model", help="preset name or Hugging Face id (org/name[@revision]), e.g. llama-3.1-8b")
+    model.add_argument("--config-json", type=Path, help="a Hugging Face config.json file")
+    model.add_argument("--params", type=float, help="a bare parameter count, e.g. 7e9 (shape assumed)")
+    parser.add_argument(
+        "--framework-config",
+        type=Path,
+        help="a torchtune or axolotl YAML, an accelerate config YAML, a DeepSpeed JSON or HF TrainingArguments JSON; "
+        "fills the settings no flag gives",
+    )
+    workload = [item for item in all_settings() if item.model in (None, TrainingSettings, ServingSettings)]
+    add_setting_arguments(parser.add_argument_group("workload"), workload)
+    step = [item for item in all_settings() if item.model is TimeSettings and item.name in STEP_SETTING_FIELDS]
+    add_setting_arguments(parser.add_argument_group("step (placement, overlap, schedule)"), step)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _flag_dest(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def setting_values(args: argparse.Namespace) -> dict:
+    """Every declared setting the command was given (or defaulted), keyed as declared."""
+    return {item.key: getattr(args, _flag_dest(item.flag)) for item in all_settings() if item.flag and
+            hasattr(args, _flag_dest(item.flag))}  # fmt: skip
+
+
+def model_from_args(args: argparse.Namespace) -> ModelSpec:
+    chosen = [flag for flag in ("model", "config_json", "params") if getattr(args, flag) is not None]
+    if len(chosen) != 1:
+        raise UsageError("give exactly one of --model, --config-json or --params")
+    try:
+        if args.model is not None:
+            return resolve_model(args.model, fetch_hub_config)
+        if args.config_json is not None:
+            return spec_from_hf_config(args.config_json.read_bytes(), args.config_json.name)
+        return spec_from_parameter_count(args.params)
+    except KeyError as error:
+        raise UsageError(str(error).strip("'\"")) from None
+    except ModelNotFound as error:
+        raise UsageError(str(error)) from None
+    except OSError as error:
+        raise UsageError(f"cannot read {args.config_json}: {error.strerror}") from None
+    except ModelInputError as error:
+        raise UsageError(str(error)) from None
+
+
+def _with_framework_config(args: argparse.Namespace, values: dict) -> dict:
+    """The settings of --framework-config FILE in place of those no flag gave; unknown keys
+    are named on stderr and the rest is kept."""
+    path = getattr(args, "framework_config", None)
+    if path is None:
+        return values
+    try:
+        config = read_framework_config(path.read_text(encoding="utf-8"), path.name)
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror}") from None
+    except FrameworkConfigError as error:
+        raise UsageError(str(error)) from None
+    warning = describe_unknown(config, path.name)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    defaults = {item.name: (item.key, item.default_value) for item in all_settings() if item.model is TrainingSettings}
+    defaults["mode"] = ("mode", "train")
+    return merged_values(values, config, defaults)
+
+
+def workload_from_args(args: argparse.Namespace) -> Workload:
+    """The mode's workload from the flags; every problem is one usage line."""
+    spec = model_from_args(args)
+    try:
+        values = _with_framework_config(args, setting_values(args))
+        return build_workload(values.get("mode", args.mode), spec, values)
+    except ValueError as error:  # pydantic's ValidationError is one
+        raise UsageError(describe_workload_error(error)) from None
+
+
+def training_workload(args: argparse.Namespace, command: str) -> TrainingWorkload:
+    """A training workload, or one usage line saying the command does not serve."""
+    workload = workload_from_args(args)
+    if not workload.is_training:
+        raise UsageError(f"`{command}` runs a training step; --mode inference is answered by `memory` and `fit`")
+    return workload
+
+
+def serving_result(spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: float | None) -> dict:
+    """The inference mode's answer, shaped like the training one (peak_gib, components_gib)."""
+    estimate = estimate_serving(spec, settings)
+    result = {
+        "model": spec.name,
+        "mode": "inference",
+        "settings": settings.model_dump(exclude={"overheads"}),
+        "peak_gib": estimate.total_gib,
+        "components_gib": {
+            "weights": estimate.weights_gib,
+            "kv_cache": estimate.kv_cache_gib,
+            "activations": estimate.activations_gib,
+            "framework_overhead": estimate.overhead_gib,
+        },
+    } | estimate.model_dump()
+    if gpu_memory_gib is not None:
+        result["fit"] = {
+            "gpu_memory_gib": gpu_memory_gib,
+            "verdict": verdict(estimate.total_gib, gpu_memory_gib),
+            "headroom_gib": gpu_memory_gib - estimate.total_gib,
+            "max_concurrency": max_concurrency(spec, settings, gpu_memory_gib),
+            "max_context_len": max_context_len(spec, settings, gpu_memory_gib),
+        }
+    return result
+
+
+def format_serving_table(result: dict) -> str:
+    lines = [f"{result['model']} (inference): {result['peak_gib']:.2f} GiB per GPU"]
+    lines += [f"warning: {warning}" for warning in result["warnings"]]
+    for name, gib in result["components_gib"].items():
+        lines.append(f"  {name.replace('_', ' '):<32}{gib:>10.2f} GiB")
+    lines.append(f"  {'KV cache per sequence':<32}{result['kv_cache_per_sequence_gib']:>10.3f} GiB")
+    if "fit" in result:
+        fit = result["fit"]
+        lines.append(
+            f"On {fit['gpu_memory_gib']:g} GiB: {fit['verdict']} (headroom {fit['headroom_gib']:.2f} GiB); "
+            f"most sequences {fit['max_concurrency']}, longest context {fit['max_context_len']:,}"
+        )
+    return "\n".join(lines)
+
+
+def memory_command(args: argparse.Namespace) -> str:
+    if args.gpu_memory_gib is not None and not 0 < args.gpu_memory_gib < 100_000:
+        raise UsageError("--gpu-memory-gib must be a positive number of GiB below 100,000")
+    workload = workload_from_args(args)
+    if not workload.is_training:
+        result = serving_result(workload.model, workload.serving, args.gpu_memory_gib)
+        result["warnings"] = workload_problems(workload)
+        return json.dumps(result, indent=2) if args.json else format_serving_table(result)
+    spec, settings = workload.model, workload.training
+    estimate = estimate_memory(spec, settings)
+    result = {"model": spec.name, "mode": workload.mode, "settings": settings.model_dump(exclude={"overheads"})}
+    result |= estimate.model_dump() | {"warnings": workload_problems(workload)}
+    result["active_parameters"] = active_parameters(spec)
+    result["active_parameters_without_embedding"] = result["active_parameters"] - spec.vocab_size * spec.hidden_size
+    if args.gpu_memory_gib is not None:
+        result["fit"] = check_fit(spec, settings, args.gpu_memory_gib).model_dump()
+        result["suggestions"] = [s.model_dump() for s in suggestions(spec, settings, args.gpu_memory_gib)]
+    if args.json:
+        return json.dumps(result, indent=2)
+    return format_memory_table(result)
+
+
+def format_memory_table(result: dict) -> str:
+    lines = [f"{result['model']}: peak {result['peak_gib']:.2f} GiB at {result['peak_phase']}"]
+    lines += [f"warning: {warning}" for warning in result["warnings"]]
+    for name, gib in result["components_gib"].items():
+        if gib > 0:
+            lines.append(f"  {COMPONENT_LABEL[name]:<32}{gib:>10.2f} GiB")
+    lines.append(f"  {'allocated / reserved':<32}{result['allocated_gib']:>10.2f} / {result['reserved_gib']:.2f} GiB")
+    lines.append(
+        f"  {'trainable / all parameters':<32}{result['trainable_parameters']:>14,} / {result['parameters']:,}"
+    )
+    if result.get("host_memory_gib"):
+        lines.append(f"  {'host RAM per GPU (offload)':<32}{result['host_memory_gib']:>10.2f} GiB")
+    if result.get("pipeline_stage", "only") != "only":
+        lines.append(f"  most loaded pipeline stage: {result['pipeline_stage']}")
+    if "fit" in result:
+        fit = result["fit"]
+        largest = fit["max_micro_batch"] or "none (micro-batch 1 does not fit)"
+        fewest = fit["min_gpus"] or "none (more GPUs do not lower the peak at this setting)"
+        lines.append(f"On {fit['gpu_memory_gib']:g} GiB: {fit['verdict']} (headroom {fit['headroom_gib']:.2f} GiB)")
+        lines.append(f"  largest micro-batch that fits: {largest}; fewest GPUs that fit: {fewest}")
+        lines.append("What to change:")
+        for suggestion in result["suggestions"]:
+            mark = "fits" if suggestion["fits"] else "    "
+            lines.append(f"  [{mark}] {suggestion['change']}: {suggestion['peak_gib']:.2f} GiB")
+    return "\n".join(lines)
+
+
+def _gpu_table_line(gpu: GpuSpec) -> str:
+    bf16 = f"{gpu.bf16_tflops:g}" if gpu.bf16_tflops else "-"
+    return f"{gpu.name:<32}{gpu.memory_gb:>7g} GB{gpu.memory_bandwidth_tbps:>8.2f} TB/s{bf16:>9} BF16 TFLOPS"
+
+
+def gpus_command(args: argparse.Namespace) -> str:
+    catalogue = load_gpu_catalogue()
+    if args.json:
+        return json.dumps([gpu.model_dump(mode="json") for gpu in catalogue], indent=2)
+    return "\n".join(_gpu_table_line(gpu) for gpu in catalogue)
+
+
+def fit_command(args: argparse.Namespace) -> str:
+    workload = workload_from_args(args)
+    catalogue = load_gpu_catalogue()
+    if not workload.is_training:
+        return _serving_fit_output(workload, catalogue, args.json)
+    spec, settings = workload.model, workload.training
+    rows = fit_matrix(spec, settings, catalogue)
+    if args.json:
+        return json.dumps([row.model_dump() for row in rows], indent=2)
+    lines = [f"{spec.name}: peak {rows[0].peak_gib:.2f} GiB per GPU" if rows else spec.name]
+    for row in rows:
+        largest = row.max_micro_batch or "-"
+        fewest = row.min_gpus or "-"
+        lines.append(
+            f"  {row.gpu:<32}{row.verdict:<14}headroom {row.headroom_gib:>8.1f} GiB  "
+            f"max micro-batch {largest!s:>6}  fewest GPUs {fewest!s:>5}"
+        )
+    return "\n".join(lines)
+
+
+def _serving_fit_output(workload: ServeWorkload, catalogue, as_json: bool) -> str:
+    """The serving fit on every GPU, with the training fit's keys where they mean the same."""
+    rows = []
+    for fit in serving_table(workload.model, workload.serving, catalogue):
+        rows.append(
+            {
+                "gpu": fit.gpu,
+                "gpu_memory_gib": fit.memory_gib,
+                "fits": fit.fits,
+                "verdict": verdict(fit.total_gib, fit.budget_gib),
+                "peak_gib": fit.total_gib,
+                "headroom_gib": fit.budget_gib - fit.total_gib,
+                "max_concurrency": fit.max_concurrency,
+                "max_context_len": fit.max_context_len,
+                "min_gpus": fit.gpus_needed,
+                "decode_tokens_per_s_per_sequence": fit.decode_tokens_per_s_per_sequence,
+            }
+        )
+    if as_json:
+        return json.dumps(rows, indent=2)
+    lines = [f"{workload.model.name} (inference): {rows[0]['peak_gib']:.2f} GiB per GPU" if rows else ""]
+    for row in rows:
+        lines.append(
+            f"  {row['gpu']:<32}{row['verdict']:<14}headroom {row['headroom_gib']:>8.1f} GiB  "
+            f"most sequences {row['max_concurrency']:>7}  fewest GPUs {row['min_gpus'] or '-'!s:>5}"
+        )
+    return "\n".join(lines)
+
+
+def _time_settings_from_args(args: argparse.Namespace, default_tokens: float | None = None) -> TimeSettings:
+    tokens = args.dataset_tokens
+    if tokens is None and args.dataset_samples is None:
+        tokens = default_tokens
+    if (tokens is None) == (args.dataset_samples is None):
+        raise UsageError("give exactly one of --dataset-tokens or --dataset-samples")
+    step = {
+        item.name: getattr(args, _flag_dest(item.flag))
+        for item in all_settings()
+        if item.model is TimeSettings and item.name in STEP_SETTING_FIELDS
+    }
+    try:
+        return TimeSettings(
+            dataset_tokens=tokens,
+            dataset_samples=args.dataset_samples,
+            epochs=args.epochs,
+            utilisation=args.utilisation,
+            **step,
+        )
+    except ValidationError as error:
+        raise UsageError(describe_validation_error(error)) from None
+
+
+def _prices_from_args(args: argparse.Namespace, catalogue) -> list:
+    if args.prices is None:
+        prices = list(load_prices())
+    else:
+        try:
+            prices = parse_price_csv(args.prices.read_bytes(), args.prices.name, catalogue)
+        except OSError as error:
+            raise UsageError(f"cannot read {args.prices}: {error.strerror}") from None
+        except PriceCatalogueError as error:
+            raise UsageError(str(error)) from None
+    return adjusted_prices(prices, args.discount_pct / 100, args.interruptions_per_hour)
+
+
+def cost_command(args: argparse.Namespace) -> str:
+    workload = training_workload(args, "cost")
+    spec, settings = workload.model, workload.training
+    time_settings = _time_settings_from_args(args)
+    catalogue = list(load_gpu_catalogue())
+    prices = _prices_from_args(args, catalogue)
+    peak = estimate_memory(spec, settings).peak_gib
+    options = cost_options(
+        spec,
+        settings,
+        time_settings,
+        prices,
+        catalogue,
+        checkpoint_write_h=args.checkpoint_write_min / 60,
+        restart_h=args.restart_min / 60,
+        peak_gib=peak,
+    )
+    if args.fits_only:  # only what fits and whose software runs on the GPU
+        options = [option for option in options if option.excluded_reason is None]
+    if args.json:
+        return json.dumps([option.model_dump(mode="json") for option in options], indent=2)
+    lines = [
+        f"{spec.name}: peak {peak:.1f} GiB per GPU; {len(options)} options, those that fit and run first, "
+        "each cheapest on demand first"
+    ]
+    for option in options[: args.top]:
+        spot = "-" if option.usd_spot_expected is None else f"${option.usd_spot_expected:,.0f}"
+        lines.append(
+            f"  {option.gpu:<24}{option.provider:<11}{option.instance_type:<26}{option.hours:>9.1f} h"
+            f"  on demand ${option.usd_on_demand:>12,.0f}  spot {spot:>12}"
+            + (f"  left out: {option.excluded_reason}" if option.excluded_reason else "")
+        )
+    return "\n".join(lines)
+
+
+def plan_command(args: argparse.Namespace) -> str:
+    """Search GPUs, counts, layouts, providers and pricing for the cheapest and fastest plans."""
+    workload = training_workload(args, "plan")
+    spec, settings = workload.model, workload.training
+    time_settings = _time_settings_from_args(args)
+    catalogue = list(load_gpu_catalogue())
+    prices = _prices_from_args(args, catalogue)
+    known = sorted({price.provider for price in prices})
+    unknown = [name for name in args.providers or () if name.casefold() not in {k.casefold() for k in known}]
+    if unknown:
+        raise UsageError(f"unknown provider {', '.join(unknown)}; the price sheet has: {', '.join(known)}")
+    try:
+        request = PlanRequest(
+            mode=workload.mode,
+            dataset_tokens=time_settings.tokens_per_epoch(settings.seq_len),
+            epochs=time_settings.epochs,
+            global_batch_tokens=args.global_batch_tokens,
+            deadline_hours=args.deadline_hours,
+            budget_usd=args.budget_usd,
+            max_gpus=args.max_gpus,
+            providers=tuple(args.providers) if args.providers else None,
+            allow_spot=not args.no_spot,
+            include_owned=args.owned,
+            checkpoint_write_h=args.checkpoint_write_min / 60,
+            restart_h=args.restart_min / 60,
+        )
+        result = plan_run(spec, settings, request, catalogue, prices, time_settings)
+    except ValidationError as error:
+        raise UsageError(describe_validation_error(error)) from None
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if args.json:
+        return json.dumps(result.model_dump(mode="json"), indent=2)
+    return format_plan_table(result)
+
+
+def format_plan_table(result: PlanResult) -> str:
+    lines = [
+        f"{result.model} ({result.mode}) on {result.dataset_tokens:,.0f} tokens x {result.epochs:g} epoch(s), "
+        f"global batch {result.global_batch_tokens:,} tokens: {len(result.plans)} plans on the time-cost front "
+        f"({result.searched:,} configurations examined in {result.seconds:.2f} s)"
+    ]
+    lines += [f"impossible: {problem}" for problem in result.problems]
+    for label, plan in (("cheapest within the limits", result.best_under_deadline),
+                        ("fastest within the limits", result.best_under_budget)):  # fmt: skip
+        if plan is not None:
+            lines.append(f"{label}: {plan.gpus} x {plan.gpu} on {plan.provider} {plan.instance_type} ({plan.pricing}), "
+                         f"{plan.hours:,.1f} h, ${plan.usd:,.0f}")  # fmt: skip
+    for plan in result.plans:
+        lines.append(
+            f"  {plan.gpus:>5} x {plan.gpu:<26}{plan.provider:<11}{plan.pricing:<10}ZeRO-{plan.zero} "
+            f"tp {plan.tensor_parallel} pp {plan.pipeline_parallel} ckpt {plan.checkpointing:<10}"
+            f"{'offload ' if plan.offload_optimizer or plan.offload_parameters else ''}"
+            f"mb {plan.micro_batch:>3} x ga {plan.grad_accum:<5}{plan.peak_gib:>7.1f} GiB{plan.hours:>10.1f} h"
+            f"  ${plan.usd:>12,.0f}"
+        )
+    return "\n".join(lines)
+
+
+def time_command(args: argparse.Namespace) -> str:
+    """The step time of the workload on one GPU type, broken down by op class and dimension."""
+    workload = training_workload(args, "time")
+    spec, settings = workload.model, workload.training
+    time_settings = _time_settings_from_args(args, default_tokens=1e9)
+    try:
+        gpu = find_gpu(args.gpu)
+        estimate = estimate_time(spec, settings, gpu, time_settings)
+    except (KeyError, ValueError) as error:
+        raise UsageError(str(error).strip("'\"")) from None
+    result = {"model": spec.name} | estimate.model_dump(mode="json")
+    if args.json:
+        return json.dumps(result, indent=2)
+    lines = [
+        f"{spec.name} on {settings.total_gpus} x {gpu.name}: step {estimate.step_s:.3f} s, "
+        f"{estimate.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, MFU {estimate.mfu:.1%} (HFU {estimate.hfu:.1%})",
+        "  compute:",
+        *(f"    {name:<14}{seconds:>10.4f} s" for name, seconds in estimate.compute_by_class_s.items()),
+        "  communication (total / exposed):",
+        *(
+            f"    {dim:<14}{estimate.comm_by_dimension_s[dim]:>10.4f} s {exposed:>10.4f} s"
+            for dim, exposed in estimate.comm_exposed_by_dimension_s.items()
+        ),
+        f"  pipeline bubble {estimate.bubble_s:.4f} s",
+    ]
+    return "\n".join(lines)
+
+
+def trace_command(args: argparse.Namespace) -> str:
+    """One real training step under fake tensors in a subprocess, next to the estimate."""
+    from measure.trace.result import TraceError
+    from measure.trace.runner import run_trace
+
+    workload = training_workload(args, "trace")
+    spec, settings = workload.model, workload.training
+    if not 1 <= args.timeout_s <= 3600:
+        raise UsageError("--timeout-s must be between 1 and 3600 seconds")
+    try:
+        traced = run_trace(spec, settings, timeout_s=args.timeout_s, extrapolate=args.extrapolate)
+    except TraceError as error:
+        raise UsageError(str(error)) from None
+    estimate = estimate_memory(spec, settings)
+    result = {"model": spec.name, "settings": settings.model_dump(exclude={"overheads"})} | traced.model_dump()
+    result["estimate_allocated_gib"] = estimate.allocated_gib
+    result["estimate_error_fraction"] = estimate.allocated_gib / traced.allocated_gib - 1
+    if args.json:
+        return json.dumps(result, indent=2)
+    lines = [
+        f"{spec.name}: traced peak {traced.peak_gib:.3f} GiB at {traced.peak_phase} ({traced.peak_op}); "
+        f"estimate {estimate.allocated_gib:.3f} GiB ({result['estimate_error_fraction']:+.1%})",
+        f"  saved activations at end of forward {traced.saved_activations_gib:.3f} GiB",
+        f"  FLOPs {traced.flops_total:.4g} ({traced.flops_per_token:.4g} per token); traced in {traced.seconds:.1f} s",
+    ]
+    lines += [f"  {phase:<28}{gib:>10.3f} GiB" for phase, gib in traced.phases_gib.items()]
+    return "\n".join(lines)
+
+
+def calibrate_command(args: argparse.Namespace) -> str:
+    """Run the benchmarks headless and write the result for the app to import."""
+    from measure.calibration.runner import (
+        CalibrationBusyError,
+        CalibrationRequestError,
+        check_calibration_request,
+        run_calibration,
+    )
+    from measure.calibration.store import export_json
+
+    try:  # before the run: a bad --out or price must not cost the whole budget
+        for warning in check_calibration_request(args.out, args.usd_per_hour, args.budget_s):
+            print(f"warning: {warning}", file=sys.stderr)
+    except CalibrationRequestError as error:
+        raise UsageError(str(error)) from None
+
+    def report(step: str, fraction: float) -> None:
+        print(f"[{fraction:4.0%}] {step}", file=sys.stderr)
+
+    try:
+        result = run_calibration(
+            device=args.device, budget_s=args.budget_s, progress=report, usd_per_hour=args.usd_per_hour
+        )
+    except (CalibrationBusyError, CalibrationRequestError) as error:
+        raise UsageError(str(error)) from None
+    text = export_json(result)
+    temporary = args.out.with_name(args.out.name + ".tmp")
+    try:
+        temporary.write_text(text)
+        temporary.replace(args.out)  # atomic: a reader never sees half a file
+    except OSError as error:
+        raise UsageError(f"cannot write {args.out}: {error.strerror}") from None
+    return text if args.json else _calibration_summary(result, args.out)
+
+
+def _calibration_summary(result, out: Path) -> str:
+    lines = [f"{result.host} ({result.gpu_name or result.device}): {len(result.records)} benchmarks -> {out}"]
+    for record in result.records:
+        if record.ok:
+            percent = (
+                "" if record.percent_of_datasheet is None else f" ({record.percent_of_datasheet:.0f}% of datasheet)"
+            )
+            lines.append(f"  {record.name:<36}{record.value:>12.2f} {record.unit}{percent}")
+        else:
+            lines.append(f"  {record.name:<36}skipped: {record.skipped_reason or record.error}")
+    return "\n".join(lines)
+
+
+def presets_command(args: argparse.Namespace) -> str:
+    presets = load_presets()
+    if args.json:
+        return json.dumps({name: spec.model_dump() for name, spec in presets.items()}, indent=2)
+    return "\n".join(sorted(presets))
+
+
+def models_command(args: argparse.Namespace) -> str:
+    """Presets and bundled library models whose name contains every word of --search."""
+    names = search_models(args.search or "", limit=args.limit)
+    if args.json:
+        return json.dumps(names, indent=2)
+    return "\n".join(names)
+
+
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(prog="python -m calculators", description="GPU memory and cost estimates")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    memory = commands.add_parser("memory", help="peak memory of a training step")
+    add_workload_arguments(memory)
+    memory.add_argument("--gpu-memory-gib", type=float, help="GPU capacity for a fit verdict")
+    memory.set_defaults(handler=memory_command)
+    gpus = commands.add_parser("gpus", help="list the GPU catalogue")
+    gpus.add_argument("--json", action="store_true")
+    gpus.set_defaults(handler=gpus_command)
+    fit = commands.add_parser("fit", help="the workload on every GPU of the catalogue")
+    add_workload_arguments(fit)
+    fit.set_defaults(handler=fit_command)
+    cost = commands.add_parser("cost", help="time and cost of the run on every priced cloud option")
+    add_workload_arguments(cost)
+    run = cost.add_argument_group("run")
+    add_setting_arguments(run, [item for item in all_settings() if item.model in (TimeSettings, RunInputs)])
+    run.add_argument("--prices", type=Path, help="a price sheet CSV instead of data/cloud_prices.csv")
+    run.add_argument("--fits-only", action="store_true", help="only GPUs the workload fits on")
+    run.add_argument("--top", type=int, default=20, help="rows in the readable table")
+    cost.set_defaults(handler=cost_command)
+    plan = commands.add_parser("plan", help="cheapest and fastest ways to train on N tokens: GPUs, layout, provider")
+    add_workload_arguments(plan)
+    plan_run_group = plan.add_argument_group("run")
+    add_setting_arguments(plan_run_group, [item for item in all_settings() if item.model in (TimeSettings, RunInputs)])
+    plan_run_group.add_argument("--prices", type=Path, help="a price sheet CSV instead of data/cloud_prices.csv")
+    plan_run_group.add_argument("--deadline-hours", type=float, help="the run must end within this many hours")
+    plan_run_group.add_argument("--budget-usd", type=float, help="the run must cost at most this many USD")
+    plan_run_group.add_argument("--max-gpus", type=int, default=DEFAULT_MAX_GPUS, help="most GPUs in one plan")
+    plan_run_group.add_argument("--providers", nargs="+", help="only these providers (default: all)")
+    plan_run_group.add_argument("--no-spot", action="store_true", help="leave spot (preemptible) pricing out")
+    plan_run_group.add_argument("--owned", action="store_true", help="also price owning the GPUs")
+    plan_run_group.add_argument(
+        "--global-batch-tokens",
+        type=int,
+        help="tokens per optimizer step (default: 4M to train, 128 sequences to fine-tune)",
+    )
+    plan.set_defaults(handler=plan_command)
+    timing = commands.add_parser("time", help="step time of the workload on one GPU type, broken down")
+    add_workload_arguments(timing)
+    timing.add_argument("--gpu", required=True, help="a GPU of the catalogue, e.g. H100-SXM5-80GB")
+    run_settings = [item for item in all_settings() if item.model is TimeSettings]
+    add_setting_arguments(timing.add_argument_group("run"), run_settings)
+    timing.set_defaults(handler=time_command)
+    trace = commands.add_parser("trace", help="exact memory and FLOPs of one step under fake tensors (CPU)")
+    add_workload_arguments(trace)
+    trace.add_argument("--timeout-s", type=float, default=120.0, help="limit for the traced subprocess")
+    trace.add_argument(
+        "--extrapolate", action="store_true", help="trace 3-5 layers and extend exactly to all (big models)"
+    )
+    trace.set_defaults(handler=trace_command)
+    calibrate = commands.add_parser("calibrate", help="measure this host (GPU or CPU) and write a result file")
+    calibrate.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    calibrate.add_argument("--budget-s", type=float, default=110.0, help="total time budget in seconds")
+    calibrate.add_argument("--usd-per-hour", type=float, help="price per GPU-hour for the cost per epoch")
+    calibrate.add_argument("--out", type=Path, required=True, help="where to write the result JSON")
+    calibrate.add_argument("--json", action="store_true", help="also print the result JSON")
+    calibrate.set_defaults(handler=calibrate_command)
+    presets = commands.add_parser("presets", help="list the model presets")
+    presets.add_argument("--json", action="store_true")
+    presets.set_defaults(handler=presets_command)
+    models = commands.add_parser("models", help="search the presets and the bundled library of open models")
+    models.add_argument("--search", help="words the name contains, e.g. qwen")
+    models.add_argument("--limit", type=int, default=50)
+    models.add_argument("--json", action="store_true")
+    models.set_defaults(handler=models_command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        print(args.handler(args))
+    except BrokenPipeError:  # e.g. piped into `head`: the reader has what it wanted
+        sys.stdout = None
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0

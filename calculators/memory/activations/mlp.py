@@ -1,0 +1,147 @@
+"""What the MLP saves for backward: gated activations, GELU variants, and a
+mixture of experts' router and routed outputs."""
+
+from __future__ import annotations
+
+from calculators.memory.activations.norms import autocast_casts_norm_output, norm_output_fp32
+from calculators.models.spec import ModelSpec
+from calculators.workload.training import (
+    TrainingSettings,
+    compute_bytes,
+    is_adapter_method,
+    is_autocast,
+    residual_bytes,
+)
+
+
+def gated_activation_saved_tensors(spec: ModelSpec, settings: TrainingSettings) -> int:
+    """Hidden-width tensors a gated MLP's activation saves, down's input aside.
+    SwiGLU and GeGLU: gate, act(gate) and up (the product's operands). Liger's fused SwiGLU saves
+    only gate and up (Liger-Kernel src/liger_kernel/ops/swiglu.py @00eba634), and so does
+    torch.compile's partitioner, which recomputes the pointwise ops.
+    gpt-oss's clamped SwiGLU (transformers models/gpt_oss/modeling_gpt_oss.py @6edf5b31,
+    GptOssExperts.forward: gate.clamp(max=7), up.clamp(-7, 7), glu = gate * sigmoid(1.702 gate),
+    (up + 1) * glu) saves six: the gate and up inputs of the clamps, sigmoid's output, the clamped
+    gate, up + 1 and glu (measured with autograd's saved tensors; compile recomputes all but gate
+    and up)."""
+    if spec.activation == "clamped-swiglu":
+        return 2 if settings.compile else 6
+    fused = settings.liger or settings.compile
+    return 2 if fused and spec.activation == "swiglu" else 3
+
+
+def runs_written_out_gelu(spec: ModelSpec, settings: TrainingSettings) -> bool:
+    """The model code's "gelu_new" runs op by op: transformers' NewGELUActivation, not under
+    torch.compile (whose partitioner recomputes pointwise ops from the saved input) nor in
+    litgpt's model code (qkv_projection "fused"), which calls torch's one-kernel tanh GELU
+    (lit_gpt/model.py @8641822, gelu_approximate="tanh")."""
+    return spec.gelu_written_out and not settings.compile and settings.qkv_projection != "fused"
+
+
+def mlp_activation_saved_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Bytes the MLP's activation keeps for backward per hidden-width element, down's (fc2's)
+    input aside: one input for a one-kernel GELU, gated_activation_saved_tensors for a gated MLP.
+
+    transformers' "gelu_new" (NewGELUActivation, src/transformers/activations.py: 0.5 * x * (1 +
+    tanh(sqrt(2 / pi) * (x + 0.044715 * pow(x, 3))))) keeps four tensors: pow's input, tanh's
+    output and the last multiply's operands, 0.5 x and 1 + tanh. Under autocast pow runs in fp32
+    (CUDA autocast's fp32 list), so its input is an fp32 cast and everything after it is fp32 but
+    0.5 x: 4 + 4 + c + 4 bytes, with an fp32 output. A gated GELU (Flan-T5's
+    T5DenseGatedActDense) adds the product's operands, act(gate) and up. Measured with autograd's
+    saved tensors (tests/test_trace_gelu_new.py)."""
+    c = compute_bytes(settings.precision)
+    if spec.activation == "relu":
+        return 0  # ReLU's backward reads its output, fc2's input, counted with it
+    if not runs_written_out_gelu(spec, settings):
+        return (gated_activation_saved_tensors(spec, settings) if spec.is_gated_mlp else 1) * c
+    autocast = is_autocast(settings.precision)
+    gelu = 12 + c if autocast else 4 * c
+    if not spec.is_gated_mlp:
+        return gelu
+    return gelu + (4 if autocast else c) + c
+
+
+def mlp_hidden_gradient_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """Bytes per hidden-width element of the gradients alive at the worst moment of the MLP's
+    backward: one hidden gradient (two for a gated MLP, act(gate)'s and up's), in the compute
+    dtype. The written-out "gelu_new" backward holds one more in the compute dtype (traced in
+    bf16 and fp32), and under autocast, where its ops ran in fp32, two fp32 ones (traced: 7.5 to
+    9.5 bytes per element with and without checkpointing; counted as 8)."""
+    c = compute_bytes(settings.precision)
+    gradients = (2 if spec.is_gated_mlp else 1) * c
+    if runs_written_out_gelu(spec, settings):
+        gradients += 2 * 4 if is_autocast(settings.precision) else c
+    return gradients
+
+
+def routed_output_weighting_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """What weighting and summing the experts' outputs saves, per routed (token, expert) pair.
+
+    The HF MoE loop (transformers MixtralSparseMoeBlock; Qwen2/3-MoE, DeepseekV3MoE.moe, Phimoe
+    and GptOssExperts alike) computes `expert(x) * routing_weights[...]` and adds it into the
+    output with `index_add_`, which saves its source, the weighted output in the hidden state's
+    dtype (r bytes per element), for backward (PyTorch tools/autograd/derivatives.yaml, index_add:
+    source's gradient is `grad.index_select(dim, index).expand_as(source)`; measured:
+    IndexAddBackward0._saved_source). The multiply saves the expert's output (compute dtype) because
+    the routing weights need a gradient: the router trains in full training, and under LoRA its
+    frozen weights still pass the gradient of the layer's input, which the adapters before it make
+    require grad. Traced: tests/test_trace_moe.py."""
+    per_element = residual_bytes(settings) + compute_bytes(settings.precision)
+    return spec.experts_per_token * per_element * tokens * spec.hidden_size
+
+
+def router_bookkeeping_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """What top-k routing saves besides the experts' inputs and outputs, per token (HF
+    MixtralSparseMoeBlock.forward, huggingface/transformers src/transformers/models/mixtral/
+    modeling_mixtral.py; Qwen2/3-MoE alike): the fp32 softmax over the E router logits (4E),
+    top-k's int64 indices (8k), the renormalisation's division, which keeps the k fp32 weights and
+    their sum (4k + 4), and per routed pair the two int64 indices torch.where gives each expert
+    (token, choice: 16k), which its gathers keep, and the gathered routing weight in the block
+    input's dtype, which the weighting multiply keeps. Traced: tests/test_trace_moe.py (whose
+    router is Mixtral's). Other routers are counted the same way, an approximation: DeepSeek-V2/V3's
+    gate computes its logits in fp32 (DeepseekV3TopkRouter: F.linear(hidden.float(),
+    weight.float())), which also keeps an fp32 copy of the block's input (4h per token, 28,672 B
+    on DeepSeek-V3) and of the router weight, not counted here; gpt-oss softmaxes the top-k
+    logits instead of all of them."""
+    weight_bytes_per_pair = 4 if norm_output_fp32(spec, settings) else compute_bytes(settings.precision)
+    k = spec.experts_per_token
+    return tokens * (4 * spec.n_experts + (8 + 4 + 16 + weight_bytes_per_pair) * k + 4)
+
+
+# Mixtures of experts whose router runs in fp32 whatever the weights' dtype: transformers'
+# DeepseekV3TopkRouter.forward (models/deepseek_v3/modeling_deepseek_v3.py @00b676f8) and
+# DeepseekV2Moe.forward (models/deepseek_v2/modeling_deepseek_v2.py @0233e509) both call
+# F.linear(hidden_states.type(torch.float32), weight.type(torch.float32)).
+FP32_ROUTER_FAMILIES = ("deepseek_v2", "deepseek_v3")
+
+
+def fp32_router_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, frozen_router: bool) -> float:
+    """What an fp32 router (FP32_ROUTER_FAMILIES) keeps beyond a half one, in half precision
+    without autocast: the linear keeps the fp32 copy of the block's input when its weight trains
+    (4h per token) and the fp32 copy of its half weight when its input needs a gradient (4 E h
+    per layer, under LoRA too). Under autocast the linear runs in half anyway (F.linear is on its
+    lower-precision list), and in fp32 the copies are the tensors themselves."""
+    if spec.family not in FP32_ROUTER_FAMILIES or is_autocast(settings.precision):
+        return 0.0
+    if compute_bytes(settings.precision) == 4:
+        return 0.0
+    input_copy = 0.0 if frozen_router else 4.0 * tokens * spec.hidden_size
+    return input_copy + 4.0 * spec.n_experts * spec.hidden_size
+
+
+def shared_expert_inputs_saved_bytes(
+    spec: ModelSpec, settings: TrainingSettings, tokens: int, trained: frozenset[str], in_names: tuple[str, ...]
+) -> float:
+    """What the shared expert's input linears (and Qwen2-MoE's shared_expert_gate) save of the
+    MoE block's input x beyond what the router keeps. Under autocast with an fp32 x each trained
+    one keeps its own half cast, the gate's included when it trains (full training). Otherwise
+    they read x itself: the trained router already keeps it, but a frozen one (LoRA) does not,
+    and then the shared expert's adapters keep it, once. Traced (tests/test_trace_moe.py)."""
+    shared_names = trained.intersection("shared_" + name for name in in_names)
+    c, h = compute_bytes(settings.precision), spec.hidden_size
+    if autocast_casts_norm_output(spec, settings):
+        gate_trains = spec.shared_expert_gate and settings.method == "full"
+        return (len(shared_names) + int(gate_trains)) * c * tokens * h
+    if is_adapter_method(settings.method) and shared_names:
+        return c * tokens * h
+    return 0.0

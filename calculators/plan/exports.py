@@ -1,0 +1,48 @@
+"""Downloads of a plan search: CSV of the plans, and an Excel workbook with the request, the
+assumptions and the price dates beside them (sheets "plans" and "assumptions", columns kind,
+name, value, as calculators.cost.exports writes them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from calculators.cost.exports import ASSUMPTION_COLUMNS, workbook_bytes
+from calculators.plan.search import Plan, PlanResult
+
+PLANS_SHEET = "plans"
+ASSUMPTIONS_SHEET = "assumptions"
+PLAN_COLUMNS: tuple[str, ...] = tuple(Plan.model_fields)
+
+
+def plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
+    """One row per plan, Plan fields as columns (an empty table keeps the columns)."""
+    return pd.DataFrame([plan.model_dump() for plan in plans], columns=list(PLAN_COLUMNS))
+
+
+def plan_assumptions_frame(result: PlanResult, request: Mapping[str, object]) -> pd.DataFrame:
+    """The request, the assumptions, the impossible asks, the GPUs left uncosted and why, each price
+    source's as-of date and the host RAM each plan's offload check used (the instance's published
+    RAM, or the per-GPU assumption)."""
+    rows = [("request", str(name), str(value)) for name, value in request.items()]
+    rows += [("assumption", str(number), text) for number, text in enumerate(result.assumptions, start=1)]
+    rows += [("problem", str(number), text) for number, text in enumerate(result.problems, start=1)]
+    rows += [("not costed", text.split(":", 1)[0], text.split(": ", 1)[1]) for text in result.unpriced]
+    dates = sorted({(plan.provider, plan.source, str(plan.price_as_of)) for plan in result.plans})
+    rows += [("price as of", f"{provider}: {source}", as_of) for provider, source, as_of in dates]
+    host = {(f"{p.gpus} x {p.gpu}, {p.provider} {p.instance_type}", p.host_ram_basis) for p in result.plans}
+    rows += [("host RAM", name, basis) for name, basis in sorted(host) if basis]
+    return pd.DataFrame(rows, columns=list(ASSUMPTION_COLUMNS))
+
+
+def plans_csv_bytes(plans: Sequence[Plan]) -> bytes:
+    """The plans as UTF-8 CSV (header row, ISO dates, empty for None)."""
+    return plans_frame(plans).to_csv(index=False).encode("utf-8")
+
+
+def plans_excel_bytes(result: PlanResult, request: Mapping[str, object]) -> bytes:
+    """An .xlsx workbook with the sheets "plans" and "assumptions" (needs openpyxl)."""
+    return workbook_bytes(
+        {PLANS_SHEET: plans_frame(result.plans), ASSUMPTIONS_SHEET: plan_assumptions_frame(result, request)}
+    )

@@ -1,0 +1,892 @@
+"""Plan a run: the cheapest or fastest way to train a model on N tokens, by a deadline, within a budget.
+
+The search, for one model, mode and token budget:
+
+    GPU type (catalogue and the user's)
+      x GPU count (1, 2, 4 inside a node, then whole nodes: 1, 2, 4, ... nodes)
+      x layout (ZeRO stage, tensor and pipeline parallel, checkpointing, micro-batch and
+                gradient accumulation giving the global batch, offload when nothing else fits)
+      x price row (provider, instance) x pricing (on demand, spot expected cost, owned)
+
+Only layouts whose peak fits the GPU by the memory engine (calculators.memory.engine.estimate_memory)
+and whose software stack runs on the GPU (calculators.workload.compatibility.training_stack_problem)
+are kept. Time comes from calculators.timing.estimate.estimate_time, cost from the price rows
+(calculators.cost.prices) and calculators.cost.spot for the expected spot hours.
+
+Pruning, each step exact for the engine's monotonic quantities:
+
+- The peak does not depend on the GPU type, only on the layout: one estimate per layout is
+  compared with every GPU's capacity (cached).
+- The peak grows with the micro-batch: the largest micro-batch that fits is found by bisection
+  over the powers of two that divide each replica's share of the global batch.
+- Cost = GPUs x price per GPU-hour x hours for a fixed GPU type, count and price row, so the
+  fastest layout for (GPU, count, node size) is also the cheapest: one layout per group is priced.
+- Recomputation only adds work: of the checkpointing policies, the least recomputation that
+  fits is kept for each ZeRO stage (none, then selective, then full).
+- Tensor and pipeline parallelism, then offload, are only tried when plain data parallelism
+  (ZeRO 0-3) fits nowhere at that count: they cost communication or host bandwidth.
+
+Host RAM: a layout whose engine estimate puts states or activations in host memory
+(`MemoryEstimate.host_memory_gib`, per GPU) is kept on a price row only when the job's GPUs on one
+instance (min(job GPUs, row.gpu_count)) x that figure fit the row's `host_ram_gib` (the whole
+instance's RAM, from a public document). A row without `host_ram_gib`, and owned servers, fall back
+to `PlanRequest.host_memory_gib_per_gpu` (256 GiB per GPU by default). Each plan says which it used.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from calculators.cost.options import HOURS_PER_YEAR, OwnershipSettings, energy_usd_per_hour, instances_needed
+from calculators.cost.prices import CloudPrice
+from calculators.cost.spot import DEFAULT_CHECKPOINT_WRITE_H, DEFAULT_RESTART_H, expected_spot_hours
+from calculators.cost.unpriced import unpriced_gpus
+from calculators.hardware.catalogue import GpuSpec
+from calculators.memory.assumptions import check_supported
+from calculators.memory.engine import estimate_memory
+from calculators.memory.fit import largest_passing
+from calculators.memory.fit_matrix import gpu_memory_gib
+from calculators.models.spec import ModelSpec
+from calculators.timing.estimate import TimeEstimate, TimeSettings, estimate_time
+from calculators.workload.compatibility import training_stack_problem
+from calculators.workload.modes import METHOD_OF_MODE
+from calculators.workload.training import TrainingSettings
+
+Pricing = Literal["on-demand", "spot", "owned"]
+TRAINING_MODES: tuple[str, ...] = ("train", "finetune-lora", "finetune-qlora")
+CHECKPOINTING_ORDER: tuple[str, ...] = ("none", "selective", "full")  # least recomputation first
+MODEL_PARALLEL_DEGREES: tuple[int, ...] = (2, 4, 8)
+DEFAULT_NODE_GPUS = 8  # an HGX-style server when no price row says how many GPUs an instance holds
+DEFAULT_MAX_GPUS = 256
+# Host RAM per GPU for offload where the price row gives no host_ram_gib (and for owned servers):
+# an 8-GPU p5.48xlarge has 2 TiB (https://aws.amazon.com/ec2/instance-types/p5/), 256 GiB per GPU.
+# Only a fallback: rows with host_ram_gib are checked against their own instance's RAM.
+DEFAULT_HOST_MEMORY_GIB_PER_GPU = 256.0
+DEFAULT_INTERRUPTIONS_PER_HOUR = 0.5  # median of the public spot traces (shared reference), as the Cost page
+OWNED_PROVIDER = "owned"
+
+# Global batch defaults, in tokens per optimizer step.
+PRETRAIN_GLOBAL_BATCH_TOKENS = 4 * 1024 * 1024
+FINETUNE_GLOBAL_BATCH_SEQUENCES = 128
+
+
+def default_global_batch_tokens(mode: str, seq_len: int) -> int:
+    """Tokens per optimizer step when none is given.
+
+    Training: 4M tokens, Llama 2's global batch (Touvron et al. 2023, arXiv 2307.09288, Sec. 2.2:
+    "a global batch-size of 4M tokens"). Fine-tuning: 128 sequences of the training length, the
+    batch of Stanford Alpaca's fine-tune (https://github.com/tatsu-lab/stanford_alpaca, README,
+    "Fine-tuning": batch size 128)."""
+    if mode == "train":
+        return PRETRAIN_GLOBAL_BATCH_TOKENS
+    return FINETUNE_GLOBAL_BATCH_SEQUENCES * seq_len
+
+
+def global_batch_source(mode: str) -> str:
+    """Where the default global batch comes from, in words."""
+    if mode == "train":
+        return "4M tokens per step: Llama 2 (Touvron et al. 2023, arXiv 2307.09288, Sec. 2.2)"
+    return "128 sequences per step: Stanford Alpaca's fine-tune (github.com/tatsu-lab/stanford_alpaca README)"
+
+
+class PlanRequest(BaseModel):
+    """What to plan: the tokens to train on, the limits, and what the search may use."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    mode: Literal["train", "finetune-lora", "finetune-qlora"] = "train"
+    dataset_tokens: float = Field(ge=1, le=1e16, description="tokens per epoch")
+    epochs: float = Field(default=1.0, ge=0.001, le=100_000)
+    global_batch_tokens: int | None = Field(
+        default=None, ge=1, le=1 << 32, description="tokens per optimizer step; None: the mode's default"
+    )
+    deadline_hours: float | None = Field(default=None, gt=0, le=1e7)
+    budget_usd: float | None = Field(default=None, gt=0, le=1e12)
+    max_gpus: int = Field(default=DEFAULT_MAX_GPUS, ge=1, le=65_536)
+    providers: tuple[str, ...] | None = Field(default=None, description="None: every provider of the price sheet")
+    allow_spot: bool = True
+    include_owned: bool = Field(default=False, description="also price owning the GPUs (amortised + power)")
+    gpus: tuple[str, ...] | None = Field(default=None, description="None: every GPU of the catalogue given")
+    checkpoint_write_h: float = Field(default=DEFAULT_CHECKPOINT_WRITE_H, ge=0, le=168)
+    restart_h: float = Field(default=DEFAULT_RESTART_H, ge=0, le=168)
+    utilisation_of_owned: float = Field(
+        default=1.0, gt=0, le=1, description="share of TDP an owned GPU draws while training"
+    )
+    host_memory_gib_per_gpu: float = Field(
+        default=DEFAULT_HOST_MEMORY_GIB_PER_GPU,
+        gt=0,
+        le=100_000,
+        description="host RAM an offloaded layout may use per GPU where the price row gives no host_ram_gib "
+        "(and on owned servers)",
+    )
+
+
+class Plan(BaseModel):
+    """One way to run the job: hardware, layout, time and cost, and why it was chosen."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    gpu: str
+    gpus: int = Field(description="GPUs of the job: data x tensor x pipeline parallel")
+    provider: str
+    instance_type: str
+    region: str
+    instances: int
+    gpus_per_instance: int
+    pricing: Pricing
+    precision: str
+    zero: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    data_parallel: int
+    checkpointing: str
+    offload_optimizer: bool
+    offload_parameters: bool
+    micro_batch: int
+    grad_accum: int
+    seq_len: int
+    global_batch_tokens: int
+    peak_gib: float
+    gpu_memory_gib: float
+    headroom_gib: float
+    host_memory_gib: float = Field(default=0.0, description="host RAM the layout needs per GPU (the engine's)")
+    host_ram_gib: float | None = Field(default=None, description="host RAM of one instance from its price row")
+    host_ram_basis: str = Field(default="", description="which host RAM the offload check used, in words")
+    step_s: float
+    tokens_per_s: float
+    mfu: float
+    hours: float = Field(description="wall hours of this pricing: expected hours on spot")
+    hours_on_demand: float
+    usd: float = Field(description="cost of this pricing: expected cost on spot")
+    usd_on_demand: float | None
+    usd_spot_expected: float | None
+    usd_per_hour: float = Field(description="for the whole job under this pricing")
+    price_as_of: dt.date | None
+    source: str
+    reason: str = ""
+
+    def training_settings(self, base: TrainingSettings) -> TrainingSettings:
+        """The engine's settings of this plan over the workload it was planned for."""
+        return base.model_copy(update=layout_update(self))
+
+
+class Layout(BaseModel):
+    """A layout the search kept for one GPU type and count, with its memory and time."""
+
+    model_config = ConfigDict(frozen=True)
+
+    settings: TrainingSettings
+    peak_gib: float
+    estimate: TimeEstimate
+    note: str
+    host_gib: float = 0.0  # host RAM per GPU (offloaded states and activations)
+
+
+class PlanResult(BaseModel):
+    """The planner's answer."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    model: str
+    mode: str
+    dataset_tokens: float
+    epochs: float
+    global_batch_tokens: int
+    global_batch_source: str
+    plans: list[Plan] = Field(description="the Pareto front of hours against USD, fastest first")
+    candidates: int = Field(description="priced plans before the front was taken")
+    best_under_deadline: Plan | None = Field(description="cheapest plan within the deadline (and budget if given)")
+    best_under_budget: Plan | None = Field(description="fastest plan within the budget (and deadline if given)")
+    fastest: Plan | None
+    cheapest: Plan | None
+    problems: list[str] = Field(description="why an ask is impossible and what would make it possible")
+    unpriced: list[str] = Field(
+        default_factory=list, description="GPUs searched that get no cost, why, and what would price them"
+    )
+    searched: int = Field(description="configurations examined (layouts whose memory or time was estimated)")
+    seconds: float
+    assumptions: list[str]
+
+
+# --- small formulas -------------------------------------------------------------------
+
+
+def gpu_counts(max_gpus: int, node_gpus: int) -> list[int]:
+    """1, 2, 4, ... inside one node, then whole nodes 1, 2, 4, 8, ... up to `max_gpus`: a job
+    past one node rents or fills whole nodes (idle GPUs of a node are paid for anyway)."""
+    counts = []
+    count = 1
+    while count < node_gpus and count <= max_gpus:
+        counts.append(count)
+        count *= 2
+    nodes = 1
+    while nodes * node_gpus <= max_gpus:
+        counts.append(nodes * node_gpus)
+        nodes *= 2
+    return counts
+
+
+def micro_batch_choices(sequences_per_replica: int) -> list[int]:
+    """Powers of two dividing each replica's sequences per step (the global batch stays exact)."""
+    choices = []
+    micro_batch = 1
+    while micro_batch <= sequences_per_replica and sequences_per_replica % micro_batch == 0:
+        choices.append(micro_batch)
+        micro_batch *= 2
+    return choices
+
+
+def owned_usd_per_gpu_hour(gpu: GpuSpec, ownership: OwnershipSettings, utilisation: float) -> float | None:
+    """Owning one GPU for an hour: purchase x (1 + host overhead) spread over every hour of the
+    amortisation period, plus power TDP x utilisation x PUE x electricity price
+    (calculators.cost.options.energy_usd_per_hour at TDP x utilisation). None without a purchase price or TDP."""
+    purchase = ownership.purchase_usd_per_gpu or gpu.price_usd
+    if purchase is None or gpu.tdp_w is None:
+        return None
+    amortised = purchase * (1 + ownership.host_overhead_fraction) / (ownership.years * HOURS_PER_YEAR)
+    return amortised + energy_usd_per_hour(gpu.tdp_w * utilisation, 1, ownership.pue, ownership.electricity_usd_per_kwh)
+
+
+def fallback_precision(precision: str) -> str | None:
+    """The fp16 counterpart of a bf16 precision, for GPUs without bf16 (V100, T4): bf16-mixed ->
+    fp16-mixed, amp-bf16 -> amp-fp16; None when there is none (pure bf16 keeps its states in bf16)."""
+    return {"bf16-mixed": "fp16-mixed", "amp-bf16": "amp-fp16"}.get(precision)
+
+
+def layout_update(plan: Plan) -> dict:
+    """The TrainingSettings fields a plan sets."""
+    return {
+        "gpus": plan.data_parallel,
+        "zero": plan.zero,
+        "tensor_parallel": plan.tensor_parallel,
+        "pipeline_parallel": plan.pipeline_parallel,
+        "checkpointing": plan.checkpointing,
+        "offload_optimizer": plan.offload_optimizer,
+        "offload_parameters": plan.offload_parameters,
+        "micro_batch": plan.micro_batch,
+        "grad_accum": plan.grad_accum,
+        "precision": plan.precision,
+    }
+
+
+# --- the search -------------------------------------------------------------------------
+
+
+class _Search:
+    """One search: memory shared by every GPU, times per GPU, counted."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        base: TrainingSettings,
+        time_settings: TimeSettings,
+        sequences: int,
+        measured_matmul_fraction: dict[str, float] | None = None,
+    ):
+        self.spec, self.base, self.time_settings, self.sequences = spec, base, time_settings, sequences
+        self.measured_matmul_fraction = dict(measured_matmul_fraction or {})
+        self._memory: dict[tuple, tuple[float, float] | None] = {}
+        self.host_seen_gib = 0.0  # the most host RAM per GPU of the layouts looked at (reset by callers)
+        self._times: dict[tuple, TimeEstimate | None] = {}
+        self.searched = 0
+
+    def settings(self, **update) -> TrainingSettings | None:
+        """The base settings with a layout, or None when the model cannot take it."""
+        try:
+            settings = TrainingSettings(**(self.base.model_dump() | update))
+            check_supported(self.spec, settings)
+        except ValueError:
+            return None
+        return settings
+
+    def memory(self, **layout) -> tuple[float, float] | None:
+        """(peak GiB, host RAM GiB) per GPU of a layout by the engine (GPU-independent, cached);
+        None when the model cannot take it."""
+        key = tuple(sorted(layout.items()))
+        if key not in self._memory:
+            settings = self.settings(**layout)
+            self.searched += 1
+            self._memory[key] = None
+            if settings is not None:
+                estimate = estimate_memory(self.spec, settings)
+                self._memory[key] = (estimate.peak_gib, estimate.host_memory_gib)
+        memory = self._memory[key]
+        if memory is not None:
+            self.host_seen_gib = max(self.host_seen_gib, memory[1])
+        return memory
+
+    def peak_gib(self, host_limit_gib: float = math.inf, **layout) -> float | None:
+        """Peak per GPU of a layout; None when the model cannot take it or it needs more host RAM
+        per GPU than `host_limit_gib`."""
+        memory = self.memory(**layout)
+        if memory is None or memory[1] > host_limit_gib:
+            return None
+        return memory[0]
+
+    def largest_micro_batch(
+        self, capacity_gib: float, replicas: int, host_limit_gib: float = math.inf, **layout
+    ) -> int | None:
+        """Largest power-of-two micro-batch dividing the replica's share that fits the GPU and the
+        host RAM per GPU (bisection: both grow with the micro-batch); None when even 1 does not fit."""
+        share = self.sequences // replicas
+        choices = micro_batch_choices(share)
+
+        def fits(index: int) -> bool:
+            micro = choices[index]
+            peak = self.peak_gib(host_limit_gib, gpus=replicas, micro_batch=micro, grad_accum=share // micro, **layout)
+            return peak is not None and peak <= capacity_gib
+
+        if not choices:
+            return None
+        largest = largest_passing(0, len(choices) - 1, fits)
+        return None if largest is None else choices[largest]
+
+    def estimate(self, gpu: GpuSpec, node_gpus: int, settings: TrainingSettings) -> TimeEstimate | None:
+        """The time model's estimate (cached); None when the GPU lacks the precision's rate."""
+        total = settings.total_gpus
+        node_key = node_gpus if total > node_gpus else 0  # inside one node the node size does not matter
+        key = (gpu.name, node_key, settings.model_dump_json())
+        if key not in self._times:
+            self.searched += 1
+            node_time = self.time_settings.model_copy(update={"gpus_per_node": node_gpus})
+            node_time = node_time.with_measured_matmul_fraction(gpu.name, self.measured_matmul_fraction)
+            try:
+                self._times[key] = estimate_time(self.spec, settings, gpu, node_time)
+            except ValueError:
+                self._times[key] = None
+        return self._times[key]
+
+
+def _layout_candidates(
+    search: _Search, capacity_gib: float, total: int, node_gpus: int, precision: str, host_limit_gib: float
+):
+    """(layout fields, data-parallel GPUs, micro-batch, note) that fit `capacity_gib` on `total`
+    GPUs and `host_limit_gib` of host RAM per GPU: plain data parallel first; tensor, pipeline
+    parallel and offload only when that fits nowhere."""
+    plain_dp_splits = search.sequences % total == 0
+    for stage in _stages(total, node_gpus):
+        found = []
+        for tp, pp, offload in stage:
+            dp = total // (tp * pp)
+            share = search.sequences // dp
+            if search.sequences % dp:
+                continue
+            for zero in _zero_stages(dp, pp, offload):
+                chosen = _least_recomputation(
+                    search, capacity_gib, dp, zero, tp, pp, offload, precision, host_limit_gib
+                )
+                if chosen is None:
+                    continue
+                layout, micro = chosen
+                note = _layout_note(zero, layout["checkpointing"], tp, pp, offload, micro, share, plain_dp_splits)
+                found.append((layout, dp, micro, note))
+                if micro > 1:
+                    found.append((layout, dp, micro // 2, note))
+                if zero >= 1 and layout["checkpointing"] == "none" and micro == share:
+                    break  # memory does not bind: a higher ZeRO stage only adds traffic
+        if found:
+            return found
+    return []
+
+
+def _least_recomputation(
+    search: _Search,
+    capacity_gib: float,
+    dp: int,
+    zero: int,
+    tp: int,
+    pp: int,
+    offload: str,
+    precision: str,
+    host_limit_gib: float = math.inf,
+) -> tuple[dict, int] | None:
+    """(layout, largest micro-batch) of the first checkpointing policy that fits, least
+    recomputation first (more recomputation only adds work), or None."""
+    for checkpointing in CHECKPOINTING_ORDER:
+        layout = {
+            "zero": zero,
+            "tensor_parallel": tp,
+            "pipeline_parallel": pp,
+            "checkpointing": checkpointing,
+            "offload_optimizer": offload != "none",
+            "offload_parameters": offload == "parameters",
+            "precision": precision,
+        }
+        micro = search.largest_micro_batch(capacity_gib, dp, host_limit_gib, **layout)
+        if micro is not None:
+            return layout, micro
+    return None
+
+
+def _stages(total: int, node_gpus: int) -> list[list[tuple[int, int, str]]]:
+    """Escalating layout families: data parallel; + tensor parallel inside a node; + pipeline; + offload."""
+    tps = [tp for tp in MODEL_PARALLEL_DEGREES if tp <= min(total, node_gpus) and total % tp == 0]
+    widest_tp = max(tps, default=1)
+    pps = [pp for pp in (2, 4, 8, 16) if total % (widest_tp * pp) == 0]
+    return [
+        [(1, 1, "none")],
+        [(tp, 1, "none") for tp in tps],
+        [(widest_tp, pp, "none") for pp in pps],
+        [(1, 1, "optimizer"), (1, 1, "parameters")],
+    ]
+
+
+def _zero_stages(dp: int, pp: int, offload: str) -> tuple[int, ...]:
+    """ZeRO stages worth trying: none with one replica; at most 1 with a pipeline (DeepSpeed
+    runs ZeRO-2/3 only without pipeline parallelism); 1-3 to offload the optimizer, 3 for parameters."""
+    if offload == "parameters":
+        return (3,)
+    if offload == "optimizer":
+        return (1, 2, 3) if dp > 1 else (0,)
+    if dp == 1:
+        return (0,)
+    return (0, 1) if pp > 1 else (0, 1, 2, 3)
+
+
+def _layout_note(
+    zero: int, checkpointing: str, tp: int, pp: int, offload: str, micro: int, share: int, plain_dp_splits: bool
+) -> str:
+    """Why this layout, in words."""
+    parts = [f"ZeRO-{zero}", f"checkpointing {checkpointing} (the least recomputation that fits at ZeRO-{zero})"]
+    if tp > 1 or pp > 1:
+        why = "data parallelism alone does not fit" if plain_dp_splits else "the global batch has too few sequences"
+        parts.append(f"tensor x pipeline parallel {tp} x {pp}: {why}")
+    if offload != "none":
+        parts.append(f"{offload} offloaded to the CPU: nothing else fits")
+    parts.append(f"micro-batch {micro} of {share} sequences per replica")
+    return "; ".join(parts)
+
+
+def best_layout(
+    search: _Search,
+    gpu: GpuSpec,
+    total: int,
+    node_gpus: int,
+    precision: str,
+    host_limit_gib: float = DEFAULT_HOST_MEMORY_GIB_PER_GPU,
+) -> Layout | None:
+    """The fastest layout of `total` GPUs of `gpu` that fits the GPU and `host_limit_gib` of host RAM
+    per GPU (and so the cheapest for any price row with that much host RAM per GPU)."""
+    capacity = gpu_memory_gib(gpu)
+    best: Layout | None = None
+    for layout, dp, micro, note in _layout_candidates(search, capacity, total, node_gpus, precision, host_limit_gib):
+        settings = search.settings(**layout, gpus=dp, micro_batch=micro, grad_accum=search.sequences // (dp * micro))
+        if settings is None:
+            continue
+        memory = search.memory(gpus=dp, micro_batch=micro, grad_accum=settings.grad_accum, **layout)
+        if memory is None or memory[0] > capacity or memory[1] > host_limit_gib:
+            continue
+        estimate = search.estimate(gpu, node_gpus, settings)
+        if estimate is None:
+            continue
+        if best is None or estimate.step_s < best.estimate.step_s:
+            best = Layout(settings=settings, peak_gib=memory[0], estimate=estimate, note=note, host_gib=memory[1])
+    return best
+
+
+def job_gpus_per_instance(total: int, gpus_per_instance: int) -> int:
+    """GPUs of a `total`-GPU job on one instance of `gpus_per_instance` (a job smaller than the
+    instance uses only its own GPUs; a larger one fills whole instances)."""
+    return min(total, gpus_per_instance)
+
+
+def host_limit_per_gpu(row: CloudPrice | None, total: int, fallback_gib_per_gpu: float) -> float:
+    """Host RAM one GPU of a `total`-GPU job may use on `row`'s instance: the instance's published
+    `host_ram_gib` shared by the job's GPUs on it, or `fallback_gib_per_gpu` where the row gives
+    none (and for owned servers, `row` None)."""
+    if row is None or row.host_ram_gib is None:
+        return fallback_gib_per_gpu
+    return row.host_ram_gib / job_gpus_per_instance(total, row.gpu_count)
+
+
+def host_ram_fits(host_gib_per_gpu: float, total: int, row: CloudPrice | None, fallback_gib_per_gpu: float) -> bool:
+    """Whether a layout needing `host_gib_per_gpu` of host RAM per GPU runs on `row`'s instance:
+    (job GPUs on the instance) x need <= host_ram_gib, or need <= the per-GPU fallback without one."""
+    if row is None or row.host_ram_gib is None:
+        return host_gib_per_gpu <= fallback_gib_per_gpu
+    return host_gib_per_gpu * job_gpus_per_instance(total, row.gpu_count) <= row.host_ram_gib
+
+
+def host_ram_basis(host_gib_per_gpu: float, total: int, row: CloudPrice | None, fallback_gib_per_gpu: float) -> str:
+    """Which host RAM a plan was checked against, and what its layout needs, in words."""
+    if row is None or row.host_ram_gib is None:
+        where = "owned server" if row is None else f"no host_ram_gib in the {row.provider} {row.instance_type} row"
+        return (
+            f"assumed {fallback_gib_per_gpu:g} GiB of host RAM per GPU ({where}); "
+            f"the layout needs {host_gib_per_gpu:,.1f} GiB per GPU"
+        )
+    on_instance = job_gpus_per_instance(total, row.gpu_count)
+    return (
+        f"{row.instance_type} host RAM {row.host_ram_gib:g} GiB (price row) for {on_instance} GPU(s) of the job; "
+        f"the layout needs {host_gib_per_gpu:,.1f} GiB per GPU, {host_gib_per_gpu * on_instance:,.1f} GiB per instance"
+    )
+
+
+def _node_sizes(rows: Sequence[CloudPrice], include_owned: bool) -> list[int]:
+    """GPUs per node to time: each instance size of the GPU's price rows, and 8 for owned servers."""
+    sizes = {row.gpu_count for row in rows}
+    if include_owned:
+        sizes.add(DEFAULT_NODE_GPUS)
+    return sorted(sizes)
+
+
+def _precision_for(gpu: GpuSpec, precision: str) -> str | None:
+    """The workload's precision, or its fp16 counterpart on a GPU without a bf16 rate."""
+    if "bf16" in precision and gpu.dense_tflops("bf16") is None:
+        return fallback_precision(precision)
+    return precision
+
+
+def _plan(
+    gpu: GpuSpec,
+    layout: Layout,
+    pricing: Pricing,
+    row: CloudPrice | None,
+    usd_per_gpu_hour: float | None,
+    request: PlanRequest,
+) -> Plan | None:
+    """Price one layout on one row (or owned hardware) under one pricing; None when spot is not worth it."""
+    settings, estimate = layout.settings, layout.estimate
+    total = settings.total_gpus
+    hours = estimate.hours_total
+    if row is None:  # owned servers of DEFAULT_NODE_GPUS GPUs
+        instances, per_instance = math.ceil(total / DEFAULT_NODE_GPUS), DEFAULT_NODE_GPUS
+        usd_per_hour = total * usd_per_gpu_hour
+        usd_on_demand, usd_spot, usd, run_hours = None, None, usd_per_hour * hours, hours
+    else:
+        instances, per_instance = instances_needed(total, row.gpu_count), row.gpu_count
+        usd_on_demand = instances * row.on_demand_usd_per_hour * hours
+        usd_spot, spot_hours = _spot_cost(row, instances, hours, request)
+        if pricing == "spot":
+            if usd_spot is None:
+                return None
+            usd, run_hours, usd_per_hour = usd_spot, spot_hours, instances * row.spot_usd_per_hour
+        else:
+            usd, run_hours, usd_per_hour = usd_on_demand, hours, instances * row.on_demand_usd_per_hour
+    capacity = gpu_memory_gib(gpu)
+    return Plan(
+        gpu=gpu.name,
+        gpus=total,
+        provider=OWNED_PROVIDER if row is None else row.provider,
+        instance_type=f"{DEFAULT_NODE_GPUS}-GPU server" if row is None else row.instance_type,
+        region="-" if row is None else row.region,
+        instances=instances,
+        gpus_per_instance=per_instance,
+        pricing=pricing,
+        precision=settings.precision,
+        zero=settings.zero,
+        tensor_parallel=settings.tensor_parallel,
+        pipeline_parallel=settings.pipeline_parallel,
+        data_parallel=settings.gpus,
+        checkpointing=settings.checkpointing,
+        offload_optimizer=settings.offload_optimizer,
+        offload_parameters=settings.offload_parameters,
+        micro_batch=settings.micro_batch,
+        grad_accum=settings.grad_accum,
+        seq_len=settings.seq_len,
+        global_batch_tokens=estimate.tokens_per_step,
+        peak_gib=layout.peak_gib,
+        gpu_memory_gib=capacity,
+        headroom_gib=capacity - layout.peak_gib,
+        host_memory_gib=layout.host_gib,
+        host_ram_gib=None if row is None else row.host_ram_gib,
+        host_ram_basis=host_ram_basis(layout.host_gib, total, row, request.host_memory_gib_per_gpu),
+        step_s=estimate.step_s,
+        tokens_per_s=estimate.tokens_per_s,
+        mfu=estimate.mfu,
+        hours=run_hours,
+        hours_on_demand=hours,
+        usd=usd,
+        usd_on_demand=usd_on_demand,
+        usd_spot_expected=usd_spot,
+        usd_per_hour=usd_per_hour,
+        price_as_of=None if row is None else row.as_of,
+        source="catalogue purchase price and TDP" if row is None else row.source,
+        reason=layout.note,
+    )
+
+
+def _spot_cost(
+    row: CloudPrice, instances: int, hours: float, request: PlanRequest
+) -> tuple[float | None, float | None]:
+    """(expected USD, expected hours) on spot (calculators.cost.spot: Young/Daly checkpoints, restarts,
+    lost work; a multi-instance job restarts when any instance is interrupted), or (None, None)."""
+    if row.spot_usd_per_hour is None:
+        return None, None
+    rate = row.interruptions_per_hour
+    rate = instances * (DEFAULT_INTERRUPTIONS_PER_HOUR if rate is None else rate)
+    spot = expected_spot_hours(hours, rate, request.checkpoint_write_h, request.restart_h)
+    if spot.expected_hours is None:
+        return None, None
+    return instances * row.spot_usd_per_hour * spot.expected_hours, spot.expected_hours
+
+
+def pareto_plans(plans: Iterable[Plan]) -> list[Plan]:
+    """Plans no other plan beats on both hours and USD, fastest first (of exact ties, the first given)."""
+    front: list[Plan] = []
+    best_usd = math.inf
+    for plan in sorted(plans, key=lambda plan: (plan.hours, plan.usd)):
+        if plan.usd < best_usd:
+            front.append(plan)
+            best_usd = plan.usd
+    return front
+
+
+def _explain_front(front: list[Plan]) -> list[Plan]:
+    """Each front plan with why it beats its neighbours: faster than the next cheaper plan, cheaper
+    than the next faster one."""
+    explained = []
+    for index, plan in enumerate(front):
+        words = []
+        if index + 1 < len(front):
+            cheaper = front[index + 1]
+            words.append(
+                f"{cheaper.hours - plan.hours:,.1f} h faster than the next cheaper plan "
+                f"({cheaper.gpus} x {cheaper.gpu}, {cheaper.provider} {cheaper.pricing}) "
+                f"for ${plan.usd - cheaper.usd:,.0f} more"
+            )
+        else:
+            words.append("the cheapest plan found")
+        if index > 0:
+            faster = front[index - 1]
+            words.append(
+                f"${faster.usd - plan.usd:,.0f} cheaper than the next faster plan "
+                f"({faster.gpus} x {faster.gpu}, {faster.provider} {faster.pricing}), "
+                f"{plan.hours - faster.hours:,.1f} h longer"
+            )
+        else:
+            words.append("the fastest plan found")
+        explained.append(plan.model_copy(update={"reason": "; ".join(words) + ". Layout: " + plan.reason}))
+    return explained
+
+
+def _problems(
+    request: PlanRequest, plans: list[Plan], fastest: Plan | None, cheapest: Plan | None, spec: ModelSpec
+) -> list[str]:
+    """What makes the ask impossible, and what would make it possible."""
+    if not plans:
+        return [
+            f"no GPU of those searched can run {spec.name} ({request.mode}) on up to {request.max_gpus} GPUs with a "
+            "price: it does not fit in memory even with ZeRO-3, full checkpointing, tensor and pipeline parallelism "
+            "and offload (within each instance's host RAM), or its software stack cannot run it, or no price row is "
+            "allowed; allow more GPUs (max GPUs), another provider or instance with more host RAM, owned hardware, "
+            "or fine-tune with LoRA/QLoRA"
+        ]
+    problems = []
+    if request.deadline_hours is not None and fastest.hours > request.deadline_hours:
+        problems.append(
+            f"no plan meets the {request.deadline_hours:,.1f} h deadline: the fastest takes {fastest.hours:,.1f} h "
+            f"({fastest.gpus} x {fastest.gpu}, {fastest.provider}); allow at least {fastest.hours:,.1f} h, more GPUs "
+            f"than {request.max_gpus}, or fewer tokens"
+        )
+    if request.budget_usd is not None and cheapest.usd > request.budget_usd:
+        problems.append(
+            f"no plan fits the ${request.budget_usd:,.0f} budget: the cheapest costs ${cheapest.usd:,.0f} "
+            f"({cheapest.gpus} x {cheapest.gpu}, {cheapest.provider} {cheapest.pricing}); allow at least "
+            f"${cheapest.usd:,.0f} or fewer tokens"
+        )
+    if not problems and request.deadline_hours is not None and request.budget_usd is not None:
+        both = [p for p in plans if p.hours <= request.deadline_hours and p.usd <= request.budget_usd]
+        if not both:
+            within = min((p for p in plans if p.hours <= request.deadline_hours), key=lambda p: p.usd)
+            problems.append(
+                f"no plan meets both the deadline and the budget: within {request.deadline_hours:,.1f} h the cheapest "
+                f"costs ${within.usd:,.0f}; raise the budget to that or relax the deadline"
+            )
+    return problems
+
+
+def _within(plans: list[Plan], deadline_hours: float | None, budget_usd: float | None) -> list[Plan]:
+    """The plans that end by the deadline and cost at most the budget (a limit not given holds)."""
+    return [
+        plan
+        for plan in plans
+        if (deadline_hours is None or plan.hours <= deadline_hours) and (budget_usd is None or plan.usd <= budget_usd)
+    ]
+
+
+def plan_run(
+    spec: ModelSpec,
+    base: TrainingSettings,
+    request: PlanRequest,
+    catalogue: Iterable[GpuSpec],
+    prices: Iterable[CloudPrice],
+    time_settings: TimeSettings | None = None,
+    ownership: OwnershipSettings | None = None,
+    progress: Callable[[float, str], None] | None = None,
+    measured_matmul_fraction: dict[str, float] | None = None,
+) -> PlanResult:
+    """Search every GPU, count, layout, price row and pricing for `spec` trained as `request.mode`
+    on `request.dataset_tokens` x epochs tokens; `base` gives the settings the search does not
+    choose (sequence length, precision, optimizer, stack). Returns the front and the answers.
+
+    `time_settings` gives the step assumptions (overlap, network, compile); its dataset is
+    replaced by the request's. `measured_matmul_fraction` (GPU name -> fraction of dense peak, from a
+    calibration, as calculators.cost.options.cost_options takes it) replaces the per-family default for
+    those GPUs when `time_settings.utilisation` is not given. Raises ValueError when the global
+    batch is shorter than one sequence or a measured matmul fraction is not in (0, 1].
+    """
+    started = time.perf_counter()
+    ownership = ownership or OwnershipSettings()
+    base = base.model_copy(update={"method": METHOD_OF_MODE[request.mode]})
+    global_batch = request.global_batch_tokens or default_global_batch_tokens(request.mode, base.seq_len)
+    sequences = global_batch // base.seq_len
+    if sequences < 1:
+        raise ValueError(
+            f"the global batch of {global_batch:,} tokens is shorter than one sequence of {base.seq_len:,} tokens"
+        )
+    run_time = (time_settings or TimeSettings(dataset_tokens=1.0)).model_copy(
+        update={"dataset_tokens": request.dataset_tokens, "dataset_samples": None, "epochs": request.epochs}
+    )
+    for gpu_name, fraction in (measured_matmul_fraction or {}).items():
+        if not 0.0 < fraction <= 1.0:
+            raise ValueError(f"the measured matmul fraction of {gpu_name} is {fraction:g}; it must be in (0, 1]")
+    search = _Search(spec, base, run_time, sequences, measured_matmul_fraction)
+    prices = list(prices)
+    gpus = [gpu for gpu in catalogue if request.gpus is None or gpu.name in request.gpus]
+    candidates: list[Plan] = []
+    for index, gpu in enumerate(gpus):
+        if progress is not None:
+            progress(index / max(len(gpus), 1), gpu.name)
+        candidates += _plans_for_gpu(search, gpu, prices, request, ownership)
+    if progress is not None:
+        progress(1.0, "done")
+    front = _explain_front(pareto_plans(candidates))
+    fastest = front[0] if front else None
+    cheapest = front[-1] if front else None
+    within = _within(front, request.deadline_hours, request.budget_usd)  # the front holds both answers
+    best_deadline = min(within, key=lambda plan: (plan.usd, plan.hours), default=None)
+    best_budget = min(within, key=lambda plan: (plan.hours, plan.usd), default=None)
+    return PlanResult(
+        model=spec.name,
+        mode=request.mode,
+        dataset_tokens=request.dataset_tokens,
+        epochs=request.epochs,
+        global_batch_tokens=sequences * base.seq_len,
+        global_batch_source="given" if request.global_batch_tokens else global_batch_source(request.mode),
+        plans=front,
+        candidates=len(candidates),
+        best_under_deadline=best_deadline,
+        best_under_budget=best_budget,
+        fastest=fastest,
+        cheapest=cheapest,
+        problems=_problems(request, front, fastest, cheapest, spec),
+        unpriced=unpriced_gpus(gpus, prices, request.include_owned),
+        searched=search.searched,
+        seconds=time.perf_counter() - started,
+        assumptions=_assumptions(request, ownership, sequences, base)
+        + _measured_assumptions(measured_matmul_fraction, run_time),
+    )
+
+
+def _plans_for_gpu(
+    search: _Search, gpu: GpuSpec, prices: Sequence[CloudPrice], request: PlanRequest, ownership: OwnershipSettings
+) -> list[Plan]:
+    """Every priced plan of one GPU type: the fastest layout per count and node size, on each row and pricing."""
+    if training_stack_problem(gpu, search.base) is not None:
+        return []
+    precision = _precision_for(gpu, search.base.precision)
+    if precision is None:
+        return []
+    all_rows = [row for row in prices if row.gpu == gpu.name and _provider_allowed(row, request)]
+    owned_usd = owned_usd_per_gpu_hour(gpu, ownership, request.utilisation_of_owned) if request.include_owned else None
+    if not all_rows and owned_usd is None:
+        return []
+    plans = []
+    fallback = request.host_memory_gib_per_gpu
+    layouts: dict[tuple[int, int, float], tuple[Layout | None, float]] = {}  # rows of a size differ in host RAM
+    largest_node = max([row.gpu_count for row in all_rows] + [DEFAULT_NODE_GPUS if owned_usd else 1])
+    for total in gpu_counts(request.max_gpus, largest_node):
+        rows = [row for row in all_rows if total <= row.gpu_count or total % row.gpu_count == 0]
+        for node_gpus in _node_sizes(rows, owned_usd is not None):
+            for row in rows:
+                if row.gpu_count != node_gpus:
+                    continue
+                limit = host_limit_per_gpu(row, total, fallback)
+                layout = _cached_layout(layouts, search, gpu, total, node_gpus, precision, limit)
+                if layout is None:
+                    continue
+                for pricing in ("on-demand", "spot") if request.allow_spot else ("on-demand",):
+                    plan = _plan(gpu, layout, pricing, row, None, request)
+                    if plan is not None:
+                        plans.append(plan)
+            if owned_usd is not None and node_gpus == DEFAULT_NODE_GPUS:
+                limit = host_limit_per_gpu(None, total, fallback)
+                layout = _cached_layout(layouts, search, gpu, total, node_gpus, precision, limit)
+                if layout is not None:
+                    plans.append(_plan(gpu, layout, "owned", None, owned_usd, request))
+    return plans
+
+
+def _cached_layout(
+    cache: dict[tuple[int, int, float], tuple[Layout | None, float]],
+    search: _Search,
+    gpu: GpuSpec,
+    total: int,
+    node_gpus: int,
+    precision: str,
+    host_limit_gib: float,
+) -> Layout | None:
+    """best_layout of one GPU type at a host RAM limit per GPU, searched once per (count, node size):
+    the search without a limit is also the answer for every limit at or above the most host RAM
+    of the layouts it looked at (each look-up passes the limit, so the search takes the same path);
+    only a smaller limit is searched again (once per limit)."""
+    unlimited = (total, node_gpus, math.inf)
+    if unlimited not in cache:
+        search.host_seen_gib = 0.0
+        layout = best_layout(search, gpu, total, node_gpus, precision, math.inf)
+        cache[unlimited] = (layout, search.host_seen_gib)
+    layout, host_seen = cache[unlimited]
+    if host_limit_gib >= host_seen:
+        return layout
+    key = (total, node_gpus, host_limit_gib)
+    if key not in cache:
+        cache[key] = (best_layout(search, gpu, total, node_gpus, precision, host_limit_gib), 0.0)
+    return cache[key][0]
+
+
+def _measured_assumptions(measured: dict[str, float] | None, time_settings: TimeSettings) -> list[str]:
+    """The calibrated matmul fractions the search used, in words (none when the user gave a
+    utilisation or a matmul fraction for all GPUs)."""
+    if not measured or not time_settings.takes_measured_matmul_fraction():
+        return []
+    applied = ", ".join(f"{gpu} {fraction:.0%}" for gpu, fraction in sorted(measured.items()))
+    return [f"calibrated matmul fraction of dense peak replaces mamf-finder's in each GEMM's roofline: {applied}"]
+
+
+def _provider_allowed(row: CloudPrice, request: PlanRequest) -> bool:
+    return request.providers is None or row.provider.casefold() in {p.casefold() for p in request.providers}
+
+
+def _assumptions(
+    request: PlanRequest, ownership: OwnershipSettings, sequences: int, base: TrainingSettings
+) -> list[str]:
+    """What the plans assume, in words."""
+    assumptions = [
+        f"global batch {sequences:,} sequences of {base.seq_len:,} tokens per optimizer step "
+        f"({'given' if request.global_batch_tokens else global_batch_source(request.mode)})",
+        "GPU counts 1, 2, 4 in one node, then whole nodes; a job past one instance uses whole instances; "
+        "data-parallel GPUs divide the global batch (each replica takes whole sequences)",
+        "memory by the engine (calculators.memory), time by the time model (calculators.timing.estimate): "
+        "no data loading, evaluation or checkpoint writes on demand",
+        "on spot: expected hours with Young/Daly checkpoints, restarts and lost work (calculators.cost.spot), "
+        f"{DEFAULT_INTERRUPTIONS_PER_HOUR} interruptions per instance-hour where the price row has no rate",
+        "offload only when nothing else fits, and only where the host RAM the engine puts offloaded states and "
+        "activations in (per GPU x the job's GPUs on one instance) fits the instance's host RAM from its price "
+        f"row (host_ram_gib, from a public document); where the row gives none, and on owned servers, an assumed "
+        f"{request.host_memory_gib_per_gpu:g} GiB per GPU; each plan's host_ram_basis says which was used",
+        "bf16 precisions run as fp16 on GPUs without bf16 (V100, T4)",
+    ]
+    if request.include_owned:
+        assumptions.append(
+            f"owned: purchase price from the catalogue x (1 + {ownership.host_overhead_fraction:.0%} host) over "
+            f"{ownership.years:g} years of every hour, plus TDP x {request.utilisation_of_owned:.0%} x PUE "
+            f"{ownership.pue:g} x {ownership.electricity_usd_per_kwh:g} USD/kWh, in {DEFAULT_NODE_GPUS}-GPU servers"
+        )
+    return assumptions

@@ -1,0 +1,4 @@
+"""Step time: the operations of a training step on a GPU's roofline (operations), the traffic
+of every parallel dimension (communication), their sum with overlap, MFU and hours (estimate), and
+the roofline chart's points (roofline).
+"""

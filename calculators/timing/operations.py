@@ -1,0 +1,791 @@
+"""Compute time of one training step from its operations, on one GPU of one pipeline stage.
+
+Every operation gets a roofline time, max(FLOPs / achievable rate, bytes / memory bandwidth)
+(Williams, Waterman and Patterson 2009, CACM 52(4)):
+
+- GEMMs: the layer's linears as one tensor-parallel rank holds them (calculators.models.geometry),
+  on one micro-batch of b x s tokens, forward, input gradient and weight gradient (the weight
+  gradient skipped for a frozen base); rate = dense peak x the achievable fraction of large
+  GEMMs (mamf-finder, github.com/stas00/ml-engineering compute/accelerator/README.md
+  @744d01e; or a measured one) x the shape factor of the GEMM (the measured H100 or B200
+  curve of data/matmul_efficiency.csv, relative to its best shape) x the sustained-clock
+  factor (0.825, an assumption: see SUSTAINED_CLOCK_FACTOR).
+- attention: FlashAttention's FLOPs (causal half of the square, backward 2.5x forward; Dao
+  2023, arXiv 2307.08691, Sec. 4) at its published fraction of peak.
+- norms, residual adds, activations, rotary embeddings, the loss and the optimizer step:
+  bandwidth-bound, bytes / memory bandwidth.
+- recomputation by the checkpointing policy (Korthikanti et al. 2022, arXiv 2205.05198).
+- a floor of one kernel launch per operation.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import functools
+import math
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from calculators import DATA_DIR
+from calculators.hardware.catalogue import GpuSpec
+from calculators.memory.mllama import layers_skipped_without_images
+from calculators.models.geometry import attention_linears, layer_linears, split
+from calculators.models.spec import ModelSpec, extension
+from calculators.timing.communication import trainable_parameters_per_rank
+from calculators.workload.training import (
+    TrainingSettings,
+    compute_bytes,
+    decoder_settings,
+    gradient_bytes,
+    master_weight_bytes,
+    optimizer_state_element_bytes,
+    weight_bytes,
+)
+from calculators.workload.vision import (
+    cross_attention_image_tokens,
+    tower_model_spec,
+    tower_settings,
+    tower_trains,
+    vision_tower,
+)
+
+# Achievable matmul, fraction of the dense peak on the best large shapes: mamf-finder's MAMF
+# over its theoretical peak (github.com/stas00/ml-engineering compute/accelerator/README.md
+# @744d01e, "Maximum Achievable Matmul FLOPS comparison table", BF16 and FP8 float8_e4m3fn).
+# Where that table's theoretical peak differs from the catalogue's (MI300X and MI325X: 1300
+# against 1307.4; MI355X: 2300 against AMD's 2516.6; Gaudi 3: 1677 against 1835), the fraction is
+# MAMF over the catalogue's peak, so that peak x fraction is the measured MAMF.
+MATMUL_FRACTION: dict[str, float] = {
+    "A100": 271.2 / 312,
+    "A100-PCIe": 252.9 / 312,
+    "H100": 794.5 / 989,
+    "H200": 794.5 / 989,  # "H200 is the same" (the BF16 row's note)
+    "GH200": 828.6 / 989,
+    "B200": 1745.0 / 2250,
+    "GB200": 1822.0 / 2500,
+    "B300": 1769.0 / 2250,
+    "MI300X": 668.4 / 1307.4,
+    "MI325X": 784.9 / 1307.4,
+    "MI355X": 1565.0 / 2516.6,
+    "Gaudi2": 418.7 / 432,
+    "Gaudi3": 1243.0 / 1835,
+}
+DEFAULT_MATMUL_FRACTION = 0.80  # no measurement: near the NVIDIA datacenter figures (0.78-0.87)
+# FP8: the same table's FP8 rows; parts with no FP8 row take their bf16 fraction, an assumption.
+MATMUL_FRACTION_FP8: dict[str, float] = {
+    "H100": 1402.6 / 1979,
+    "H200": 1453.4 / 1979,
+    "GH200": 1535.0 / 1979,
+    "B200": 3432.5 / 4500,
+    "GB200": 3615.6 / 5000,
+    "B300": 3353.3 / 4500,
+    "Gaudi2": 826.5 / 865,
+    "Gaudi3": 1289.5 / 1835,
+}
+# The part whose mamf-finder figure applies, by name prefix, the longest first. A part with no
+# figure of its own takes its die family's (H200 and H100 share a die; MI250X takes MI300X's, an
+# assumption).
+MEASURED_PART_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("A100-PCIe", "A100-PCIe"),
+    ("H200", "H200"),
+    ("GH200", "GH200"),
+    ("GB200", "GB200"),
+    ("B300", "B300"),
+    ("MI325X", "MI325X"),
+    ("MI355X", "MI355X"),
+    ("Gaudi3", "Gaudi3"),
+)
+# Name prefixes that share a compute die and software stack (the family for attention
+# kernels, the shape curve and parts with no figure of their own).
+FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("A100", "A100"),
+    ("H100", "H100"),
+    ("H200", "H100"),
+    ("GH200", "H100"),
+    ("B200", "B200"),
+    ("GB200", "B200"),
+    ("B300", "B200"),
+    ("MI", "MI300X"),
+    ("Gaudi2", "Gaudi2"),
+)
+# The measured shape curves: bf16 TFLOPS of (rows x k) @ (k x n) GEMMs, rows from 256 to 16384,
+# n and k from 256 to 4096, on H100 (XLA key sm_90) and B200 (sm_100_B200) (data/
+# matmul_efficiency.csv, XLA's default GEMM performance table). B200, GB200 and B300 take B200's
+# curve, every other GPU H100's (an assumption for those with no curve of their own).
+MATMUL_CURVE_PATH = DATA_DIR / "matmul_efficiency.csv"
+CURVE_FAMILIES = ("H100", "B200")
+# Sustained over burst matmul rate: an ASSUMPTION, not a measurement. mamf-finder reports the
+# fastest of 100 timed iterations per shape, not their mean (github.com/stas00/ml-engineering
+# compute/accelerator/benchmarks/README.md @744d01e), and a GPU holds a lower clock under a whole
+# step's heat and power than in its best iteration (ibid. compute/accelerator/README.md, "the
+# cooler you keep the GPU, the higher the sustained clock"), but neither gives a figure. 0.825
+# stands until a measured training-step GEMM rate replaces it (calibrate --device cuda, applied
+# as the matmul fraction); it used to cite a "15-20% below burst" line the README does not have.
+SUSTAINED_CLOCK_FACTOR = 0.825
+# FlashAttention forward + backward, fraction of dense BF16 peak: 50-73% on A100 for
+# FlashAttention-2 (Dao 2023, arXiv 2307.08691, abstract), midpoint 0.615; 35% on H100
+# (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, abstract: "FlashAttention-2 achieves
+# only 35% utilization on H100"). Others: 0.5, an assumption.
+FLASH_ATTENTION_FRACTION: dict[str, float] = {"A100": 0.615, "H100": 0.35}
+DEFAULT_FLASH_ATTENTION_FRACTION = 0.5
+# FlashAttention-1 and its Triton port run at half FlashAttention-2's rate: FlashAttention-2
+# yields "around 2x speedup compared to FlashAttention" (Dao 2023, arXiv 2307.08691, abstract);
+# llm-foundry's Triton kernel (attn_impl: triton, the default of its benchmark runs) is "slightly
+# faster than flash", its flash-attn==1.0.9 (mosaicml/llm-foundry TUTORIAL.md and setup.py @v0.3.0).
+FLASH1_SLOWDOWN = 2.0
+# FlashAttention-3 (Hopper only) is 1.5-2.0x FlashAttention-2 on H100 (Shah et al. 2024, arXiv
+# 2407.08608, abstract): the midpoint, 1.75x. On other families it is not available and the
+# FlashAttention-2 fraction applies.
+FLASH3_SPEEDUP_HOPPER = 1.75
+AttentionKernel = Literal["flash2", "flash1", "flash3"]
+ATTENTION_KERNEL_NAMES: dict[str, str] = {
+    "flash2": "FlashAttention-2",
+    "flash1": "FlashAttention-1 / Triton",
+    "flash3": "FlashAttention-3",
+}
+# Kernel launch latency: a few microseconds per launch (NVIDIA developer blog, "Getting
+# Started with CUDA Graphs", 2019): no kernel finishes faster than one launch.
+KERNEL_LAUNCH_S = 4e-6
+
+
+def _named_by_prefix(name: str, prefixes: tuple[tuple[str, str], ...]) -> str | None:
+    """The value of the first (prefix, value) whose prefix starts `name`, or None."""
+    return next((value for prefix, value in prefixes if name.startswith(prefix)), None)
+
+
+def gpu_family(gpu: GpuSpec) -> str | None:
+    """The measured family a GPU belongs to ('A100', 'H100', ...), or None."""
+    return _named_by_prefix(gpu.name, FAMILY_PREFIXES)
+
+
+def measured_part(gpu: GpuSpec) -> str | None:
+    """The part whose mamf-finder figure applies to this GPU ('GH200', 'H100', ...), or None."""
+    return _named_by_prefix(gpu.name, MEASURED_PART_PREFIXES) or gpu_family(gpu)
+
+
+def matmul_fraction(gpu: GpuSpec, compute_format: str = "bf16") -> float:
+    """Achievable fraction of dense peak on large matmuls in `compute_format`: the measured
+    part's mamf-finder figure (its fp8 one for fp8 where measured), else
+    DEFAULT_MATMUL_FRACTION (an assumption)."""
+    part = measured_part(gpu)
+    if part is None:
+        return DEFAULT_MATMUL_FRACTION
+    if compute_format == "fp8" and part in MATMUL_FRACTION_FP8:
+        return MATMUL_FRACTION_FP8[part]
+    return MATMUL_FRACTION[part]
+
+
+def curve_family(gpu: GpuSpec) -> str:
+    """The measured shape curve this GPU's GEMMs follow: its family's where there is one (H100,
+    B200), else H100's (an assumption)."""
+    family = gpu_family(gpu)
+    return family if family in CURVE_FAMILIES else "H100"
+
+
+def flash_attention_fraction(gpu: GpuSpec, kernel: AttentionKernel = "flash2") -> float:
+    """Fused attention's forward + backward fraction of dense peak on this GPU's family:
+    FlashAttention-2's (also PyTorch SDPA's flash backend), half of it for FlashAttention-1 and
+    its Triton port (FLASH1_SLOWDOWN), 1.75x it for FlashAttention-3 on Hopper
+    (FLASH3_SPEEDUP_HOPPER)."""
+    family = gpu_family(gpu)
+    fraction = FLASH_ATTENTION_FRACTION.get(family or "", DEFAULT_FLASH_ATTENTION_FRACTION)
+    if kernel == "flash1":
+        return fraction / FLASH1_SLOWDOWN
+    if kernel == "flash3" and family == "H100":
+        return fraction * FLASH3_SPEEDUP_HOPPER
+    return fraction
+
+
+class GemmRates(BaseModel):
+    """How fast this GPU runs the step's matmuls."""
+
+    peak_tflops: float
+    fraction: float
+    bandwidth_tbps: float
+    element_bytes: float
+    curve: str = "H100"  # the measured shape curve (curve_family)
+
+
+class MatmulCurvePoint(BaseModel):
+    """One measured GEMM of data/matmul_efficiency.csv: batch x (m x k) @ (k x n) in bf16."""
+
+    gpu_family: str
+    batch: int = Field(ge=1)
+    m: int = Field(ge=1)
+    n: int = Field(ge=1)
+    k: int = Field(ge=1)
+    measured_tflops: float = Field(gt=0)
+    source: str
+    as_of: str
+
+    @property
+    def rows(self) -> float:
+        return float(self.batch * self.m)
+
+
+class MatmulCurve(BaseModel):
+    """A family's measured curve on its (rows, n, k) grid; rows = batch x m."""
+
+    rows: tuple[float, ...]
+    ns: tuple[float, ...]
+    ks: tuple[float, ...]
+    tflops: dict[tuple[float, float, float], float]
+    best_tflops: float
+
+
+@functools.cache
+def _matmul_curve_points() -> tuple[MatmulCurvePoint, ...]:
+    """Every row of data/matmul_efficiency.csv, read once."""
+    with MATMUL_CURVE_PATH.open(newline="") as handle:
+        return tuple(MatmulCurvePoint.model_validate(row) for row in csv.DictReader(handle))
+
+
+@functools.cache
+def matmul_curve(family: str) -> MatmulCurve:
+    """The measured curve of `family` ('H100' or 'B200'); every grid point must be present."""
+    tflops: dict[tuple[float, float, float], float] = {}
+    for point in (p for p in _matmul_curve_points() if p.gpu_family == family):
+        key = (point.rows, float(point.n), float(point.k))
+        if key in tflops:
+            raise ValueError(f"{MATMUL_CURVE_PATH.name}: two {family} points for rows, n, k = {key}")
+        tflops[key] = point.measured_tflops
+    if not tflops:
+        raise ValueError(f"{MATMUL_CURVE_PATH.name} has no curve for {family!r}")
+    rows, ns, ks = (tuple(sorted({key[axis] for key in tflops})) for axis in range(3))
+    if len(tflops) != len(rows) * len(ns) * len(ks):
+        raise ValueError(f"{MATMUL_CURVE_PATH.name}: the {family} curve misses points of its grid")
+    return MatmulCurve(rows=rows, ns=ns, ks=ks, tflops=tflops, best_tflops=max(tflops.values()))
+
+
+def _bracket(values: tuple[float, ...], x: float) -> tuple[float, float, float]:
+    """(lower, upper, weight of upper) for x on a log2 scale, clamped to the measured range."""
+    x = min(max(x, values[0]), values[-1])
+    upper_index = min(bisect.bisect_left(values, x), len(values) - 1)
+    upper = values[upper_index]
+    lower = values[max(upper_index - 1, 0)]
+    if upper == lower:
+        return lower, upper, 0.0
+    return lower, upper, (math.log2(x) - math.log2(lower)) / (math.log2(upper) - math.log2(lower))
+
+
+@functools.lru_cache(maxsize=65536)
+def shape_factor(rows: float, n: float, k: float, family: str = "H100") -> float:
+    """Achievable rate of a (rows x k) @ (k x n) GEMM relative to the best measured shape of
+    `family`'s curve: interpolated (trilinear in log2 of rows, n and k) and clamped to its range
+    (rows 256-16384, n and k 256-4096); larger shapes stay at the edge, the plateau where
+    mamf-finder's best shapes lie."""
+    curve = matmul_curve(family)
+    value = 0.0
+    for row_point, row_weight in _corners(curve.rows, rows):
+        for n_point, n_weight in _corners(curve.ns, n):
+            for k_point, k_weight in _corners(curve.ks, k):
+                value += row_weight * n_weight * k_weight * curve.tflops[row_point, n_point, k_point]
+    return value / curve.best_tflops
+
+
+def _corners(values: tuple[float, ...], x: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    lower, upper, weight = _bracket(values, x)
+    return (lower, 1 - weight), (upper, weight)
+
+
+def gemm_seconds(
+    rows: float, inner: float, cols: float, peak_tflops: float, fraction: float, bandwidth_tbps: float,
+    element_bytes: float, curve: str = "H100",
+) -> float:  # fmt: skip
+    """Roofline time of a (rows x inner) @ (inner x cols) GEMM: the larger of 2 x rows x inner x
+    cols FLOPs at peak x fraction x the shape factor and the bytes of both inputs and the output
+    (element_bytes each) at the memory bandwidth (Williams et al. 2009), at least one launch."""
+    flops = 2.0 * rows * inner * cols
+    factor = shape_factor(rows, cols, inner, curve)
+    rate = peak_tflops * 1e12 * fraction * factor
+    moved = element_bytes * (rows * inner + inner * cols + rows * cols)
+    return max(flops / rate, moved / (bandwidth_tbps * 1e12), KERNEL_LAUNCH_S)
+
+
+def linear_seconds(
+    rows: float, in_features: float, out_features: float, rates: GemmRates
+) -> tuple[float, float, float]:
+    """(forward, input-gradient, weight-gradient) seconds of one linear on `rows` tokens: forward
+    X @ W (n = out, k = in), input gradient dY @ W^T (n = in, k = out), weight gradient X^T @ dY
+    (in x tokens @ tokens x out), each 2 x rows x in x out FLOPs."""
+    common = (rates.peak_tflops, rates.fraction, rates.bandwidth_tbps, rates.element_bytes, rates.curve)
+    forward = gemm_seconds(rows, in_features, out_features, *common)
+    data_grad = gemm_seconds(rows, out_features, in_features, *common)
+    weight_grad = gemm_seconds(in_features, rows, out_features, *common)
+    return forward, data_grad, weight_grad
+
+
+# --- what one micro-batch does on one rank -------------------------------------------------
+
+
+def rows_and_copies(spec: ModelSpec, tokens: float, copies: int, expert_parallel: int = 1) -> tuple[float, float]:
+    """(rows per GEMM, GEMMs) of a linear on one rank: `tokens` rows once for a dense linear; for
+    an expert MLP the rank's n_experts / ep experts, each on the tokens routed to it from the ep
+    ranks of its group, tokens x k x ep / n_experts on average (Fedus et al. 2021, arXiv
+    2101.03961; expert parallelism as Megatron-Core's, arXiv 2006.16668 GShard Sec. 2)."""
+    if copies == 1:
+        return tokens, 1
+    return tokens * spec.experts_per_token * expert_parallel / spec.n_experts, copies / expert_parallel
+
+
+def layer_gemm_seconds(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    rates: GemmRates,
+    trains_weights: bool,
+    expert_parallel: int = 1,
+    linears: list | None = None,
+) -> tuple[float, float]:
+    """(forward, backward) seconds of one layer's GEMMs on one micro-batch and rank: per linear
+    (per expert: b x s x k / E rows each, Fedus et al. 2021) forward, input gradient and, when
+    the layer's weights train, the weight gradient, each the forward's FLOPs (Kaplan et al.
+    2020, Sec. 2.1: 2 + 4 FLOPs per weight and token). `linears`: a subset of the layer's
+    (calculators.models.geometry.layer_linears, the default)."""
+    tokens = settings.micro_batch * settings.seq_len
+    forward = backward = 0.0
+    for linear in linears if linears is not None else layer_linears(spec, settings.tensor_parallel):
+        rows, copies = rows_and_copies(spec, tokens, linear.copies, expert_parallel)
+        fwd, data_grad, weight_grad = linear_seconds(rows, linear.in_features, linear.out_features, rates)
+        forward += copies * fwd
+        backward += copies * (data_grad + (weight_grad if trains_weights else 0.0))
+    return forward, backward
+
+
+def head_gemm_seconds(spec: ModelSpec, settings: TrainingSettings, rates: GemmRates) -> tuple[float, float]:
+    """(forward, backward) of the LM head, b x s x h @ h x (vocab / t) (vocabulary-parallel);
+    its weight gradient only when it trains (full training)."""
+    if spec.head != "lm":
+        return 0.0, 0.0
+    tokens = settings.micro_batch * settings.seq_len
+    forward, data_grad, weight_grad = linear_seconds(
+        tokens, spec.hidden_size, split(spec.vocab_size, settings.tensor_parallel), rates
+    )
+    return forward, data_grad + (weight_grad if settings.method == "full" else 0.0)
+
+
+def attention_seconds_forward(
+    spec: ModelSpec, settings: TrainingSettings, peak_tflops: float, fraction: float
+) -> float:
+    """Forward FlashAttention of one layer on one micro-batch and rank: Q@K^T and P@V over the
+    causal half, 4 x b x s^2 x (heads/t x head_dim) / 2 FLOPs (Dao 2023, Sec. 4.1, which counts
+    causal attention as half), at peak x fraction. The backward is 2.5x (ibid.)."""
+    heads_dim = split(spec.q_dim, settings.tensor_parallel)
+    flops = 4.0 * settings.micro_batch * settings.seq_len**2 * heads_dim / 2
+    return max(flops / (peak_tflops * 1e12 * fraction), KERNEL_LAUNCH_S)
+
+
+Kernels = Literal["auto", "eager", "fused"]
+
+
+def kernels_fused(settings: TrainingSettings, compiled: bool, kernels: Kernels = "auto") -> bool:
+    """Whether the step's norms, rotary embeddings, gated activation and loss run as fused kernels
+    (one read of the inputs, one write of the output) or as PyTorch's eager op sequence.
+
+    `kernels` "fused" or "eager" says so; "auto" takes it from the stack: torch.compile (inductor
+    fuses pointwise chains, pytorch.org/docs/stable/torch.compiler.html), Liger-Kernel (fused
+    RMSNorm, RoPE, SwiGLU and linear cross-entropy, linkedin/Liger-Kernel README) and Megatron
+    (Transformer Engine / Apex fused norms, fused RoPE and bias-SwiGLU, NVIDIA/Megatron-LM
+    megatron/core/fusions/; its loss is loss_kernel_in_use's) fuse; everything else runs eager."""
+    if kernels != "auto":
+        return kernels == "fused"
+    return compiled or settings.liger or settings.framework == "megatron"
+
+
+def norm_bytes_per_element(spec: ModelSpec, element_bytes: float, fused: bool) -> float:
+    """Bytes one norm moves per hidden element in forward. LayerNorm is one kernel in eager
+    PyTorch too (aten native_layer_norm): read x, write y. RMSNorm in eager is the op sequence HF
+    and torchtitan write (transformers models/llama/modeling_llama.py LlamaRMSNorm; torchtitan
+    torchtitan/models/norms.py RMSNorm): x.float() (read c, write 4; none when x is fp32),
+    pow(2) (read 4, write 4), mean (read 4), x * rsqrt (read 4, write 4), back to the compute
+    dtype (read 4, write c; none for fp32), * weight (read c, write c)."""
+    c = element_bytes
+    if fused or spec.norm == "layernorm":
+        return 2 * c
+    casts = 0.0 if c == 4 else (c + 4) + (4 + c)
+    return casts + 8 + 4 + 8 + 2 * c
+
+
+def rope_bytes_per_element(element_bytes: float, fused: bool) -> float:
+    """Bytes rotary embeddings move per q or k element in forward: fused, read and write once;
+    eager, HF's q * cos + rotate_half(q) * sin (transformers modeling_llama.py
+    apply_rotary_pos_emb): the multiply by cos (read, write), rotate_half's negated half (read
+    and write half) and cat (read, write), the multiply by sin (read, write) and the add (two
+    reads, one write): 10 element moves. torchtitan's complex-number form (x.float(), a complex
+    multiply in fp32, type_as) moves as many bytes in bf16: (2 + 4) + (4 + 4) + (4 + 2) = 20."""
+    return (2 if fused else 10) * element_bytes
+
+
+def activation_bytes_per_element(spec: ModelSpec, element_bytes: float, fused: bool) -> float:
+    """Bytes the MLP activation moves per ffn element in forward: GELU reads f and writes f
+    (one kernel, eager or not); a gated activation fused reads gate and up and writes f (3), eager
+    runs act(gate) (read, write) then * up (two reads, one write): 5."""
+    if not spec.is_gated_mlp:
+        return 2 * element_bytes
+    return (3 if fused else 5) * element_bytes
+
+
+def elementwise_bytes_per_token(spec: ModelSpec, settings: TrainingSettings, fused: bool = True) -> float:
+    """Bytes one layer's bandwidth-bound forward ops move per token on one rank: the norms, the
+    two residual adds (two reads and one write of h each), rotary embeddings on q and k and the
+    MLP activation, each as a fused kernel or as eager PyTorch runs it (the functions above), at
+    the compute dtype's bytes. With tensor parallelism the h-wide ops are split by sequence
+    parallelism (Korthikanti et al. 2022, Sec. 4.2.2)."""
+    t = settings.tensor_parallel
+    c = compute_bytes(settings.precision)
+    h = split(spec.hidden_size, t)
+    q, kv, f = split(spec.q_dim, t), split(spec.kv_dim, t), split(spec.ffn_hidden_size, t)
+    moved = spec.norms_per_layer * h * norm_bytes_per_element(spec, c, fused)
+    moved += 2 * 3 * h * c
+    moved += f * activation_bytes_per_element(spec, c, fused)
+    if spec.position_embedding == "rope":
+        moved += (q + kv) * rope_bytes_per_element(c, fused)
+    return moved
+
+
+def fp8_cast_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int = 1) -> float:
+    """Bytes one layer's fp8 casts move per micro-batch on one rank. Each linear's input and
+    weight (forward) and output gradient (backward) are scaled tensorwise: first a full read for
+    the amax (bf16, 2 bytes), then the scaled cast (read 2, write 1): a dynamic scale needs the
+    whole tensor's amax before any element is cast, so these are two passes (pytorch/ao
+    torchao/float8/float8_scaling_utils.py hp_tensor_to_float8_dynamic: tensor_to_amax, then
+    hp_tensor_and_scale_to_float8). The three also get transposed fp8 copies for the backward
+    GEMMs (read 1, write 1): Hopper fp8 GEMMs take only the TN layout (NVIDIA Transformer
+    Engine, "Using FP8 with Transformer Engine"), so X and dY are transposed for the weight
+    gradient and W for the input gradient."""
+    tokens = settings.micro_batch * settings.seq_len
+    total = 0.0
+    for linear in layer_linears(spec, settings.tensor_parallel):
+        rows, copies = rows_and_copies(spec, tokens, linear.copies, expert_parallel)
+        inputs = copies * rows * linear.in_features
+        weights = copies * linear.in_features * linear.out_features
+        output_grad = copies * rows * linear.out_features
+        cast = 2 + 3  # amax pass + scaled cast
+        transpose = 2
+        total += (cast + transpose) * (inputs + weights + output_grad)
+    return total
+
+
+LossKernel = Literal["auto", "fused", "eager", "vocab-parallel"]
+LOSS_KERNEL_NAMES: dict[str, str] = {
+    "fused": "a fused cross-entropy",
+    "eager": "PyTorch's F.cross_entropy on fp32 logits",
+    "vocab-parallel": "Megatron-LM's unfused vocab-parallel cross-entropy",
+}
+
+
+def loss_kernel_in_use(settings: TrainingSettings, fused: bool, loss_kernel: LossKernel = "auto") -> str:
+    """The cross-entropy kernel the step runs: Liger's or Cut Cross-Entropy's fused linear loss
+    when the settings say so, else the one given, else (auto) Megatron-LM's default, its unfused
+    vocab-parallel loss, under the Megatron framework (--cross-entropy-loss-fusion is a
+    store_true flag: NVIDIA/Megatron-LM megatron/training/arguments.py), and otherwise fused
+    with the other fused kernels and eager without them."""
+    if settings.loss == "fused-linear":
+        return "fused"
+    if loss_kernel != "auto":
+        return loss_kernel
+    if settings.framework == "megatron":
+        return "vocab-parallel"
+    return "fused" if fused else "eager"
+
+
+def loss_bytes_per_entry(kernel: str, element_bytes: float) -> float:
+    """Bytes cross-entropy moves per logit, forward and backward, with the compute dtype's
+    `element_bytes` c:
+    - fused (Megatron's --cross-entropy-loss-fusion, llm.c's fused classifier, Liger's fused
+      linear cross-entropy, inductor): the logits read once, their gradient written in place: 2c.
+    - eager (F.cross_entropy on logits upcast to fp32, as HF's ForCausalLMLoss and autocast do):
+      the upcast (read c, write 4), log_softmax (read 4, write 4), the NLL gradient (a
+      zero-filled fp32 tensor, write 4), log_softmax's backward (read the gradient and the
+      output, write 4 + 4 + 4) and the downcast of the gradient (read 4, write c): 32 + 2c, 24
+      with fp32 logits (no casts). Chunking the loss (torchtune) moves as many, in pieces.
+    - vocab-parallel (Megatron-LM without --cross-entropy-loss-fusion, its default: NVIDIA/
+      Megatron-LM megatron/core/tensor_parallel/cross_entropy.py @core_v0.8.0, each step its own
+      pass): .float() (read c, write 4), max (read 4), the in-place subtraction of the max
+      (read 4, write 4), exp in place (read 4, write 4), sum (read 4), the in-place division
+      (read 4, write 4); backward, the in-place multiply by the output gradient (read 4, write 4)
+      and the cast back through .float() (read 4, write c): 40 + 2(c + 4), 40 with fp32 logits."""
+    c = element_bytes
+    casts = 0.0 if c == 4 else 2 * (c + 4)
+    if kernel == "fused":
+        return 2 * c
+    if kernel == "vocab-parallel":
+        return 40 + casts
+    return 24.0 if c == 4 else 32 + 2 * c
+
+
+def loss_bytes_per_token(
+    spec: ModelSpec, settings: TrainingSettings, fused: bool = False, loss_kernel: LossKernel = "auto"
+) -> float:
+    """Bytes cross-entropy moves per token, forward and backward: loss_bytes_per_entry of the
+    kernel in use (loss_kernel_in_use) per vocabulary entry on this rank (vocab / t)."""
+    if spec.head != "lm":
+        return 0.0
+    kernel = loss_kernel_in_use(settings, fused, loss_kernel)
+    per_entry = loss_bytes_per_entry(kernel, compute_bytes(settings.precision))
+    return per_entry * split(spec.vocab_size, settings.tensor_parallel)
+
+
+def optimizer_bytes_per_parameter(settings: TrainingSettings) -> float:
+    """Bytes an optimizer step moves per parameter: read the gradient, read and write the fp32
+    master (or the weight itself) and each state, and write the half weight where a master
+    copy exists (AdamW: 2 states, SGD with momentum: 1; ZeRO paper Sec. 3.1 for the dtypes)."""
+    states = {
+        "adamw": 2,
+        "sgd": 1,
+        "adafactor": 0.1,
+        "adamw-8bit": 0.5,
+        "paged-adamw": 2,
+        "paged-adamw-8bit": 0.5,
+        "none": 0,
+    }[settings.optimizer]
+    master = master_weight_bytes(settings.precision)
+    weight = weight_bytes(settings.precision)
+    parameter_io = 2 * master + weight if master else 2 * weight
+    return (
+        gradient_bytes(settings.precision)
+        + parameter_io
+        + 2 * states * optimizer_state_element_bytes(settings.precision)
+    )
+
+
+class StepCompute(BaseModel):
+    """Compute seconds of one step on the busiest GPU, by op class (recomputation apart)."""
+
+    gemm_s: float
+    attention_s: float
+    elementwise_s: float
+    loss_s: float
+    optimizer_s: float
+    recompute_s: float
+    vision_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return (
+            self.gemm_s
+            + self.attention_s
+            + self.elementwise_s
+            + self.loss_s
+            + self.optimizer_s
+            + self.recompute_s
+            + self.vision_s
+        )
+
+
+def vision_seconds(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    rates: GemmRates,
+    attention_peak: float,
+    attention_fraction: float,
+    fused: bool,
+) -> float:
+    """One micro-batch's images through a vision-language model's image encoder, on the first
+    pipeline stage (calculators.workload.vision): each layer's GEMMs, attention and bandwidth-bound ops
+    timed as a language-model layer's are, on the encoder's shapes and patches, with attention
+    over the whole square (bidirectional: twice the causal half; within windows in Qwen2.5-VL's
+    windowed layers, VisionTower.attention_share) and, for Llama 3.2 Vision, its
+    cross-attention layers' keys and values over the image tokens. A frozen encoder runs forward
+    only: it sits at the input, so no gradient flows into it; a trained one adds its backward
+    (and its recomputation under full checkpointing). `settings` are the workload's, images in;
+    the attention rate is the language model's (step_compute's)."""
+    if not settings.images_per_sample or vision_tower(spec) is None:
+        return 0.0
+    encoder, run = tower_model_spec(spec), tower_settings(spec, settings)
+    trains = tower_trains(settings)
+    gemm_fwd, gemm_bwd = layer_gemm_seconds(encoder, run, rates, trains)
+    share = vision_tower(spec).attention_share(run.seq_len)
+    attention_fwd = 2 * share * attention_seconds_forward(encoder, run, attention_peak, attention_fraction)
+    tokens = run.micro_batch * run.seq_len
+    elementwise_fwd = tokens * elementwise_bytes_per_token(encoder, run, fused) / (rates.bandwidth_tbps * 1e12)
+    forward = gemm_fwd + attention_fwd + elementwise_fwd
+    per_layer = forward
+    if trains:
+        per_layer += gemm_bwd + 2.5 * attention_fwd + 2 * elementwise_fwd
+        per_layer += forward if settings.checkpointing == "full" else 0.0
+    cross_s = cross_attention_seconds(spec, settings, rates, attention_peak, attention_fraction)
+    return encoder.n_layers * per_layer + cross_s
+
+
+def cross_attention_seconds(
+    spec: ModelSpec, settings: TrainingSettings, rates: GemmRates, attention_peak: float, attention_fraction: float
+) -> float:
+    """What Llama 3.2 Vision's cross-attention layers take beyond the self-attention layers the
+    step counts them as, per micro-batch (transformers models/mllama/modeling_mllama.py
+    MllamaTextCrossAttention): k and v projected from the V image tokens instead of the t text
+    tokens (forward, input and weight gradients), and attention of t queries over V keys, 4 b t V
+    q_dim FLOPs forward with no causal half, against the causal 2 b t^2 q_dim counted."""
+    image_tokens_per_sample = cross_attention_image_tokens(spec, settings)
+    if not image_tokens_per_sample:
+        return 0.0
+    b, s = settings.micro_batch, settings.seq_len
+    kv_out = split(spec.kv_dim, settings.tensor_parallel)
+    image_kv = sum(linear_seconds(b * image_tokens_per_sample, spec.hidden_size, kv_out, rates))
+    text_kv = sum(linear_seconds(b * s, spec.hidden_size, kv_out, rates))
+    q_dim = split(spec.q_dim, settings.tensor_parallel)
+    attention_flops = 4.0 * b * s * q_dim * (image_tokens_per_sample - s / 2)
+    attention_fwd = attention_flops / (attention_peak * 1e12 * attention_fraction)
+    per_layer = 2 * (image_kv - text_kv) + 3.5 * attention_fwd  # forward + 2.5x backward (Dao 2023)
+    return vision_tower(spec).cross_attention_layers * per_layer
+
+
+def decoder_cross_attention_seconds(
+    spec: ModelSpec, settings: TrainingSettings, rates: GemmRates, attention_forward_s: float, trained_share: float
+) -> tuple[float, float, float]:
+    """(GEMM, attention, recompute) seconds per micro-batch of an encoder-decoder model's
+    cross-attention blocks, one in each decoder layer of this stage (T5: transformers
+    T5LayerCrossAttention, q/k/v/o of the self-attention's shapes; Raffel et al. 2020, arXiv
+    1910.10683, Sec. 3.1.1), which the layer's own linears (calculators.models.geometry.layer_linears)
+    leave out: q and o over the target's tokens, k and v over the input's (decoder_settings). Its
+    core attends from every target token to every input token: the input's whole square (twice
+    the causal half `attention_forward_s` times, the encoder's) scaled by target / input;
+    backward 2.5x; full checkpointing reruns the block's forward. `trained_share`: the share of
+    layers that run backward."""
+    decoder_layers = extension(spec, "cross_attention_layers") / settings.pipeline_parallel
+    if not decoder_layers:
+        return 0.0, 0.0, 0.0
+    decoder, trains = decoder_settings(spec, settings), settings.method == "full"
+    linears = attention_linears(spec, settings.tensor_parallel)
+    from_target = [linear for linear in linears if linear.name in ("q", "o")]
+    from_input = [linear for linear in linears if linear.name not in ("q", "o")]
+    q_o = layer_gemm_seconds(spec, decoder, rates, trains, linears=from_target)
+    k_v = layer_gemm_seconds(spec, settings, rates, trains, linears=from_input)
+    fwd, bwd = q_o[0] + k_v[0], q_o[1] + k_v[1]
+    core = 2 * attention_forward_s * decoder.seq_len / settings.seq_len
+    backward_layers = decoder_layers * trained_share
+    gemm = decoder_layers * fwd + backward_layers * bwd
+    attention = decoder_layers * core + backward_layers * core * 2.5
+    recompute = backward_layers * (fwd + core) if settings.checkpointing == "full" else 0.0
+    return gemm, attention, recompute
+
+
+def op_selective_recomputed_linears(spec: ModelSpec, tensor_parallel: int = 1) -> list:
+    """The linears whose output torchtitan's per-op selective checkpointing recomputes: every
+    second matmul of a layer, counted in forward order (the 2nd, 4th, ...; the count restarts in
+    each layer), pytorch/torchtitan torchtitan/parallelisms/parallelize_llama.py @004b3148,
+    _apply_ac_to_transformer_block(selective_ac_option='op'); calculators.memory keeps the others."""
+    return layer_linears(spec, tensor_parallel)[1::2]
+
+
+def op_selective_recompute_seconds(
+    spec: ModelSpec, settings: TrainingSettings, rates: GemmRates, expert_parallel: int = 1
+) -> float:
+    """Forward GEMM seconds per layer and micro-batch that per-op selective checkpointing reruns
+    in backward (the recomputed linears above; the fused attention's output is saved)."""
+    recomputed = op_selective_recomputed_linears(spec, settings.tensor_parallel)
+    forward, _ = layer_gemm_seconds(spec, settings, rates, False, expert_parallel, linears=recomputed)
+    return forward
+
+
+def step_compute(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    gpu: GpuSpec,
+    peak_tflops: float,
+    fraction: float,
+    compiled: bool = False,
+    expert_parallel: int = 1,
+    kernels: Kernels = "auto",
+    attention_kernel: AttentionKernel = "flash2",
+    with_images: TrainingSettings | None = None,
+    loss_kernel: LossKernel = "auto",
+) -> StepCompute:
+    """Compute seconds of one optimizer step (all micro-batches) on the last pipeline stage of
+    one rank: its n_layers / p layers (less the layers a step without images skips: Llama 3.2
+    Vision's cross-attention layers), the head and loss, and the optimizer on its shard; with
+    `with_images` (the workload's settings before its image tokens join the sequence), the image
+    encoder's work too (vision_seconds), though it runs on the first stage.
+
+    `fraction` is the achievable fraction of peak for large GEMMs (mamf-finder, or a measured
+    one); the sustained-clock factor and wave quantisation apply on top. Whether norms, rotary
+    embeddings, the activation and the loss run fused or eager comes from `kernels_fused`, the
+    loss's kernel from `loss_kernel` when one is given (loss_kernel_in_use)
+    (torch.compile fuses them; that is its whole effect here).
+    """
+    bandwidth = gpu.memory_bandwidth_tbps
+    fp8 = settings.precision == "fp8"
+    fused = kernels_fused(settings, compiled, kernels)
+    rates = GemmRates(
+        peak_tflops=peak_tflops,
+        fraction=fraction * SUSTAINED_CLOCK_FACTOR,
+        bandwidth_tbps=bandwidth,
+        element_bytes=1.0 if fp8 else compute_bytes(settings.precision),
+        curve=curve_family(gpu),
+    )
+    skipped = layers_skipped_without_images(spec, with_images) if with_images is not None else 0
+    layers = (spec.n_layers - skipped) / settings.pipeline_parallel
+    # A frozen prefix (full training with frozen first layers) needs no backward at all: no
+    # gradient flows below the first trained layer. Adapters need the input gradient everywhere.
+    backward_layers = layers * (1 - min(1.0, settings.frozen_layers / spec.n_layers))
+    # an encoder-decoder's decoder layers and head run on the target's tokens (decoder_settings):
+    # per-layer figures are the encoder's and the decoder's weighted by their layer counts
+    decoder = decoder_settings(spec, settings)
+    decoder_share = extension(spec, "cross_attention_layers") / spec.n_layers if decoder is not settings else 0.0
+
+    def per_layer(figures) -> tuple[float, ...]:
+        """`figures(run)`, a tuple per layer, over the encoder's and the decoder's layers."""
+        encoder = figures(settings)
+        if not decoder_share:
+            return encoder
+        weighted = zip(encoder, figures(decoder), strict=True)
+        return tuple((1 - decoder_share) * e + decoder_share * d for e, d in weighted)
+
+    trains = settings.method == "full"
+    fwd, bwd = per_layer(lambda run: layer_gemm_seconds(spec, run, rates, trains, expert_parallel))
+    head_fwd, head_bwd = head_gemm_seconds(spec, decoder, rates)
+    gemm_per_micro = layers * fwd + backward_layers * bwd + head_fwd + head_bwd
+
+    attention_peak = gpu.dense_tflops("bf16") or peak_tflops  # fp8 runs attention in bf16
+    attention_fraction = flash_attention_fraction(gpu, attention_kernel)
+    (attn_fwd,) = per_layer(lambda run: (attention_seconds_forward(spec, run, attention_peak, attention_fraction),))
+    attention_per_micro = layers * attn_fwd + backward_layers * attn_fwd * 2.5
+
+    bytes_per_s = bandwidth * 1e12
+    (elementwise_fwd,) = per_layer(
+        lambda run: (run.micro_batch * run.seq_len * elementwise_bytes_per_token(spec, run, fused) / bytes_per_s,)
+    )
+    # backward: read the inputs and the output gradient, write the input gradient
+    elementwise_per_micro = layers * elementwise_fwd + backward_layers * elementwise_fwd * 2
+    if fp8:
+        elementwise_per_micro += layers * fp8_cast_bytes(spec, settings, expert_parallel) / bytes_per_s
+    head_tokens = decoder.micro_batch * decoder.seq_len
+    loss_per_micro = head_tokens * loss_bytes_per_token(spec, decoder, fused, loss_kernel) / bytes_per_s
+
+    recompute_per_micro = 0.0
+    if settings.checkpointing == "full":
+        recompute_per_micro = backward_layers * (fwd + attn_fwd + elementwise_fwd)
+    elif settings.checkpointing == "selective":
+        recompute_per_micro = backward_layers * attn_fwd
+    elif settings.checkpointing == "op-selective":
+        # every second matmul and every pointwise op; the attention output is saved
+        recompute_per_micro = backward_layers * (
+            op_selective_recompute_seconds(spec, settings, rates, expert_parallel) + elementwise_fwd
+        )
+
+    encoder_attention_fwd = attention_seconds_forward(spec, settings, attention_peak, attention_fraction)
+    cross_gemm, cross_attention, cross_recompute = decoder_cross_attention_seconds(
+        spec, settings, rates, encoder_attention_fwd, backward_layers / layers if layers else 0.0
+    )
+    gemm_per_micro += cross_gemm
+    attention_per_micro += cross_attention
+    recompute_per_micro += cross_recompute
+
+    sharded = settings.gpus if settings.zero >= 1 else 1
+    optimizer_params = trainable_parameters_per_rank(spec, settings, expert_parallel) / sharded
+    optimizer_s = optimizer_params * optimizer_bytes_per_parameter(settings) / bytes_per_s
+
+    m = settings.grad_accum
+    vision_per_micro = 0.0
+    if with_images is not None:
+        vision_per_micro = vision_seconds(spec, with_images, rates, attention_peak, attention_fraction, fused)
+    return StepCompute(
+        vision_s=m * vision_per_micro,
+        gemm_s=m * gemm_per_micro,
+        attention_s=m * attention_per_micro,
+        elementwise_s=m * elementwise_per_micro,
+        loss_s=m * loss_per_micro,
+        optimizer_s=optimizer_s,
+        recompute_s=m * recompute_per_micro,
+    )
