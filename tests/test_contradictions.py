@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from calculators.interface.cli import main
+from calculators.interface.settings import build_workload
 from calculators.models.presets import get_preset
-from calculators.workload.build import build_workload
 from calculators.workload.contradictions import workload_problems
 from tests.apptest_helpers import open_app
 

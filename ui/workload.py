@@ -16,7 +16,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from calculators.hardware.catalogue import GpuSpec, load_gpu_catalogue
-from calculators.interface.settings import Setting, all_settings
+from calculators.interface.settings import Setting, all_settings, build_workload
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.memory.serving import ServingSettings
 from calculators.models.hf_config import (
@@ -29,7 +29,7 @@ from calculators.models.hub import fetch_hub_config
 from calculators.models.library import ModelNotFound, library_model, model_names, resolve_model
 from calculators.models.presets import load_presets
 from calculators.models.spec import ModelSpec
-from calculators.workload.build import GpuTarget, Workload, build_workload, describe_workload_error
+from calculators.workload.build import GpuTarget, Workload, describe_workload_error
 from calculators.workload.framework_files import (
     FrameworkConfigError,
     describe_unknown,

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from calculators.cost.options import adjusted_prices, cost_options
 from calculators.cost.prices import PriceCatalogueError, load_prices, parse_price_csv
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
-from calculators.interface.settings import RunInputs, Setting, SettingError, all_settings
+from calculators.interface.settings import Setting, SettingError, all_settings, build_workload
 from calculators.memory.engine import estimate_memory
 from calculators.memory.fit import check_fit, suggestions, verdict
 from calculators.memory.fit_matrix import fit_matrix
@@ -46,7 +46,6 @@ from calculators.workload.build import (
     ServeWorkload,
     TrainingWorkload,
     Workload,
-    build_workload,
     describe_workload_error,
 )
 from calculators.workload.contradictions import workload_problems
@@ -56,6 +55,7 @@ from calculators.workload.framework_files import (
     merged_values,
     read_framework_config,
 )
+from calculators.workload.run_inputs import RunInputs
 from calculators.workload.training import TrainingSettings
 
 

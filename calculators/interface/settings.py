@@ -18,43 +18,20 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import annotated_types
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from calculators.cost.options import OwnershipSettings
 from calculators.memory.serving import ServingSettings
 from calculators.models.spec import ModelSpec
 from calculators.timing.estimate import TimeSettings
+from calculators.workload.build import WORKLOAD_OF_MODE, GpuTarget, ServeWorkload, Workload, workload_from_fields
 from calculators.workload.modes import MODES
+from calculators.workload.run_inputs import RunInputs
 from calculators.workload.training import TrainingSettings
 
 
 class SettingError(ValueError):
     """A value a user gave is not valid for its setting; the message is one line."""
-
-
-class RunInputs(BaseModel):
-    """What a priced run needs beyond its throughput: the spot-market and price assumptions."""
-
-    checkpoint_write_min: float = Field(
-        default=3.0, ge=0, le=10_080, allow_inf_nan=False, description="minutes to write one checkpoint"
-    )
-    restart_min: float = Field(
-        default=15.0,
-        ge=0,
-        le=10_080,
-        allow_inf_nan=False,
-        description="minutes from an interruption to training again (new instance, load the checkpoint)",
-    )
-    interruptions_per_hour: float | None = Field(
-        default=None,
-        ge=0,
-        le=100,
-        allow_inf_nan=False,
-        description="spot interruptions per instance-hour; None = the price sheet's figure",
-    )
-    discount_pct: float = Field(
-        default=0.0, ge=0, lt=100, allow_inf_nan=False, description="negotiated discount on every price, in %"
-    )
 
 
 @dataclass(frozen=True)
@@ -536,3 +513,11 @@ def values_for(model: type[BaseModel], values: dict[str, Any], mode: str | None 
         for item in settings_of(model)
         if item.key in values and (mode is None or mode in item.modes)
     }
+
+
+def build_workload(mode: str, model: ModelSpec, values: dict[str, Any], gpu: GpuTarget | None = None) -> Workload:
+    """The mode's workload from setting values keyed as declared here (the pages' session keys,
+    the CLI's setting_values): the settings the mode uses, by field name. Raises pydantic's
+    ValidationError (or ValueError) naming what is wrong."""
+    settings_model = ServingSettings if WORKLOAD_OF_MODE[mode] is ServeWorkload else TrainingSettings
+    return workload_from_fields(mode, model, values_for(settings_model, values, mode), gpu)

@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from calculators.interface.settings import values_for
 from calculators.memory.assumptions import check_supported
 from calculators.memory.serving import ServingSettings, serving_problem
 from calculators.models.spec import ModelSpec
@@ -90,14 +89,14 @@ WORKLOAD_OF_MODE: dict[str, type[BaseModel]] = {
 }
 
 
-def build_workload(mode: str, model: ModelSpec, values: dict[str, Any], gpu: GpuTarget | None = None) -> Workload:
-    """The mode's workload from setting values keyed as calculators.interface.settings declares them.
-    Raises pydantic's ValidationError (or ValueError) naming what is wrong."""
+def workload_from_fields(mode: str, model: ModelSpec, fields: dict[str, Any], gpu: GpuTarget | None = None) -> Workload:
+    """The mode's workload from the fields of its settings model by name: ServingSettings' for
+    inference, TrainingSettings' (the method is the mode's) for the training modes. Raises
+    pydantic's ValidationError (or ValueError) naming what is wrong."""
     variant = WORKLOAD_OF_MODE[mode]
     if variant is ServeWorkload:
-        return ServeWorkload(model=model, gpu=gpu, serving=ServingSettings(**values_for(ServingSettings, values, mode)))
-    fields = values_for(TrainingSettings, values, mode) | {"method": METHOD_OF_MODE[mode]}
-    return variant(model=model, gpu=gpu, training=TrainingSettings(**fields))
+        return ServeWorkload(model=model, gpu=gpu, serving=ServingSettings(**fields))
+    return variant(model=model, gpu=gpu, training=TrainingSettings(**fields | {"method": METHOD_OF_MODE[mode]}))
 
 
 def describe_workload_error(error: ValidationError | ValueError) -> str:
