@@ -3,7 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from calculators.validation.peak_memory import error_summary, validation_table
+from calculators.interface.validation import validation_table
+from calculators.validation.peak_memory import error_summary
 from calculators.workload.frameworks import FRAMEWORK_DEFAULTS, FRAMEWORK_LABEL
 from ui.charts import validation_figure
 from ui.throughput_view import throughput_section

@@ -100,7 +100,7 @@ def test_the_cli_reads_the_file_and_explicit_flags_win(tmp_path, capsys):
     assert printed["mode"] == "finetune-qlora" and printed["settings"]["lora_rank"] == 64
     assert printed["settings"]["framework"] == "torchtune"
     assert "unknown torchtune keys ignored: learnig_rate" in captured.err
-    from calculators.validation.peak_memory import validation_table
+    from calculators.interface.validation import validation_table
 
     tt5 = next(row for row in validation_table() if row.id == "tt-5")
     assert printed["allocated_gib"] == pytest.approx(tt5.estimate_gib)

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from calculators.interface.cli import main
+from calculators.interface.validation import validation_table
 from calculators.validation.peak_memory import (
     FRAMEWORK_MEASUREMENTS_PATH,
     JSON_FIELD,
@@ -14,7 +15,6 @@ from calculators.validation.peak_memory import (
     load_measurements,
     measured_gib,
     row_model,
-    validation_table,
 )
 
 TABLE = validation_table()

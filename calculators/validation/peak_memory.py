@@ -4,7 +4,8 @@ Two files of measured rows: data/measured_peak_memory.csv (HF Trainer on a V100,
 an A100) and data/measured_peak_memory_frameworks.csv (litgpt, torchtitan, DeepSpeed with
 Liger, torchtune, NeMo Automodel, an HF eager benchmark, vLLM). Every row is reproduced by
 one `python -m calculators memory ...` command line (`cli_args`): the page and the CLI build
-the workload from the same arguments, so they give the same number. Each row is compared
+the workload from the same arguments, so they give the same number (the table that parses them
+is calculators.interface.validation's). Each row is compared
 like with like: NVML "used" with the full device peak, torch's peak reserved with reserved,
 torch's peak allocated/active with allocated, vLLM's activation peak with the serving
 activations; MiB, GiB, GB (1e9) and MB (1e6) converted to GiB. Settings a source states
@@ -21,6 +22,9 @@ from typing import Literal
 from pydantic import BaseModel
 
 from calculators import DATA_DIR
+from calculators.memory.engine import estimate_memory
+from calculators.memory.serving import estimate_serving
+from calculators.workload.build import Workload
 
 DATA = DATA_DIR
 MEASUREMENTS_PATH = DATA / "measured_peak_memory.csv"
@@ -372,13 +376,9 @@ def all_measurements() -> list[dict]:
     return load_measurements(MEASUREMENTS_PATH) + load_measurements(FRAMEWORK_MEASUREMENTS_PATH)
 
 
-def estimate_from_args(cli_args: list[str], compare_to: CompareTo) -> float:
-    """What `python -m calculators memory ARGS --json` reports for the compared quantity."""
-    from calculators.interface.cli import build_parser, workload_from_args
-    from calculators.memory.engine import estimate_memory
-    from calculators.memory.serving import estimate_serving
-
-    workload = workload_from_args(build_parser().parse_args(["memory", *cli_args]))
+def estimated_gib(workload: Workload, compare_to: CompareTo) -> float:
+    """What `python -m calculators memory ARGS --json` reports for the compared quantity, given the
+    workload ARGS make."""
     if compare_to == "serving-activations":
         return estimate_serving(workload.model, workload.serving).activations_gib
     estimate = estimate_memory(workload.model, workload.training)
@@ -408,35 +408,27 @@ def _setup(row: dict) -> str:
     )
 
 
-def validation_table() -> list[ValidationRow]:
-    """Every measured row of both files with the estimate and the relative error."""
-    table = []
-    for row in all_measurements():
-        model = row_model(row)
-        measured = measured_gib(row)
-        estimate = estimate_from_args(model.cli_args, model.compare_to)
-        table.append(
-            ValidationRow(
-                id=row["id"],
-                stack=model.stack,
-                model=row["model"],
-                gpu=row["gpu"],
-                setup=_setup(row),
-                measured_gib=measured,
-                unit=row["unit"],
-                what_was_measured=row.get("what_was_measured") or row.get("what_measured", ""),
-                estimate_gib=estimate,
-                error_fraction=(estimate - measured) / measured,
-                compared_with=COMPARED_WITH[model.compare_to],
-                command="python -m calculators memory "
-                + " ".join(model.cli_args)
-                + " --json  # "
-                + JSON_FIELD[model.compare_to],
-                assumptions=model.assumptions,
-                source=row["source"] + (f" ({row['source_detail']})" if row.get("source_detail") else ""),
-            )
-        )
-    return table
+def validation_row(row: dict, model: RowModel, estimate_gib: float) -> ValidationRow:
+    """One measured row next to the estimate of its command line (`model.cli_args`) and the
+    relative error. The table of every row is calculators.interface.validation's, which parses
+    each command line as the CLI does."""
+    measured = measured_gib(row)
+    return ValidationRow(
+        id=row["id"],
+        stack=model.stack,
+        model=row["model"],
+        gpu=row["gpu"],
+        setup=_setup(row),
+        measured_gib=measured,
+        unit=row["unit"],
+        what_was_measured=row.get("what_was_measured") or row.get("what_measured", ""),
+        estimate_gib=estimate_gib,
+        error_fraction=(estimate_gib - measured) / measured,
+        compared_with=COMPARED_WITH[model.compare_to],
+        command=f"python -m calculators memory {' '.join(model.cli_args)} --json  # {JSON_FIELD[model.compare_to]}",
+        assumptions=model.assumptions,
+        source=row["source"] + (f" ({row['source_detail']})" if row.get("source_detail") else ""),
+    )
 
 
 def error_summary(table: list[ValidationRow]) -> tuple[float, float]:
