@@ -18,7 +18,7 @@ from calculators.models.hf_config import spec_from_config_dict
 from calculators.models.library import library_spec
 from calculators.workload.training import TrainingSettings
 from measure.trace.result import UnsupportedConfiguration
-from measure.trace.support import check_supported
+from measure.trace.support import check_traceable
 
 torch = pytest.importorskip("torch")
 
@@ -68,8 +68,8 @@ def test_gpt_oss_20b_experts_keep_what_the_clamped_swiglu_saves():
 
 def test_sinks_are_traced_with_eager_attention_only():
     with pytest.raises(UnsupportedConfiguration, match="fused attention with attention sinks"):
-        check_supported(TINY_GPT_OSS, eager().model_copy(update={"attention": "fused"}))
-    check_supported(TINY_GPT_OSS, eager())
+        check_traceable(TINY_GPT_OSS, eager().model_copy(update={"attention": "fused"}))
+    check_traceable(TINY_GPT_OSS, eager())
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 
 from measure.trace.mllama import MllamaVision, cross_attention_positions  # noqa: E402
 from measure.trace.result import UnsupportedConfiguration  # noqa: E402
-from measure.trace.support import check_supported  # noqa: E402
+from measure.trace.support import check_traceable  # noqa: E402
 from measure.trace.tracer import trace_step  # noqa: E402
 
 # A small Llama 3.2 Vision: 3 text layers of width 64, the third (index 2) a cross-attention
@@ -156,4 +156,4 @@ def test_what_the_trace_does_not_build_is_refused_by_name():
         ({"activation_offload": True}, "activation offloading"),
     ]:
         with pytest.raises(UnsupportedConfiguration, match=name):
-            check_supported(TINY_MLLAMA, TrainingSettings(images_per_sample=1, **changes))
+            check_traceable(TINY_MLLAMA, TrainingSettings(images_per_sample=1, **changes))

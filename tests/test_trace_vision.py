@@ -16,7 +16,7 @@ from calculators.workload.training import TrainingSettings
 torch = pytest.importorskip("torch")
 
 from measure.trace.result import UnsupportedConfiguration  # noqa: E402
-from measure.trace.support import check_supported  # noqa: E402
+from measure.trace.support import check_traceable  # noqa: E402
 from measure.trace.tracer import trace_step  # noqa: E402
 
 # A small LLaVA: a 2-layer Llama of width 64 and a 2-layer CLIP of width 32 on 28 px images.
@@ -120,7 +120,7 @@ def test_autocast_keeps_the_trained_vision_weights_casts():
 
 def test_compiled_images_or_unknown_encoders_are_refused_by_name():
     with pytest.raises(UnsupportedConfiguration, match="torch.compile with images"):
-        check_supported(TINY_LLAVA, TrainingSettings(images_per_sample=1, compile=True, precision="bf16"))
+        check_traceable(TINY_LLAVA, TrainingSettings(images_per_sample=1, compile=True, precision="bf16"))
     no_encoder = TINY_LLAVA.model_copy(update={"vision": None})
     with pytest.raises(UnsupportedConfiguration, match="encoder's shapes are not read"):
-        check_supported(no_encoder, TrainingSettings(images_per_sample=1, image_tokens=4))
+        check_traceable(no_encoder, TrainingSettings(images_per_sample=1, image_tokens=4))

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from calculators.models.spec import ModelSpec
 from calculators.workload.training import TrainingSettings
 from measure.trace.result import TraceError, TraceResult, UnsupportedConfiguration
-from measure.trace.support import check_supported
+from measure.trace.support import check_traceable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TIMEOUT_S = 120.0
@@ -150,7 +150,7 @@ class TraceSession:
     ) -> TraceResult:
         """Trace one step of `spec` under `settings` (see `run_trace`)."""
         try:
-            check_supported(spec, settings)
+            check_traceable(spec, settings)
         except UnsupportedConfiguration as exc:
             raise TraceError(str(exc)) from exc
         fresh = self._process is None

@@ -65,7 +65,7 @@ from measure.trace.fused_loss import fused_linear_cross_entropy
 from measure.trace.lora import add_adapters
 from measure.trace.models import build_model, loss_fn
 from measure.trace.result import PHASES, TraceError, TraceResult
-from measure.trace.support import check_supported
+from measure.trace.support import check_traceable
 from measure.trace.tracking import LiveStorageTracker, PhasePeak
 
 GIB = 2**30
@@ -398,7 +398,7 @@ def _raw_result(step: Step, warmup: dict[str, int], flops: FlopTally, tokens: in
 
 def trace_raw(spec: ModelSpec, settings: TrainingSettings, *, fake: bool = True) -> RawTrace:
     """Run the two steps and return bytes and FLOPs as integers (fake=False: real CPU tensors)."""
-    check_supported(spec, settings)
+    check_traceable(spec, settings)
     policy = cuda_autocast_policy() if is_autocast(settings.precision) else contextlib.nullcontext()
     tensors = FakeTensorMode() if fake else contextlib.nullcontext()
     with collector_paused(), policy, tensors:

@@ -20,7 +20,7 @@ import time
 from calculators.models.spec import ArchitectureSpec, ModelSpec
 from calculators.workload.training import TrainingSettings
 from measure.trace.result import UnsupportedConfiguration
-from measure.trace.support import check_supported
+from measure.trace.support import check_traceable
 
 FAULT_ENV = "GPU_SIZING_TRACE_FAULT"
 
@@ -53,7 +53,7 @@ def answer(line: str) -> dict:
         # ArchitectureSpec keeps the extension fields (a VLM's encoder) that ModelSpec would drop
         spec = ArchitectureSpec.model_validate(request["spec"])
         settings = TrainingSettings.model_validate(request["settings"])
-        check_supported(spec, settings)
+        check_traceable(spec, settings)
         result = _trace(spec, settings, request)
     except UnsupportedConfiguration as exc:
         return {"error": str(exc)}
