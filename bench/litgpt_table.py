@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from calculators.hardware.csv_rows import check_public_source  # noqa: E402
 from calculators.interface.cli import build_parser, workload_from_args  # noqa: E402
 from calculators.memory.engine import estimate_memory  # noqa: E402
-from calculators.memory.result import GIB  # noqa: E402
+from calculators.units import GIB  # noqa: E402
 from calculators.validation.peak_memory import litgpt_lora_args  # noqa: E402
 
 TABLE = ROOT / "data" / "litgpt_lora_resource_table.csv"

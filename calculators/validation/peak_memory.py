@@ -24,13 +24,13 @@ from pydantic import BaseModel
 from calculators import DATA_DIR
 from calculators.memory.engine import estimate_memory
 from calculators.memory.serving import estimate_serving
+from calculators.units import GIB
 from calculators.workload.build import Workload
 
 DATA = DATA_DIR
 MEASUREMENTS_PATH = DATA / "measured_peak_memory.csv"
 FRAMEWORK_MEASUREMENTS_PATH = DATA / "measured_peak_memory_frameworks.csv"
 CONFIGS = DATA / "validation_configs"
-GIB = 2**30
 MIB_PER_GIB = 1024
 
 CompareTo = Literal["used", "reserved", "allocated", "serving-activations"]

@@ -33,10 +33,9 @@ from typing import Any
 from calculators.hardware.catalogue import GpuSpec
 from calculators.models.geometry import parameter_count
 from calculators.models.spec import ModelSpec
+from calculators.units import GIB, MIB
 from measure.calibration.result import MATMUL_PRECISION_OF, BenchmarkRecord
 
-GIB = 2**30
-MIB = 2**20
 MATMUL_PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 STEP_PRECISIONS = ("fp32", "amp-bf16", "amp-fp16", "bf16")
 CUDA_MATMUL_SHAPES = ((8192, 8192, 8192), (4096, 4096, 4096))

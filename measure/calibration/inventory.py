@@ -21,9 +21,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from calculators.hardware.catalogue import GpuSpec, load_gpu_catalogue
+from calculators.units import GIB
 
-MIB = 2**20
-GIB = 2**30
 MEMORY_TOLERANCE = 0.12  # NVML totals sit 0-7% under the vendor "GB" (ECC, reserved); 12% leaves room
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from calculators.hardware.catalogue import GpuSpec, load_gpu_catalogue
+from calculators.units import GIB
 from measure.calibration import benchmarks
 from measure.calibration.host_lock import CalibrationBusyError as CalibrationBusyError  # callers catch it here
 from measure.calibration.host_lock import exclusive_calibration
@@ -163,7 +164,7 @@ def _host_for(device: str, catalogue: Iterable[GpuSpec] | None) -> _Host:
     host.nvml_used_before_bytes = benchmarks.nvml_used_before_cuda()  # before anything below initialises CUDA
     props = torch.cuda.get_device_properties(host.device)
     specs = list(load_gpu_catalogue() if catalogue is None else catalogue)
-    host.gpu = match_catalogue(props.name, specs, memory_gib=props.total_memory / 2**30)
+    host.gpu = match_catalogue(props.name, specs, memory_gib=props.total_memory / GIB)
     host.gpu_name, host.cuda_gpus = props.name, torch.cuda.device_count()
     host.nvml_gpu = next((gpu for gpu in inventory.gpus if gpu.name == props.name), None)
     notes.append(f"Catalogue row: {host.gpu.name if host.gpu else 'none matches ' + repr(props.name)}")

@@ -50,6 +50,7 @@ import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from calculators.models.spec import ModelSpec, extension
+from calculators.units import GIB
 from calculators.workload.training import (
     TrainingSettings,
     decoder_settings,
@@ -68,7 +69,6 @@ from measure.trace.result import PHASES, TraceError, TraceResult
 from measure.trace.support import check_traceable
 from measure.trace.tracking import LiveStorageTracker, PhasePeak
 
-GIB = 2**30
 PROBE_LAYERS = (3, 4, 5)
 
 WEIGHT_DTYPE = {
