@@ -220,6 +220,9 @@ def attention_params(spec: ModelSpec) -> tuple[int, int]:
 
 
 def _mlp_params(spec: ModelSpec, dense: bool) -> tuple[int, int]:
+    """(all, matmul-weight) parameters of the MLP of a sparse layer (of the only kind of layer for a
+    dense model): all routed experts, shared experts and the router included; with `dense`, of a
+    mixture of experts' dense layer. GELU MLP: h x f and f x h; gated MLP: gate and up h x f, down f x h."""
     linears = [linear for linear in layer_linears(spec, dense=dense) if linear.is_mlp]
     weights = sum(int(linear.weight_elements) for linear in linears)
     biases = _linear_biases(linears) if spec.linear_bias else 0
@@ -227,13 +230,6 @@ def _mlp_params(spec: ModelSpec, dense: bool) -> tuple[int, int]:
         return weights + biases, weights
     router = router_elements(spec)
     return weights + biases + router + (spec.n_experts if spec.router_bias else 0), weights + router
-
-
-def mlp_params(spec: ModelSpec) -> tuple[int, int]:
-    """(all, matmul-weight) parameters of the MLP of a sparse layer (of the only kind of layer for a
-    dense model): all routed experts, shared experts and the router included.
-    GELU MLP: h x f and f x h; gated MLP: gate and up h x f, down f x h."""
-    return _mlp_params(spec, dense=False)
 
 
 def routed_expert_params(spec: ModelSpec) -> int:

@@ -106,8 +106,6 @@ def _hf_row(row: dict) -> RowModel:
 # The longest Alpaca sample, which sets an unpacked batch's padded length: 1304 tokens with
 # the Llama-2 tokenizer (Lightning-AI/litgpt tutorials/resource-tables.md @0cc02afa); Llama
 # 3's larger vocabulary gives fewer tokens, so this is an upper bound.
-_ALPACA_LONGEST_TOKENS = 1304
-
 # A typical unpacked batch of two Alpaca samples pads to far less. The dataset holds 52,002
 # rows of about 920 bytes across instruction, input, output and the templated text
 # (47,764,738 bytes in the disham993/alpaca-train-validation-test-split card of tatsu-lab/

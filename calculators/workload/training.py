@@ -318,20 +318,6 @@ class TrainingSettings(BaseModel):
         return self.gpus * self.tensor_parallel * self.pipeline_parallel
 
 
-# The settings a user chooses (the rest are modelling assumptions with defaults).
-USER_SETTING_FIELDS: tuple[str, ...] = (
-    "micro_batch", "seq_len", "grad_accum", "gpus", "precision",
-    "optimizer", "optimizer_impl", "zero", "checkpointing", "attention",
-)  # fmt: skip
-
-# Settings for fine-tuning, offload and model parallelism; each default
-# gives the plain data-parallel full training of USER_SETTING_FIELDS.
-ADVANCED_SETTING_FIELDS: tuple[str, ...] = (
-    "method", "lora_rank", "lora_targets", "frozen_layers", "offload_optimizer",
-    "offload_parameters", "tensor_parallel", "pipeline_parallel",
-)  # fmt: skip
-
-
 def weight_bytes(precision: str) -> int:
     """Bytes per stored model weight: fp32 under fp32/AMP, half otherwise."""
     return 4 if precision in ("fp32", "amp-fp16", "amp-bf16") else 2
