@@ -1,7 +1,7 @@
-"""Multi-head latent attention in the traced step (measure.trace.models.LatentAttention, after
+"""Multi-head latent attention in the traced step (measure.trace.blocks.LatentAttention, after
 transformers' DeepseekV3Attention) against the engine's mla_attention_saved_bytes. Fused
 attention runs CUDA's memory-efficient kernel by name (values narrower than queries and keys
-rule out flash; measure.trace.models.memory_efficient_attention)."""
+rule out flash; measure.trace.blocks.memory_efficient_attention)."""
 
 from __future__ import annotations
 

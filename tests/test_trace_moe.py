@@ -1,4 +1,4 @@
-"""Mixture-of-experts layers the trace now builds (measure.trace.models.SparseMoE, make_mlp):
+"""Mixture-of-experts layers the trace now builds (measure.trace.blocks.SparseMoE, make_mlp):
 shared experts beside the routed ones, Qwen2-MoE's sigmoid gate on them, and dense first layers.
 What the shared experts add at the end of forward is compared with the engine's
 'shared_experts' term (calculators.memory.activations.layer.layer_activation_terms)."""

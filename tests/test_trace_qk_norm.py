@@ -1,4 +1,4 @@
-"""q/k RMSNorms in the traced step (measure.trace.models.Attention) against the engine's
+"""q/k RMSNorms in the traced step (measure.trace.blocks.Attention) against the engine's
 calculators.memory.activations.attention.qk_norm_saved_bytes: Qwen3 and Gemma 3 normalise each head, OLMo 2 the whole
 projection."""
 

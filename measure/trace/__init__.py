@@ -7,13 +7,13 @@ the peak, the saved activations, and the FLOPs. It is the check of the closed-fo
 `calculators.memory.engine.estimate_memory`.
 
 Importing this package does not import torch; only the worker subprocess (and the modules
-`models`, `tracer`, `tracking`, `cuda_emulation`, `flops`, `lora`, `fused_loss`,
+`models`, `blocks`, `tracer`, `tracking`, `cuda_emulation`, `flops`, `lora`, `fused_loss`,
 `compile_partition`) do. `result`, `support`,
 `runner` and `worker` (until its first request) are torch-free.
 
 Run on the CPU, the trace reproduces CUDA's behaviour where it changes memory: CUDA
 autocast's fp32 op list, flash attention's output layout and fused dropout's 1-byte masks
-(`cuda_emulation`, `models.dropout`). Fake and real CPU tensors give the same bytes.
+(`cuda_emulation`, `blocks.dropout`). Fake and real CPU tensors give the same bytes.
 """
 
 from measure.trace.result import PHASES, TraceError, TraceResult, UnsupportedConfiguration

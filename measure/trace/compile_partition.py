@@ -5,7 +5,7 @@ torch.compile hands a layer's joint forward-backward graph to AOT autograd, whos
 uses) chooses the tensors the forward saves: a minimum cut of the graph in which pointwise
 ops are cheap to recompute and matmuls, attention and reductions are not. Inductor's codegen
 then fuses what is left but does not change that set. This module runs one reference layer
-(`models.Block`) through `torch._functorch.aot_autograd.aot_function` with inductor's
+(`blocks.Block`) through `torch._functorch.aot_autograd.aot_function` with inductor's
 decompositions and that partitioner, and compilers that run the partitioned graphs as they are
 (python code, no inductor codegen, no C compiler). The forward graph returns the layer's output
 followed by the saved tensors; their bytes, counted once per storage, less the parameters and
@@ -35,7 +35,7 @@ from torch.func import functional_call
 
 from calculators.models.spec import ModelSpec
 from calculators.workload.training import TrainingSettings
-from measure.trace.models import Block, LayerContext, rotary_cos_sin
+from measure.trace.blocks import Block, LayerContext, rotary_cos_sin
 
 
 @dataclass

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from calculators.workload.finetune import is_adapted
-from measure.trace.models import dropout as cuda_dropout
+from measure.trace.blocks import dropout as cuda_dropout
 
 # Reference-model attribute name -> the engine's linear name.
 ENGINE_NAME = {
@@ -48,7 +48,7 @@ class LoraLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # Base and adapters share a dtype except under autocast, which casts both matmuls.
-        # the fused CUDA dropout (a 1-byte mask), as models.dropout runs it on CPU tensors
+        # the fused CUDA dropout (a 1-byte mask), as blocks.dropout runs it on CPU tensors
         return self.base(x) + self.lora_b(self.lora_a(cuda_dropout(x, self.dropout_p)))
 
 

@@ -39,7 +39,7 @@ from torch.utils.checkpoint import checkpoint
 
 from calculators.models.spec import ModelSpec, VisionTower
 from calculators.workload.vision import tower_model_spec
-from measure.trace.models import (
+from measure.trace.blocks import (
     Block,
     LayerContext,
     eager_attention,

@@ -34,7 +34,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from calculators.models.spec import ModelSpec, extension
-from measure.trace.models import BoundaryHook, dropout, mlp_activation_function, projection
+from measure.trace.blocks import BoundaryHook, dropout, mlp_activation_function, projection
 
 MAX_DISTANCE = 128  # T5Config.relative_attention_max_distance's default
 
