@@ -288,8 +288,27 @@ def _sliding_layer_count(fields: _Fields, model_type: str, layers: int) -> tuple
 
 def _family_fields(fields: _Fields, model_type: str, hidden: int, heads: int, layers: int) -> dict:
     """What differs from a Llama-style decoder, family by family (transformers' modeling files)."""
-    extra: dict = {}
     experts = fields.integer("num_local_experts", "num_experts", "n_routed_experts", default=1)
+    extra = _expert_and_latent_fields(fields, model_type, heads, experts)
+    extra["n_experts"] = experts
+    extra["n_dense_layers"] = _dense_layer_count(fields, model_type, layers, experts)
+    extra.update(_layer_fields(fields, model_type, hidden, heads, layers))
+    window, sliding = _sliding_layer_count(fields, model_type, layers)
+    extra.update(sliding_window=window, sliding_window_layers=sliding)
+    extra.update(
+        rotary_fraction=fields.number("partial_rotary_factor", "rotary_pct", default=1.0),
+        parallel_residual=fields.boolean("use_parallel_residual", default=model_type in ("gpt_neox", "phi"))
+        or (model_type == "falcon" and fields.boolean("parallel_attn", default=True)),
+        attention_softcap=_softcap(fields, "attn_logit_softcapping", model_type),
+        logit_softcap=_softcap(fields, "final_logit_softcapping", model_type),
+    )
+    return extra
+
+
+def _expert_and_latent_fields(fields: _Fields, model_type: str, heads: int, experts: int) -> dict:
+    """The expert widths of Qwen's and DeepSeek's mixtures of experts (a routed expert's, the dense
+    layers', the shared experts') and DeepSeek's multi-head latent attention."""
+    extra: dict = {}
     if model_type in ("qwen2_moe", "qwen3_moe") and experts > 1:
         extra["ffn_hidden_size"] = fields.integer("moe_intermediate_size")
         extra["dense_ffn_hidden_size"] = fields.integer("intermediate_size")
@@ -311,8 +330,12 @@ def _family_fields(fields: _Fields, model_type: str, hidden: int, heads: int, la
             v_head_dim=fields.integer("v_head_dim"),
             n_kv_heads=heads,
         )
-    extra["n_experts"] = experts
-    extra["n_dense_layers"] = _dense_layer_count(fields, model_type, layers, experts)
+    return extra
+
+
+def _layer_fields(fields: _Fields, model_type: str, hidden: int, heads: int, layers: int) -> dict:
+    """A layer's norms, biases and attention where the family departs from Llama's."""
+    extra: dict = {}
     if model_type == "gpt_oss":
         # GptOssExperts' clamped SwiGLU (transformers models/gpt_oss/modeling_gpt_oss.py @6edf5b31)
         extra.update(linear_bias=True, router_bias=True, attention_sinks=True, activation="clamped-swiglu")
@@ -357,15 +380,6 @@ def _family_fields(fields: _Fields, model_type: str, hidden: int, heads: int, la
             out_bias=attention_bias,
             lm_head_bias=fields.boolean("lm_head_bias", default=False),
         )
-    window, sliding = _sliding_layer_count(fields, model_type, layers)
-    extra.update(sliding_window=window, sliding_window_layers=sliding)
-    extra.update(
-        rotary_fraction=fields.number("partial_rotary_factor", "rotary_pct", default=1.0),
-        parallel_residual=fields.boolean("use_parallel_residual", default=model_type in ("gpt_neox", "phi"))
-        or (model_type == "falcon" and fields.boolean("parallel_attn", default=True)),
-        attention_softcap=_softcap(fields, "attn_logit_softcapping", model_type),
-        logit_softcap=_softcap(fields, "final_logit_softcapping", model_type),
-    )
     return extra
 
 
