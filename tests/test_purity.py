@@ -7,6 +7,10 @@ sys.modules; pandas itself imports subprocess (pandas._config.localization), so 
 declared third-party dependencies bring in is set apart first. In the source, no calculators
 module names a forbidden module in an import statement, at any depth (a lazy import inside a
 function counts too), which also covers subprocess.
+
+The domain (every calculators module outside calculators.interface, and the entry point
+calculators/__main__.py) imports neither the interface nor measure/ nor the UI, at any depth;
+calculators.interface imports measure/ only inside the command functions that need it.
 """
 
 from __future__ import annotations
@@ -70,3 +74,79 @@ def test_no_calculators_source_imports_a_forbidden_module():
         if name in FORBIDDEN
     ]
     assert offending == []
+
+
+# what the domain packages may not import, beyond FORBIDDEN: the edges that depend on them
+DOMAIN_FORBIDDEN = (*FORBIDDEN, "measure", "ui", "app_pages", "calculators.interface")
+INTERFACE = ROOT / "calculators" / "interface"
+ENTRY_POINT = ROOT / "calculators" / "__main__.py"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str]]:
+    """(line, dotted name) of every module an import statement in the tree names: relative imports
+    resolved against `module`, and `from a import b` naming both a and a.b (b may be a module)."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")[: len(module.split(".")) - node.level + is_package]
+                base = ".".join([*anchor, *([base] if base else [])])
+            names.append((node.lineno, base))
+            names += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+    return names
+
+
+def names_any_of(name: str, modules: tuple[str, ...]) -> bool:
+    return any(name == module or name.startswith(module + ".") for module in modules)
+
+
+def domain_import_problems(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    found = imported_modules(tree, module_name(path), path.name == "__init__.py")
+    return [f"{path.relative_to(ROOT)}:{line} imports {name}" for line, name in found
+            if names_any_of(name, DOMAIN_FORBIDDEN)]  # fmt: skip
+
+
+def test_no_domain_module_imports_the_interface_measure_or_the_ui():
+    domain = [
+        path
+        for path in sorted((ROOT / "calculators").rglob("*.py"))
+        if INTERFACE not in path.parents and path != ENTRY_POINT
+    ]
+    assert any(path.name == "build.py" for path in domain) and not any(INTERFACE in p.parents for p in domain)
+    assert [problem for path in domain for problem in domain_import_problems(path)] == []
+
+
+def module_level_imports(tree: ast.Module) -> list[ast.stmt]:
+    """Import statements that run when the module is imported: anywhere but inside a function."""
+    found, pending = [], list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        pending += list(ast.iter_child_nodes(node))
+    return found
+
+
+def eager_measure_imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    module = ast.Module(body=module_level_imports(tree), type_ignores=[])
+    found = imported_modules(module, module_name(path), path.name == "__init__.py")
+    return [f"{path.relative_to(ROOT)}:{line} imports {name}" for line, name in found
+            if names_any_of(name, ("measure",))]  # fmt: skip
+
+
+def test_the_interface_imports_measure_only_inside_functions():
+    interface = sorted(INTERFACE.rglob("*.py"))
+    assert any(path.name == "cli.py" for path in interface)
+    assert [problem for path in interface for problem in eager_measure_imports(path)] == []
