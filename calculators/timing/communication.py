@@ -26,8 +26,6 @@ node while the product of it and the dimensions inside it fits `gpus_per_node`.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from calculators.models.geometry import (
     layer_linears,
     lm_head_params,
@@ -115,17 +113,6 @@ def trainable_parameters_per_rank(spec: ModelSpec, settings: TrainingSettings, e
 # --- bytes per dimension ------------------------------------------------------------------
 
 
-class StepTraffic(BaseModel):
-    """Bytes each GPU sends in one optimizer step, per parallel dimension; `per_micro`
-    repeats every micro-batch (overlappable with it), `per_step` once per step."""
-
-    dp_per_micro_bytes: float
-    dp_per_step_bytes: float
-    tp_per_micro_bytes: float
-    pp_per_micro_bytes: float
-    trainable_parameters_per_rank: float
-
-
 def dp_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int = 1) -> tuple[float, float]:
     """(bytes per micro-batch, bytes once per step) each GPU sends for data parallelism.
 
@@ -196,18 +183,6 @@ def bubble_fraction(pipeline_parallel: int, micro_batches: int, virtual_stages: 
     micro-batches per step and v virtual stages per rank (Narayanan et al. 2021, Sec. 2.2.1
     and 2.2.2)."""
     return (pipeline_parallel - 1) / (virtual_stages * micro_batches)
-
-
-def step_traffic(spec: ModelSpec, settings: TrainingSettings, virtual_stages: int = 1) -> StepTraffic:
-    """Every dimension's bytes per GPU of one step."""
-    dp_micro, dp_step = dp_bytes(spec, settings)
-    return StepTraffic(
-        dp_per_micro_bytes=dp_micro,
-        dp_per_step_bytes=dp_step,
-        tp_per_micro_bytes=tp_bytes_per_micro(spec, settings),
-        pp_per_micro_bytes=pp_bytes_per_micro(spec, settings, virtual_stages),
-        trainable_parameters_per_rank=trainable_parameters_per_rank(spec, settings),
-    )
 
 
 # --- placement: which link each dimension uses ---------------------------------------------

@@ -197,11 +197,6 @@ def model_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
     )
 
 
-def pipeline_bubble_factor(settings: TrainingSettings, virtual_stages: int = 1) -> float:
-    """1 + the 1F1B bubble (p - 1) / (v x m) (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2)."""
-    return 1.0 + bubble_fraction(settings.pipeline_parallel, settings.grad_accum, virtual_stages)
-
-
 # --- throughput ------------------------------------------------------------------
 
 
