@@ -38,6 +38,7 @@ from calculators.timing.operations import (
     Kernels,
     LossKernel,
     curve_family,
+    expert_parallel_of,
     flash_attention_fraction,
     kernels_fused,
     loss_kernel_in_use,
@@ -432,11 +433,6 @@ def dimension_links(gpu: GpuSpec, settings: TrainingSettings, time_settings: Tim
     }
 
 
-def expert_parallel_of(spec: ModelSpec, time_settings: TimeSettings) -> int:
-    """The expert-parallel degree that applies: the setting for a mixture of experts, 1 otherwise."""
-    return time_settings.expert_parallel if spec.n_experts > 1 else 1
-
-
 def comm_seconds(
     spec: ModelSpec, settings: TrainingSettings, gpu: GpuSpec, time_settings: TimeSettings, compute_s: float
 ) -> tuple[float, float, float]:
@@ -536,20 +532,7 @@ def estimate_time(
         compute_s = _flat_compute_s(settings, executed_flops, peak, time_settings.utilisation)
         by_class = {"flat utilisation": compute_s}
     else:
-        fraction = time_settings.matmul_fraction or matmul_fraction(gpu, fmt)
-        parts = step_compute(
-            spec,
-            settings,
-            gpu,
-            peak,
-            fraction,
-            time_settings.compile,
-            expert_parallel_of(spec, time_settings),
-            time_settings.kernels,
-            time_settings.attention_kernel,
-            with_images,
-            time_settings.loss_kernel,
-        )
+        parts = step_compute(spec, with_images, gpu, time_settings, peak, fmt)
         compute_s = parts.total_s
         by_class = {
             "gemm": parts.gemm_s,
