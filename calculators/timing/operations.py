@@ -577,6 +577,21 @@ class StepCompute(BaseModel):
             + self.vision_s
         )
 
+    @property
+    def by_class_s(self) -> dict[str, float]:
+        """The seconds by op class as the estimate lists them; "vision" only where the step has images."""
+        by_class = {
+            "gemm": self.gemm_s,
+            "attention": self.attention_s,
+            "elementwise": self.elementwise_s,
+            "loss": self.loss_s,
+            "recompute": self.recompute_s,
+            "optimizer": self.optimizer_s,
+        }
+        if self.vision_s:
+            by_class["vision"] = self.vision_s
+        return by_class
+
 
 class StepKernels(BaseModel):
     """How one GPU runs a step's operations, from the GPU and the time settings (step_kernels):
