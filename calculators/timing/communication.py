@@ -135,6 +135,12 @@ def dp_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int =
     return allgather_bytes(params * (2 * weight_b + grad_b), n), 0.0
 
 
+def activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """The b x s x h activations of one micro-batch in the compute dtype, which a tensor-parallel
+    all-reduce and a pipeline send carry."""
+    return settings.micro_batch * settings.seq_len * spec.hidden_size * compute_bytes(settings.precision)
+
+
 def tp_allreduces_per_layer(checkpointing: str) -> int:
     """All-reduces per layer and micro-batch: 2 forward + 2 backward (Megatron-LM, Shoeybi et
     al. 2019, Fig. 4: f and g operators around attention and MLP), + 2 when full checkpointing
@@ -149,7 +155,7 @@ def tp_bytes_per_micro(spec: ModelSpec, settings: TrainingSettings) -> float:
     t = settings.tensor_parallel
     if t == 1:
         return 0.0
-    activation = settings.micro_batch * settings.seq_len * spec.hidden_size * compute_bytes(settings.precision)
+    activation = activation_bytes(spec, settings)
     layers_on_stage = spec.n_layers / settings.pipeline_parallel
     return layers_on_stage * tp_allreduces_per_layer(settings.checkpointing) * allreduce_bytes(activation, t)
 
@@ -161,7 +167,7 @@ def pp_bytes_per_micro(spec: ModelSpec, settings: TrainingSettings, virtual_stag
     stages (an interleaved schedule crosses v times as many stage boundaries, ibid. 2.2.2)."""
     if settings.pipeline_parallel == 1:
         return 0.0
-    activation = settings.micro_batch * settings.seq_len * spec.hidden_size * compute_bytes(settings.precision)
+    activation = activation_bytes(spec, settings)
     return 2 * activation / settings.tensor_parallel * virtual_stages
 
 

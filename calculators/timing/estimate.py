@@ -69,13 +69,27 @@ def recompute_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> fl
     full checkpointing reruns the whole forward (2N + the attention forward, i.e. 8N instead of 6N);
     selective recomputation reruns the attention core only (its forward: a third of PaLM's term);
     per-op selective reruns every second matmul of each layer (torchtitan's policy)."""
-    attention_forward = attention_flops_per_token(spec, settings.seq_len) / 3
-    if settings.checkpointing == "full":
-        return 2.0 * active_matmul_parameters(spec) + attention_forward
-    if settings.checkpointing == "selective":
-        return attention_forward
-    if settings.checkpointing == "op-selective":
-        return 2.0 * spec.n_layers * op_selective_recomputed_weights_per_token(spec)
+    return rerun_flops_per_token(
+        settings.checkpointing,
+        active_matmul_parameters(spec),
+        attention_flops_per_token(spec, settings.seq_len),
+        spec.n_layers * op_selective_recomputed_weights_per_token(spec),
+    )
+
+
+def rerun_flops_per_token(
+    checkpointing: str, matmul_weights: float, attention_flops: float, op_selective_weights: float = 0.0
+) -> float:
+    """FLOPs per token that `checkpointing` reruns of work with `matmul_weights` matmul weights
+    per token and `attention_flops` of PaLM's attention term (forward and backward; the forward
+    is a third): full, the whole forward (2 x weights + the attention forward); selective, the
+    attention forward; per-op selective, 2 x `op_selective_weights` (every second matmul)."""
+    if checkpointing == "full":
+        return 2.0 * matmul_weights + attention_flops / 3
+    if checkpointing == "selective":
+        return attention_flops / 3
+    if checkpointing == "op-selective":
+        return 2.0 * op_selective_weights
     return 0.0
 
 
@@ -131,11 +145,9 @@ def skipped_layer_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -
         return 0.0, 0.0
     weights = layer_matmul_elements(spec)
     attention = attention_flops_per_token(spec, language_model_settings(spec, settings).seq_len) / spec.n_layers
-    recomputed = {
-        "full": 2.0 * weights + attention / 3,
-        "selective": attention / 3,
-        "op-selective": 2.0 * op_selective_recomputed_weights_per_token(spec),
-    }.get(settings.checkpointing, 0.0)
+    recomputed = rerun_flops_per_token(
+        settings.checkpointing, weights, attention, op_selective_recomputed_weights_per_token(spec)
+    )
     return skipped * (matmul_flops_factor(settings) * weights + attention), skipped * recomputed
 
 
@@ -157,8 +169,8 @@ def target_length_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -
     weights = decoder_layers * (layer_matmul_elements(spec) + cross_q_o) + head
     matmul_weights = weights * (1 - target / source)
     attention = 12.0 * decoder_layers * spec.q_dim * (source - target**2 / source)
-    recomputed = {"full": 2.0 * matmul_weights + attention / 3, "selective": attention / 3}.get(settings.checkpointing)
-    return matmul_flops_factor(settings) * matmul_weights + attention, recomputed or 0.0
+    recomputed = rerun_flops_per_token(settings.checkpointing, matmul_weights, attention)  # per-op selective: none
+    return matmul_flops_factor(settings) * matmul_weights + attention, recomputed
 
 
 def cross_attention_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
@@ -172,7 +184,7 @@ def cross_attention_flops_per_token(spec: ModelSpec, settings: TrainingSettings)
         return 0.0, 0.0
     target = decoder_settings(spec, settings).seq_len
     flops = 12.0 * decoder_layers * spec.q_dim * target
-    return flops, flops / 3 if settings.checkpointing in ("full", "selective") else 0.0
+    return flops, rerun_flops_per_token(settings.checkpointing, 0.0, flops)
 
 
 def unlike_layers_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
