@@ -46,6 +46,7 @@ from calculators.timing.operations import (
     measured_part,
     op_selective_recomputed_linears,
     step_compute,
+    step_kernels,
 )
 from calculators.workload.training import TrainingSettings, decoder_settings, language_model_settings
 from calculators.workload.vision import tower_forward_flops_per_image, tower_trains, vision_tower
@@ -579,7 +580,7 @@ def estimate_time(
         compute_s = _flat_compute_s(language, executed_flops, peak, time_settings.utilisation)
         by_class = {"flat utilisation": compute_s}
     else:
-        parts = step_compute(spec, settings, gpu, time_settings, peak, fmt)
+        parts = step_compute(spec, settings, step_kernels(spec, language, gpu, time_settings, peak, fmt))
         compute_s, by_class = parts.total_s, parts.by_class_s
     links = dimension_links(gpu, language, time_settings)
     comm_s, exposed_s, dp_bytes = comm_by_dimension(spec, settings, time_settings, links, compute_s)

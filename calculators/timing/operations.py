@@ -845,22 +845,13 @@ def optimizer_seconds(spec: ModelSpec, settings: TrainingSettings, kernels: Step
     return parameters * optimizer_bytes_per_parameter(settings) / kernels.bytes_per_s
 
 
-def step_compute(
-    spec: ModelSpec,
-    settings: TrainingSettings,
-    gpu: GpuSpec,
-    time_settings: TimeSettings,
-    peak_tflops: float,
-    compute_format: str,
-) -> StepCompute:
+def step_compute(spec: ModelSpec, settings: TrainingSettings, kernels: StepKernels) -> StepCompute:
     """Compute seconds of one optimizer step (all micro-batches) on the last pipeline stage of
     one rank: its layers (stage_layers) on the language model's tokens (language_model_settings:
     `settings` are the workload's, images in), the head and loss, and the optimizer on its
     shard; a vision-language model's image encoder too (vision_seconds), though it runs on the
-    first stage. The matmuls run at `peak_tflops` in `compute_format`, every op with the kernels
-    `time_settings` choose (step_kernels)."""
+    first stage. Every op runs with `kernels` (step_kernels: the GPU's and the time settings')."""
     language = language_model_settings(spec, settings)
-    kernels = step_kernels(spec, language, gpu, time_settings, peak_tflops, compute_format)
     layers, backward_layers = stage_layers(spec, settings)
     layer = layer_seconds(spec, language, kernels)
     # an encoder-decoder's head runs on the target's tokens
