@@ -26,8 +26,6 @@ node while the product of it and the dimensions inside it fits `gpus_per_node`.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from calculators.models.geometry import (
     layer_linears,
     lm_head_params,
@@ -115,17 +113,6 @@ def trainable_parameters_per_rank(spec: ModelSpec, settings: TrainingSettings, e
 # --- bytes per dimension ------------------------------------------------------------------
 
 
-class StepTraffic(BaseModel):
-    """Bytes each GPU sends in one optimizer step, per parallel dimension; `per_micro`
-    repeats every micro-batch (overlappable with it), `per_step` once per step."""
-
-    dp_per_micro_bytes: float
-    dp_per_step_bytes: float
-    tp_per_micro_bytes: float
-    pp_per_micro_bytes: float
-    trainable_parameters_per_rank: float
-
-
 def dp_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int = 1) -> tuple[float, float]:
     """(bytes per micro-batch, bytes once per step) each GPU sends for data parallelism.
 
@@ -148,6 +135,12 @@ def dp_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int =
     return allgather_bytes(params * (2 * weight_b + grad_b), n), 0.0
 
 
+def activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
+    """The b x s x h activations of one micro-batch in the compute dtype, which a tensor-parallel
+    all-reduce and a pipeline send carry."""
+    return settings.micro_batch * settings.seq_len * spec.hidden_size * compute_bytes(settings.precision)
+
+
 def tp_allreduces_per_layer(checkpointing: str) -> int:
     """All-reduces per layer and micro-batch: 2 forward + 2 backward (Megatron-LM, Shoeybi et
     al. 2019, Fig. 4: f and g operators around attention and MLP), + 2 when full checkpointing
@@ -162,7 +155,7 @@ def tp_bytes_per_micro(spec: ModelSpec, settings: TrainingSettings) -> float:
     t = settings.tensor_parallel
     if t == 1:
         return 0.0
-    activation = settings.micro_batch * settings.seq_len * spec.hidden_size * compute_bytes(settings.precision)
+    activation = activation_bytes(spec, settings)
     layers_on_stage = spec.n_layers / settings.pipeline_parallel
     return layers_on_stage * tp_allreduces_per_layer(settings.checkpointing) * allreduce_bytes(activation, t)
 
@@ -174,7 +167,7 @@ def pp_bytes_per_micro(spec: ModelSpec, settings: TrainingSettings, virtual_stag
     stages (an interleaved schedule crosses v times as many stage boundaries, ibid. 2.2.2)."""
     if settings.pipeline_parallel == 1:
         return 0.0
-    activation = settings.micro_batch * settings.seq_len * spec.hidden_size * compute_bytes(settings.precision)
+    activation = activation_bytes(spec, settings)
     return 2 * activation / settings.tensor_parallel * virtual_stages
 
 
@@ -196,18 +189,6 @@ def bubble_fraction(pipeline_parallel: int, micro_batches: int, virtual_stages: 
     micro-batches per step and v virtual stages per rank (Narayanan et al. 2021, Sec. 2.2.1
     and 2.2.2)."""
     return (pipeline_parallel - 1) / (virtual_stages * micro_batches)
-
-
-def step_traffic(spec: ModelSpec, settings: TrainingSettings, virtual_stages: int = 1) -> StepTraffic:
-    """Every dimension's bytes per GPU of one step."""
-    dp_micro, dp_step = dp_bytes(spec, settings)
-    return StepTraffic(
-        dp_per_micro_bytes=dp_micro,
-        dp_per_step_bytes=dp_step,
-        tp_per_micro_bytes=tp_bytes_per_micro(spec, settings),
-        pp_per_micro_bytes=pp_bytes_per_micro(spec, settings, virtual_stages),
-        trainable_parameters_per_rank=trainable_parameters_per_rank(spec, settings),
-    )
 
 
 # --- placement: which link each dimension uses ---------------------------------------------

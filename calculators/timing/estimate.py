@@ -38,6 +38,7 @@ from calculators.timing.operations import (
     Kernels,
     LossKernel,
     curve_family,
+    expert_parallel_of,
     flash_attention_fraction,
     kernels_fused,
     loss_kernel_in_use,
@@ -45,6 +46,7 @@ from calculators.timing.operations import (
     measured_part,
     op_selective_recomputed_linears,
     step_compute,
+    step_kernels,
 )
 from calculators.workload.training import TrainingSettings, decoder_settings, language_model_settings
 from calculators.workload.vision import tower_forward_flops_per_image, tower_trains, vision_tower
@@ -68,13 +70,27 @@ def recompute_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> fl
     full checkpointing reruns the whole forward (2N + the attention forward, i.e. 8N instead of 6N);
     selective recomputation reruns the attention core only (its forward: a third of PaLM's term);
     per-op selective reruns every second matmul of each layer (torchtitan's policy)."""
-    attention_forward = attention_flops_per_token(spec, settings.seq_len) / 3
-    if settings.checkpointing == "full":
-        return 2.0 * active_matmul_parameters(spec) + attention_forward
-    if settings.checkpointing == "selective":
-        return attention_forward
-    if settings.checkpointing == "op-selective":
-        return 2.0 * spec.n_layers * op_selective_recomputed_weights_per_token(spec)
+    return rerun_flops_per_token(
+        settings.checkpointing,
+        active_matmul_parameters(spec),
+        attention_flops_per_token(spec, settings.seq_len),
+        spec.n_layers * op_selective_recomputed_weights_per_token(spec),
+    )
+
+
+def rerun_flops_per_token(
+    checkpointing: str, matmul_weights: float, attention_flops: float, op_selective_weights: float = 0.0
+) -> float:
+    """FLOPs per token that `checkpointing` reruns of work with `matmul_weights` matmul weights
+    per token and `attention_flops` of PaLM's attention term (forward and backward; the forward
+    is a third): full, the whole forward (2 x weights + the attention forward); selective, the
+    attention forward; per-op selective, 2 x `op_selective_weights` (every second matmul)."""
+    if checkpointing == "full":
+        return 2.0 * matmul_weights + attention_flops / 3
+    if checkpointing == "selective":
+        return attention_flops / 3
+    if checkpointing == "op-selective":
+        return 2.0 * op_selective_weights
     return 0.0
 
 
@@ -120,23 +136,19 @@ def vision_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float
     return per_sample / language_model_settings(spec, settings).seq_len
 
 
-def skipped_layer_flops_per_token(
-    spec: ModelSpec, with_images: TrainingSettings, settings: TrainingSettings
-) -> tuple[float, float]:
+def skipped_layer_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
     """(model FLOPs, recomputed FLOPs) per token of the layers a step without images skips (Llama
     3.2 Vision's cross-attention layers, calculators.memory.mllama.layers_skipped_without_images): each
-    layer's 6N (4N) and attention share, and what checkpointing would have rerun of it.
-    `with_images`: the settings as given, `settings` the language model's."""
-    skipped = layers_skipped_without_images(spec, with_images)
+    layer's 6N (4N) and attention share over the language model's sequence, and what
+    checkpointing would have rerun of it. `settings`: the workload's, images in."""
+    skipped = layers_skipped_without_images(spec, settings)
     if not skipped:
         return 0.0, 0.0
     weights = layer_matmul_elements(spec)
-    attention = attention_flops_per_token(spec, settings.seq_len) / spec.n_layers
-    recomputed = {
-        "full": 2.0 * weights + attention / 3,
-        "selective": attention / 3,
-        "op-selective": 2.0 * op_selective_recomputed_weights_per_token(spec),
-    }.get(settings.checkpointing, 0.0)
+    attention = attention_flops_per_token(spec, language_model_settings(spec, settings).seq_len) / spec.n_layers
+    recomputed = rerun_flops_per_token(
+        settings.checkpointing, weights, attention, op_selective_recomputed_weights_per_token(spec)
+    )
     return skipped * (matmul_flops_factor(settings) * weights + attention), skipped * recomputed
 
 
@@ -158,8 +170,8 @@ def target_length_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -
     weights = decoder_layers * (layer_matmul_elements(spec) + cross_q_o) + head
     matmul_weights = weights * (1 - target / source)
     attention = 12.0 * decoder_layers * spec.q_dim * (source - target**2 / source)
-    recomputed = {"full": 2.0 * matmul_weights + attention / 3, "selective": attention / 3}.get(settings.checkpointing)
-    return matmul_flops_factor(settings) * matmul_weights + attention, recomputed or 0.0
+    recomputed = rerun_flops_per_token(settings.checkpointing, matmul_weights, attention)  # per-op selective: none
+    return matmul_flops_factor(settings) * matmul_weights + attention, recomputed
 
 
 def cross_attention_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
@@ -173,19 +185,19 @@ def cross_attention_flops_per_token(spec: ModelSpec, settings: TrainingSettings)
         return 0.0, 0.0
     target = decoder_settings(spec, settings).seq_len
     flops = 12.0 * decoder_layers * spec.q_dim * target
-    return flops, flops / 3 if settings.checkpointing in ("full", "selective") else 0.0
+    return flops, rerun_flops_per_token(settings.checkpointing, 0.0, flops)
 
 
-def unlike_layers_flops_per_token(
-    spec: ModelSpec, with_images: TrainingSettings, settings: TrainingSettings
-) -> tuple[float, float]:
+def unlike_layers_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
     """(model FLOPs, recomputed FLOPs) per token to add to the count that takes every layer as
     alike (model_flops_per_token, training_flops_per_token): less the layers a step without
     images skips and what a decoder shorter than the input does not run, plus an encoder-decoder's
-    cross-attention cores. `with_images`: the settings as given, `settings` the language model's."""
-    skipped = skipped_layer_flops_per_token(spec, with_images, settings)
-    shorter = target_length_flops_per_token(spec, settings)
-    cross = cross_attention_flops_per_token(spec, settings)
+    cross-attention cores. `settings`: the workload's, images in; the last two count on the
+    language model's (language_model_settings)."""
+    language = language_model_settings(spec, settings)
+    skipped = skipped_layer_flops_per_token(spec, settings)
+    shorter = target_length_flops_per_token(spec, language)
+    cross = cross_attention_flops_per_token(spec, language)
     return tuple(c - s - t for c, s, t in zip(cross, skipped, shorter, strict=True))
 
 
@@ -195,11 +207,6 @@ def model_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
     return matmul_flops_factor(settings) * active_matmul_parameters(spec) + attention_flops_per_token(
         spec, settings.seq_len
     )
-
-
-def pipeline_bubble_factor(settings: TrainingSettings, virtual_stages: int = 1) -> float:
-    """1 + the 1F1B bubble (p - 1) / (v x m) (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2)."""
-    return 1.0 + bubble_fraction(settings.pipeline_parallel, settings.grad_accum, virtual_stages)
 
 
 # --- throughput ------------------------------------------------------------------
@@ -437,15 +444,11 @@ def dimension_links(gpu: GpuSpec, settings: TrainingSettings, time_settings: Tim
     }
 
 
-def expert_parallel_of(spec: ModelSpec, time_settings: TimeSettings) -> int:
-    """The expert-parallel degree that applies: the setting for a mixture of experts, 1 otherwise."""
-    return time_settings.expert_parallel if spec.n_experts > 1 else 1
-
-
 def comm_seconds(
-    spec: ModelSpec, settings: TrainingSettings, gpu: GpuSpec, time_settings: TimeSettings, compute_s: float
+    spec: ModelSpec, settings: TrainingSettings, time_settings: TimeSettings, dp_gbytes_per_s: float, compute_s: float
 ) -> tuple[float, float, float]:
-    """(total, exposed) data-parallel seconds of one step and the bytes sent per GPU.
+    """(total, exposed) data-parallel seconds of one step over a `dp_gbytes_per_s` link
+    (dimension_links) and the bytes sent per GPU.
 
     Traffic every micro-batch (ZeRO 2/3) overlaps with that micro-batch's compute; traffic
     once per step (the ZeRO 0/1 all-reduce, ZeRO 2's weight all-gather) only with the last
@@ -453,10 +456,9 @@ def comm_seconds(
     micro-batch's compute is one window: its own traffic and the once-per-step traffic share it.
     """
     per_micro_b, per_step_b = communication.dp_bytes(spec, settings, expert_parallel_of(spec, time_settings))
-    bandwidth = dimension_links(gpu, settings, time_settings)["dp"]
     micro_compute_s = compute_s / settings.grad_accum
-    per_micro_s = per_micro_b / (bandwidth * 1e9)
-    per_step_s = per_step_b / (bandwidth * 1e9)
+    per_micro_s = per_micro_b / (dp_gbytes_per_s * 1e9)
+    per_step_s = per_step_b / (dp_gbytes_per_s * 1e9)
     overlap = time_settings.overlap_fraction
     exposed = (settings.grad_accum - 1) * exposed_comm_s(per_micro_s, micro_compute_s, overlap)
     exposed += exposed_comm_s(per_micro_s + per_step_s, micro_compute_s, overlap)
@@ -519,6 +521,49 @@ def _assumptions(
     ]
 
 
+def step_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
+    """(model FLOPs, executed FLOPs) per token of the language model's sequence (images as tokens,
+    language_model_settings) for the workload `settings`, images in: model_flops_per_token and
+    training_flops_per_token, each with the image encoder's FLOPs (vision_flops_per_token) and the
+    correction for layers that are not all alike (unlike_layers_flops_per_token)."""
+    language = language_model_settings(spec, settings)
+    vision_flops = vision_flops_per_token(spec, settings)
+    layers_model, layers_recomputed = unlike_layers_flops_per_token(spec, settings)
+    model_flops = model_flops_per_token(spec, language) + vision_flops + layers_model
+    executed_flops = training_flops_per_token(spec, language) + vision_flops + layers_model + layers_recomputed
+    return model_flops, executed_flops
+
+
+def comm_by_dimension(
+    spec: ModelSpec, settings: TrainingSettings, time_settings: TimeSettings, links: dict[str, float], compute_s: float
+) -> tuple[dict[str, float], dict[str, float], float]:
+    """(seconds, exposed seconds) of one step's traffic per dimension (dp, tp, pp, ep) over
+    `links` (dimension_links), and the data-parallel bytes each GPU sends; `settings` are the
+    workload's, images in. Tensor-parallel all-reduces run in the layers a step runs (not those a
+    step without images skips), an encoder-decoder's decoder layers on the target's activations,
+    not the input's; their and the pipeline's traffic hides by its overlap fraction, the expert
+    all-to-all not at all (the MoE layer waits for its tokens), data parallel's as comm_seconds."""
+    language = language_model_settings(spec, settings)
+    m = language.grad_accum
+    running_layers = 1 - layers_skipped_without_images(spec, settings) / spec.n_layers
+    target_share = decoder_settings(spec, language).seq_len / language.seq_len
+    decoder_layer_share = extension(spec, "cross_attention_layers") / spec.n_layers
+    tp_layers = running_layers - decoder_layer_share * (1 - target_share)
+    tp_s = m * communication.tp_bytes_per_micro(spec, language) * tp_layers / (links["tp"] * 1e9)
+    pp_s = m * communication.pp_bytes_per_micro(spec, language, time_settings.virtual_stages) / (links["pp"] * 1e9)
+    ep_bytes = communication.moe_alltoall_bytes_per_micro(spec, language, expert_parallel_of(spec, time_settings))
+    ep_s = m * ep_bytes / (links["ep"] * 1e9)
+    dp_s, dp_exposed, dp_bytes = comm_seconds(spec, language, time_settings, links["dp"], compute_s)
+    seconds = {"dp": dp_s, "tp": tp_s, "pp": pp_s, "ep": ep_s}
+    exposed = {
+        "dp": dp_exposed,
+        "tp": tp_s * (1 - time_settings.tp_overlap_fraction),
+        "pp": pp_s * (1 - time_settings.pp_overlap_fraction),
+        "ep": ep_s,
+    }
+    return seconds, exposed, dp_bytes
+
+
 def estimate_time(
     spec: ModelSpec, settings: TrainingSettings, gpu: GpuSpec, time_settings: TimeSettings
 ) -> TimeEstimate:
@@ -528,68 +573,27 @@ def estimate_time(
     vision-language workload count as sequence tokens (language_model_settings); the image
     encoder's own work is its own op class, "vision" (calculators.timing.operations.vision_seconds).
     """
-    with_images = settings
-    vision_flops = vision_flops_per_token(spec, settings)
-    settings = language_model_settings(spec, settings)
-    peak, fmt = rate_and_format(gpu, settings.precision, time_settings.fp32_uses_tf32)
-    m = settings.grad_accum
-    layers_model, layers_recomputed = unlike_layers_flops_per_token(spec, with_images, settings)
-    model_flops = model_flops_per_token(spec, settings) + vision_flops + layers_model
-    executed_flops = training_flops_per_token(spec, settings) + vision_flops + layers_model + layers_recomputed
-    running_layers = 1 - layers_skipped_without_images(spec, with_images) / spec.n_layers
+    language = language_model_settings(spec, settings)
+    peak, fmt = rate_and_format(gpu, language.precision, time_settings.fp32_uses_tf32)
+    model_flops, executed_flops = step_flops_per_token(spec, settings)
     if time_settings.utilisation is not None:
-        compute_s = _flat_compute_s(settings, executed_flops, peak, time_settings.utilisation)
+        compute_s = _flat_compute_s(language, executed_flops, peak, time_settings.utilisation)
         by_class = {"flat utilisation": compute_s}
     else:
-        fraction = time_settings.matmul_fraction or matmul_fraction(gpu, fmt)
-        parts = step_compute(
-            spec,
-            settings,
-            gpu,
-            peak,
-            fraction,
-            time_settings.compile,
-            expert_parallel_of(spec, time_settings),
-            time_settings.kernels,
-            time_settings.attention_kernel,
-            with_images,
-            time_settings.loss_kernel,
-        )
-        compute_s = parts.total_s
-        by_class = {
-            "gemm": parts.gemm_s,
-            "attention": parts.attention_s,
-            "elementwise": parts.elementwise_s,
-            "loss": parts.loss_s,
-            "recompute": parts.recompute_s,
-            "optimizer": parts.optimizer_s,
-        }
-        if parts.vision_s:
-            by_class["vision"] = parts.vision_s
-    links = dimension_links(gpu, settings, time_settings)
-    # decoder layers of an encoder-decoder all-reduce the target's activations, not the input's
-    target_share = decoder_settings(spec, settings).seq_len / settings.seq_len
-    decoder_layer_share = extension(spec, "cross_attention_layers") / spec.n_layers
-    tp_layers = running_layers - decoder_layer_share * (1 - target_share)
-    tp_s = m * communication.tp_bytes_per_micro(spec, settings) * tp_layers / (links["tp"] * 1e9)
-    pp_s = m * communication.pp_bytes_per_micro(spec, settings, time_settings.virtual_stages) / (links["pp"] * 1e9)
-    ep_bytes = communication.moe_alltoall_bytes_per_micro(spec, settings, expert_parallel_of(spec, time_settings))
-    ep_s = m * ep_bytes / (links["ep"] * 1e9)
-    tp_exposed = tp_s * (1 - time_settings.tp_overlap_fraction)
-    pp_exposed = pp_s * (1 - time_settings.pp_overlap_fraction)
-    ep_exposed = ep_s  # the MoE layer waits for its tokens: the all-to-all is not overlapped
-    dp_s, dp_exposed, dp_bytes = comm_seconds(spec, settings, gpu, time_settings, compute_s)
-    bubble = bubble_fraction(settings.pipeline_parallel, m, time_settings.virtual_stages)
-    busy_s = compute_s + tp_exposed + pp_exposed + ep_exposed
-    bubble_s = bubble * busy_s
-    step_s = busy_s + bubble_s + dp_exposed
+        parts = step_compute(spec, settings, step_kernels(spec, language, gpu, time_settings, peak, fmt))
+        compute_s, by_class = parts.total_s, parts.by_class_s
+    links = dimension_links(gpu, language, time_settings)
+    comm_s, exposed_s, dp_bytes = comm_by_dimension(spec, settings, time_settings, links, compute_s)
+    m = language.grad_accum
+    busy_s = compute_s + exposed_s["tp"] + exposed_s["pp"] + exposed_s["ep"]
+    bubble_s = bubble_fraction(language.pipeline_parallel, m, time_settings.virtual_stages) * busy_s
+    step_s = busy_s + bubble_s + exposed_s["dp"]
 
-    tokens_per_replica = settings.micro_batch * settings.seq_len * m
-    tokens_per_step = tokens_per_replica * settings.gpus
+    tokens_per_step = language.micro_batch * language.seq_len * m * language.gpus
     tokens_per_s = tokens_per_step / step_s
-    per_gpu = tokens_per_s / settings.total_gpus
+    per_gpu = tokens_per_s / language.total_gpus
     mfu = per_gpu * model_flops / (peak * 1e12)
-    dataset_tokens = time_settings.tokens_per_epoch(settings.seq_len)
+    dataset_tokens = time_settings.tokens_per_epoch(language.seq_len)
     steps_per_epoch = math.ceil(dataset_tokens / tokens_per_step)
     hours_per_epoch = steps_per_epoch * step_s / 3600
     return TimeEstimate(
@@ -607,13 +611,13 @@ def estimate_time(
         compute_by_class_s=by_class,
         comm_bytes_per_gpu=dp_bytes,
         comm_gbytes_per_s=links["dp"],
-        comm_s=dp_s,
-        comm_exposed_s=dp_exposed,
-        comm_by_dimension_s={"dp": dp_s, "tp": tp_s, "pp": pp_s, "ep": ep_s},
-        comm_exposed_by_dimension_s={"dp": dp_exposed, "tp": tp_exposed, "pp": pp_exposed, "ep": ep_exposed},
+        comm_s=comm_s["dp"],
+        comm_exposed_s=exposed_s["dp"],
+        comm_by_dimension_s=comm_s,
+        comm_exposed_by_dimension_s=exposed_s,
         link_gbytes_per_s=links,
         crosses_nodes=communication.dimension_crossings(
-            settings, time_settings.gpus_per_node, expert_parallel_of(spec, time_settings)
+            language, time_settings.gpus_per_node, expert_parallel_of(spec, time_settings)
         ),
         bubble_s=bubble_s,
         step_s=step_s,
@@ -624,7 +628,7 @@ def estimate_time(
         steps_per_epoch=steps_per_epoch,
         hours_per_epoch=hours_per_epoch,
         hours_total=hours_per_epoch * time_settings.epochs,
-        assumptions=_assumptions(gpu, settings, time_settings, fmt, links),
+        assumptions=_assumptions(gpu, language, time_settings, fmt, links),
     )
 
 

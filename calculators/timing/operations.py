@@ -24,7 +24,7 @@ import bisect
 import csv
 import functools
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
@@ -39,6 +39,7 @@ from calculators.workload.training import (
     compute_bytes,
     decoder_settings,
     gradient_bytes,
+    language_model_settings,
     master_weight_bytes,
     optimizer_state_element_bytes,
     weight_bytes,
@@ -50,6 +51,9 @@ from calculators.workload.vision import (
     tower_trains,
     vision_tower,
 )
+
+if TYPE_CHECKING:
+    from calculators.timing.estimate import TimeSettings
 
 # Achievable matmul, fraction of the dense peak on the best large shapes: mamf-finder's MAMF
 # over its theoretical peak (github.com/stas00/ml-engineering compute/accelerator/README.md
@@ -573,15 +577,151 @@ class StepCompute(BaseModel):
             + self.vision_s
         )
 
+    @property
+    def by_class_s(self) -> dict[str, float]:
+        """The seconds by op class as the estimate lists them; "vision" only where the step has images."""
+        by_class = {
+            "gemm": self.gemm_s,
+            "attention": self.attention_s,
+            "elementwise": self.elementwise_s,
+            "loss": self.loss_s,
+            "recompute": self.recompute_s,
+            "optimizer": self.optimizer_s,
+        }
+        if self.vision_s:
+            by_class["vision"] = self.vision_s
+        return by_class
 
-def vision_seconds(
+
+class StepKernels(BaseModel):
+    """How one GPU runs a step's operations, from the GPU and the time settings (step_kernels):
+    the GEMMs at `gemm`'s rates, fused attention at attention_peak_tflops x attention_fraction,
+    the norms, rotary embeddings and activation fused or eager (kernels_fused), the loss's kernel
+    setting (loss_kernel_in_use) and the expert-parallel degree the MoE layers split over."""
+
+    gemm: GemmRates
+    attention_peak_tflops: float
+    attention_fraction: float
+    fused: bool
+    loss_kernel: LossKernel
+    expert_parallel: int
+
+    @property
+    def bytes_per_s(self) -> float:
+        """The memory bandwidth the bandwidth-bound ops run at, bytes per second."""
+        return self.gemm.bandwidth_tbps * 1e12
+
+    def attention_forward_s(self, spec: ModelSpec, settings: TrainingSettings) -> float:
+        """attention_seconds_forward of one layer of `spec` on one micro-batch of `settings`."""
+        return attention_seconds_forward(spec, settings, self.attention_peak_tflops, self.attention_fraction)
+
+
+def expert_parallel_of(spec: ModelSpec, time_settings: TimeSettings) -> int:
+    """The expert-parallel degree that applies: the setting for a mixture of experts, 1 otherwise."""
+    return time_settings.expert_parallel if spec.n_experts > 1 else 1
+
+
+def step_kernels(
     spec: ModelSpec,
     settings: TrainingSettings,
-    rates: GemmRates,
-    attention_peak: float,
-    attention_fraction: float,
-    fused: bool,
-) -> float:
+    gpu: GpuSpec,
+    time_settings: TimeSettings,
+    peak_tflops: float,
+    compute_format: str,
+) -> StepKernels:
+    """The kernels of a step of `settings` (the language model's) on `gpu`, whose matmuls run at
+    `peak_tflops` in `compute_format`: GEMMs at the achievable fraction of peak for large GEMMs
+    (the measured one in `time_settings`, else mamf-finder's) x the sustained-clock factor, the
+    shape curve on top; fused attention at the bf16 peak (fp8 runs attention in bf16) x its
+    kernel's fraction; the bandwidth-bound ops fused or eager as kernels_fused decides
+    (torch.compile fuses them; that is its whole effect here)."""
+    fraction = time_settings.matmul_fraction or matmul_fraction(gpu, compute_format)
+    rates = GemmRates(
+        peak_tflops=peak_tflops,
+        fraction=fraction * SUSTAINED_CLOCK_FACTOR,
+        bandwidth_tbps=gpu.memory_bandwidth_tbps,
+        element_bytes=1.0 if settings.precision == "fp8" else compute_bytes(settings.precision),
+        curve=curve_family(gpu),
+    )
+    return StepKernels(
+        gemm=rates,
+        attention_peak_tflops=gpu.dense_tflops("bf16") or peak_tflops,
+        attention_fraction=flash_attention_fraction(gpu, time_settings.attention_kernel),
+        fused=kernels_fused(settings, time_settings.compile, time_settings.kernels),
+        loss_kernel=time_settings.loss_kernel,
+        expert_parallel=expert_parallel_of(spec, time_settings),
+    )
+
+
+class LayerSeconds(BaseModel):
+    """One layer's seconds on one micro-batch and rank: its GEMMs forward and backward, and its
+    attention and bandwidth-bound ops forward (their backward: 2.5x and 2x the forward)."""
+
+    gemm_forward: float
+    gemm_backward: float
+    attention_forward: float
+    elementwise_forward: float
+
+    @property
+    def forward_s(self) -> float:
+        """The GEMMs', attention's and the bandwidth-bound ops' forward."""
+        return self.gemm_forward + self.attention_forward + self.elementwise_forward
+
+    @property
+    def backward_s(self) -> float:
+        """The GEMMs' backward, attention's 2.5x its forward (Dao 2023) and the bandwidth-bound
+        ops' 2x (read the inputs and the output gradient, write the input gradient)."""
+        return self.gemm_backward + 2.5 * self.attention_forward + 2 * self.elementwise_forward
+
+    def blended(self, other: LayerSeconds, other_share: float) -> LayerSeconds:
+        """Each figure as (1 - other_share) of this layer's and other_share of `other`'s."""
+        return LayerSeconds(
+            **{name: (1 - other_share) * value + other_share * getattr(other, name) for name, value in self}
+        )
+
+
+def elementwise_seconds_forward(spec: ModelSpec, settings: TrainingSettings, kernels: StepKernels) -> float:
+    """One layer's bandwidth-bound forward ops on one micro-batch and rank (elementwise_bytes_per_token)."""
+    tokens = settings.micro_batch * settings.seq_len
+    return tokens * elementwise_bytes_per_token(spec, settings, kernels.fused) / kernels.bytes_per_s
+
+
+def layer_seconds(spec: ModelSpec, settings: TrainingSettings, kernels: StepKernels) -> LayerSeconds:
+    """One layer's seconds on one micro-batch of `settings` (the language model's) and rank; for
+    an encoder-decoder, whose decoder layers run on the target's tokens (decoder_settings), the
+    encoder's and the decoder's figures weighted by their layer counts."""
+    encoder = _one_layer_seconds(spec, settings, kernels)
+    decoder = decoder_settings(spec, settings)
+    decoder_share = extension(spec, "cross_attention_layers") / spec.n_layers if decoder is not settings else 0.0
+    if not decoder_share:
+        return encoder
+    return encoder.blended(_one_layer_seconds(spec, decoder, kernels), decoder_share)
+
+
+def _one_layer_seconds(spec: ModelSpec, settings: TrainingSettings, kernels: StepKernels) -> LayerSeconds:
+    """One layer's seconds, all its layers alike (layer_seconds weighs an encoder-decoder's two kinds)."""
+    forward, backward = layer_gemm_seconds(
+        spec, settings, kernels.gemm, settings.method == "full", kernels.expert_parallel
+    )
+    return LayerSeconds(
+        gemm_forward=forward,
+        gemm_backward=backward,
+        attention_forward=kernels.attention_forward_s(spec, settings),
+        elementwise_forward=elementwise_seconds_forward(spec, settings, kernels),
+    )
+
+
+def stage_layers(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
+    """(layers, layers that run backward) of one rank's pipeline stage: its n_layers / p layers,
+    less the layers a step without images skips (Llama 3.2 Vision's cross-attention layers;
+    `settings` are the workload's, images in). A frozen prefix (full training with frozen first
+    layers) needs no backward at all: no gradient flows below the first trained layer. Adapters
+    need the input gradient everywhere."""
+    layers = (spec.n_layers - layers_skipped_without_images(spec, settings)) / settings.pipeline_parallel
+    return layers, layers * (1 - min(1.0, settings.frozen_layers / spec.n_layers))
+
+
+def vision_seconds(spec: ModelSpec, settings: TrainingSettings, kernels: StepKernels) -> float:
     """One micro-batch's images through a vision-language model's image encoder, on the first
     pipeline stage (calculators.workload.vision): each layer's GEMMs, attention and bandwidth-bound ops
     timed as a language-model layer's are, on the encoder's shapes and patches, with attention
@@ -590,28 +730,28 @@ def vision_seconds(
     cross-attention layers' keys and values over the image tokens. A frozen encoder runs forward
     only: it sits at the input, so no gradient flows into it; a trained one adds its backward
     (and its recomputation under full checkpointing). `settings` are the workload's, images in;
-    the attention rate is the language model's (step_compute's)."""
+    the kernels are the language model's (step_kernels)."""
     if not settings.images_per_sample or vision_tower(spec) is None:
         return 0.0
-    encoder, run = tower_model_spec(spec), tower_settings(spec, settings)
+    encoder_spec, encoder_settings = tower_model_spec(spec), tower_settings(spec, settings)
     trains = tower_trains(settings)
-    gemm_fwd, gemm_bwd = layer_gemm_seconds(encoder, run, rates, trains)
-    share = vision_tower(spec).attention_share(run.seq_len)
-    attention_fwd = 2 * share * attention_seconds_forward(encoder, run, attention_peak, attention_fraction)
-    tokens = run.micro_batch * run.seq_len
-    elementwise_fwd = tokens * elementwise_bytes_per_token(encoder, run, fused) / (rates.bandwidth_tbps * 1e12)
-    forward = gemm_fwd + attention_fwd + elementwise_fwd
-    per_layer = forward
+    gemm_fwd, gemm_bwd = layer_gemm_seconds(encoder_spec, encoder_settings, kernels.gemm, trains)
+    share = vision_tower(spec).attention_share(encoder_settings.seq_len)
+    attention_fwd = kernels.attention_forward_s(encoder_spec, encoder_settings)
+    layer = LayerSeconds(
+        gemm_forward=gemm_fwd,
+        gemm_backward=gemm_bwd,
+        attention_forward=2 * share * attention_fwd,
+        elementwise_forward=elementwise_seconds_forward(encoder_spec, encoder_settings, kernels),
+    )
+    per_layer = layer.forward_s
     if trains:
-        per_layer += gemm_bwd + 2.5 * attention_fwd + 2 * elementwise_fwd
-        per_layer += forward if settings.checkpointing == "full" else 0.0
-    cross_s = cross_attention_seconds(spec, settings, rates, attention_peak, attention_fraction)
-    return encoder.n_layers * per_layer + cross_s
+        per_layer += layer.backward_s
+        per_layer += layer.forward_s if settings.checkpointing == "full" else 0.0
+    return encoder_spec.n_layers * per_layer + cross_attention_seconds(spec, settings, kernels)
 
 
-def cross_attention_seconds(
-    spec: ModelSpec, settings: TrainingSettings, rates: GemmRates, attention_peak: float, attention_fraction: float
-) -> float:
+def cross_attention_seconds(spec: ModelSpec, settings: TrainingSettings, kernels: StepKernels) -> float:
     """What Llama 3.2 Vision's cross-attention layers take beyond the self-attention layers the
     step counts them as, per micro-batch (transformers models/mllama/modeling_mllama.py
     MllamaTextCrossAttention): k and v projected from the V image tokens instead of the t text
@@ -622,25 +762,25 @@ def cross_attention_seconds(
         return 0.0
     b, s = settings.micro_batch, settings.seq_len
     kv_out = split(spec.kv_dim, settings.tensor_parallel)
-    image_kv = sum(linear_seconds(b * image_tokens_per_sample, spec.hidden_size, kv_out, rates))
-    text_kv = sum(linear_seconds(b * s, spec.hidden_size, kv_out, rates))
+    image_kv = sum(linear_seconds(b * image_tokens_per_sample, spec.hidden_size, kv_out, kernels.gemm))
+    text_kv = sum(linear_seconds(b * s, spec.hidden_size, kv_out, kernels.gemm))
     q_dim = split(spec.q_dim, settings.tensor_parallel)
     attention_flops = 4.0 * b * s * q_dim * (image_tokens_per_sample - s / 2)
-    attention_fwd = attention_flops / (attention_peak * 1e12 * attention_fraction)
+    attention_fwd = attention_flops / (kernels.attention_peak_tflops * 1e12 * kernels.attention_fraction)
     per_layer = 2 * (image_kv - text_kv) + 3.5 * attention_fwd  # forward + 2.5x backward (Dao 2023)
     return vision_tower(spec).cross_attention_layers * per_layer
 
 
 def decoder_cross_attention_seconds(
-    spec: ModelSpec, settings: TrainingSettings, rates: GemmRates, attention_forward_s: float, trained_share: float
+    spec: ModelSpec, settings: TrainingSettings, kernels: StepKernels, trained_share: float
 ) -> tuple[float, float, float]:
-    """(GEMM, attention, recompute) seconds per micro-batch of an encoder-decoder model's
+    """(GEMM, attention, recompute) seconds per micro-batch of an encoder-decoder's
     cross-attention blocks, one in each decoder layer of this stage (T5: transformers
     T5LayerCrossAttention, q/k/v/o of the self-attention's shapes; Raffel et al. 2020, arXiv
     1910.10683, Sec. 3.1.1), which the layer's own linears (calculators.models.geometry.layer_linears)
     leave out: q and o over the target's tokens, k and v over the input's (decoder_settings). Its
     core attends from every target token to every input token: the input's whole square (twice
-    the causal half `attention_forward_s` times, the encoder's) scaled by target / input;
+    the causal half of the encoder's attention_seconds_forward) scaled by target / input;
     backward 2.5x; full checkpointing reruns the block's forward. `trained_share`: the share of
     layers that run backward."""
     decoder_layers = extension(spec, "cross_attention_layers") / settings.pipeline_parallel
@@ -650,10 +790,11 @@ def decoder_cross_attention_seconds(
     linears = attention_linears(spec, settings.tensor_parallel)
     from_target = [linear for linear in linears if linear.name in ("q", "o")]
     from_input = [linear for linear in linears if linear.name not in ("q", "o")]
-    q_o = layer_gemm_seconds(spec, decoder, rates, trains, linears=from_target)
-    k_v = layer_gemm_seconds(spec, settings, rates, trains, linears=from_input)
+    q_o = layer_gemm_seconds(spec, decoder, kernels.gemm, trains, linears=from_target)
+    k_v = layer_gemm_seconds(spec, settings, kernels.gemm, trains, linears=from_input)
     fwd, bwd = q_o[0] + k_v[0], q_o[1] + k_v[1]
-    core = 2 * attention_forward_s * decoder.seq_len / settings.seq_len
+    encoder_attention_fwd = kernels.attention_forward_s(spec, settings)
+    core = 2 * encoder_attention_fwd * decoder.seq_len / settings.seq_len
     backward_layers = decoder_layers * trained_share
     gemm = decoder_layers * fwd + backward_layers * bwd
     attention = decoder_layers * core + backward_layers * core * 2.5
@@ -679,113 +820,62 @@ def op_selective_recompute_seconds(
     return forward
 
 
-def step_compute(
-    spec: ModelSpec,
-    settings: TrainingSettings,
-    gpu: GpuSpec,
-    peak_tflops: float,
-    fraction: float,
-    compiled: bool = False,
-    expert_parallel: int = 1,
-    kernels: Kernels = "auto",
-    attention_kernel: AttentionKernel = "flash2",
-    with_images: TrainingSettings | None = None,
-    loss_kernel: LossKernel = "auto",
-) -> StepCompute:
-    """Compute seconds of one optimizer step (all micro-batches) on the last pipeline stage of
-    one rank: its n_layers / p layers (less the layers a step without images skips: Llama 3.2
-    Vision's cross-attention layers), the head and loss, and the optimizer on its shard; with
-    `with_images` (the workload's settings before its image tokens join the sequence), the image
-    encoder's work too (vision_seconds), though it runs on the first stage.
-
-    `fraction` is the achievable fraction of peak for large GEMMs (mamf-finder, or a measured
-    one); the sustained-clock factor and wave quantisation apply on top. Whether norms, rotary
-    embeddings, the activation and the loss run fused or eager comes from `kernels_fused`, the
-    loss's kernel from `loss_kernel` when one is given (loss_kernel_in_use)
-    (torch.compile fuses them; that is its whole effect here).
-    """
-    bandwidth = gpu.memory_bandwidth_tbps
-    fp8 = settings.precision == "fp8"
-    fused = kernels_fused(settings, compiled, kernels)
-    rates = GemmRates(
-        peak_tflops=peak_tflops,
-        fraction=fraction * SUSTAINED_CLOCK_FACTOR,
-        bandwidth_tbps=bandwidth,
-        element_bytes=1.0 if fp8 else compute_bytes(settings.precision),
-        curve=curve_family(gpu),
-    )
-    skipped = layers_skipped_without_images(spec, with_images) if with_images is not None else 0
-    layers = (spec.n_layers - skipped) / settings.pipeline_parallel
-    # A frozen prefix (full training with frozen first layers) needs no backward at all: no
-    # gradient flows below the first trained layer. Adapters need the input gradient everywhere.
-    backward_layers = layers * (1 - min(1.0, settings.frozen_layers / spec.n_layers))
-    # an encoder-decoder's decoder layers and head run on the target's tokens (decoder_settings):
-    # per-layer figures are the encoder's and the decoder's weighted by their layer counts
-    decoder = decoder_settings(spec, settings)
-    decoder_share = extension(spec, "cross_attention_layers") / spec.n_layers if decoder is not settings else 0.0
-
-    def per_layer(figures) -> tuple[float, ...]:
-        """`figures(run)`, a tuple per layer, over the encoder's and the decoder's layers."""
-        encoder = figures(settings)
-        if not decoder_share:
-            return encoder
-        weighted = zip(encoder, figures(decoder), strict=True)
-        return tuple((1 - decoder_share) * e + decoder_share * d for e, d in weighted)
-
-    trains = settings.method == "full"
-    fwd, bwd = per_layer(lambda run: layer_gemm_seconds(spec, run, rates, trains, expert_parallel))
-    head_fwd, head_bwd = head_gemm_seconds(spec, decoder, rates)
-    gemm_per_micro = layers * fwd + backward_layers * bwd + head_fwd + head_bwd
-
-    attention_peak = gpu.dense_tflops("bf16") or peak_tflops  # fp8 runs attention in bf16
-    attention_fraction = flash_attention_fraction(gpu, attention_kernel)
-    (attn_fwd,) = per_layer(lambda run: (attention_seconds_forward(spec, run, attention_peak, attention_fraction),))
-    attention_per_micro = layers * attn_fwd + backward_layers * attn_fwd * 2.5
-
-    bytes_per_s = bandwidth * 1e12
-    (elementwise_fwd,) = per_layer(
-        lambda run: (run.micro_batch * run.seq_len * elementwise_bytes_per_token(spec, run, fused) / bytes_per_s,)
-    )
-    # backward: read the inputs and the output gradient, write the input gradient
-    elementwise_per_micro = layers * elementwise_fwd + backward_layers * elementwise_fwd * 2
-    if fp8:
-        elementwise_per_micro += layers * fp8_cast_bytes(spec, settings, expert_parallel) / bytes_per_s
-    head_tokens = decoder.micro_batch * decoder.seq_len
-    loss_per_micro = head_tokens * loss_bytes_per_token(spec, decoder, fused, loss_kernel) / bytes_per_s
-
-    recompute_per_micro = 0.0
+def recompute_seconds(
+    spec: ModelSpec, settings: TrainingSettings, kernels: StepKernels, layer: LayerSeconds, backward_layers: float
+) -> float:
+    """Seconds per micro-batch that the checkpointing policy reruns in backward (Korthikanti et
+    al. 2022), in the layers that run backward: full, the whole forward; selective, the
+    attention; per-op selective, every second matmul and every pointwise op (the attention
+    output is saved)."""
     if settings.checkpointing == "full":
-        recompute_per_micro = backward_layers * (fwd + attn_fwd + elementwise_fwd)
-    elif settings.checkpointing == "selective":
-        recompute_per_micro = backward_layers * attn_fwd
-    elif settings.checkpointing == "op-selective":
-        # every second matmul and every pointwise op; the attention output is saved
-        recompute_per_micro = backward_layers * (
-            op_selective_recompute_seconds(spec, settings, rates, expert_parallel) + elementwise_fwd
-        )
+        return backward_layers * layer.forward_s
+    if settings.checkpointing == "selective":
+        return backward_layers * layer.attention_forward
+    if settings.checkpointing == "op-selective":
+        recomputed_gemms = op_selective_recompute_seconds(spec, settings, kernels.gemm, kernels.expert_parallel)
+        return backward_layers * (recomputed_gemms + layer.elementwise_forward)
+    return 0.0
 
-    encoder_attention_fwd = attention_seconds_forward(spec, settings, attention_peak, attention_fraction)
-    cross_gemm, cross_attention, cross_recompute = decoder_cross_attention_seconds(
-        spec, settings, rates, encoder_attention_fwd, backward_layers / layers if layers else 0.0
-    )
-    gemm_per_micro += cross_gemm
-    attention_per_micro += cross_attention
-    recompute_per_micro += cross_recompute
 
+def optimizer_seconds(spec: ModelSpec, settings: TrainingSettings, kernels: StepKernels) -> float:
+    """The optimizer step over the rank's trainable parameters (its ZeRO shard of them from
+    ZeRO-1 on), bandwidth-bound (optimizer_bytes_per_parameter)."""
     sharded = settings.gpus if settings.zero >= 1 else 1
-    optimizer_params = trainable_parameters_per_rank(spec, settings, expert_parallel) / sharded
-    optimizer_s = optimizer_params * optimizer_bytes_per_parameter(settings) / bytes_per_s
+    parameters = trainable_parameters_per_rank(spec, settings, kernels.expert_parallel) / sharded
+    return parameters * optimizer_bytes_per_parameter(settings) / kernels.bytes_per_s
 
-    m = settings.grad_accum
-    vision_per_micro = 0.0
-    if with_images is not None:
-        vision_per_micro = vision_seconds(spec, with_images, rates, attention_peak, attention_fraction, fused)
+
+def step_compute(spec: ModelSpec, settings: TrainingSettings, kernels: StepKernels) -> StepCompute:
+    """Compute seconds of one optimizer step (all micro-batches) on the last pipeline stage of
+    one rank: its layers (stage_layers) on the language model's tokens (language_model_settings:
+    `settings` are the workload's, images in), the head and loss, and the optimizer on its
+    shard; a vision-language model's image encoder too (vision_seconds), though it runs on the
+    first stage. Every op runs with `kernels` (step_kernels: the GPU's and the time settings')."""
+    language = language_model_settings(spec, settings)
+    layers, backward_layers = stage_layers(spec, settings)
+    layer = layer_seconds(spec, language, kernels)
+    # an encoder-decoder's head runs on the target's tokens
+    decoder = decoder_settings(spec, language)
+    head_fwd, head_bwd = head_gemm_seconds(spec, decoder, kernels.gemm)
+    cross_gemm, cross_attention, cross_recompute = decoder_cross_attention_seconds(
+        spec, language, kernels, backward_layers / layers if layers else 0.0
+    )
+    gemm = layers * layer.gemm_forward + backward_layers * layer.gemm_backward + head_fwd + head_bwd + cross_gemm
+    attention = layers * layer.attention_forward + backward_layers * layer.attention_forward * 2.5 + cross_attention
+    # backward: read the inputs and the output gradient, write the input gradient
+    elementwise = layers * layer.elementwise_forward + backward_layers * layer.elementwise_forward * 2
+    if language.precision == "fp8":
+        elementwise += layers * fp8_cast_bytes(spec, language, kernels.expert_parallel) / kernels.bytes_per_s
+    head_tokens = decoder.micro_batch * decoder.seq_len
+    loss = head_tokens * loss_bytes_per_token(spec, decoder, kernels.fused, kernels.loss_kernel) / kernels.bytes_per_s
+    recompute = recompute_seconds(spec, language, kernels, layer, backward_layers) + cross_recompute
+    m = language.grad_accum
     return StepCompute(
-        vision_s=m * vision_per_micro,
-        gemm_s=m * gemm_per_micro,
-        attention_s=m * attention_per_micro,
-        elementwise_s=m * elementwise_per_micro,
-        loss_s=m * loss_per_micro,
-        optimizer_s=optimizer_s,
-        recompute_s=m * recompute_per_micro,
+        vision_s=m * vision_seconds(spec, settings, kernels),
+        gemm_s=m * gemm,
+        attention_s=m * attention,
+        elementwise_s=m * elementwise,
+        loss_s=m * loss,
+        optimizer_s=optimizer_seconds(spec, language, kernels),
+        recompute_s=m * recompute,
     )
