@@ -268,19 +268,6 @@ def adafactor_layer_elements(
     return sum(rows + columns for rows, columns in matrices) + layer_all - matrix_elements
 
 
-def adafactor_state_elements(spec: ModelSpec, params: ParameterCount) -> float:
-    """Adafactor keeps one row and one column second-moment vector per weight matrix,
-    and a full second moment for vectors; no first moment by default (Shazeer & Stern
-    2018, arXiv 1804.04235, Alg. 4; HF transformers Adafactor with beta1=None). The
-    embedding is factored; the head is kept as it is."""
-    embedding_factored = spec.vocab_size + spec.hidden_size + params.embedding - vocab_matrix_elements(spec)
-    dense = spec.n_layers - spec.n_moe_layers if spec.n_experts > 1 else 0
-    layers = (spec.n_layers - dense) * adafactor_layer_elements(spec, params)
-    if dense:
-        layers += dense * adafactor_layer_elements(spec, params, dense=True)
-    return layers + embedding_factored + params.head
-
-
 def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSettings, stage: str) -> StageLayout:
     """Full training: every weight of the layers from frozen_layers on trains, stored in the
     precision's weight dtype; frozen layers keep that dtype but have no gradient or state."""

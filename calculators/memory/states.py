@@ -31,7 +31,7 @@ def optimizer_state_bytes(settings: TrainingSettings, layout: StageLayout) -> fl
     """Optimizer state bytes for the trainable parameters on one GPU, before sharding.
 
     AdamW: exp_avg and exp_avg_sq (Loshchilov & Hutter 2019), 2 states.
-    SGD with momentum: 1 state. Adafactor: factored second moment (see above).
+    SGD with momentum: 1 state. Adafactor: factored second moment (layout.adafactor_layer_elements).
     8-bit AdamW: 2 states of 1 byte plus one fp32 absmax per 2048-element block
     (Dettmers et al. 2021, arXiv 2110.02861; bitsandbytes blockwise quantisation).
     Paged AdamW (QLoRA paper Sec. 3; bitsandbytes bitsandbytes/optim/optimizer.py
