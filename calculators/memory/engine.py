@@ -125,7 +125,7 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
         activations_per_layer_gib={k: v / GIB for k, v in terms.items()},
         parameters=params.total,
         trainable_parameters=trainable_parameter_count(spec, params, settings),
-        tokens_per_micro_batch=settings.micro_batch * settings.seq_len,
+        tokens_per_micro_batch=settings.tokens,
         assumptions=image_note + memory_assumptions(spec, settings, grads_persist),
         host_memory_gib=host_bytes / GIB,
         load_peak_gib=load_bytes / GIB,

@@ -28,10 +28,7 @@ from calculators.models.spec import ModelSpec, extension
 from calculators.workload.finetune import nf4_quantisation_staging_bytes
 from calculators.workload.training import (
     TrainingSettings,
-    compute_bytes,
     decoder_settings,
-    gradient_bytes,
-    weight_bytes,
 )
 
 # torchtune's OffloadActivations (torchtune/training/_activation_offloading.py @e511d5a2,
@@ -136,7 +133,7 @@ def stage_phases(
 
     # autograd holds the head's gradient of a tied matrix until the embedding's arrives, then
     # adds the two out of place (torch's InputBuffer, traced): two more matrix-sized gradients.
-    tied_gradient_sum = 2 * gradient_bytes(settings.precision) * layout.tied_matrix_elements
+    tied_gradient_sum = 2 * settings.precision_facts.gradient_bytes * layout.tied_matrix_elements
     # FSDP2: the root's unsharded gradients wait for its post-backward; a unit's reduce-scatter
     # input waits for the next unit's, so none is pending while the last layer runs backward
     root_gradients = fsdp2_root_gradient_bytes(settings, layout)
@@ -223,7 +220,9 @@ def whole_model_load_bytes(spec: ModelSpec, params: ParameterCount, settings: Tr
     weight dtype (the half compute dtype for a LoRA/QLoRA base). 0 when not set."""
     if not settings.load_whole_model:
         return 0.0
-    per_parameter = weight_bytes(settings.precision) if settings.method == "full" else compute_bytes(settings.precision)
+    per_parameter = (
+        settings.precision_facts.weight_bytes if settings.method == "full" else settings.precision_facts.compute_bytes
+    )
     return per_parameter * params.total
 
 

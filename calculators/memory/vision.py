@@ -14,10 +14,7 @@ from calculators.memory.mllama import (
 from calculators.models.spec import ModelSpec
 from calculators.workload.training import (
     TrainingSettings,
-    autocast_casts_hidden_states,
-    compute_bytes,
     image_tokens_per_image,
-    residual_bytes,
 )
 from calculators.workload.vision import tower_model_spec, tower_settings, tower_trains, vision_tower
 
@@ -81,11 +78,12 @@ def projector_input_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
         # fresh tensor of the unpadded patches (MllamaVisionModel.forward's torch.cat)
         images = settings.micro_batch * settings.images_per_sample
         width = tower.projector_input_width or tower.hidden_size
-        return float(compute_bytes(settings.precision) * images * tower.cross_attention_tokens_per_image * width)
+        return float(settings.precision_facts.compute_bytes * images * tower.cross_attention_tokens_per_image * width)
     run = tower_settings(spec, settings)
     image_tokens = image_tokens_per_image(spec, settings)
     merged = run.seq_len // max(image_tokens, 1) > 1
-    cast = autocast_casts_hidden_states(settings)
+    dtypes = settings.precision_facts
+    cast = dtypes.autocast_casts_hidden_states
     kept = image_tokens if merged or cast or run.micro_batch > 1 else run.seq_len
-    element = compute_bytes(settings.precision) if cast else residual_bytes(settings)
+    element = dtypes.compute_bytes if cast else dtypes.residual_bytes
     return element * run.micro_batch * kept * tower.hidden_size

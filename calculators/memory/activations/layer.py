@@ -42,7 +42,7 @@ from calculators.memory.activations.norms import norm_output_fp32, norm_saved_by
 from calculators.memory.states import FP8_BYTES
 from calculators.models.geometry import layer_ffn_width
 from calculators.models.spec import ModelSpec
-from calculators.workload.training import TrainingSettings, compute_bytes, is_adapter_method, residual_bytes
+from calculators.workload.training import TrainingSettings, is_adapter_method
 
 
 def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: bool = False) -> dict[str, float]:
@@ -64,11 +64,11 @@ def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: b
     With tensor parallelism and sequence parallelism every term is divided by t
     (Korthikanti et al. 2022, Sec. 4.2.2: sbh(34/t + 5as/(ht)))."""
     b, s = settings.micro_batch, settings.seq_len
-    tokens = b * s
+    tokens = settings.tokens
     h = spec.hidden_size
     moe = spec.n_experts > 1 and not dense
     f = layer_ffn_width(spec, dense)
-    c = compute_bytes(settings.precision)
+    c = settings.precision_facts.compute_bytes
     mask = dropout_mask_bytes(spec, tokens)
     trained = input_saving_linears(settings)
 
@@ -147,7 +147,7 @@ def core_bytes_not_kept(terms: dict[str, float], spec: ModelSpec, settings: Trai
         return 0.0
     if settings.attention == "eager":
         return terms["attention_core"]
-    return per_rank(log_sum_exp_bytes(spec, settings.micro_batch * settings.seq_len), settings)
+    return per_rank(log_sum_exp_bytes(spec, settings.tokens), settings)
 
 
 def kept_per_layer_bytes(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -158,8 +158,8 @@ def kept_per_layer_bytes(terms: dict[str, float], spec: ModelSpec, settings: Tra
     but the attention core, which it recomputes (Korthikanti Sec. 5).
     """
     full_layer = sum(terms.values())
-    tokens = settings.micro_batch * settings.seq_len
-    layer_input = per_rank(residual_bytes(settings) * tokens * spec.hidden_size, settings)
+    tokens = settings.tokens
+    layer_input = per_rank(settings.precision_facts.residual_bytes * tokens * spec.hidden_size, settings)
     if settings.checkpointing == "full" and settings.checkpoint_unit == "submodule":
         return per_rank(submodule_checkpoint_inputs_bytes(spec, settings, tokens), settings)
     if settings.checkpointing == "full":
@@ -178,7 +178,7 @@ def submodule_checkpoint_inputs_bytes(spec: ModelSpec, settings: TrainingSetting
     input): norms + 2 hidden-sized tensors, the residual stream in its dtype and the norms' outputs
     in theirs (fp32 after a LayerNorm under autocast: norm_output_fp32), against one for a
     checkpointed layer."""
-    r = residual_bytes(settings)
+    r = settings.precision_facts.residual_bytes
     normed = 4 if norm_output_fp32(spec, settings) else r
     return (spec.norms_per_layer * r + 2 * normed) * tokens * spec.hidden_size
 
@@ -189,8 +189,9 @@ def submodule_backward_peak_bytes(terms: dict[str, float], spec: ModelSpec, sett
     the gradients of its hidden activations: two for a gated MLP) and the attention (its saved
     tensors, the gradients of its output in head layout and of v, and of the residual stream).
     QLoRA adds the bf16 copy of one dequantised weight and its output."""
-    tokens = settings.micro_batch * settings.seq_len
-    c, r = compute_bytes(settings.precision), residual_bytes(settings)
+    tokens = settings.tokens
+    dtypes = settings.precision_facts
+    c, r = dtypes.compute_bytes, dtypes.residual_bytes
     width = max(spec.ffn_hidden_size, spec.shared_expert_ffn_size)
     hidden_gradients = mlp_hidden_gradient_bytes(spec, settings) * tokens * width
     mlp = terms["mlp"] + terms.get("shared_experts", 0.0) + per_rank(hidden_gradients, settings)
@@ -233,7 +234,7 @@ def op_selective_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens
     layer's checkpoint: the 1st, 3rd, 5th... are saved) and the fused attention's output with
     its fp32 log-sum-exp; everything else is recomputed in backward. Eager attention's
     bmm and softmax are not on the list, so its core is recomputed."""
-    c = compute_bytes(settings.precision)
+    c = settings.precision_facts.compute_bytes
     kept_widths = layer_matmul_outputs(spec)[::2]
     saved = sum(c * tokens * width for width in kept_widths)
     if settings.attention == "fused":
@@ -246,7 +247,7 @@ def saved_after_attention_core_bytes(terms: dict[str, float], spec: ModelSpec, s
     the core: o's input and the output dropout mask, the MLP, and the norms that follow
     the attention (pre-norm layers normalise once before attention, so all but one;
     post-norm layers like BERT, which have no final norm, all of them)."""
-    tokens = settings.micro_batch * settings.seq_len
+    tokens = settings.tokens
     norms_after = spec.norms_per_layer - (1 if spec.final_norm else 0)
     norm = terms["norms"] / spec.norms_per_layer if spec.norms_per_layer else 0.0
     after_core = out_projection_input_bytes(spec, settings, tokens) + dropout_mask_bytes(spec, tokens)
@@ -272,8 +273,9 @@ def layer_backward_peak_bytes(
     if settings.checkpointing == "full" and settings.checkpoint_unit == "submodule":
         return submodule_backward_peak_bytes(terms, spec, settings)
     b, s = settings.micro_batch, settings.seq_len
-    tokens = b * s
-    c, r = compute_bytes(settings.precision), residual_bytes(settings)
+    tokens = settings.tokens
+    dtypes = settings.precision_facts
+    c, r = dtypes.compute_bytes, dtypes.residual_bytes
     full_layer = sum(terms.values())
     recomputed_core = recomputes_attention_core(settings)
     mlp_moment = full_layer - core_bytes_not_kept(terms, spec, settings)

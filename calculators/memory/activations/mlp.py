@@ -7,10 +7,7 @@ from calculators.memory.activations.norms import autocast_casts_norm_output, nor
 from calculators.models.spec import ModelSpec
 from calculators.workload.training import (
     TrainingSettings,
-    compute_bytes,
     is_adapter_method,
-    is_autocast,
-    residual_bytes,
 )
 
 
@@ -49,12 +46,12 @@ def mlp_activation_saved_bytes(spec: ModelSpec, settings: TrainingSettings) -> f
     0.5 x: 4 + 4 + c + 4 bytes, with an fp32 output. A gated GELU (Flan-T5's
     T5DenseGatedActDense) adds the product's operands, act(gate) and up. Measured with autograd's
     saved tensors (tests/test_trace_gelu_new.py)."""
-    c = compute_bytes(settings.precision)
+    c = settings.precision_facts.compute_bytes
     if spec.activation == "relu":
         return 0  # ReLU's backward reads its output, fc2's input, counted with it
     if not runs_written_out_gelu(spec, settings):
         return (gated_activation_saved_tensors(spec, settings) if spec.is_gated_mlp else 1) * c
-    autocast = is_autocast(settings.precision)
+    autocast = settings.precision_facts.autocast
     gelu = 12 + c if autocast else 4 * c
     if not spec.is_gated_mlp:
         return gelu
@@ -67,10 +64,10 @@ def mlp_hidden_gradient_bytes(spec: ModelSpec, settings: TrainingSettings) -> fl
     dtype. The written-out "gelu_new" backward holds one more in the compute dtype (traced in
     bf16 and fp32), and under autocast, where its ops ran in fp32, two fp32 ones (traced: 7.5 to
     9.5 bytes per element with and without checkpointing; counted as 8)."""
-    c = compute_bytes(settings.precision)
+    c = settings.precision_facts.compute_bytes
     gradients = (2 if spec.is_gated_mlp else 1) * c
     if runs_written_out_gelu(spec, settings):
-        gradients += 2 * 4 if is_autocast(settings.precision) else c
+        gradients += 2 * 4 if settings.precision_facts.autocast else c
     return gradients
 
 
@@ -86,7 +83,8 @@ def routed_output_weighting_bytes(spec: ModelSpec, settings: TrainingSettings, t
     the routing weights need a gradient: the router trains in full training, and under LoRA its
     frozen weights still pass the gradient of the layer's input, which the adapters before it make
     require grad. Traced: tests/test_trace_moe.py."""
-    per_element = residual_bytes(settings) + compute_bytes(settings.precision)
+    dtypes = settings.precision_facts
+    per_element = dtypes.residual_bytes + dtypes.compute_bytes
     return spec.experts_per_token * per_element * tokens * spec.hidden_size
 
 
@@ -103,7 +101,7 @@ def router_bookkeeping_bytes(spec: ModelSpec, settings: TrainingSettings, tokens
     weight.float())), which also keeps an fp32 copy of the block's input (4h per token, 28,672 B
     on DeepSeek-V3) and of the router weight, not counted here; gpt-oss softmaxes the top-k
     logits instead of all of them."""
-    weight_bytes_per_pair = 4 if norm_output_fp32(spec, settings) else compute_bytes(settings.precision)
+    weight_bytes_per_pair = 4 if norm_output_fp32(spec, settings) else settings.precision_facts.compute_bytes
     k = spec.experts_per_token
     return tokens * (4 * spec.n_experts + (8 + 4 + 16 + weight_bytes_per_pair) * k + 4)
 
@@ -121,9 +119,9 @@ def fp32_router_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, 
     (4h per token) and the fp32 copy of its half weight when its input needs a gradient (4 E h
     per layer, under LoRA too). Under autocast the linear runs in half anyway (F.linear is on its
     lower-precision list), and in fp32 the copies are the tensors themselves."""
-    if spec.family not in FP32_ROUTER_FAMILIES or is_autocast(settings.precision):
+    if spec.family not in FP32_ROUTER_FAMILIES or settings.precision_facts.autocast:
         return 0.0
-    if compute_bytes(settings.precision) == 4:
+    if settings.precision_facts.compute_bytes == 4:
         return 0.0
     input_copy = 0.0 if frozen_router else 4.0 * tokens * spec.hidden_size
     return input_copy + 4.0 * spec.n_experts * spec.hidden_size
@@ -138,7 +136,7 @@ def shared_expert_inputs_saved_bytes(
     they read x itself: the trained router already keeps it, but a frozen one (LoRA) does not,
     and then the shared expert's adapters keep it, once. Traced (tests/test_trace_moe.py)."""
     shared_names = trained.intersection("shared_" + name for name in in_names)
-    c, h = compute_bytes(settings.precision), spec.hidden_size
+    c, h = settings.precision_facts.compute_bytes, spec.hidden_size
     if autocast_casts_norm_output(spec, settings):
         gate_trains = spec.shared_expert_gate and settings.method == "full"
         return (len(shared_names) + int(gate_trains)) * c * tokens * h
