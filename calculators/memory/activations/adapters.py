@@ -17,6 +17,17 @@ from calculators.workload.finetune import (
 from calculators.workload.training import TrainingSettings
 
 
+def lora_adapter_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, dense: bool = False) -> float:
+    """The layer's 'lora_adapters' term: each adapter's r-wide intermediate (lora_intermediate_bytes),
+    litgpt's zero padding of a partly adapted fused q/k/v (lora_zero_pad_bytes) and LoRA dropout's
+    masks and outputs (lora_dropout_bytes)."""
+    return (
+        lora_intermediate_bytes(spec, settings, tokens, dense)
+        + lora_zero_pad_bytes(spec, settings, tokens)
+        + lora_dropout_bytes(spec, settings, tokens, dense)
+    )
+
+
 def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, dense: bool = False) -> float:
     """Per adapted linear, B saves its input, the r-wide output of A: tokens x r in the
     compute dtype (Hu et al. 2021: h = W0 x + B A x); an expert's adapter sees only its

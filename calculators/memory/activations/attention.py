@@ -5,7 +5,12 @@ rotary tables and the output projection's input.
 
 from __future__ import annotations
 
-from calculators.memory.activations.linears import fuses_qkv, input_saving_linears, linear_inputs_saved_bytes
+from calculators.memory.activations.linears import (
+    dropout_mask_bytes,
+    fuses_qkv,
+    input_saving_linears,
+    linear_inputs_saved_bytes,
+)
 from calculators.memory.activations.norms import norm_output_fp32, norm_saved_bytes, rmsnorm_weight_operand_bytes
 from calculators.memory.states import FP8_BYTES
 from calculators.models.spec import ModelSpec
@@ -13,6 +18,34 @@ from calculators.workload.training import (
     TrainingSettings,
     is_adapter_method,
 )
+
+
+def attention_projections_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """The layer's 'attention_projections' term: what the q/k/v linears keep of their input
+    (linear_inputs_saved_bytes, the trained ones), q, k and v as the core keeps them
+    (attention_inputs_saved_bytes) with their norms (qk_norm_saved_bytes), or all of that for
+    multi-head latent attention (mla_attention_saved_bytes); o's input (out_projection_input_bytes);
+    the output dropout's mask."""
+    mask = dropout_mask_bytes(spec, tokens)
+    out_projection_input = out_projection_input_bytes(spec, settings, tokens)
+    if spec.is_mla:
+        return mla_attention_saved_bytes(spec, settings, tokens) + out_projection_input + mask
+    qkv_names = ("qkv",) if fuses_qkv(spec, settings) else ("q", "k", "v")
+    savers = len(input_saving_linears(settings).intersection(qkv_names))
+    qkv_inputs = linear_inputs_saved_bytes(settings, tokens, spec.hidden_size, savers, norm_output_fp32(spec, settings))
+    qkv = attention_inputs_saved_bytes(spec, settings, tokens) + qk_norm_saved_bytes(spec, settings, tokens)
+    return qkv_inputs + qkv + out_projection_input + mask
+
+
+def attention_core_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """The layer's 'attention_core' term. Fused (flash/SDPA): its output (heads x value head dim)
+    and the fp32 log-sum-exp per head and token. Eager: attention_score_bytes per element of the
+    b x heads x s x s score matrix."""
+    if settings.attention == "fused":
+        output = settings.precision_facts.compute_bytes * tokens * attention_output_width(spec)
+        return output + log_sum_exp_bytes(spec, tokens)
+    b, s = settings.micro_batch, settings.seq_len
+    return attention_score_bytes(spec, settings) * b * spec.n_heads * s * s
 
 
 def softmax_in_fp32(spec: ModelSpec, settings: TrainingSettings) -> bool:

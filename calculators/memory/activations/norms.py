@@ -51,6 +51,13 @@ def norm_saved_bytes(
     return 4 * tokens * h + normalised_for_weight + 4 * tokens + t5_norm_input_bytes(spec, r) * tokens * h
 
 
+def layer_norms_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """The layer's 'norms' term: what each of its norms saves (norm_saved_bytes; the weights train
+    in full training only), less what a parallel block's norms share (parallel_residual_shared_bytes)."""
+    norm = norm_saved_bytes(spec, settings, tokens, weight_trainable=settings.method == "full")
+    return spec.norms_per_layer * norm - parallel_residual_shared_bytes(spec, settings, tokens)
+
+
 def layernorm_parameter_casts_bytes(spec: ModelSpec, settings: TrainingSettings, width: int) -> float:
     """The fp32 copies of a frozen half LayerNorm's weight and bias under autocast: layer_norm is
     on CUDA autocast's fp32 list, which casts every floating input, parameters too, and
