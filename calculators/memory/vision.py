@@ -30,8 +30,8 @@ def vision_tower_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -
     projector = projector_input_bytes(spec, settings)
     if not tower_trains(settings):
         return projector
-    encoder, run = tower_model_spec(spec), tower_settings(spec, settings)
-    kept = kept_per_layer_bytes(layer_activation_terms(encoder, run), encoder, run)
+    encoder, encoder_settings = tower_model_spec(spec), tower_settings(spec, settings)
+    kept = kept_per_layer_bytes(layer_activation_terms(encoder, encoder_settings), encoder, encoder_settings)
     mllama = (
         vision_mask_bytes(spec, settings)
         + vision_gate_bytes(spec, settings)
@@ -79,11 +79,11 @@ def projector_input_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
         images = settings.micro_batch * settings.images_per_sample
         width = tower.projector_input_width or tower.hidden_size
         return float(settings.precision_facts.compute_bytes * images * tower.cross_attention_tokens_per_image * width)
-    run = tower_settings(spec, settings)
+    encoder_settings = tower_settings(spec, settings)
     image_tokens = image_tokens_per_image(spec, settings)
-    merged = run.seq_len // max(image_tokens, 1) > 1
+    merged = encoder_settings.seq_len // max(image_tokens, 1) > 1
     dtypes = settings.precision_facts
     cast = dtypes.autocast_casts_hidden_states
-    kept = image_tokens if merged or cast or run.micro_batch > 1 else run.seq_len
+    kept = image_tokens if merged or cast or encoder_settings.micro_batch > 1 else encoder_settings.seq_len
     element = dtypes.compute_bytes if cast else dtypes.residual_bytes
-    return element * run.micro_batch * kept * tower.hidden_size
+    return element * encoder_settings.micro_batch * kept * tower.hidden_size
