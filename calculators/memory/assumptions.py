@@ -19,7 +19,6 @@ from calculators.workload.training import (
     decoder_settings,
     image_tokens_per_image,
     is_adapter_method,
-    master_weight_bytes,
 )
 from calculators.workload.vision import frozen_tower_parameters, tower_settings, tower_trains, vision_tower
 
@@ -56,7 +55,7 @@ def memory_assumptions(spec: ModelSpec, settings: TrainingSettings, grads_persis
         notes.append("Gradients are freed after each step (zero_grad(set_to_none=True), torch >= 2.0).")
     if settings.optimizer == "adamw":
         notes.append(f"AdamW implementation: {settings.optimizer_impl}. {ADAMW_STEP_NOTE[settings.optimizer_impl]}")
-    if master_weight_bytes(settings.precision):
+    if settings.precision_facts.master_weight_bytes:
         notes.append(
             "The step converts the gradients to fp32 for the master update (+4 bytes per trainable parameter); "
             "DeepSpeed's FusedAdam and Megatron's fused Adam correspond to 'fused'."

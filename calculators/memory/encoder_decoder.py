@@ -21,12 +21,8 @@ from calculators.models.spec import ModelSpec, extension
 from calculators.workload.finetune import cross_attention_adapted_linears
 from calculators.workload.training import (
     TrainingSettings,
-    autocast_casts_hidden_states,
-    compute_bytes,
     decoder_settings,
     is_adapter_method,
-    model_dtype_bytes,
-    residual_bytes,
 )
 
 
@@ -61,10 +57,10 @@ def encoder_decoder_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     decoder_layers = extension(spec, "cross_attention_layers")
     if not decoder_layers:
         return 0.0
-    decoder = decoder_settings(spec, settings)
-    b, source, target = settings.micro_batch, settings.seq_len, decoder.seq_len
-    inputs, targets = b * source, b * target
-    h, c = spec.hidden_size, compute_bytes(settings.precision)
+    target_settings = decoder_settings(spec, settings)
+    b, source, target = settings.micro_batch, settings.seq_len, target_settings.seq_len
+    inputs, targets = settings.tokens, target_settings.tokens
+    h, c = spec.hidden_size, settings.precision_facts.compute_bytes
     trained = input_saving_linears(settings)
     encoder_output = c * inputs * h
     # outside the blocks: the encoder's final norm and the dropout masks of the encoder's output,
@@ -78,26 +74,27 @@ def encoder_decoder_activation_bytes(spec: ModelSpec, settings: TrainingSettings
     if embedding_trainable(settings):
         masks += dropout_mask_bytes(spec, targets)
         replicated += 8 * targets
-    outside = final_norm + masks - first_norm_unrecorded_bytes(spec, decoder)
+    outside = final_norm + masks - first_norm_unrecorded_bytes(spec, target_settings)
     if settings.checkpointing == "full":
         # every checkpointed block keeps the stack's position bias it was given, batch x heads x
         # queries x keys in the model's dtype: the encoder's, the decoder's and the cross-attention's;
         # the first block of each stack makes its bias inside itself (T5Attention.compute_bias), so its
         # bucket indices are rebuilt in backward, not kept
         squares = source**2 + target**2 + target * source
-        biases = b * spec.n_heads * squares * model_dtype_bytes(settings)
+        model_dtype = settings.precision_facts.model_dtype_bytes
+        biases = b * spec.n_heads * squares * model_dtype
         # and the attention masks they are given (get_extended_attention_mask): the encoder's
         # padding mask (batch, 1, 1, input) and the decoder's causal one (batch, 1, target, target)
-        biases += b * (source + target**2) * model_dtype_bytes(settings)
+        biases += b * (source + target**2) * model_dtype
         # the encoder's output itself, an argument of every decoder block: fp32 where the hidden
         # states are (T5LayerNorm casts down only to a half weight's dtype)
-        kept_output = residual_bytes(settings) * inputs * h
+        kept_output = settings.precision_facts.residual_bytes * inputs * h
         return per_rank(kept_output + biases + outside, settings) + replicated
     if embedding_trainable(settings):
         replicated += 8 * (source**2 + target**2)  # the bucket indices the bias embeddings keep
     kv_names = trained.intersection(("k", "v"))
     dropped_out = is_adapter_method(settings.method) and settings.lora_dropout > 0
-    if autocast_casts_hidden_states(settings) or not kv_names or dropped_out:
+    if settings.precision_facts.autocast_casts_hidden_states or not kv_names or dropped_out:
         # under autocast each k/v linear keeps its own half cast of the fp32 output instead; no k/v
         # linear keeps it without a trained one; LoRA dropout's adapters keep their dropouts' outputs
         encoder_output = 0.0
@@ -112,22 +109,22 @@ def cross_attention_block_bytes(spec: ModelSpec, settings: TrainingSettings) -> 
     input), the eager core (target x input scores) and o's input; under autocast k's and v's own
     half casts of the encoder's output; adapters' intermediates and dropouts under LoRA. What a
     checkpointed decoder layer rebuilds in its backward on top of its self-attention block."""
-    decoder = decoder_settings(spec, settings)
-    b, source, target = settings.micro_batch, settings.seq_len, decoder.seq_len
-    inputs, targets = b * source, b * target
-    h, c = spec.hidden_size, compute_bytes(settings.precision)
+    target_settings = decoder_settings(spec, settings)
+    b, source, target = settings.micro_batch, settings.seq_len, target_settings.seq_len
+    inputs, targets = settings.tokens, target_settings.tokens
+    h, c = spec.hidden_size, settings.precision_facts.compute_bytes
     trained = input_saving_linears(settings)
-    terms = layer_activation_terms(spec, decoder)
+    terms = layer_activation_terms(spec, target_settings)
     self_inputs = linear_inputs_saved_bytes(settings, targets, h, len(trained.intersection(("q", "k", "v"))))
     cross_inputs = linear_inputs_saved_bytes(settings, targets, h, len(trained.intersection(("q",))))
-    if autocast_casts_hidden_states(settings):
+    if settings.precision_facts.autocast_casts_hidden_states:
         cross_inputs += linear_inputs_saved_bytes(settings, inputs, h, len(trained.intersection(("k", "v"))))
     norm = norm_saved_bytes(spec, settings, targets, weight_trainable=settings.method == "full")
     # k and v over the input's tokens, the scores over target x input, rather than the target's
     keys_over_input = 2 * c * (inputs - targets) * spec.kv_dim
-    scores_over_input = attention_score_bytes(spec, decoder) * b * spec.n_heads * target * (source - target)
+    scores_over_input = attention_score_bytes(spec, target_settings) * b * spec.n_heads * target * (source - target)
     block = norm + per_rank(cross_inputs - self_inputs, settings) + terms["attention_projections"]
-    if not recomputes_attention_core(decoder):  # selective checkpointing rebuilds the eager core
+    if not recomputes_attention_core(target_settings):  # selective checkpointing rebuilds the eager core
         block += terms["attention_core"] + per_rank(scores_over_input, settings)
     block += per_rank(keys_over_input, settings)
     block += per_rank(cross_adapter_intermediate_bytes(spec, settings, targets, inputs), settings)
@@ -152,4 +149,4 @@ def cross_adapter_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings
         return 0.0
     adapted = cross_attention_adapted_linears(spec, settings.lora_targets)
     rows = sum(inputs if linear.name in ("k", "v") else targets for linear in adapted)
-    return compute_bytes(settings.precision) * rows * settings.lora_rank
+    return settings.precision_facts.compute_bytes * rows * settings.lora_rank

@@ -30,9 +30,17 @@ Sources:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from calculators.memory.assumptions import check_supported, images_note, memory_assumptions
 from calculators.memory.encoder_decoder import encoder_decoder_activation_bytes, t5_attention_settings
-from calculators.memory.layout import decoder_layer_share, pipeline_stages, stage_layout, trainable_parameter_count
+from calculators.memory.layout import (
+    StageLayout,
+    decoder_layer_share,
+    pipeline_stages,
+    stage_layout,
+    trainable_parameter_count,
+)
 from calculators.memory.mllama import (
     cross_attention_activation_bytes,
     cross_attention_shared_bytes,
@@ -42,10 +50,110 @@ from calculators.memory.phases import quantised_load_bytes, stage_phases, whole_
 from calculators.memory.result import COMPONENTS, GIB, MemoryEstimate, PhaseMemory
 from calculators.memory.states import model_state_bytes
 from calculators.memory.vision import vision_tower_activation_bytes
-from calculators.models.geometry import parameter_count
+from calculators.models.geometry import ParameterCount, parameter_count
 from calculators.models.spec import ModelSpec
 from calculators.workload.training import TrainingSettings, language_model_settings
 from calculators.workload.vision import vision_cast_elements
+
+
+class OutsideLayerBytes(NamedTuple):
+    """What one micro-batch keeps beyond the self-attention layers the engine counts."""
+
+    tower: float  # in the image encoder (vision_tower_activation_bytes)
+    cross: float  # in Llama 3.2 Vision's cross-attention layers (cross_attention_activation_bytes)
+    cross_shared: float  # of which the tensors they all share (cross_attention_shared_bytes)
+    decoder: float  # in an encoder-decoder's decoder blocks (encoder_decoder_activation_bytes)
+
+    def on_stage(self, spec: ModelSpec, settings: TrainingSettings, layout: StageLayout) -> tuple[float, float]:
+        """(image encoder, layers) bytes on one stage: the encoder runs on the embedding's stage; the
+        cross-attention layers spread with the layers, and every stage with one holds the tensors they
+        share whole; the decoder blocks (and what they read) sit on the stages of the decoder layers."""
+        tower = self.tower if layout.has_embedding else 0.0
+        layers = (
+            self.cross_shared
+            + (self.cross - self.cross_shared) * layout.layers / spec.n_layers
+            + self.decoder * decoder_layer_share(spec, settings, layout.stage)
+        )
+        return tower, layers
+
+
+def outside_layer_bytes(
+    spec: ModelSpec, settings: TrainingSettings, attention_settings: TrainingSettings
+) -> OutsideLayerBytes:
+    """OutsideLayerBytes: the image encoder's from the settings as given (images per sample), the
+    rest from `attention_settings`, with the attention the model runs (t5_attention_settings)."""
+    return OutsideLayerBytes(
+        tower=vision_tower_activation_bytes(spec, settings),
+        cross=cross_attention_activation_bytes(spec, attention_settings),
+        cross_shared=cross_attention_shared_bytes(spec, attention_settings),
+        decoder=encoder_decoder_activation_bytes(spec, attention_settings),
+    )
+
+
+def stage_layouts(
+    spec: ModelSpec, params: ParameterCount, settings: TrainingSettings, lm_settings: TrainingSettings
+) -> list[StageLayout]:
+    """The layout of each pipeline stage that can hold the peak, under the language model's
+    settings; the image encoder's weight casts and the layers a step without images skips come
+    from the settings as given, before the images became tokens."""
+    vision_cast = vision_cast_elements(spec, settings)
+    layouts = [stage_layout(spec, params, lm_settings, stage) for stage in pipeline_stages(lm_settings)]
+    # the image encoder runs on the embedding's stage
+    layouts = [
+        layout._replace(vision_cast_elements=vision_cast) if layout.has_embedding else layout for layout in layouts
+    ]
+    return [
+        layout._replace(skipped_layers=skipped_cross_attention_layers(spec, settings, layout)) for layout in layouts
+    ]
+
+
+class StepPhases(NamedTuple):
+    """The phases of every stage, and what the engine reports beside them."""
+
+    phases: list[PhaseMemory]
+    stage_of_phase: dict[str, str]
+    terms: dict[str, float]  # one layer's activation terms
+    host_bytes: float  # the most host memory a stage takes (offload)
+    outside_bytes: float  # the most memory outside torch's allocator a stage takes (paged states)
+
+
+def step_phases(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    layouts: list[StageLayout],
+    outside: OutsideLayerBytes,
+    grads_persist: bool,
+) -> StepPhases:
+    """The phases of each stage in `layouts`, with `settings` the language model's."""
+    phases: list[PhaseMemory] = []
+    stage_of_phase: dict[str, str] = {}
+    terms: dict[str, float] = {}
+    host_bytes = outside_bytes = 0.0
+    for layout in layouts:
+        states = model_state_bytes(settings, layout)
+        tower_bytes, cross_bytes = outside.on_stage(spec, settings, layout)
+        stage_phase_list, terms, offloaded_bytes = stage_phases(
+            spec, settings, layout, states, grads_persist, tower_bytes, cross_bytes
+        )
+        phases += stage_phase_list
+        stage_of_phase |= {phase.name: layout.stage for phase in stage_phase_list}
+        host_bytes = max(host_bytes, states.host + offloaded_bytes)
+        outside_bytes = max(outside_bytes, states.outside_allocator)
+    return StepPhases(phases, stage_of_phase, terms, host_bytes, outside_bytes)
+
+
+def framework_overhead_bytes(settings: TrainingSettings) -> float:
+    """The CUDA context, cuBLAS workspace and, with more than one GPU, NCCL buffers."""
+    o = settings.overheads
+    return (o.cuda_context_gib + o.cublas_workspace_gib + (o.nccl_gib if settings.total_gpus > 1 else 0.0)) * GIB
+
+
+def device_view(phase: PhaseMemory, settings: TrainingSettings) -> dict[str, float]:
+    """A phase's components in GiB as the device sees them, reserve and context included."""
+    view = {name: phase.components.get(name, 0.0) / GIB for name in COMPONENTS}
+    view["allocator_reserve"] = phase.total * settings.overheads.allocator_reserve_fraction / GIB
+    view["framework_overhead"] = framework_overhead_bytes(settings) / GIB
+    return view
 
 
 def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstimate:
@@ -53,82 +161,40 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     parallelism, on the most loaded of the first and the last stage."""
     check_supported(spec, settings)
     image_note = images_note(spec, settings)
-    image_settings = settings
-    tower_bytes = vision_tower_activation_bytes(spec, settings)
-    vision_cast = vision_cast_elements(spec, settings)
-    settings = t5_attention_settings(spec, settings)
-    cross_bytes = cross_attention_activation_bytes(spec, settings)
-    # every pipeline stage with a cross-attention layer holds the tensors they share whole
-    cross_shared = cross_attention_shared_bytes(spec, settings)
-    # an encoder-decoder's decoder blocks (and what they read) sit on the stages of its decoder layers
-    decoder_bytes = encoder_decoder_activation_bytes(spec, settings)
-    settings = language_model_settings(spec, settings)
+    # T5 runs eager attention whatever the setting says; the language model then sees each
+    # sample's images as tokens of its sequence
+    attention_settings = t5_attention_settings(spec, settings)
+    outside = outside_layer_bytes(spec, settings, attention_settings)
+    lm_settings = language_model_settings(spec, attention_settings)
     params = parameter_count(spec)
-    grads_persist = settings.grad_accum > 1 or not settings.grads_freed_after_step
-    phases: list[PhaseMemory] = []
-    stage_of_phase: dict[str, str] = {}
-    host_bytes = outside_bytes = 0.0
-    layouts = [stage_layout(spec, params, settings, stage) for stage in pipeline_stages(settings)]
-    # the image encoder runs on the embedding's stage, with the settings before its images became tokens
-    layouts = [
-        layout._replace(vision_cast_elements=vision_cast) if layout.has_embedding else layout for layout in layouts
-    ]
-    layouts = [
-        layout._replace(skipped_layers=skipped_cross_attention_layers(spec, image_settings, layout))
-        for layout in layouts
-    ]
-    for layout in layouts:
-        states = model_state_bytes(settings, layout)
-        # the encoder runs on the embedding's stage; the cross-attention layers spread with the layers
-        stage_phase_list, terms, offloaded_bytes = stage_phases(
-            spec,
-            settings,
-            layout,
-            states,
-            grads_persist,
-            tower_bytes if layout.has_embedding else 0.0,
-            cross_shared
-            + (cross_bytes - cross_shared) * layout.layers / spec.n_layers
-            + decoder_bytes * decoder_layer_share(spec, settings, layout.stage),
-        )
-        phases += stage_phase_list
-        stage_of_phase |= {phase.name: layout.stage for phase in stage_phase_list}
-        host_bytes = max(host_bytes, states.host + offloaded_bytes)
-        outside_bytes = max(outside_bytes, states.outside_allocator)
-
-    load_bytes = max(whole_model_load_bytes(spec, params, settings), quantised_load_bytes(spec, settings, layouts[0]))
+    grads_persist = lm_settings.grad_accum > 1 or not lm_settings.grads_freed_after_step
+    layouts = stage_layouts(spec, params, settings, lm_settings)
+    step = step_phases(spec, lm_settings, layouts, outside, grads_persist)
+    phases, stage_of_phase = step.phases, step.stage_of_phase
+    load_bytes = max(
+        whole_model_load_bytes(spec, params, lm_settings), quantised_load_bytes(spec, lm_settings, layouts[0])
+    )
     if load_bytes:
         phases.insert(0, PhaseMemory(name="loading", components={"weights": load_bytes}))
         stage_of_phase["loading"] = layouts[0].stage
     peak = max(phases, key=lambda phase: phase.total)
     allocated = peak.total
-    o = settings.overheads
-    reserve = allocated * o.allocator_reserve_fraction
-    framework = (o.cuda_context_gib + o.cublas_workspace_gib + (o.nccl_gib if settings.total_gpus > 1 else 0.0)) * GIB
-
-    def device_view(phase: PhaseMemory) -> dict[str, float]:
-        """A phase's components as the device sees them, reserve and context included."""
-        view = {name: phase.components.get(name, 0.0) / GIB for name in COMPONENTS}
-        view["allocator_reserve"] = phase.total * o.allocator_reserve_fraction / GIB
-        view["framework_overhead"] = framework / GIB
-        return view
-
-    components = device_view(peak)
+    reserve = allocated * lm_settings.overheads.allocator_reserve_fraction
     return MemoryEstimate(
-        peak_gib=(allocated + reserve + framework + outside_bytes) / GIB,
+        peak_gib=(allocated + reserve + framework_overhead_bytes(lm_settings) + step.outside_bytes) / GIB,
         allocated_gib=allocated / GIB,
         reserved_gib=(allocated + reserve) / GIB,
         peak_phase=peak.name,
-        components_gib=components,
+        components_gib=device_view(peak, lm_settings),
         phases_gib={phase.name: phase.total / GIB for phase in phases},
-        phase_components_gib={phase.name: device_view(phase) for phase in phases},
-        activations_per_layer_gib={k: v / GIB for k, v in terms.items()},
+        phase_components_gib={phase.name: device_view(phase, lm_settings) for phase in phases},
+        activations_per_layer_gib={k: v / GIB for k, v in step.terms.items()},
         parameters=params.total,
-        trainable_parameters=trainable_parameter_count(spec, params, settings),
-        tokens_per_micro_batch=settings.micro_batch * settings.seq_len,
-        assumptions=image_note + memory_assumptions(spec, settings, grads_persist),
-        host_memory_gib=host_bytes / GIB,
+        trainable_parameters=trainable_parameter_count(spec, params, lm_settings),
+        tokens_per_micro_batch=lm_settings.tokens,
+        assumptions=image_note + memory_assumptions(spec, lm_settings, grads_persist),
+        host_memory_gib=step.host_bytes / GIB,
         load_peak_gib=load_bytes / GIB,
-        outside_allocator_gib=outside_bytes / GIB,
+        outside_allocator_gib=step.outside_bytes / GIB,
         pipeline_stage=stage_of_phase[peak.name],
     )

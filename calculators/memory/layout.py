@@ -28,7 +28,7 @@ from calculators.workload.finetune import (
     model_lora_parameters,
     nf4_bytes,
 )
-from calculators.workload.training import TrainingSettings, frozen_weight_bytes, is_adapter_method, weight_bytes
+from calculators.workload.training import TrainingSettings, is_adapter_method
 from calculators.workload.vision import frozen_tower_parameters, trained_vision_parameters
 
 
@@ -268,19 +268,6 @@ def adafactor_layer_elements(
     return sum(rows + columns for rows, columns in matrices) + layer_all - matrix_elements
 
 
-def adafactor_state_elements(spec: ModelSpec, params: ParameterCount) -> float:
-    """Adafactor keeps one row and one column second-moment vector per weight matrix,
-    and a full second moment for vectors; no first moment by default (Shazeer & Stern
-    2018, arXiv 1804.04235, Alg. 4; HF transformers Adafactor with beta1=None). The
-    embedding is factored; the head is kept as it is."""
-    embedding_factored = spec.vocab_size + spec.hidden_size + params.embedding - vocab_matrix_elements(spec)
-    dense = spec.n_layers - spec.n_moe_layers if spec.n_experts > 1 else 0
-    layers = (spec.n_layers - dense) * adafactor_layer_elements(spec, params)
-    if dense:
-        layers += dense * adafactor_layer_elements(spec, params, dense=True)
-    return layers + embedding_factored + params.head
-
-
 def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSettings, stage: str) -> StageLayout:
     """Full training: every weight of the layers from frozen_layers on trains, stored in the
     precision's weight dtype; frozen layers keep that dtype but have no gradient or state."""
@@ -302,7 +289,7 @@ def _full_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingSett
     trainable += head_matrix if train_head else 0
     frozen = layers_held - layers_trained + (0 if train_embedding else embedding) + (0 if train_head else head_matrix)
     frozen += vision_frozen
-    weight = weight_bytes(settings.precision)
+    weight = settings.precision_facts.weight_bytes
     vocab_matrix = split(vocab_matrix_elements(spec), t)
     widest = max(spec.ffn_hidden_size, spec.dense_ffn_hidden_size or 0, spec.shared_expert_ffn_size)
     largest = [split(spec.hidden_size * widest * (2 if spec.fused_gate_up else 1), t)]
@@ -351,7 +338,7 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
     embedding = local_embedding_parameters(spec, params, t) if has_embedding else 0
     head_other, head_matrix, _ = local_head_parameters(spec, params, t, stage) if has_head else (0, 0, 0)
     head_all = head_other + head_matrix
-    frozen = frozen_weight_bytes(settings.precision)
+    frozen = settings.precision_facts.frozen_weight_bytes
     qlora = settings.method == "qlora"
     scales = settings.nf4_scales or "double-quant"
     head_in_nf4 = qlora and settings.quantised_linears == "all" and spec.head == "lm"
@@ -374,7 +361,7 @@ def _adapter_layout(spec: ModelSpec, params: ParameterCount, settings: TrainingS
     unit_parts = [unit] + [kind for kind in held if kind.cross_attention]
     adapters_per_layer = sum(adapter_parameters(part.adapted, rank) for part in unit_parts)
     layer_base_bytes = sum(base_bytes(part.all_parameters, part.matmul_parameters) for part in unit_parts)
-    weight = weight_bytes(settings.precision)
+    weight = settings.precision_facts.weight_bytes
     # a vision-language model's encoder and projector: frozen base in the half dtype, never quantised
     # (the assumption line says so), on the embedding's stage; an encoder-decoder's position biases
     vision = spec.extra_params if has_embedding else 0

@@ -31,9 +31,7 @@ from calculators.workload.finetune import (
 )
 from calculators.workload.training import (
     TrainingSettings,
-    compute_bytes,
     is_adapter_method,
-    model_dtype_bytes,
 )
 from calculators.workload.vision import (
     cross_attention_image_tokens,
@@ -85,7 +83,7 @@ def vision_mask_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     if tower is None or not tower_trains(settings) or not mask_kept(settings):
         return 0.0
     images = settings.micro_batch * settings.images_per_sample
-    return float(compute_bytes(settings.precision) * images * tower.tokens_per_image**2)
+    return float(settings.precision_facts.compute_bytes * images * tower.tokens_per_image**2)
 
 
 def vision_gate_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -96,7 +94,7 @@ def vision_gate_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     if tower is None or not tower_trains(settings) or settings.checkpointing == "full":
         return 0.0
     patches = settings.micro_batch * settings.images_per_sample * tower.tokens_per_image
-    return float(tower.gated_layers * 2 * compute_bytes(settings.precision) * patches * tower.hidden_size)
+    return float(tower.gated_layers * 2 * settings.precision_facts.compute_bytes * patches * tower.hidden_size)
 
 
 def tile_position_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -107,7 +105,9 @@ def tile_position_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     if tower is None or not tower_trains(settings):
         return 0.0
     images = settings.micro_batch * settings.images_per_sample
-    return float(images * tower.cross_attention_tokens_per_image * tower.hidden_size * model_dtype_bytes(settings))
+    return float(
+        images * tower.cross_attention_tokens_per_image * tower.hidden_size * settings.precision_facts.model_dtype_bytes
+    )
 
 
 def cross_mask_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -120,12 +120,16 @@ def cross_mask_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     tower = mllama_tower(spec, settings)
     if tower is None:
         return 0.0
-    rows = settings.micro_batch * settings.seq_len
-    row_mask = model_dtype_bytes(settings) * rows
+    rows = settings.tokens
+    row_mask = settings.precision_facts.model_dtype_bytes * rows
     if not mask_kept(settings):
         return float(row_mask)
     copies = cross_mask_copies_bytes(spec, settings)
-    shared = 0 if copies else model_dtype_bytes(settings) * rows * cross_attention_image_tokens(spec, settings)
+    shared = (
+        0
+        if copies
+        else settings.precision_facts.model_dtype_bytes * rows * cross_attention_image_tokens(spec, settings)
+    )
     return float(row_mask + shared + copies)
 
 
@@ -139,10 +143,10 @@ def cross_mask_copies_bytes(spec: ModelSpec, settings: TrainingSettings) -> floa
         return 0.0
     image_tokens = cross_attention_image_tokens(spec, settings)
     padding = -image_tokens % SDPA_MASK_ALIGNMENT
-    c = compute_bytes(settings.precision)
-    if not padding and model_dtype_bytes(settings) == c:
+    c = settings.precision_facts.compute_bytes
+    if not padding and settings.precision_facts.model_dtype_bytes == c:
         return 0.0
-    rows = settings.micro_batch * settings.seq_len
+    rows = settings.tokens
     return float(tower.cross_attention_layers * c * rows * (image_tokens + padding))
 
 
@@ -155,9 +159,9 @@ def cross_layer_gate_bytes(spec: ModelSpec, settings: TrainingSettings) -> float
     tower = mllama_tower(spec, settings)
     if tower is None or settings.method != "full" or settings.checkpointing == "full":
         return 0.0
-    c = compute_bytes(settings.precision)
-    per_row = (c + max(c, model_dtype_bytes(settings))) * spec.hidden_size
-    rows = settings.micro_batch * settings.seq_len
+    c = settings.precision_facts.compute_bytes
+    per_row = (c + max(c, settings.precision_facts.model_dtype_bytes)) * spec.hidden_size
+    rows = settings.tokens
     return split(tower.cross_attention_layers * rows * per_row, settings.tensor_parallel)
 
 
@@ -219,7 +223,7 @@ def cross_attention_shared_bytes(spec: ModelSpec, settings: TrainingSettings) ->
     image_tokens_per_sample = cross_attention_image_tokens(spec, settings)
     if not image_tokens_per_sample:
         return 0.0
-    states = compute_bytes(settings.precision) * settings.micro_batch * image_tokens_per_sample * spec.hidden_size
+    states = settings.precision_facts.compute_bytes * settings.micro_batch * image_tokens_per_sample * spec.hidden_size
     masks = cross_mask_bytes(spec, settings) - cross_mask_copies_bytes(spec, settings)
     if settings.checkpointing == "full":
         return states + masks
@@ -253,8 +257,8 @@ def cross_attention_activation_bytes(spec: ModelSpec, settings: TrainingSettings
         return shared
     layers = vision_tower(spec).cross_attention_layers
     b, s, h = settings.micro_batch, settings.seq_len, spec.hidden_size
-    text, image = b * s, b * image_tokens_per_sample
-    c = compute_bytes(settings.precision)
+    text, image = settings.tokens, b * image_tokens_per_sample
+    c = settings.precision_facts.compute_bytes
     savers = input_saving_linears(settings)
     trains_norms = settings.method == "full"
     k_trains = trains_norms or is_adapted("k", settings.lora_targets)

@@ -12,12 +12,6 @@ from calculators.memory.layout import StageLayout
 from calculators.workload.training import (
     PAGED_OPTIMIZERS,
     TrainingSettings,
-    compute_bytes,
-    gradient_bytes,
-    is_autocast,
-    master_weight_bytes,
-    optimizer_state_element_bytes,
-    weight_bytes,
 )
 
 
@@ -31,7 +25,7 @@ def optimizer_state_bytes(settings: TrainingSettings, layout: StageLayout) -> fl
     """Optimizer state bytes for the trainable parameters on one GPU, before sharding.
 
     AdamW: exp_avg and exp_avg_sq (Loshchilov & Hutter 2019), 2 states.
-    SGD with momentum: 1 state. Adafactor: factored second moment (see above).
+    SGD with momentum: 1 state. Adafactor: factored second moment (layout.adafactor_layer_elements).
     8-bit AdamW: 2 states of 1 byte plus one fp32 absmax per 2048-element block
     (Dettmers et al. 2021, arXiv 2110.02861; bitsandbytes blockwise quantisation).
     Paged AdamW (QLoRA paper Sec. 3; bitsandbytes bitsandbytes/optim/optimizer.py
@@ -40,7 +34,7 @@ def optimizer_state_bytes(settings: TrainingSettings, layout: StageLayout) -> fl
     estimate_memory reports them as outside_allocator_gib, not as allocated or reserved.
     """
     n = layout.trainable
-    element = optimizer_state_element_bytes(settings.precision)
+    element = settings.precision_facts.optimizer_state_element_bytes
     if settings.optimizer == "adamw":
         return 2 * element * n
     if settings.optimizer == "paged-adamw":
@@ -70,8 +64,9 @@ def optimizer_step_temporary_bytes(layout: StageLayout, settings: TrainingSettin
     - fused=True, DeepSpeed's FusedAdam and bitsandbytes' 8-bit kernels update in place.
     Adafactor (HF) builds about two full-size fp32 temporaries per parameter.
     """
-    fp32_gradient_copy = 4 * layout.trainable / divisor if master_weight_bytes(settings.precision) else 0.0
-    element = optimizer_state_element_bytes(settings.precision)
+    dtypes = settings.precision_facts
+    fp32_gradient_copy = 4 * layout.trainable / divisor if dtypes.master_weight_bytes else 0.0
+    element = dtypes.optimizer_state_element_bytes
     update = 0.0
     if settings.optimizer == "adamw":
         if settings.optimizer_impl == "foreach":
@@ -101,7 +96,7 @@ def offload_gradient_bucket_bytes(settings: TrainingSettings, layout: StageLayou
     bucket as backward produces them (Ren et al. 2021, Sec. 4.1), so one reduce bucket of
     5e8 elements (DeepSpeed's default reduce_bucket_size) is in flight, capped at the
     size of all the gradients."""
-    element = gradient_bytes(settings.precision)
+    element = settings.precision_facts.gradient_bytes
     return min(REDUCE_BUCKET_ELEMENTS * element, element * layout.trainable)
 
 
@@ -112,14 +107,14 @@ def offloaded_optimizer_host_bytes(settings: TrainingSettings, layout: StageLayo
     optimizer states, a pinned half-precision copy of the partition for the copy back to
     the GPU (mixed precision only), a pinned staging buffer the size of the largest
     parameter, and, when accumulating, the gradients accumulated on the CPU."""
-    precision = settings.precision
+    dtypes = settings.precision_facts
     partition = layout.trainable / state_div
-    mixed = master_weight_bytes(precision) > 0
-    parameter_copy = master_weight_bytes(precision) if mixed else weight_bytes(precision)
-    gradient = 4 if mixed else gradient_bytes(precision)
-    half_copy = weight_bytes(precision) if mixed else 0
-    staging = gradient_bytes(precision) * layout.largest_trainable
-    accumulated = gradient_bytes(precision) * partition if settings.grad_accum > 1 else 0.0
+    mixed = dtypes.master_weight_bytes > 0
+    parameter_copy = dtypes.master_weight_bytes if mixed else dtypes.weight_bytes
+    gradient = 4 if mixed else dtypes.gradient_bytes
+    half_copy = dtypes.weight_bytes if mixed else 0
+    staging = dtypes.gradient_bytes * layout.largest_trainable
+    accumulated = dtypes.gradient_bytes * partition if settings.grad_accum > 1 else 0.0
     states = optimizer_state_bytes(settings, layout) / state_div
     return (parameter_copy + gradient + half_copy) * partition + states + staging + accumulated
 
@@ -156,7 +151,7 @@ def fsdp2_root_gathered_bytes(settings: TrainingSettings, layout: StageLayout) -
     left to auto; NeMo Automodel passes False) and reshards in its post-backward."""
     if not fsdp2_active(settings):
         return 0.0
-    return compute_bytes(settings.precision) * layout.outside_layer_elements
+    return settings.precision_facts.compute_bytes * layout.outside_layer_elements
 
 
 def fsdp2_reduce_scatter_bytes(settings: TrainingSettings, layout: StageLayout) -> float:
@@ -170,7 +165,8 @@ def fsdp2_reduce_scatter_bytes(settings: TrainingSettings, layout: StageLayout) 
     the gradients' own dtype otherwise (NeMo Automodel: reduce_dtype bf16)."""
     if not fsdp2_active(settings):
         return 0.0
-    reduce_bytes = 4 if master_weight_bytes(settings.precision) else gradient_bytes(settings.precision)
+    dtypes = settings.precision_facts
+    reduce_bytes = 4 if dtypes.master_weight_bytes else dtypes.gradient_bytes
     return reduce_bytes * unsharded_gradient_elements(layout)
 
 
@@ -182,7 +178,7 @@ def fsdp2_root_gradient_bytes(settings: TrainingSettings, layout: StageLayout) -
     then). In the parameters' dtype: the head's (a tied matrix's) and the final norm's."""
     if not fsdp2_active(settings):
         return 0.0
-    return gradient_bytes(settings.precision) * layout.head_gradient_elements
+    return settings.precision_facts.gradient_bytes * layout.head_gradient_elements
 
 
 def fsdp1_frozen_gradient_bytes(settings: TrainingSettings, layout: StageLayout) -> float:
@@ -198,13 +194,13 @@ def fsdp1_frozen_gradient_bytes(settings: TrainingSettings, layout: StageLayout)
     under FSDP1 is not modelled."""
     if settings.sharding_impl != "fsdp1" or settings.method != "lora":
         return 0.0
-    return gradient_bytes(settings.precision) * layout.frozen_active_elements
+    return settings.precision_facts.gradient_bytes * layout.frozen_active_elements
 
 
 def model_state_bytes(settings: TrainingSettings, layout: StageLayout) -> ModelStates:
     """Weights, master copy, gradients and optimizer states per GPU after ZeRO sharding
     over the data-parallel GPUs (ZeRO paper Sec. 5), with CPU offload applied."""
-    gpus, zero, precision = settings.gpus, settings.zero, settings.precision
+    gpus, zero, dtypes = settings.gpus, settings.zero, settings.precision_facts
     state_div = shard_divisor(zero, 1, gpus)
     grad_div = shard_divisor(zero, 2, gpus)
     weight_div = shard_divisor(zero, 3, gpus)
@@ -218,14 +214,14 @@ def model_state_bytes(settings: TrainingSettings, layout: StageLayout) -> ModelS
         weights += 2 * layout.layer_weight_bytes
     gathered_root = fsdp2_root_gathered_bytes(settings, layout)
     weights += gathered_root
-    master = master_weight_bytes(precision) * layout.trainable / state_div
+    master = dtypes.master_weight_bytes * layout.trainable / state_div
     states = optimizer_state_bytes(settings, layout) / state_div
-    gradients = gradient_bytes(precision) * layout.trainable / grad_div
+    gradients = dtypes.gradient_bytes * layout.trainable / grad_div
     gradients += fsdp1_frozen_gradient_bytes(settings, layout) / grad_div
     if gpus > 1 and zero == 0:
         gradients *= 2  # DDP gradient buckets
     if zero >= 2 and gpus > 1:
-        gradients += gradient_bytes(precision) * unsharded_gradient_elements(layout)
+        gradients += dtypes.gradient_bytes * unsharded_gradient_elements(layout)
     # a layer that does not run (Mllama's cross-attention without images) casts nothing
     cast_elements = layout.cast_elements - layout.skipped_layers * layout.cast_elements_per_layer
     if settings.checkpointing == "full":
@@ -234,12 +230,12 @@ def model_state_bytes(settings: TrainingSettings, layout: StageLayout) -> ModelS
         # (measured in the trace: bench/accuracy.py).
         cast_elements -= (layout.active_layers - layout.skipped_layers - 1) * layout.cast_elements_per_layer
         cast_elements = max(cast_elements, layout.cast_elements_per_layer)
-    autocast_copies = 2.0 * (cast_elements + layout.vision_cast_elements) if is_autocast(precision) else 0.0
+    autocast_copies = 2.0 * (cast_elements + layout.vision_cast_elements) if dtypes.autocast else 0.0
     # only the first layer's autocast casts (and the vision encoder's, whose backward comes
     # last) are still saved when backward reaches it
     autocast_first_layer = 2.0 * (layout.cast_elements_per_layer + layout.vision_cast_elements)
     autocast_first_layer = autocast_first_layer if autocast_copies else 0.0
-    if precision == "fp8":
+    if settings.precision == "fp8":
         autocast_copies = fp8_weight_cast_bytes(cast_elements - layout.head_cast_elements)
         autocast_first_layer = fp8_weight_cast_bytes(layout.cast_elements_per_layer)
     step_temporaries = optimizer_step_temporary_bytes(layout, settings, state_div)
@@ -297,8 +293,9 @@ def optimizer_in_backward_bytes(
     is alive (the largest: its shard under FSDP/ZeRO-3), and the step's temporaries are
     that one parameter's (ZeRO-sharded gradients become the one reduced shard)."""
     largest = layout.largest_trainable / weight_div
-    gradient = gradient_bytes(settings.precision) * largest
-    fp32_copy = 4 * largest if master_weight_bytes(settings.precision) else 0.0
-    element = optimizer_state_element_bytes(settings.precision)
+    dtypes = settings.precision_facts
+    gradient = dtypes.gradient_bytes * largest
+    fp32_copy = 4 * largest if dtypes.master_weight_bytes else 0.0
+    element = dtypes.optimizer_state_element_bytes
     update = element * largest if settings.optimizer == "adamw" and settings.optimizer_impl != "fused" else 0.0
     return gradient, fp32_copy + update

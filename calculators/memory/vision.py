@@ -14,10 +14,7 @@ from calculators.memory.mllama import (
 from calculators.models.spec import ModelSpec
 from calculators.workload.training import (
     TrainingSettings,
-    autocast_casts_hidden_states,
-    compute_bytes,
     image_tokens_per_image,
-    residual_bytes,
 )
 from calculators.workload.vision import tower_model_spec, tower_settings, tower_trains, vision_tower
 
@@ -33,8 +30,8 @@ def vision_tower_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -
     projector = projector_input_bytes(spec, settings)
     if not tower_trains(settings):
         return projector
-    encoder, run = tower_model_spec(spec), tower_settings(spec, settings)
-    kept = kept_per_layer_bytes(layer_activation_terms(encoder, run), encoder, run)
+    encoder, encoder_settings = tower_model_spec(spec), tower_settings(spec, settings)
+    kept = kept_per_layer_bytes(layer_activation_terms(encoder, encoder_settings), encoder, encoder_settings)
     mllama = (
         vision_mask_bytes(spec, settings)
         + vision_gate_bytes(spec, settings)
@@ -81,11 +78,12 @@ def projector_input_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
         # fresh tensor of the unpadded patches (MllamaVisionModel.forward's torch.cat)
         images = settings.micro_batch * settings.images_per_sample
         width = tower.projector_input_width or tower.hidden_size
-        return float(compute_bytes(settings.precision) * images * tower.cross_attention_tokens_per_image * width)
-    run = tower_settings(spec, settings)
+        return float(settings.precision_facts.compute_bytes * images * tower.cross_attention_tokens_per_image * width)
+    encoder_settings = tower_settings(spec, settings)
     image_tokens = image_tokens_per_image(spec, settings)
-    merged = run.seq_len // max(image_tokens, 1) > 1
-    cast = autocast_casts_hidden_states(settings)
-    kept = image_tokens if merged or cast or run.micro_batch > 1 else run.seq_len
-    element = compute_bytes(settings.precision) if cast else residual_bytes(settings)
-    return element * run.micro_batch * kept * tower.hidden_size
+    merged = encoder_settings.seq_len // max(image_tokens, 1) > 1
+    dtypes = settings.precision_facts
+    cast = dtypes.autocast_casts_hidden_states
+    kept = image_tokens if merged or cast or encoder_settings.micro_batch > 1 else encoder_settings.seq_len
+    element = dtypes.compute_bytes if cast else dtypes.residual_bytes
+    return element * encoder_settings.micro_batch * kept * tower.hidden_size

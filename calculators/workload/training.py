@@ -24,6 +24,18 @@ from pydantic import BaseModel, Field, model_validator
 
 from calculators.models.spec import ModelSpec, extension
 from calculators.workload.frameworks import framework_defaults
+from calculators.workload.precision import (  # noqa: F401 (the precision rules, re-exported for their callers)
+    PrecisionFacts,
+    compute_bytes,
+    frozen_weight_bytes,
+    gradient_bytes,
+    is_adapter_method,
+    is_autocast,
+    master_weight_bytes,
+    optimizer_state_element_bytes,
+    precision_facts,
+    weight_bytes,
+)
 
 Precision = Literal["fp32", "amp-fp16", "amp-bf16", "fp16-mixed", "bf16-mixed", "bf16", "fp8"]
 Optimizer = Literal["adamw", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "none"]
@@ -317,60 +329,37 @@ class TrainingSettings(BaseModel):
         """GPUs of the whole job: data x tensor x pipeline parallel (Narayanan et al. 2021, Sec. 3)."""
         return self.gpus * self.tensor_parallel * self.pipeline_parallel
 
+    @property
+    def tokens(self) -> int:
+        """Tokens of one micro-batch on each data-parallel GPU: micro_batch x seq_len."""
+        return self.micro_batch * self.seq_len
 
-def weight_bytes(precision: str) -> int:
-    """Bytes per stored model weight: fp32 under fp32/AMP, half otherwise."""
-    return 4 if precision in ("fp32", "amp-fp16", "amp-bf16") else 2
-
-
-def master_weight_bytes(precision: str) -> int:
-    """fp32 master copy kept by mixed-precision training (ZeRO paper Sec. 3.1); fp8 training
-    stores its weights as bf16-mixed does (Transformer Engine, torchao float8: bf16 weights,
-    fp8 only inside the matmuls)."""
-    return 4 if precision in ("fp16-mixed", "bf16-mixed", "fp8") else 0
-
-
-def gradient_bytes(precision: str) -> int:
-    """Gradients take the dtype of the weights they belong to."""
-    return weight_bytes(precision)
+    @property
+    def precision_facts(self) -> PrecisionFacts:
+        """Bytes of weights, gradients, compute, hidden states and optimizer states under this
+        precision and method, and whether autocast runs (calculators.workload.precision). The
+        record is made once per (precision, method) and shared by every settings object with that
+        pair; a property rather than a cached one, since model_copy copies a cached value into a
+        copy whose precision or method may differ (tower_settings trains the encoder in full)."""
+        return precision_facts(self.precision, self.method)
 
 
-def optimizer_state_element_bytes(precision: str) -> int:
-    """Optimizer state dtype: fp32 except in pure bf16, where torch keeps states in
-    the parameter dtype (torch.optim initialises them with zeros_like(param))."""
-    return 2 if precision == "bf16" else 4
-
-
-def compute_bytes(precision: str) -> int:
-    """Bytes of a matmul output: fp32, or half precision under any other mode."""
-    return 4 if precision == "fp32" else 2
-
-
-def is_autocast(precision: str) -> bool:
-    return precision in ("amp-fp16", "amp-bf16")
 
 
 def hidden_states_fp32(settings: TrainingSettings) -> bool:
-    """Whether the hidden states between layers (the embedding's output, the residual stream,
-    an RMSNorm's output) are fp32: under fp32, and under autocast when the base weights are fp32,
-    as in full training: the embeddings are fp32 and the adds promote half + fp32 to fp32
-    (PyTorch autocast op reference). LoRA and QLoRA load the base in the half compute dtype
-    (frozen_weight_bytes), so their hidden states are half, and autocast, which casts only fp32
-    inputs down, casts none of them. Traced (tests/test_trace_lora_autocast.py)."""
-    if settings.precision == "fp32":
-        return True
-    return is_autocast(settings.precision) and not is_adapter_method(settings.method)
+    """Whether the hidden states between layers are fp32 (precision.hidden_states_are_fp32)."""
+    return settings.precision_facts.hidden_states_fp32
 
 
 def autocast_casts_hidden_states(settings: TrainingSettings) -> bool:
     """Whether autocast casts the hidden states down to half for each matmul that reads them:
     under autocast when they are fp32 (hidden_states_fp32)."""
-    return is_autocast(settings.precision) and hidden_states_fp32(settings)
+    return settings.precision_facts.autocast_casts_hidden_states
 
 
 def residual_bytes(settings: TrainingSettings) -> int:
     """Bytes per element of the hidden states (hidden_states_fp32)."""
-    return 4 if hidden_states_fp32(settings) else 2
+    return settings.precision_facts.residual_bytes
 
 
 def model_dtype_bytes(settings: TrainingSettings) -> int:
@@ -378,18 +367,7 @@ def model_dtype_bytes(settings: TrainingSettings) -> int:
     attention masks, position biases, gathered embedding rows. fp32 where the parameters are
     (full training under fp32 or autocast), half otherwise (pure half training; LoRA loads the
     base in half): the hidden states' rule (hidden_states_fp32)."""
-    return residual_bytes(settings)
-
-
-def frozen_weight_bytes(precision: str) -> int:
-    """Bytes per frozen base weight under LoRA: the base is loaded in the half compute
-    dtype (bf16/fp16) in every mode but fp32, since no optimizer reads it (HF/PEFT
-    from_pretrained(torch_dtype=torch.bfloat16), torchtune `dtype: bf16`)."""
-    return compute_bytes(precision)
-
-
-def is_adapter_method(method: str) -> bool:
-    return method in ("lora", "qlora")
+    return settings.precision_facts.model_dtype_bytes
 
 
 def image_tokens_per_image(spec: ModelSpec, settings: TrainingSettings) -> int:

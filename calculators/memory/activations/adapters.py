@@ -14,7 +14,18 @@ from calculators.workload.finetune import (
     dequantised_bytes_per_element,
     qlora_dequantised_weight_bytes,
 )
-from calculators.workload.training import TrainingSettings, compute_bytes
+from calculators.workload.training import TrainingSettings
+
+
+def lora_adapter_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, dense: bool = False) -> float:
+    """The layer's 'lora_adapters' term: each adapter's r-wide intermediate (lora_intermediate_bytes),
+    litgpt's zero padding of a partly adapted fused q/k/v (lora_zero_pad_bytes) and LoRA dropout's
+    masks and outputs (lora_dropout_bytes)."""
+    return (
+        lora_intermediate_bytes(spec, settings, tokens, dense)
+        + lora_zero_pad_bytes(spec, settings, tokens)
+        + lora_dropout_bytes(spec, settings, tokens, dense)
+    )
 
 
 def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, dense: bool = False) -> float:
@@ -22,7 +33,7 @@ def lora_intermediate_bytes(spec: ModelSpec, settings: TrainingSettings, tokens:
     compute dtype (Hu et al. 2021: h = W0 x + B A x); an expert's adapter sees only its
     routed tokens, a MoE's dense layer (`dense=True`) has its MLP's adapters instead.
     lora_dropout = 0 (PEFT's default) saves no mask."""
-    c, rank = compute_bytes(settings.precision), settings.lora_rank
+    c, rank = settings.precision_facts.compute_bytes, settings.lora_rank
     routed = spec.experts_per_token if spec.n_experts > 1 else 1
     linears = adapted_linears(spec, settings.lora_targets, dense=dense)
     return sum((routed if linear.copies > 1 else 1) * c * tokens * rank for linear in linears)
@@ -43,7 +54,7 @@ def lora_zero_pad_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int
     adapted = [width for name, width in widths.items() if name in targets]
     if not adapted or len(adapted) == len(widths):
         return 0.0
-    return compute_bytes(settings.precision) * tokens * sum(adapted)
+    return settings.precision_facts.compute_bytes * tokens * sum(adapted)
 
 
 def lora_dropout_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int, dense: bool = False) -> float:
@@ -88,7 +99,7 @@ def lora_dropout_sites_bytes(settings: TrainingSettings, sites: list[tuple], fus
     """LoRA dropout's bytes over `sites`: (linear names reading one tensor, rows, width, one
     dropout for all of them, whether the engine counted a copy of that tensor for the adapters,
     whether the tensor is fp32 under autocast). See lora_dropout_bytes."""
-    c = compute_bytes(settings.precision)
+    c = settings.precision_facts.compute_bytes
     targets = LORA_TARGET_MODULES[settings.lora_targets]
     base_keeps_input = input_saving_linears(settings) != trained_linear_names(settings)
     saved = 0.0
@@ -110,8 +121,8 @@ def qlora_matmul_transient_bytes(spec: ModelSpec, settings: TrainingSettings) ->
     """The largest NF4 weight dequantised for its matmul, with its output (finetune.py)."""
     return qlora_dequantised_weight_bytes(
         spec,
-        compute_bytes(settings.precision),
-        settings.micro_batch * settings.seq_len,
+        settings.precision_facts.compute_bytes,
+        settings.tokens,
         settings.tensor_parallel,
         settings.quantised_linears or "layers",
         dequantised_bytes_per_element(settings.framework, settings.precision),

@@ -5,20 +5,47 @@ rotary tables and the output projection's input.
 
 from __future__ import annotations
 
-from calculators.memory.activations.linears import fuses_qkv, input_saving_linears, linear_inputs_saved_bytes
+from calculators.memory.activations.linears import (
+    dropout_mask_bytes,
+    fuses_qkv,
+    input_saving_linears,
+    linear_inputs_saved_bytes,
+)
 from calculators.memory.activations.norms import norm_output_fp32, norm_saved_bytes, rmsnorm_weight_operand_bytes
 from calculators.memory.states import FP8_BYTES
 from calculators.models.spec import ModelSpec
 from calculators.workload.training import (
     TrainingSettings,
-    autocast_casts_hidden_states,
-    compute_bytes,
-    frozen_weight_bytes,
     is_adapter_method,
-    is_autocast,
-    residual_bytes,
-    weight_bytes,
 )
+
+
+def attention_projections_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """The layer's 'attention_projections' term: what the q/k/v linears keep of their input
+    (linear_inputs_saved_bytes, the trained ones), q, k and v as the core keeps them
+    (attention_inputs_saved_bytes) with their norms (qk_norm_saved_bytes), or all of that for
+    multi-head latent attention (mla_attention_saved_bytes); o's input (out_projection_input_bytes);
+    the output dropout's mask."""
+    mask = dropout_mask_bytes(spec, tokens)
+    out_projection_input = out_projection_input_bytes(spec, settings, tokens)
+    if spec.is_mla:
+        return mla_attention_saved_bytes(spec, settings, tokens) + out_projection_input + mask
+    qkv_names = ("qkv",) if fuses_qkv(spec, settings) else ("q", "k", "v")
+    savers = len(input_saving_linears(settings).intersection(qkv_names))
+    qkv_inputs = linear_inputs_saved_bytes(settings, tokens, spec.hidden_size, savers, norm_output_fp32(spec, settings))
+    qkv = attention_inputs_saved_bytes(spec, settings, tokens) + qk_norm_saved_bytes(spec, settings, tokens)
+    return qkv_inputs + qkv + out_projection_input + mask
+
+
+def attention_core_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """The layer's 'attention_core' term. Fused (flash/SDPA): its output (heads x value head dim)
+    and the fp32 log-sum-exp per head and token. Eager: attention_score_bytes per element of the
+    b x heads x s x s score matrix."""
+    if settings.attention == "fused":
+        output = settings.precision_facts.compute_bytes * tokens * attention_output_width(spec)
+        return output + log_sum_exp_bytes(spec, tokens)
+    b, s = settings.micro_batch, settings.seq_len
+    return attention_score_bytes(spec, settings) * b * spec.n_heads * s * s
 
 
 def softmax_in_fp32(spec: ModelSpec, settings: TrainingSettings) -> bool:
@@ -26,7 +53,8 @@ def softmax_in_fp32(spec: ModelSpec, settings: TrainingSettings) -> bool:
     list) and in Llama-style code, which calls softmax(dtype=torch.float32)."""
     # T5Attention calls softmax(scores.float()) (transformers models/t5/modeling_t5.py @6b8b757d)
     upcasting_code = spec.position_embedding in ("rope", "relative")
-    return compute_bytes(settings.precision) == 4 or is_autocast(settings.precision) or upcasting_code
+    dtypes = settings.precision_facts
+    return dtypes.compute_bytes == 4 or dtypes.autocast or upcasting_code
 
 
 def attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -37,7 +65,7 @@ def attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     its own half-precision copy. Under torch.compile the scores are kept instead of the
     softmax output, with the row statistics to rebuild it.
     """
-    c = compute_bytes(settings.precision)
+    c = settings.precision_facts.compute_bytes
     if spec.attention_sinks and not settings.compile:
         return sink_attention_score_bytes(spec, settings)
     softmax_out = softmax_output_bytes(spec, settings)
@@ -58,9 +86,10 @@ def softmax_output_bytes(spec: ModelSpec, settings: TrainingSettings) -> int:
     (fp32 weights under autocast or fp32; a LoRA base's half dtype), with no fp32 upcast: autocast
     leaves a softmax with an explicit dtype as it is (measure/trace/cuda_emulation.py)."""
     if spec.attention_sinks:
-        sinks = frozen_weight_bytes(settings.precision) if is_adapter_method(settings.method) else None
-        return max(compute_bytes(settings.precision), sinks or weight_bytes(settings.precision))
-    return 4 if softmax_in_fp32(spec, settings) else compute_bytes(settings.precision)
+        dtypes = settings.precision_facts
+        sinks = dtypes.frozen_weight_bytes if is_adapter_method(settings.method) else None
+        return max(dtypes.compute_bytes, sinks or dtypes.weight_bytes)
+    return 4 if softmax_in_fp32(spec, settings) else settings.precision_facts.compute_bytes
 
 
 def sink_attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -73,7 +102,7 @@ def sink_attention_score_bytes(spec: ModelSpec, settings: TrainingSettings) -> f
     half cast. The sliding window is only a mask: windowed layers keep full rows too. Pure bf16
     keeps about 2 bytes per score where Llama's fp32 softmax keeps 6. Traced
     (tests/test_trace_gpt_oss.py)."""
-    c, s = compute_bytes(settings.precision), settings.seq_len
+    c, s = settings.precision_facts.compute_bytes, settings.seq_len
     softmax_out = softmax_output_bytes(spec, settings)
     cast_for_value_matmul = c if softmax_out != c else 0
     return softmax_out * (s + 1) / s + 8 / s + cast_for_value_matmul
@@ -88,7 +117,7 @@ def softcap_tanh_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     Flash-attention 2.6+ caps inside the kernel (`softcap=`) and saves nothing more."""
     if spec.attention_softcap is None or settings.attention != "eager" or settings.compile:
         return 0.0
-    return float(compute_bytes(settings.precision))
+    return float(settings.precision_facts.compute_bytes)
 
 
 def attention_inputs_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
@@ -100,11 +129,11 @@ def attention_inputs_saved_bytes(spec: ModelSpec, settings: TrainingSettings, to
     - a fused qkv projection with RoPE and no k/v repeat: v stays a view of the fused
       projection output wherever it is kept as it is (by SDPA, or by the checkpointed core),
       which keeps all of that output alive: + c t (q_dim + kv_dim)."""
-    c = compute_bytes(settings.precision)
+    c = settings.precision_facts.compute_bytes
     saved = 3 * c * tokens * spec.q_dim
     rope = spec.position_embedding == "rope"
     # cos/sin come in the hidden states' dtype: fp32 ones leave q and k fp32 for autocast to cast
-    if rope and settings.checkpointing == "selective" and autocast_casts_hidden_states(settings):
+    if rope and settings.checkpointing == "selective" and settings.precision_facts.autocast_casts_hidden_states:
         saved += 2 * (4 - c) * tokens * spec.q_dim
     v_kept_as_view = settings.attention == "fused" or settings.checkpointing == "selective"
     if rope and fuses_qkv(spec, settings) and spec.n_kv_heads == spec.n_heads and v_kept_as_view:
@@ -123,7 +152,7 @@ def qk_norm_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int
     q and k."""
     if spec.qk_norm == "none":
         return 0.0
-    c = compute_bytes(settings.precision)
+    c = settings.precision_facts.compute_bytes
     width = spec.q_dim + spec.kv_dim
     rows = spec.n_heads + spec.n_kv_heads if spec.qk_norm == "head" else 2
     if settings.liger or settings.compile:
@@ -139,11 +168,11 @@ def recomputed_core_input_copies_bytes(spec: ModelSpec, settings: TrainingSettin
     counted in attention_inputs_saved_bytes; under selective checkpointing the core is
     rebuilt in backward and makes them again, next to the kept inputs. RoPE makes q and k
     fresh contiguous tensors and repeat_kv makes k and v contiguous."""
-    c = compute_bytes(settings.precision)
+    c = settings.precision_facts.compute_bytes
     rope = spec.position_embedding == "rope"
     repeated = spec.n_kv_heads != spec.n_heads
     # RoPE with fp32 cos/sin (hidden states fp32) leaves q and k fp32 for autocast to cast
-    q_k_copies = 2 if (autocast_casts_hidden_states(settings) or not rope) else 0
+    q_k_copies = 2 if (settings.precision_facts.autocast_casts_hidden_states or not rope) else 0
     v_copies = 0 if repeated else 1
     return (q_k_copies + v_copies) * c * tokens * spec.q_dim
 
@@ -174,7 +203,7 @@ def mla_attention_saved_bytes(spec: ModelSpec, settings: TrainingSettings, token
     stream's (latent_norm_saved_bytes).
     LoRA targets: q_a/q_b count as "q", kv_a/kv_b as "k" or "v" (the names PEFT's presets use
     for the projections they replace). Traced: tests/test_trace_mla.py."""
-    c = compute_bytes(settings.precision)
+    c = settings.precision_facts.compute_bytes
     trained = input_saving_linears(settings)
     q_trained = "q" in trained
     kv_trained = bool(trained.intersection(("k", "v")))
@@ -203,7 +232,7 @@ def latent_norm_saved_bytes(
     that half dtype. Where the norm keeps its input itself (an fp32 input, which the upcast
     leaves as it is, or a fused norm), the input is kv_a's output split from the shared rope key
     (`shares_output_with` channels), and the view keeps the whole output alive."""
-    c = compute_bytes(settings.precision)
+    c = settings.precision_facts.compute_bytes
     weight_trainable = settings.method == "full"
     saved = norm_saved_bytes(spec, settings, tokens, weight_trainable, width=width, input_bytes=c)
     keeps_input_itself = c == 4 or settings.liger or settings.compile
@@ -224,7 +253,7 @@ def out_projection_input_bytes(spec: ModelSpec, settings: TrainingSettings, toke
         return FP8_BYTES * tokens * attention_output_width(spec)
     if settings.attention != "eager" and not fused_output_is_copied(spec, settings):
         return 0.0
-    return compute_bytes(settings.precision) * tokens * attention_output_width(spec)
+    return settings.precision_facts.compute_bytes * tokens * attention_output_width(spec)
 
 
 def fused_output_is_copied(spec: ModelSpec, settings: TrainingSettings) -> bool:
@@ -242,7 +271,7 @@ def fused_output_is_copied(spec: ModelSpec, settings: TrainingSettings) -> bool:
     its copy are not both kept."""
     partial_rotary = spec.position_embedding == "rope" and spec.rotary_fraction < 1 and not spec.is_mla
     core_output_kept = settings.checkpointing not in ("selective", "op-selective")
-    return partial_rotary and compute_bytes(settings.precision) < 4 and core_output_kept
+    return partial_rotary and settings.precision_facts.compute_bytes < 4 and core_output_kept
 
 
 def recomputes_attention_core(settings: TrainingSettings) -> bool:
@@ -264,7 +293,7 @@ def rotary_table_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     `to(x.dtype)`). Traced: 64 B per token on a tiny Llama of 16-wide heads in bf16."""
     if spec.position_embedding != "rope":
         return 0.0
-    return 2.0 * settings.seq_len * spec.rotary_dim * residual_bytes(settings)
+    return 2.0 * settings.seq_len * spec.rotary_dim * settings.precision_facts.residual_bytes
 
 
 def attention_backward_bytes_per_score(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -278,6 +307,6 @@ def attention_backward_bytes_per_score(spec: ModelSpec, settings: TrainingSettin
       (_softmax_backward_data), and soft-capping's tanh output (softcap_tanh_bytes), which its
       own backward reads next. Measured in the trace (bench/accuracy.py)."""
     softmax_out = softmax_output_bytes(spec, settings)
-    value_matmul_moment = attention_score_bytes(spec, settings) + compute_bytes(settings.precision)
+    value_matmul_moment = attention_score_bytes(spec, settings) + settings.precision_facts.compute_bytes
     # soft-capping's saved tanh output waits through the softmax backward for its own
     return max(value_matmul_moment, 3 * softmax_out + softcap_tanh_bytes(spec, settings))

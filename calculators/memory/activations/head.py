@@ -9,7 +9,7 @@ from calculators.memory.activations.norms import norm_output_fp32, norm_saved_by
 from calculators.memory.layout import embedding_trainable, head_trainable
 from calculators.models.geometry import vocab_matrix_elements
 from calculators.models.spec import ModelSpec
-from calculators.workload.training import TrainingSettings, compute_bytes, weight_bytes
+from calculators.workload.training import TrainingSettings
 
 
 def embedding_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -17,7 +17,7 @@ def embedding_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> f
     saves nothing: no tensor before it requires grad, so autograd records nothing."""
     if not embedding_trainable(settings):
         return 0.0
-    tokens = settings.micro_batch * settings.seq_len
+    tokens = settings.tokens
     saved = tokens * spec.hidden_size if spec.dropout > 0 else 0
     if spec.embedding_norm:
         saved += norm_saved_bytes(spec, settings, tokens)
@@ -27,7 +27,7 @@ def embedding_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> f
 def head_activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     """Final norm and the LM head's saved input (classifier heads read one token); a
     frozen LM head saves no input."""
-    tokens = settings.micro_batch * settings.seq_len
+    tokens = settings.tokens
     saved = norm_saved_bytes(spec, settings, tokens, settings.method == "full") if spec.final_norm else 0.0
     if spec.head == "lm" and head_trainable(spec, settings):
         saved += linear_inputs_saved_bytes(settings, tokens, spec.hidden_size, 1, norm_output_fp32(spec, settings))
@@ -54,9 +54,9 @@ def logits_bytes(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, fl
         return chunked_loss_bytes(spec, settings)
     if settings.loss == "fused-linear":
         return fused_linear_loss_bytes(spec, settings)
-    elements = settings.micro_batch * settings.seq_len * spec.vocab_size
+    elements = settings.tokens * spec.vocab_size
     capped = logit_softcap_tanh_bytes(spec, settings)
-    forward = (compute_bytes(settings.precision) + 4) * elements + capped
+    forward = (settings.precision_facts.compute_bytes + 4) * elements + capped
     return per_rank(forward, settings), per_rank(3 * 4 * elements + capped, settings)
 
 
@@ -70,7 +70,7 @@ def logit_softcap_tanh_bytes(spec: ModelSpec, settings: TrainingSettings) -> flo
     _component_builders.py @bd2a0fc7, Gemma2FinalNorm)."""
     if spec.head != "lm" or spec.logit_softcap is None or settings.loss != "full":
         return 0.0
-    return float(compute_bytes(settings.precision) * settings.micro_batch * settings.seq_len * spec.vocab_size)
+    return float(settings.precision_facts.compute_bytes * settings.tokens * spec.vocab_size)
 
 
 def kept_logits_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -82,8 +82,8 @@ def kept_logits_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
     compute_loss returns the loss alone, so there they are freed (logits_bytes)."""
     if settings.logits_in_backward != "kept" or spec.head != "lm" or settings.loss != "full":
         return 0.0
-    elements = settings.micro_batch * settings.seq_len * spec.vocab_size
-    return per_rank(compute_bytes(settings.precision) * elements, settings)
+    elements = settings.tokens * spec.vocab_size
+    return per_rank(settings.precision_facts.compute_bytes * elements, settings)
 
 
 def chunked_loss_bytes(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
@@ -107,9 +107,9 @@ def chunked_loss_bytes(spec: ModelSpec, settings: TrainingSettings) -> tuple[flo
     fp32 log-probabilities: c E + 4 b s at the end of forward. Inductor fuses the backward's
     recomputed softmax and the one-hot subtraction into one kernel whose only output is the
     chunk's gradient in the compute dtype: c E + 4 b s + c E / n in backward."""
-    elements = settings.micro_batch * settings.seq_len * spec.vocab_size
-    tokens = settings.micro_batch * settings.seq_len
-    c = compute_bytes(settings.precision)
+    elements = settings.tokens * spec.vocab_size
+    tokens = settings.tokens
+    c = settings.precision_facts.compute_bytes
     if settings.compile:
         forward = c * elements + 4 * tokens
         backward = c * elements + 4 * tokens + c * elements / settings.loss_chunks
@@ -138,11 +138,11 @@ def fused_linear_loss_bytes(spec: ModelSpec, settings: TrainingSettings) -> tupl
     weight's dtype, when the head trains). Left after forward: grad_weight, the fp32 loss per
     token, and the last chunk's logits buffer; in backward only the scaling of grad_input and
     grad_weight by the loss gradient, in place."""
-    tokens = settings.micro_batch * settings.seq_len
-    c = compute_bytes(settings.precision)
+    tokens = settings.tokens
+    c = settings.precision_facts.compute_bytes
     chunk_logits = c * fused_linear_chunk_rows(tokens, spec) * spec.vocab_size
     grad_weight = (
-        weight_bytes(settings.precision) * vocab_matrix_elements(spec) if head_trainable(spec, settings) else 0
+        settings.precision_facts.weight_bytes * vocab_matrix_elements(spec) if head_trainable(spec, settings) else 0
     )
     loss_per_token = 4 * tokens
     forward = chunk_logits + grad_weight + loss_per_token + liger_weight_update_temporary_bytes(spec, settings)
@@ -159,7 +159,7 @@ def liger_weight_update_temporary_bytes(spec: ModelSpec, settings: TrainingSetti
     (measure/trace/fused_loss.py)."""
     if not head_trainable(spec, settings):
         return 0.0
-    c = compute_bytes(settings.precision)
-    if weight_bytes(settings.precision) == 4 and c < 4:
+    c = settings.precision_facts.compute_bytes
+    if settings.precision_facts.weight_bytes == 4 and c < 4:
         return 0.0
     return (c + (4 if c < 4 else 0)) * vocab_matrix_elements(spec)

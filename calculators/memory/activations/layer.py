@@ -5,136 +5,51 @@ checkpointing (none, selective, per-op, per-submodule, full) keeps of them and r
 from __future__ import annotations
 
 from calculators.memory.activations.adapters import (
-    lora_dropout_bytes,
-    lora_intermediate_bytes,
-    lora_zero_pad_bytes,
+    lora_adapter_saved_bytes,
     qlora_matmul_transient_bytes,
 )
 from calculators.memory.activations.attention import (
     attention_backward_bytes_per_score,
-    attention_inputs_saved_bytes,
-    attention_output_width,
-    attention_score_bytes,
+    attention_core_saved_bytes,
+    attention_projections_saved_bytes,
     log_sum_exp_bytes,
-    mla_attention_saved_bytes,
     out_projection_input_bytes,
-    qk_norm_saved_bytes,
     recomputed_core_input_copies_bytes,
     recomputes_attention_core,
 )
 from calculators.memory.activations.linears import (
     dropout_mask_bytes,
-    fuses_qkv,
-    input_saving_linears,
-    linear_inputs_saved_bytes,
     per_rank,
-    trained_linear_names,
 )
 from calculators.memory.activations.mlp import (
-    fp32_router_bytes,
-    mlp_activation_saved_bytes,
     mlp_hidden_gradient_bytes,
-    routed_output_weighting_bytes,
-    router_bookkeeping_bytes,
-    shared_expert_inputs_saved_bytes,
+    mlp_saved_bytes,
+    shared_experts_saved_bytes,
 )
-from calculators.memory.activations.norms import norm_output_fp32, norm_saved_bytes, parallel_residual_shared_bytes
-from calculators.memory.states import FP8_BYTES
+from calculators.memory.activations.norms import layer_norms_saved_bytes, norm_output_fp32
 from calculators.models.geometry import layer_ffn_width
 from calculators.models.spec import ModelSpec
-from calculators.workload.training import TrainingSettings, compute_bytes, is_adapter_method, residual_bytes
+from calculators.workload.training import TrainingSettings, is_adapter_method
 
 
 def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: bool = False) -> dict[str, float]:
     """Bytes one transformer layer saves for backward, by part (no checkpointing), on one
     tensor-parallel rank; for a mixture of experts a sparse layer, or with `dense=True` one of
-    its dense layers (a single MLP of dense_ffn_hidden_size that every token runs).
-
-    Multi-head latent attention saves what mla_attention_saved_bytes lists. Shared experts
-    (DeepseekV3MoE.shared_experts, Qwen2-MoE's shared_expert) run on every token: their
-    hidden tensors are tokens x shared width, and what their input linears keep of the block's
-    input is shared_expert_inputs_saved_bytes.
-
-    With LoRA the saved tensors change as follows: a linear without an adapter saves no
-    input (the q/k/v, gate/up or down inputs drop out when untargeted, o's only under eager
-    attention); the activation functions and multiplies still save theirs; the frozen norm
-    weights need no saved normalised copy; each adapter adds its r-wide intermediate
-    ('lora_adapters'). Checked against the tensors torch saves for one Llama layer. Under
-    QLoRA with bitsandbytes every quantised linear saves its input (input_saving_linears).
-    With tensor parallelism and sequence parallelism every term is divided by t
-    (Korthikanti et al. 2022, Sec. 4.2.2: sbh(34/t + 5as/(ht)))."""
-    b, s = settings.micro_batch, settings.seq_len
-    tokens = b * s
-    h = spec.hidden_size
-    moe = spec.n_experts > 1 and not dense
-    f = layer_ffn_width(spec, dense)
-    c = compute_bytes(settings.precision)
-    mask = dropout_mask_bytes(spec, tokens)
-    trained = input_saving_linears(settings)
-
-    terms: dict[str, float] = {}
-    norm = norm_saved_bytes(spec, settings, tokens, weight_trainable=settings.method == "full")
-    terms["norms"] = spec.norms_per_layer * norm - parallel_residual_shared_bytes(spec, settings, tokens)
-    out_projection_input = out_projection_input_bytes(spec, settings, tokens)
-    if spec.is_mla:
-        terms["attention_projections"] = mla_attention_saved_bytes(spec, settings, tokens) + out_projection_input + mask
-    else:
-        qkv_names = ("qkv",) if fuses_qkv(spec, settings) else ("q", "k", "v")
-        qkv_inputs = linear_inputs_saved_bytes(
-            settings, tokens, h, len(trained.intersection(qkv_names)), norm_output_fp32(spec, settings)
-        )
-        qkv = attention_inputs_saved_bytes(spec, settings, tokens) + qk_norm_saved_bytes(spec, settings, tokens)
-        terms["attention_projections"] = qkv_inputs + qkv + out_projection_input + mask
-    if settings.attention == "fused":
-        # flash/SDPA saves its output (heads x value head dim) and the fp32 log-sum-exp per head and token.
-        terms["attention_core"] = c * tokens * attention_output_width(spec) + log_sum_exp_bytes(spec, tokens)
-    else:
-        terms["attention_core"] = attention_score_bytes(spec, settings) * b * spec.n_heads * s * s
-
-    routed = spec.experts_per_token if moe else 1
-    gated = spec.is_gated_mlp
-    in_names = ("fc1",) if not gated else (("gate_up",) if spec.fused_gate_up else ("gate", "up"))
-    n_in = len(trained.intersection(in_names))
-    # a dense MLP's input linears keep the normed input, as a MoE's trained router does; a frozen
-    # router (LoRA) keeps none, and nothing else reads the block's input but the experts' gathers
-    frozen_router = moe and is_adapter_method(settings.method) and trained == trained_linear_names(settings)
-    input_fp32 = norm_output_fp32(spec, settings)
-    if moe:
-        # the router reads the block's input; each expert gathers its routed tokens (HF Mixtral
-        # sparse MoE block), and its input linears save that copy, or under autocast each its own
-        # half cast of it
-        mlp_inputs = linear_inputs_saved_bytes(settings, tokens, h, 0 if frozen_router else 1, input_fp32)
-        mlp_inputs += linear_inputs_saved_bytes(settings, routed * tokens, h, n_in, input_fp32)
-        mlp_inputs += routed_output_weighting_bytes(spec, settings, tokens)
-        mlp_inputs += router_bookkeeping_bytes(spec, settings, tokens)
-        mlp_inputs += fp32_router_bytes(spec, settings, tokens, frozen_router)
-    else:
-        mlp_inputs = linear_inputs_saved_bytes(settings, tokens, h, n_in, input_fp32)
-    # What the activation saves (mlp_activation_saved_bytes) and its output, the down (fc2)
-    # projection's input, which only a trained output linear saves.
-    output_input_saved = ("down" if gated else "fc2") in trained
-    # ReLU keeps its output (threshold_backward reads the result) whether or not fc2 trains
-    output_kept = output_input_saved or spec.activation == "relu"
-    per_element = mlp_activation_saved_bytes(spec, settings) + (c if output_kept else 0)
-    if settings.precision == "fp8" and output_input_saved:
-        # the down (fc2) projection keeps the float8 cast of its input, not the input itself
-        per_element -= c - FP8_BYTES
-    # T5's feed-forward also drops out its hidden activation (T5DenseActDense, T5DenseGatedActDense)
-    inner_mask = tokens * f if spec.position_embedding == "relative" and spec.dropout > 0 else 0
-    terms["mlp"] = mlp_inputs + routed * per_element * tokens * f + mask + inner_mask
-    if moe and spec.shared_expert_ffn_size:
-        shared_inputs = shared_expert_inputs_saved_bytes(spec, settings, tokens, trained, in_names)
-        shared_hidden = per_element * tokens * spec.shared_expert_ffn_size
-        # Qwen2-MoE scales the shared expert by sigmoid(shared_expert_gate(x)) (transformers
-        # Qwen2MoeSparseMoeBlock): the multiply keeps the shared output and the sigmoid (traced)
-        shared_gate = c * tokens * (spec.hidden_size + 1) if spec.shared_expert_gate else 0.0
-        terms["shared_experts"] = shared_inputs + shared_hidden + shared_gate
+    its dense layers (a single MLP of dense_ffn_hidden_size that every token runs). The terms and
+    their formulas: the table in calculators/memory/activations/__init__.py. With tensor and
+    sequence parallelism every term is divided by t (Korthikanti et al. 2022, Sec. 4.2.2:
+    sbh(34/t + 5as/(ht)))."""
+    tokens = settings.tokens
+    terms: dict[str, float] = {
+        "norms": layer_norms_saved_bytes(spec, settings, tokens),
+        "attention_projections": attention_projections_saved_bytes(spec, settings, tokens),
+        "attention_core": attention_core_saved_bytes(spec, settings, tokens),
+        "mlp": mlp_saved_bytes(spec, settings, tokens, dense),
+    }
+    if spec.n_experts > 1 and not dense and spec.shared_expert_ffn_size:
+        terms["shared_experts"] = shared_experts_saved_bytes(spec, settings, tokens)
     if is_adapter_method(settings.method):
-        terms["lora_adapters"] = (
-            lora_intermediate_bytes(spec, settings, tokens, dense)
-            + lora_zero_pad_bytes(spec, settings, tokens)
-            + lora_dropout_bytes(spec, settings, tokens, dense)
-        )
+        terms["lora_adapters"] = lora_adapter_saved_bytes(spec, settings, tokens, dense)
     return {name: per_rank(value, settings) for name, value in terms.items()}
 
 
@@ -147,7 +62,7 @@ def core_bytes_not_kept(terms: dict[str, float], spec: ModelSpec, settings: Trai
         return 0.0
     if settings.attention == "eager":
         return terms["attention_core"]
-    return per_rank(log_sum_exp_bytes(spec, settings.micro_batch * settings.seq_len), settings)
+    return per_rank(log_sum_exp_bytes(spec, settings.tokens), settings)
 
 
 def kept_per_layer_bytes(terms: dict[str, float], spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -158,8 +73,8 @@ def kept_per_layer_bytes(terms: dict[str, float], spec: ModelSpec, settings: Tra
     but the attention core, which it recomputes (Korthikanti Sec. 5).
     """
     full_layer = sum(terms.values())
-    tokens = settings.micro_batch * settings.seq_len
-    layer_input = per_rank(residual_bytes(settings) * tokens * spec.hidden_size, settings)
+    tokens = settings.tokens
+    layer_input = per_rank(settings.precision_facts.residual_bytes * tokens * spec.hidden_size, settings)
     if settings.checkpointing == "full" and settings.checkpoint_unit == "submodule":
         return per_rank(submodule_checkpoint_inputs_bytes(spec, settings, tokens), settings)
     if settings.checkpointing == "full":
@@ -178,7 +93,7 @@ def submodule_checkpoint_inputs_bytes(spec: ModelSpec, settings: TrainingSetting
     input): norms + 2 hidden-sized tensors, the residual stream in its dtype and the norms' outputs
     in theirs (fp32 after a LayerNorm under autocast: norm_output_fp32), against one for a
     checkpointed layer."""
-    r = residual_bytes(settings)
+    r = settings.precision_facts.residual_bytes
     normed = 4 if norm_output_fp32(spec, settings) else r
     return (spec.norms_per_layer * r + 2 * normed) * tokens * spec.hidden_size
 
@@ -189,8 +104,9 @@ def submodule_backward_peak_bytes(terms: dict[str, float], spec: ModelSpec, sett
     the gradients of its hidden activations: two for a gated MLP) and the attention (its saved
     tensors, the gradients of its output in head layout and of v, and of the residual stream).
     QLoRA adds the bf16 copy of one dequantised weight and its output."""
-    tokens = settings.micro_batch * settings.seq_len
-    c, r = compute_bytes(settings.precision), residual_bytes(settings)
+    tokens = settings.tokens
+    dtypes = settings.precision_facts
+    c, r = dtypes.compute_bytes, dtypes.residual_bytes
     width = max(spec.ffn_hidden_size, spec.shared_expert_ffn_size)
     hidden_gradients = mlp_hidden_gradient_bytes(spec, settings) * tokens * width
     mlp = terms["mlp"] + terms.get("shared_experts", 0.0) + per_rank(hidden_gradients, settings)
@@ -233,7 +149,7 @@ def op_selective_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens
     layer's checkpoint: the 1st, 3rd, 5th... are saved) and the fused attention's output with
     its fp32 log-sum-exp; everything else is recomputed in backward. Eager attention's
     bmm and softmax are not on the list, so its core is recomputed."""
-    c = compute_bytes(settings.precision)
+    c = settings.precision_facts.compute_bytes
     kept_widths = layer_matmul_outputs(spec)[::2]
     saved = sum(c * tokens * width for width in kept_widths)
     if settings.attention == "fused":
@@ -246,7 +162,7 @@ def saved_after_attention_core_bytes(terms: dict[str, float], spec: ModelSpec, s
     the core: o's input and the output dropout mask, the MLP, and the norms that follow
     the attention (pre-norm layers normalise once before attention, so all but one;
     post-norm layers like BERT, which have no final norm, all of them)."""
-    tokens = settings.micro_batch * settings.seq_len
+    tokens = settings.tokens
     norms_after = spec.norms_per_layer - (1 if spec.final_norm else 0)
     norm = terms["norms"] / spec.norms_per_layer if spec.norms_per_layer else 0.0
     after_core = out_projection_input_bytes(spec, settings, tokens) + dropout_mask_bytes(spec, tokens)
@@ -272,8 +188,9 @@ def layer_backward_peak_bytes(
     if settings.checkpointing == "full" and settings.checkpoint_unit == "submodule":
         return submodule_backward_peak_bytes(terms, spec, settings)
     b, s = settings.micro_batch, settings.seq_len
-    tokens = b * s
-    c, r = compute_bytes(settings.precision), residual_bytes(settings)
+    tokens = settings.tokens
+    dtypes = settings.precision_facts
+    c, r = dtypes.compute_bytes, dtypes.residual_bytes
     full_layer = sum(terms.values())
     recomputed_core = recomputes_attention_core(settings)
     mlp_moment = full_layer - core_bytes_not_kept(terms, spec, settings)

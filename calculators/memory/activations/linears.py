@@ -8,10 +8,7 @@ from calculators.models.spec import ModelSpec
 from calculators.workload.finetune import ALL_LINEARS, LORA_TARGET_MODULES
 from calculators.workload.training import (
     TrainingSettings,
-    compute_bytes,
-    hidden_states_fp32,
     is_adapter_method,
-    is_autocast,
 )
 
 
@@ -48,10 +45,10 @@ def linear_inputs_saved_bytes(
     """
     if settings.precision == "fp8":
         return n_linears * FP8_BYTES * tokens * width
-    c = compute_bytes(settings.precision)
+    c = settings.precision_facts.compute_bytes
     if input_fp32 is None:
-        input_fp32 = hidden_states_fp32(settings)
-    copies = n_linears if is_autocast(settings.precision) and input_fp32 else min(n_linears, 1)
+        input_fp32 = settings.precision_facts.hidden_states_fp32
+    copies = n_linears if settings.precision_facts.autocast and input_fp32 else min(n_linears, 1)
     return copies * c * tokens * width
 
 

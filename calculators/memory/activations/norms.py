@@ -9,11 +9,7 @@ from calculators.models.spec import ModelSpec
 from calculators.workload.finetune import is_adapted
 from calculators.workload.training import (
     TrainingSettings,
-    compute_bytes,
-    hidden_states_fp32,
     is_adapter_method,
-    is_autocast,
-    residual_bytes,
 )
 
 
@@ -43,16 +39,23 @@ def norm_saved_bytes(
     element size when it is not the residual stream's (MLA's latent norms).
     """
     h = spec.hidden_size if width is None else width
-    r = residual_bytes(settings) if input_bytes is None else input_bytes
+    r = settings.precision_facts.residual_bytes if input_bytes is None else input_bytes
     if spec.norm == "layernorm":
         # CUDA autocast runs layer_norm in fp32 (its fp32 op list): a half input is cast, and
         # the fp32 cast is what the norm saves
-        saved_input = 4 if is_autocast(settings.precision) else r
+        saved_input = 4 if settings.precision_facts.autocast else r
         return saved_input * tokens * h + 8 * tokens + layernorm_parameter_casts_bytes(spec, settings, h)
     if settings.liger or settings.compile:
         return r * tokens * h + 4 * tokens
     normalised_for_weight = rmsnorm_weight_operand_bytes(spec, r) * tokens * h if weight_trainable else 0
     return 4 * tokens * h + normalised_for_weight + 4 * tokens + t5_norm_input_bytes(spec, r) * tokens * h
+
+
+def layer_norms_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:
+    """The layer's 'norms' term: what each of its norms saves (norm_saved_bytes; the weights train
+    in full training only), less what a parallel block's norms share (parallel_residual_shared_bytes)."""
+    norm = norm_saved_bytes(spec, settings, tokens, weight_trainable=settings.method == "full")
+    return spec.norms_per_layer * norm - parallel_residual_shared_bytes(spec, settings, tokens)
 
 
 def layernorm_parameter_casts_bytes(spec: ModelSpec, settings: TrainingSettings, width: int) -> float:
@@ -61,7 +64,7 @@ def layernorm_parameter_casts_bytes(spec: ModelSpec, settings: TrainingSettings,
     native_layer_norm keeps its weight and bias for backward. Only a LoRA/QLoRA base is half
     under autocast (full training keeps fp32 weights, which need no cast). Traced:
     tests/test_trace_lora_autocast.py (1,024 B for a 64-wide layer's two norms)."""
-    if not (is_autocast(settings.precision) and is_adapter_method(settings.method)):
+    if not (settings.precision_facts.autocast and is_adapter_method(settings.method)):
         return 0.0
     return 4.0 * norm_parameters(spec, width)
 
@@ -96,9 +99,9 @@ def parallel_residual_shared_bytes(spec: ModelSpec, settings: TrainingSettings, 
     Traced: tests/test_trace_parallel_residual.py."""
     if not spec.parallel_residual:
         return 0.0
-    h, r = spec.hidden_size, residual_bytes(settings)
+    h, r = spec.hidden_size, settings.precision_facts.residual_bytes
     if spec.norms_per_layer == 2:
-        if spec.norm == "layernorm" and is_autocast(settings.precision) and r < 4:
+        if spec.norm == "layernorm" and settings.precision_facts.autocast and r < 4:
             return 0.0  # each LayerNorm saves its own fp32 cast of the half input
         if spec.norm == "layernorm" or settings.liger or settings.compile:
             return float(r * tokens * h)
@@ -108,7 +111,7 @@ def parallel_residual_shared_bytes(spec: ModelSpec, settings: TrainingSettings, 
     trained = input_saving_linears(settings)
     attention_in = trained.intersection(("qkv", "q", "k", "v"))
     mlp_in = trained.intersection(("fc1", "gate", "up", "gate_up"))
-    return float(compute_bytes(settings.precision) * tokens * h) if attention_in and mlp_in else 0.0
+    return float(settings.precision_facts.compute_bytes * tokens * h) if attention_in and mlp_in else 0.0
 
 
 def norm_output_fp32(spec: ModelSpec, settings: TrainingSettings) -> bool:
@@ -117,15 +120,15 @@ def norm_output_fp32(spec: ModelSpec, settings: TrainingSettings) -> bool:
     autocast runs in fp32 whatever its input (autocast's fp32 op list). An HF RMSNorm casts its
     result back to the input's dtype. The trace emulates CUDA autocast's layer_norm
     (measure/trace/cuda_emulation.py)."""
-    if hidden_states_fp32(settings):
+    if settings.precision_facts.hidden_states_fp32:
         return True
-    return is_autocast(settings.precision) and spec.norm == "layernorm"
+    return settings.precision_facts.autocast and spec.norm == "layernorm"
 
 
 def autocast_casts_norm_output(spec: ModelSpec, settings: TrainingSettings) -> bool:
     """Whether autocast gives each linear after a layer norm its own half cast of the norm's
     output: under autocast when that output is fp32 (norm_output_fp32)."""
-    return is_autocast(settings.precision) and norm_output_fp32(spec, settings)
+    return settings.precision_facts.autocast and norm_output_fp32(spec, settings)
 
 
 def first_norm_unrecorded_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:
@@ -143,7 +146,7 @@ def first_norm_unrecorded_bytes(spec: ModelSpec, settings: TrainingSettings) -> 
         return 0.0
     if settings.checkpointing in ("full", "op-selective"):
         return 0.0
-    tokens = settings.micro_batch * settings.seq_len
+    tokens = settings.tokens
     masks = 0.0
     if is_adapter_method(settings.method) and settings.lora_dropout:
         adapted = [name for name in ("q", "k", "v") if is_adapted(name, settings.lora_targets)]
