@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from calculators.cost.prices import CloudPrice
 from calculators.cost.spot import (
     DEFAULT_CHECKPOINT_WRITE_H,
+    DEFAULT_INTERRUPTIONS_PER_HOUR,
     DEFAULT_RESTART_H,
     SpotEstimate,
     check_pause_hours,
@@ -40,7 +41,6 @@ from calculators.timing.estimate import TimeEstimate, TimeSettings, estimate_tim
 from calculators.workload.compatibility import training_stack_problem
 from calculators.workload.training import TrainingSettings
 
-DEFAULT_INTERRUPTIONS_PER_HOUR = 0.5  # for a spot price without a rate: median of the GPU spot traces
 HOURS_PER_YEAR = 8760.0
 
 MemoryFits = Callable[[GpuSpec], bool]

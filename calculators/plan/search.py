@@ -45,7 +45,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calculators.cost.options import HOURS_PER_YEAR, OwnershipSettings, energy_usd_per_hour, instances_needed
 from calculators.cost.prices import CloudPrice
-from calculators.cost.spot import DEFAULT_CHECKPOINT_WRITE_H, DEFAULT_RESTART_H, expected_spot_hours
+from calculators.cost.spot import (
+    DEFAULT_CHECKPOINT_WRITE_H,
+    DEFAULT_INTERRUPTIONS_PER_HOUR,
+    DEFAULT_RESTART_H,
+    expected_spot_hours,
+)
 from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.assumptions import check_supported
@@ -68,7 +73,6 @@ DEFAULT_MAX_GPUS = 256
 # an 8-GPU p5.48xlarge has 2 TiB (https://aws.amazon.com/ec2/instance-types/p5/), 256 GiB per GPU.
 # Only a fallback: rows with host_ram_gib are checked against their own instance's RAM.
 DEFAULT_HOST_MEMORY_GIB_PER_GPU = 256.0
-DEFAULT_INTERRUPTIONS_PER_HOUR = 0.5  # median of the public spot traces (shared reference), as the Cost page
 OWNED_PROVIDER = "owned"
 
 # Global batch defaults, in tokens per optimizer step.
