@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from calculators.cost.pareto import time_cost_front
 from calculators.cost.prices import CloudPrice
 from calculators.cost.spot import (
     DEFAULT_CHECKPOINT_WRITE_H,
@@ -278,15 +279,7 @@ def pareto_front(options: Sequence[CostOption], spot: bool = False) -> list[Cost
     With `spot`, time is the expected spot hours and cost the expected spot USD (options
     without a spot price are left out). Of exact ties the first in `options` is kept.
     """
-    points = [(option, *_time_and_cost(option, spot)) for option in options]
-    points = [(option, hours, usd) for option, hours, usd in points if hours is not None and usd is not None]
-    front: list[CostOption] = []
-    best_usd = math.inf
-    for option, _, usd in sorted(points, key=lambda point: (point[1], point[2])):
-        if usd < best_usd:
-            front.append(option)
-            best_usd = usd
-    return front
+    return time_cost_front(options, lambda option: _time_and_cost(option, spot))
 
 
 def _time_and_cost(option: CostOption, spot: bool) -> tuple[float | None, float | None]:

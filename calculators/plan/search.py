@@ -44,6 +44,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from calculators.cost.options import HOURS_PER_YEAR, OwnershipSettings, energy_usd_per_hour, instances_needed
+from calculators.cost.pareto import time_cost_front
 from calculators.cost.prices import CloudPrice
 from calculators.cost.spot import (
     DEFAULT_CHECKPOINT_WRITE_H,
@@ -633,13 +634,7 @@ def _spot_cost(
 
 def pareto_plans(plans: Iterable[Plan]) -> list[Plan]:
     """Plans no other plan beats on both hours and USD, fastest first (of exact ties, the first given)."""
-    front: list[Plan] = []
-    best_usd = math.inf
-    for plan in sorted(plans, key=lambda plan: (plan.hours, plan.usd)):
-        if plan.usd < best_usd:
-            front.append(plan)
-            best_usd = plan.usd
-    return front
+    return time_cost_front(plans, lambda plan: (plan.hours, plan.usd))
 
 
 def _explain_front(front: list[Plan]) -> list[Plan]:
