@@ -43,15 +43,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from calculators.cost.options import HOURS_PER_YEAR, OwnershipSettings, energy_usd_per_hour, instances_needed
+from calculators.cost.options import OwnershipSettings, owned_usd_per_gpu_hour
 from calculators.cost.pareto import time_cost_front
 from calculators.cost.prices import CloudPrice
-from calculators.cost.spot import (
-    DEFAULT_CHECKPOINT_WRITE_H,
-    DEFAULT_INTERRUPTIONS_PER_HOUR,
-    DEFAULT_RESTART_H,
-    expected_spot_hours,
-)
+from calculators.cost.pricing import RunPrice, price_owned_run, price_run
+from calculators.cost.spot import DEFAULT_CHECKPOINT_WRITE_H, DEFAULT_INTERRUPTIONS_PER_HOUR, DEFAULT_RESTART_H
 from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.assumptions import check_supported
@@ -75,6 +71,19 @@ DEFAULT_MAX_GPUS = 256
 # Only a fallback: rows with host_ram_gib are checked against their own instance's RAM.
 DEFAULT_HOST_MEMORY_GIB_PER_GPU = 256.0
 OWNED_PROVIDER = "owned"
+# The layout a plan sets: Plan field -> the TrainingSettings field it holds.
+PLAN_LAYOUT_FIELDS: dict[str, str] = {
+    "data_parallel": "gpus",
+    "zero": "zero",
+    "tensor_parallel": "tensor_parallel",
+    "pipeline_parallel": "pipeline_parallel",
+    "checkpointing": "checkpointing",
+    "offload_optimizer": "offload_optimizer",
+    "offload_parameters": "offload_parameters",
+    "micro_batch": "micro_batch",
+    "grad_accum": "grad_accum",
+    "precision": "precision",
+}
 
 # Global batch defaults, in tokens per optimizer step.
 PRETRAIN_GLOBAL_BATCH_TOKENS = 4 * 1024 * 1024
@@ -247,17 +256,6 @@ def micro_batch_choices(sequences_per_replica: int) -> list[int]:
     return choices
 
 
-def owned_usd_per_gpu_hour(gpu: GpuSpec, ownership: OwnershipSettings, utilisation: float) -> float | None:
-    """Owning one GPU for an hour: purchase x (1 + host overhead) spread over every hour of the
-    amortisation period, plus power TDP x utilisation x PUE x electricity price
-    (calculators.cost.options.energy_usd_per_hour at TDP x utilisation). None without a purchase price or TDP."""
-    purchase = ownership.purchase_usd_per_gpu or gpu.price_usd
-    if purchase is None or gpu.tdp_w is None:
-        return None
-    amortised = purchase * (1 + ownership.host_overhead_fraction) / (ownership.years * HOURS_PER_YEAR)
-    return amortised + energy_usd_per_hour(gpu.tdp_w * utilisation, 1, ownership.pue, ownership.electricity_usd_per_kwh)
-
-
 def fallback_precision(precision: str) -> str | None:
     """The fp16 counterpart of a bf16 precision, for GPUs without bf16 (V100, T4): bf16-mixed ->
     fp16-mixed, amp-bf16 -> amp-fp16; None when there is none (pure bf16 keeps its states in bf16)."""
@@ -266,18 +264,7 @@ def fallback_precision(precision: str) -> str | None:
 
 def layout_update(plan: Plan) -> dict:
     """The TrainingSettings fields a plan sets."""
-    return {
-        "gpus": plan.data_parallel,
-        "zero": plan.zero,
-        "tensor_parallel": plan.tensor_parallel,
-        "pipeline_parallel": plan.pipeline_parallel,
-        "checkpointing": plan.checkpointing,
-        "offload_optimizer": plan.offload_optimizer,
-        "offload_parameters": plan.offload_parameters,
-        "micro_batch": plan.micro_batch,
-        "grad_accum": plan.grad_accum,
-        "precision": plan.precision,
-    }
+    return {setting: getattr(plan, field) for field, setting in PLAN_LAYOUT_FIELDS.items()}
 
 
 # --- the search -------------------------------------------------------------------------
@@ -548,68 +535,48 @@ def _precision_for(gpu: GpuSpec, precision: str) -> str | None:
     return precision
 
 
+def _row_plans(gpu: GpuSpec, layout: Layout, row: CloudPrice, request: PlanRequest) -> list[Plan]:
+    """One layout priced on one row (calculators.cost.pricing.price_run), on demand and, when
+    allowed and worth it, on spot."""
+    hours = layout.estimate.hours_total
+    run = price_run(row, layout.settings.total_gpus, hours, request.checkpoint_write_h, request.restart_h)
+    pricings: tuple[Pricing, ...] = ("on-demand", "spot") if request.allow_spot else ("on-demand",)
+    plans = [_plan(gpu, layout, pricing, row, run, request) for pricing in pricings]
+    return [plan for plan in plans if plan is not None]
+
+
 def _plan(
     gpu: GpuSpec,
     layout: Layout,
     pricing: Pricing,
     row: CloudPrice | None,
-    usd_per_gpu_hour: float | None,
+    run: RunPrice,
     request: PlanRequest,
 ) -> Plan | None:
-    """Price one layout on one row (or owned hardware) under one pricing; None when spot is not worth it."""
-    settings, estimate = layout.settings, layout.estimate
-    total = settings.total_gpus
-    hours = estimate.hours_total
-    if row is None:  # owned servers of DEFAULT_NODE_GPUS GPUs
-        instances, per_instance = math.ceil(total / DEFAULT_NODE_GPUS), DEFAULT_NODE_GPUS
-        usd_per_hour = total * usd_per_gpu_hour
-        usd_on_demand, usd_spot, usd, run_hours = None, None, usd_per_hour * hours, hours
+    """One priced layout on one row (or owned servers, `row` None) under one pricing; None when spot
+    is not worth it."""
+    hours = layout.estimate.hours_total
+    if pricing == "spot":
+        if run.usd_spot_expected is None:
+            return None
+        usd, run_hours, usd_per_hour = run.usd_spot_expected, run.spot_hours_expected, run.spot_usd_per_hour
     else:
-        instances, per_instance = instances_needed(total, row.gpu_count), row.gpu_count
-        usd_on_demand = instances * row.on_demand_usd_per_hour * hours
-        usd_spot, spot_hours = _spot_cost(row, instances, hours, request)
-        if pricing == "spot":
-            if usd_spot is None:
-                return None
-            usd, run_hours, usd_per_hour = usd_spot, spot_hours, instances * row.spot_usd_per_hour
-        else:
-            usd, run_hours, usd_per_hour = usd_on_demand, hours, instances * row.on_demand_usd_per_hour
-    capacity = gpu_memory_gib(gpu)
+        usd, run_hours, usd_per_hour = run.usd, hours, run.usd_per_hour
     return Plan(
         gpu=gpu.name,
-        gpus=total,
+        gpus=layout.settings.total_gpus,
         provider=OWNED_PROVIDER if row is None else row.provider,
         instance_type=f"{DEFAULT_NODE_GPUS}-GPU server" if row is None else row.instance_type,
         region="-" if row is None else row.region,
-        instances=instances,
-        gpus_per_instance=per_instance,
+        instances=run.instances,
+        gpus_per_instance=DEFAULT_NODE_GPUS if row is None else row.gpu_count,
         pricing=pricing,
-        precision=settings.precision,
-        zero=settings.zero,
-        tensor_parallel=settings.tensor_parallel,
-        pipeline_parallel=settings.pipeline_parallel,
-        data_parallel=settings.gpus,
-        checkpointing=settings.checkpointing,
-        offload_optimizer=settings.offload_optimizer,
-        offload_parameters=settings.offload_parameters,
-        micro_batch=settings.micro_batch,
-        grad_accum=settings.grad_accum,
-        seq_len=settings.seq_len,
-        global_batch_tokens=estimate.tokens_per_step,
-        peak_gib=layout.peak_gib,
-        gpu_memory_gib=capacity,
-        headroom_gib=capacity - layout.peak_gib,
-        host_memory_gib=layout.host_gib,
-        host_ram_gib=None if row is None else row.host_ram_gib,
-        host_ram_basis=host_ram_basis(layout.host_gib, total, row, request.host_memory_gib_per_gpu),
-        step_s=estimate.step_s,
-        tokens_per_s=estimate.tokens_per_s,
-        mfu=estimate.mfu,
+        **_layout_fields(gpu, layout, row, request),
         hours=run_hours,
         hours_on_demand=hours,
         usd=usd,
-        usd_on_demand=usd_on_demand,
-        usd_spot_expected=usd_spot,
+        usd_on_demand=None if row is None else run.usd,
+        usd_spot_expected=run.usd_spot_expected,
         usd_per_hour=usd_per_hour,
         price_as_of=None if row is None else row.as_of,
         source="catalogue purchase price and TDP" if row is None else row.source,
@@ -617,19 +584,24 @@ def _plan(
     )
 
 
-def _spot_cost(
-    row: CloudPrice, instances: int, hours: float, request: PlanRequest
-) -> tuple[float | None, float | None]:
-    """(expected USD, expected hours) on spot (calculators.cost.spot: Young/Daly checkpoints, restarts,
-    lost work; a multi-instance job restarts when any instance is interrupted), or (None, None)."""
-    if row.spot_usd_per_hour is None:
-        return None, None
-    rate = row.interruptions_per_hour
-    rate = instances * (DEFAULT_INTERRUPTIONS_PER_HOUR if rate is None else rate)
-    spot = expected_spot_hours(hours, rate, request.checkpoint_write_h, request.restart_h)
-    if spot.expected_hours is None:
-        return None, None
-    return instances * row.spot_usd_per_hour * spot.expected_hours, spot.expected_hours
+def _layout_fields(gpu: GpuSpec, layout: Layout, row: CloudPrice | None, request: PlanRequest) -> dict:
+    """A plan's layout, memory and speed: the fields that do not depend on the price."""
+    settings, estimate = layout.settings, layout.estimate
+    capacity = gpu_memory_gib(gpu)
+    return {
+        **{field: getattr(settings, setting) for field, setting in PLAN_LAYOUT_FIELDS.items()},
+        "seq_len": settings.seq_len,
+        "global_batch_tokens": estimate.tokens_per_step,
+        "peak_gib": layout.peak_gib,
+        "gpu_memory_gib": capacity,
+        "headroom_gib": capacity - layout.peak_gib,
+        "host_memory_gib": layout.host_gib,
+        "host_ram_gib": None if row is None else row.host_ram_gib,
+        "host_ram_basis": host_ram_basis(layout.host_gib, settings.total_gpus, row, request.host_memory_gib_per_gpu),
+        "step_s": estimate.step_s,
+        "tokens_per_s": estimate.tokens_per_s,
+        "mfu": estimate.mfu,
+    }
 
 
 def pareto_plans(plans: Iterable[Plan]) -> list[Plan]:
@@ -809,17 +781,14 @@ def _plans_for_gpu(
                     continue
                 limit = host_limit_per_gpu(row, total, fallback)
                 layout = _cached_layout(layouts, search, gpu, total, node_gpus, precision, limit)
-                if layout is None:
-                    continue
-                for pricing in ("on-demand", "spot") if request.allow_spot else ("on-demand",):
-                    plan = _plan(gpu, layout, pricing, row, None, request)
-                    if plan is not None:
-                        plans.append(plan)
+                if layout is not None:
+                    plans += _row_plans(gpu, layout, row, request)
             if owned_usd is not None and node_gpus == DEFAULT_NODE_GPUS:
                 limit = host_limit_per_gpu(None, total, fallback)
                 layout = _cached_layout(layouts, search, gpu, total, node_gpus, precision, limit)
                 if layout is not None:
-                    plans.append(_plan(gpu, layout, "owned", None, owned_usd, request))
+                    owned = price_owned_run(total, owned_usd, layout.estimate.hours_total, DEFAULT_NODE_GPUS)
+                    plans.append(_plan(gpu, layout, "owned", None, owned, request))
     return plans
 
 
