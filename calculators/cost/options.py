@@ -285,7 +285,7 @@ class BuyVsRent(BaseModel):
     gpus: int
     purchase_usd_per_gpu: float
     capex_usd: float = Field(description="GPUs x price x (1 + host overhead)")
-    years: float
+    years: float = Field(description="amortisation period, every hour of it")
     power_kw: float = Field(description="GPUs x TDP x PUE")
     energy_usd_per_hour: float
     amortised_usd_per_hour: float = Field(description="capex spread over every hour of `years`")
