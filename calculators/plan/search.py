@@ -468,18 +468,11 @@ def plan_run(
     started = time.perf_counter()
     ownership = ownership or OwnershipSettings()
     base = base.model_copy(update={"method": METHOD_OF_MODE[request.mode]})
-    global_batch = request.global_batch_tokens or default_global_batch_tokens(request.mode, base.seq_len)
-    sequences = global_batch // base.seq_len
-    if sequences < 1:
-        raise ValueError(
-            f"the global batch of {global_batch:,} tokens is shorter than one sequence of {base.seq_len:,} tokens"
-        )
+    sequences = _sequences_per_step(request, base.seq_len)
     run_time = (time_settings or TimeSettings(dataset_tokens=1.0)).model_copy(
         update={"dataset_tokens": request.dataset_tokens, "dataset_samples": None, "epochs": request.epochs}
     )
-    for gpu_name, fraction in (measured_matmul_fraction or {}).items():
-        if not 0.0 < fraction <= 1.0:
-            raise ValueError(f"the measured matmul fraction of {gpu_name} is {fraction:g}; it must be in (0, 1]")
+    _check_measured_fractions(measured_matmul_fraction)
     search = LayoutSearch(spec, base, run_time, sequences, measured_matmul_fraction)
     prices = list(prices)
     gpus = [gpu for gpu in catalogue if request.gpus is None or gpu.name in request.gpus]
@@ -516,6 +509,25 @@ def plan_run(
         assumptions=_assumptions(request, ownership, sequences, base)
         + _measured_assumptions(measured_matmul_fraction, run_time),
     )
+
+
+def _sequences_per_step(request: PlanRequest, seq_len: int) -> int:
+    """Sequences in the global batch (the request's, else the mode's default); ValueError when the
+    global batch is shorter than one sequence."""
+    global_batch = request.global_batch_tokens or default_global_batch_tokens(request.mode, seq_len)
+    sequences = global_batch // seq_len
+    if sequences < 1:
+        raise ValueError(
+            f"the global batch of {global_batch:,} tokens is shorter than one sequence of {seq_len:,} tokens"
+        )
+    return sequences
+
+
+def _check_measured_fractions(measured_matmul_fraction: dict[str, float] | None) -> None:
+    """ValueError unless every measured matmul fraction is in (0, 1]."""
+    for gpu_name, fraction in (measured_matmul_fraction or {}).items():
+        if not 0.0 < fraction <= 1.0:
+            raise ValueError(f"the measured matmul fraction of {gpu_name} is {fraction:g}; it must be in (0, 1]")
 
 
 def _plans_for_gpu(
