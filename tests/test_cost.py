@@ -16,12 +16,11 @@ from calculators.cost.options import (
     buy_vs_rent,
     cheapest,
     cost_options,
-    instances_needed,
     pareto_front,
     ranked_and_set_apart,
-    run_cost_usd,
 )
 from calculators.cost.prices import CloudPrice, load_prices
+from calculators.cost.pricing import instances_needed, run_cost_usd
 from calculators.cost.spot import expected_spot_hours
 from calculators.hardware.catalogue import find_gpu, load_gpu_catalogue
 from calculators.models.presets import get_preset

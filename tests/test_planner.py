@@ -7,18 +7,17 @@ import json
 
 import pytest
 
-from calculators.cost.options import OwnershipSettings
+from calculators.cost.options import OwnershipSettings, owned_usd_per_gpu_hour
 from calculators.cost.prices import CloudPrice, load_prices
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
 from calculators.interface.cli import main
 from calculators.models.presets import get_preset
 from calculators.models.spec import ModelSpec
+from calculators.plan.layouts import micro_batch_choices
 from calculators.plan.search import (
     PlanRequest,
     default_global_batch_tokens,
     gpu_counts,
-    micro_batch_choices,
-    owned_usd_per_gpu_hour,
     plan_run,
 )
 from calculators.timing.estimate import TimeSettings

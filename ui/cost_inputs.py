@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from calculators.cost.options import adjusted_prices
 from calculators.cost.prices import CloudPrice, PriceCatalogueError, load_prices, parse_price_csv
+from calculators.cost.spot import DEFAULT_INTERRUPTIONS_PER_HOUR
 from calculators.hardware.catalogue import GpuSpec
 from calculators.models.hf_config import describe_validation_error
 from calculators.timing.estimate import TimeSettings
@@ -81,7 +82,8 @@ def _spot_controls(column) -> tuple[float, float, float | None]:
         "cost_interruptions_per_hour",
         step=0.1,
         disabled=not override,
-        help="From the price sheet otherwise: AWS Spot Advisor bands, or 0.5/h (median of public spot traces).",
+        help="From the price sheet otherwise: AWS Spot Advisor bands, "
+        f"or {DEFAULT_INTERRUPTIONS_PER_HOUR:g}/h (median of public spot traces).",
     )
     return write_min / 60, restart_min / 60, rate if override else None
 

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
+from pydantic import BaseModel
 
 from calculators.cost.options import CostOption
 
@@ -28,10 +29,19 @@ OPTION_COLUMNS: tuple[str, ...] = tuple(CostOption.model_fields)
 XML_ILLEGAL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
+def models_frame(models: Sequence[BaseModel], columns: Sequence[str]) -> pd.DataFrame:
+    """One row per model, `columns` (its fields) as columns (an empty table keeps the columns)."""
+    return pd.DataFrame([model.model_dump() for model in models], columns=list(columns))
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """A table as UTF-8 CSV (header row, ISO dates, empty for None)."""
+    return frame.to_csv(index=False).encode("utf-8")
+
+
 def options_frame(options: Sequence[CostOption]) -> pd.DataFrame:
     """One row per option, CostOption fields as columns (an empty table keeps the columns)."""
-    rows = [option.model_dump() for option in options]
-    return pd.DataFrame(rows, columns=list(OPTION_COLUMNS))
+    return models_frame(options, OPTION_COLUMNS)
 
 
 def assumptions_frame(
@@ -46,7 +56,7 @@ def assumptions_frame(
 
 def options_csv_bytes(options: Sequence[CostOption]) -> bytes:
     """The options as UTF-8 CSV (header row, one row per option, ISO dates, empty for None)."""
-    return options_frame(options).to_csv(index=False).encode("utf-8")
+    return csv_bytes(options_frame(options))
 
 
 def options_excel_bytes(

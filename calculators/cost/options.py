@@ -1,6 +1,7 @@
 """What a training run costs: every priced cloud instance, spot, and buying the GPUs instead.
 
-For each price row the run uses `settings.total_gpus` GPUs (data x tensor x pipeline parallel) of the row's type:
+For each price row the run uses `settings.total_gpus` GPUs (data x tensor x pipeline parallel) of the row's type,
+priced by calculators.cost.pricing.price_run (the planner's pricing too):
 
     instances = ceil(gpus / gpus_per_instance)            (whole instances are billed)
     usd       = instances x instance USD/hour x hours     (on demand: the time estimate's hours)
@@ -19,20 +20,15 @@ Options whose GPU the workload does not fit, or whose software stack cannot run 
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from calculators.cost.pareto import time_cost_front
 from calculators.cost.prices import CloudPrice
-from calculators.cost.spot import (
-    DEFAULT_CHECKPOINT_WRITE_H,
-    DEFAULT_RESTART_H,
-    SpotEstimate,
-    check_pause_hours,
-    expected_spot_hours,
-)
+from calculators.cost.pricing import price_run
+from calculators.cost.spot import DEFAULT_CHECKPOINT_WRITE_H, DEFAULT_RESTART_H, check_pause_hours
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.models.spec import ModelSpec
@@ -40,7 +36,6 @@ from calculators.timing.estimate import TimeEstimate, TimeSettings, estimate_tim
 from calculators.workload.compatibility import training_stack_problem
 from calculators.workload.training import TrainingSettings
 
-DEFAULT_INTERRUPTIONS_PER_HOUR = 0.5  # for a spot price without a rate: median of the GPU spot traces
 HOURS_PER_YEAR = 8760.0
 
 MemoryFits = Callable[[GpuSpec], bool]
@@ -86,27 +81,6 @@ class CostOption(BaseModel):
     )
 
 
-def instances_needed(gpus: int, gpus_per_instance: int) -> int:
-    """Whole instances that hold `gpus` GPUs."""
-    return math.ceil(gpus / gpus_per_instance)
-
-
-def run_cost_usd(instances: int, usd_per_instance_hour: float, hours: float) -> float:
-    """Billed cost: instances x price per instance-hour x hours."""
-    return instances * usd_per_instance_hour * hours
-
-
-def _spot_estimate(
-    price: CloudPrice, instances: int, hours: float, checkpoint_write_h: float, restart_h: float
-) -> SpotEstimate | None:
-    """Expected spot hours for this row, or None without a spot price."""
-    if price.spot_usd_per_hour is None:
-        return None
-    per_instance = price.interruptions_per_hour
-    rate = instances * (DEFAULT_INTERRUPTIONS_PER_HOUR if per_instance is None else per_instance)
-    return expected_spot_hours(hours, rate, checkpoint_write_h, restart_h)
-
-
 class GpuVerdict(NamedTuple):
     """Whether the workload can run on one GPU type: memory and software stack."""
 
@@ -146,20 +120,15 @@ def _option(
     checkpoint_write_h: float,
     restart_h: float,
 ) -> CostOption:
-    """Price one instance row for a time estimate."""
-    instances = instances_needed(gpus, price.gpu_count)
+    """Price one instance row for a time estimate (calculators.cost.pricing.price_run)."""
     hours = estimate.hours_total
-    usd = run_cost_usd(instances, price.on_demand_usd_per_hour, hours)
-    spot = _spot_estimate(price, instances, hours, checkpoint_write_h, restart_h)
-    spot_usd = price.spot_usd_per_hour
+    run = price_run(price, gpus, hours, checkpoint_write_h, restart_h)
+    spot = run.spot
+    million_tokens = estimate.dataset_tokens * estimate.epochs / 1e6
 
-    def spot_cost(hours_on_spot: float | None) -> float | None:
-        """None without a spot price, or when spot is not worth it (the estimate has no hours then)."""
-        return None if hours_on_spot is None else run_cost_usd(instances, spot_usd, hours_on_spot)
+    def per(usd: float | None, amount: float) -> float | None:
+        return None if usd is None else usd / amount
 
-    total_tokens = estimate.dataset_tokens * estimate.epochs
-    spot_hours = None if spot is None else spot.expected_hours
-    spot_expected_usd = spot_cost(spot_hours)
     return CostOption(
         gpu=price.gpu,
         provider=price.provider,
@@ -167,23 +136,23 @@ def _option(
         region=price.region,
         gpus=gpus,
         gpus_per_instance=price.gpu_count,
-        instances=instances,
+        instances=run.instances,
         step_s=estimate.step_s,
         tokens_per_s_per_gpu=estimate.tokens_per_s_per_gpu,
         mfu=estimate.mfu,
         hours=hours,
         on_demand_usd_per_hour=price.on_demand_usd_per_hour,
-        spot_usd_per_hour=spot_usd,
-        usd_on_demand=usd,
-        usd_per_epoch_on_demand=usd / estimate.epochs,
-        usd_per_million_tokens_on_demand=usd / (total_tokens / 1e6),
+        spot_usd_per_hour=price.spot_usd_per_hour,
+        usd_on_demand=run.usd,
+        usd_per_epoch_on_demand=run.usd / estimate.epochs,
+        usd_per_million_tokens_on_demand=run.usd / million_tokens,
         interruptions_per_hour=None if spot is None else spot.interruptions_per_hour,
-        spot_hours_expected=spot_hours,
-        usd_spot_expected=spot_expected_usd,
-        usd_spot_low=spot_cost(None if spot is None else spot.low_hours),
-        usd_spot_high=spot_cost(None if spot is None else spot.high_hours),
-        usd_per_epoch_spot=None if spot_expected_usd is None else spot_expected_usd / estimate.epochs,
-        usd_per_million_tokens_spot=None if spot_expected_usd is None else spot_expected_usd / (total_tokens / 1e6),
+        spot_hours_expected=run.spot_hours_expected,
+        usd_spot_expected=run.usd_spot_expected,
+        usd_spot_low=run.usd_spot_low,
+        usd_spot_high=run.usd_spot_high,
+        usd_per_epoch_spot=per(run.usd_spot_expected, estimate.epochs),
+        usd_per_million_tokens_spot=per(run.usd_spot_expected, million_tokens),
         fits_in_memory=verdict.fits_in_memory,
         price_as_of=price.as_of,
         source=price.source,
@@ -278,15 +247,7 @@ def pareto_front(options: Sequence[CostOption], spot: bool = False) -> list[Cost
     With `spot`, time is the expected spot hours and cost the expected spot USD (options
     without a spot price are left out). Of exact ties the first in `options` is kept.
     """
-    points = [(option, *_time_and_cost(option, spot)) for option in options]
-    points = [(option, hours, usd) for option, hours, usd in points if hours is not None and usd is not None]
-    front: list[CostOption] = []
-    best_usd = math.inf
-    for option, _, usd in sorted(points, key=lambda point: (point[1], point[2])):
-        if usd < best_usd:
-            front.append(option)
-            best_usd = usd
-    return front
+    return time_cost_front(options, lambda option: _time_and_cost(option, spot))
 
 
 def _time_and_cost(option: CostOption, spot: bool) -> tuple[float | None, float | None]:
@@ -324,7 +285,7 @@ class BuyVsRent(BaseModel):
     gpus: int
     purchase_usd_per_gpu: float
     capex_usd: float = Field(description="GPUs x price x (1 + host overhead)")
-    years: float
+    years: float = Field(description="amortisation period, every hour of it")
     power_kw: float = Field(description="GPUs x TDP x PUE")
     energy_usd_per_hour: float
     amortised_usd_per_hour: float = Field(description="capex spread over every hour of `years`")
@@ -348,6 +309,32 @@ def break_even_hours(capex_usd: float, rent_usd_per_hour: float, energy_usd_per_
     return capex_usd / saving_per_hour if saving_per_hour > 0 else None
 
 
+def purchase_usd_per_gpu(gpu: GpuSpec, ownership: OwnershipSettings) -> float | None:
+    """The price of one GPU: the one given, else the catalogue's; None without either."""
+    return ownership.purchase_usd_per_gpu or gpu.price_usd
+
+
+def capex_usd(gpus: int, purchase_usd_per_gpu: float, ownership: OwnershipSettings) -> float:
+    """Buying `gpus` GPUs and their share of the host: GPUs x price x (1 + host overhead)."""
+    return gpus * purchase_usd_per_gpu * (1 + ownership.host_overhead_fraction)
+
+
+def amortised_usd_per_hour(capex: float, ownership: OwnershipSettings) -> float:
+    """`capex` spread over every hour of the amortisation period."""
+    return capex / (ownership.years * HOURS_PER_YEAR)
+
+
+def owned_usd_per_gpu_hour(gpu: GpuSpec, ownership: OwnershipSettings, utilisation: float) -> float | None:
+    """Owning one GPU for an hour: purchase x (1 + host overhead) spread over every hour of the
+    amortisation period, plus power TDP x utilisation x PUE x electricity price
+    (energy_usd_per_hour at TDP x utilisation). None without a purchase price or TDP."""
+    purchase = purchase_usd_per_gpu(gpu, ownership)
+    if purchase is None or gpu.tdp_w is None:
+        return None
+    amortised = amortised_usd_per_hour(capex_usd(1, purchase, ownership), ownership)
+    return amortised + energy_usd_per_hour(gpu.tdp_w * utilisation, 1, ownership.pue, ownership.electricity_usd_per_kwh)
+
+
 def buy_vs_rent(
     gpu: GpuSpec,
     gpus: int,
@@ -361,14 +348,14 @@ def buy_vs_rent(
     the catalogue has no TDP for the GPU.
     """
     ownership = ownership or OwnershipSettings()
-    price = ownership.purchase_usd_per_gpu or gpu.price_usd
+    price = purchase_usd_per_gpu(gpu, ownership)
     if price is None:
         raise ValueError(f"{gpu.name} has no price in the catalogue; give purchase_usd_per_gpu")
     if gpu.tdp_w is None:
         raise ValueError(f"{gpu.name} has no TDP in the catalogue; its power cost is unknown")
-    capex = gpus * price * (1 + ownership.host_overhead_fraction)
+    capex = capex_usd(gpus, price, ownership)
     energy = energy_usd_per_hour(gpu.tdp_w, gpus, ownership.pue, ownership.electricity_usd_per_kwh)
-    amortised = capex / (ownership.years * HOURS_PER_YEAR)
+    amortised = amortised_usd_per_hour(capex, ownership)
     return BuyVsRent(
         gpu=gpu.name,
         gpus=gpus,

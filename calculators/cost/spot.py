@@ -33,6 +33,9 @@ HIGH_RATE_FACTOR = 2.0
 DEFAULT_CHECKPOINT_WRITE_H = 0.05  # 3 minutes: an 8B model's ~100 GB of states at ~0.5-1 GB/s
 DEFAULT_RESTART_H = 0.25  # 15 minutes: get a new instance, start the container, load the checkpoint
 MAX_PAUSE_MIN = 10_080.0  # one week: the longest checkpoint write or restart accepted
+# Interruptions per instance-hour for a spot price without a rate (the Cost page, the CLI and the
+# planner alike): the median of the public GPU spot traces.
+DEFAULT_INTERRUPTIONS_PER_HOUR = 0.5
 
 
 class SpotEstimate(BaseModel):

@@ -21,6 +21,7 @@ import annotated_types
 from pydantic import BaseModel
 
 from calculators.cost.options import OwnershipSettings
+from calculators.cost.spot import DEFAULT_INTERRUPTIONS_PER_HOUR
 from calculators.memory.serving import ServingSettings
 from calculators.models.spec import ModelSpec
 from calculators.timing.estimate import TimeSettings
@@ -467,7 +468,7 @@ def _declare() -> list[Setting]:
             "rate",
             "Interruptions per instance-hour",
             state="cost_interruptions_per_hour",
-            app_default=0.5,
+            app_default=DEFAULT_INTERRUPTIONS_PER_HOUR,
         ),
         run("discount_pct", "discount", "Negotiated discount on every price (%)", state="cost_discount_pct"),
         Setting(

@@ -8,17 +8,16 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from calculators.cost.exports import ASSUMPTION_COLUMNS, workbook_bytes
+from calculators.cost.exports import ASSUMPTION_COLUMNS, ASSUMPTIONS_SHEET, csv_bytes, models_frame, workbook_bytes
 from calculators.plan.search import Plan, PlanResult
 
 PLANS_SHEET = "plans"
-ASSUMPTIONS_SHEET = "assumptions"
 PLAN_COLUMNS: tuple[str, ...] = tuple(Plan.model_fields)
 
 
 def plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
     """One row per plan, Plan fields as columns (an empty table keeps the columns)."""
-    return pd.DataFrame([plan.model_dump() for plan in plans], columns=list(PLAN_COLUMNS))
+    return models_frame(plans, PLAN_COLUMNS)
 
 
 def plan_assumptions_frame(result: PlanResult, request: Mapping[str, object]) -> pd.DataFrame:
@@ -38,7 +37,7 @@ def plan_assumptions_frame(result: PlanResult, request: Mapping[str, object]) ->
 
 def plans_csv_bytes(plans: Sequence[Plan]) -> bytes:
     """The plans as UTF-8 CSV (header row, ISO dates, empty for None)."""
-    return plans_frame(plans).to_csv(index=False).encode("utf-8")
+    return csv_bytes(plans_frame(plans))
 
 
 def plans_excel_bytes(result: PlanResult, request: Mapping[str, object]) -> bytes:

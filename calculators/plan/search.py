@@ -11,9 +11,11 @@ The search, for one model, mode and token budget:
 Only layouts whose peak fits the GPU by the memory engine (calculators.memory.engine.estimate_memory)
 and whose software stack runs on the GPU (calculators.workload.compatibility.training_stack_problem)
 are kept. Time comes from calculators.timing.estimate.estimate_time, cost from the price rows
-(calculators.cost.prices) and calculators.cost.spot for the expected spot hours.
+(calculators.cost.prices) by calculators.cost.pricing.price_run, as on the Cost page (calculators.cost.spot
+for the expected spot hours).
 
-Pruning, each step exact for the engine's monotonic quantities:
+Pruning, each step exact for the engine's monotonic quantities (the layout search is
+calculators.plan.layouts.best_layout):
 
 - The peak does not depend on the GPU type, only on the layout: one estimate per layout is
   compared with every GPU's capacity (cached).
@@ -36,40 +38,51 @@ to `PlanRequest.host_memory_gib_per_gpu` (256 GiB per GPU by default). Each plan
 from __future__ import annotations
 
 import datetime as dt
-import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from calculators.cost.options import HOURS_PER_YEAR, OwnershipSettings, energy_usd_per_hour, instances_needed
+from calculators.cost.options import OwnershipSettings, owned_usd_per_gpu_hour
+from calculators.cost.pareto import time_cost_front
 from calculators.cost.prices import CloudPrice
-from calculators.cost.spot import DEFAULT_CHECKPOINT_WRITE_H, DEFAULT_RESTART_H, expected_spot_hours
+from calculators.cost.pricing import RunPrice, price_owned_run, price_run
+from calculators.cost.spot import DEFAULT_CHECKPOINT_WRITE_H, DEFAULT_INTERRUPTIONS_PER_HOUR, DEFAULT_RESTART_H
 from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import GpuSpec
-from calculators.memory.assumptions import check_supported
-from calculators.memory.engine import estimate_memory
-from calculators.memory.fit import largest_passing
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.models.spec import ModelSpec
-from calculators.timing.estimate import TimeEstimate, TimeSettings, estimate_time
+from calculators.plan.layouts import (
+    DEFAULT_HOST_MEMORY_GIB_PER_GPU,
+    Layout,
+    LayoutCache,
+    LayoutSearch,
+    cached_best_layout,
+)
+from calculators.timing.estimate import TimeSettings
 from calculators.workload.compatibility import training_stack_problem
 from calculators.workload.modes import METHOD_OF_MODE
 from calculators.workload.training import TrainingSettings
 
 Pricing = Literal["on-demand", "spot", "owned"]
 TRAINING_MODES: tuple[str, ...] = ("train", "finetune-lora", "finetune-qlora")
-CHECKPOINTING_ORDER: tuple[str, ...] = ("none", "selective", "full")  # least recomputation first
-MODEL_PARALLEL_DEGREES: tuple[int, ...] = (2, 4, 8)
 DEFAULT_NODE_GPUS = 8  # an HGX-style server when no price row says how many GPUs an instance holds
 DEFAULT_MAX_GPUS = 256
-# Host RAM per GPU for offload where the price row gives no host_ram_gib (and for owned servers):
-# an 8-GPU p5.48xlarge has 2 TiB (https://aws.amazon.com/ec2/instance-types/p5/), 256 GiB per GPU.
-# Only a fallback: rows with host_ram_gib are checked against their own instance's RAM.
-DEFAULT_HOST_MEMORY_GIB_PER_GPU = 256.0
-DEFAULT_INTERRUPTIONS_PER_HOUR = 0.5  # median of the public spot traces (shared reference), as the Cost page
 OWNED_PROVIDER = "owned"
+# The layout a plan sets: Plan field -> the TrainingSettings field it holds.
+PLAN_LAYOUT_FIELDS: dict[str, str] = {
+    "data_parallel": "gpus",
+    "zero": "zero",
+    "tensor_parallel": "tensor_parallel",
+    "pipeline_parallel": "pipeline_parallel",
+    "checkpointing": "checkpointing",
+    "offload_optimizer": "offload_optimizer",
+    "offload_parameters": "offload_parameters",
+    "micro_batch": "micro_batch",
+    "grad_accum": "grad_accum",
+    "precision": "precision",
+}
 
 # Global batch defaults, in tokens per optimizer step.
 PRETRAIN_GLOBAL_BATCH_TOKENS = 4 * 1024 * 1024
@@ -176,18 +189,6 @@ class Plan(BaseModel):
         return base.model_copy(update=layout_update(self))
 
 
-class Layout(BaseModel):
-    """A layout the search kept for one GPU type and count, with its memory and time."""
-
-    model_config = ConfigDict(frozen=True)
-
-    settings: TrainingSettings
-    peak_gib: float
-    estimate: TimeEstimate
-    note: str
-    host_gib: float = 0.0  # host RAM per GPU (offloaded states and activations)
-
-
 class PlanResult(BaseModel):
     """The planner's answer."""
 
@@ -232,27 +233,6 @@ def gpu_counts(max_gpus: int, node_gpus: int) -> list[int]:
     return counts
 
 
-def micro_batch_choices(sequences_per_replica: int) -> list[int]:
-    """Powers of two dividing each replica's sequences per step (the global batch stays exact)."""
-    choices = []
-    micro_batch = 1
-    while micro_batch <= sequences_per_replica and sequences_per_replica % micro_batch == 0:
-        choices.append(micro_batch)
-        micro_batch *= 2
-    return choices
-
-
-def owned_usd_per_gpu_hour(gpu: GpuSpec, ownership: OwnershipSettings, utilisation: float) -> float | None:
-    """Owning one GPU for an hour: purchase x (1 + host overhead) spread over every hour of the
-    amortisation period, plus power TDP x utilisation x PUE x electricity price
-    (calculators.cost.options.energy_usd_per_hour at TDP x utilisation). None without a purchase price or TDP."""
-    purchase = ownership.purchase_usd_per_gpu or gpu.price_usd
-    if purchase is None or gpu.tdp_w is None:
-        return None
-    amortised = purchase * (1 + ownership.host_overhead_fraction) / (ownership.years * HOURS_PER_YEAR)
-    return amortised + energy_usd_per_hour(gpu.tdp_w * utilisation, 1, ownership.pue, ownership.electricity_usd_per_kwh)
-
-
 def fallback_precision(precision: str) -> str | None:
     """The fp16 counterpart of a bf16 precision, for GPUs without bf16 (V100, T4): bf16-mixed ->
     fp16-mixed, amp-bf16 -> amp-fp16; None when there is none (pure bf16 keeps its states in bf16)."""
@@ -261,233 +241,7 @@ def fallback_precision(precision: str) -> str | None:
 
 def layout_update(plan: Plan) -> dict:
     """The TrainingSettings fields a plan sets."""
-    return {
-        "gpus": plan.data_parallel,
-        "zero": plan.zero,
-        "tensor_parallel": plan.tensor_parallel,
-        "pipeline_parallel": plan.pipeline_parallel,
-        "checkpointing": plan.checkpointing,
-        "offload_optimizer": plan.offload_optimizer,
-        "offload_parameters": plan.offload_parameters,
-        "micro_batch": plan.micro_batch,
-        "grad_accum": plan.grad_accum,
-        "precision": plan.precision,
-    }
-
-
-# --- the search -------------------------------------------------------------------------
-
-
-class _Search:
-    """One search: memory shared by every GPU, times per GPU, counted."""
-
-    def __init__(
-        self,
-        spec: ModelSpec,
-        base: TrainingSettings,
-        time_settings: TimeSettings,
-        sequences: int,
-        measured_matmul_fraction: dict[str, float] | None = None,
-    ):
-        self.spec, self.base, self.time_settings, self.sequences = spec, base, time_settings, sequences
-        self.measured_matmul_fraction = dict(measured_matmul_fraction or {})
-        self._memory: dict[tuple, tuple[float, float] | None] = {}
-        self.host_seen_gib = 0.0  # the most host RAM per GPU of the layouts looked at (reset by callers)
-        self._times: dict[tuple, TimeEstimate | None] = {}
-        self.searched = 0
-
-    def settings(self, **update) -> TrainingSettings | None:
-        """The base settings with a layout, or None when the model cannot take it."""
-        try:
-            settings = TrainingSettings(**(self.base.model_dump() | update))
-            check_supported(self.spec, settings)
-        except ValueError:
-            return None
-        return settings
-
-    def memory(self, **layout) -> tuple[float, float] | None:
-        """(peak GiB, host RAM GiB) per GPU of a layout by the engine (GPU-independent, cached);
-        None when the model cannot take it."""
-        key = tuple(sorted(layout.items()))
-        if key not in self._memory:
-            settings = self.settings(**layout)
-            self.searched += 1
-            self._memory[key] = None
-            if settings is not None:
-                estimate = estimate_memory(self.spec, settings)
-                self._memory[key] = (estimate.peak_gib, estimate.host_memory_gib)
-        memory = self._memory[key]
-        if memory is not None:
-            self.host_seen_gib = max(self.host_seen_gib, memory[1])
-        return memory
-
-    def peak_gib(self, host_limit_gib: float = math.inf, **layout) -> float | None:
-        """Peak per GPU of a layout; None when the model cannot take it or it needs more host RAM
-        per GPU than `host_limit_gib`."""
-        memory = self.memory(**layout)
-        if memory is None or memory[1] > host_limit_gib:
-            return None
-        return memory[0]
-
-    def largest_micro_batch(
-        self, capacity_gib: float, replicas: int, host_limit_gib: float = math.inf, **layout
-    ) -> int | None:
-        """Largest power-of-two micro-batch dividing the replica's share that fits the GPU and the
-        host RAM per GPU (bisection: both grow with the micro-batch); None when even 1 does not fit."""
-        share = self.sequences // replicas
-        choices = micro_batch_choices(share)
-
-        def fits(index: int) -> bool:
-            micro = choices[index]
-            peak = self.peak_gib(host_limit_gib, gpus=replicas, micro_batch=micro, grad_accum=share // micro, **layout)
-            return peak is not None and peak <= capacity_gib
-
-        if not choices:
-            return None
-        largest = largest_passing(0, len(choices) - 1, fits)
-        return None if largest is None else choices[largest]
-
-    def estimate(self, gpu: GpuSpec, node_gpus: int, settings: TrainingSettings) -> TimeEstimate | None:
-        """The time model's estimate (cached); None when the GPU lacks the precision's rate."""
-        total = settings.total_gpus
-        node_key = node_gpus if total > node_gpus else 0  # inside one node the node size does not matter
-        key = (gpu.name, node_key, settings.model_dump_json())
-        if key not in self._times:
-            self.searched += 1
-            node_time = self.time_settings.model_copy(update={"gpus_per_node": node_gpus})
-            node_time = node_time.with_measured_matmul_fraction(gpu.name, self.measured_matmul_fraction)
-            try:
-                self._times[key] = estimate_time(self.spec, settings, gpu, node_time)
-            except ValueError:
-                self._times[key] = None
-        return self._times[key]
-
-
-def _layout_candidates(
-    search: _Search, capacity_gib: float, total: int, node_gpus: int, precision: str, host_limit_gib: float
-):
-    """(layout fields, data-parallel GPUs, micro-batch, note) that fit `capacity_gib` on `total`
-    GPUs and `host_limit_gib` of host RAM per GPU: plain data parallel first; tensor, pipeline
-    parallel and offload only when that fits nowhere."""
-    plain_dp_splits = search.sequences % total == 0
-    for stage in _stages(total, node_gpus):
-        found = []
-        for tp, pp, offload in stage:
-            dp = total // (tp * pp)
-            share = search.sequences // dp
-            if search.sequences % dp:
-                continue
-            for zero in _zero_stages(dp, pp, offload):
-                chosen = _least_recomputation(
-                    search, capacity_gib, dp, zero, tp, pp, offload, precision, host_limit_gib
-                )
-                if chosen is None:
-                    continue
-                layout, micro = chosen
-                note = _layout_note(zero, layout["checkpointing"], tp, pp, offload, micro, share, plain_dp_splits)
-                found.append((layout, dp, micro, note))
-                if micro > 1:
-                    found.append((layout, dp, micro // 2, note))
-                if zero >= 1 and layout["checkpointing"] == "none" and micro == share:
-                    break  # memory does not bind: a higher ZeRO stage only adds traffic
-        if found:
-            return found
-    return []
-
-
-def _least_recomputation(
-    search: _Search,
-    capacity_gib: float,
-    dp: int,
-    zero: int,
-    tp: int,
-    pp: int,
-    offload: str,
-    precision: str,
-    host_limit_gib: float = math.inf,
-) -> tuple[dict, int] | None:
-    """(layout, largest micro-batch) of the first checkpointing policy that fits, least
-    recomputation first (more recomputation only adds work), or None."""
-    for checkpointing in CHECKPOINTING_ORDER:
-        layout = {
-            "zero": zero,
-            "tensor_parallel": tp,
-            "pipeline_parallel": pp,
-            "checkpointing": checkpointing,
-            "offload_optimizer": offload != "none",
-            "offload_parameters": offload == "parameters",
-            "precision": precision,
-        }
-        micro = search.largest_micro_batch(capacity_gib, dp, host_limit_gib, **layout)
-        if micro is not None:
-            return layout, micro
-    return None
-
-
-def _stages(total: int, node_gpus: int) -> list[list[tuple[int, int, str]]]:
-    """Escalating layout families: data parallel; + tensor parallel inside a node; + pipeline; + offload."""
-    tps = [tp for tp in MODEL_PARALLEL_DEGREES if tp <= min(total, node_gpus) and total % tp == 0]
-    widest_tp = max(tps, default=1)
-    pps = [pp for pp in (2, 4, 8, 16) if total % (widest_tp * pp) == 0]
-    return [
-        [(1, 1, "none")],
-        [(tp, 1, "none") for tp in tps],
-        [(widest_tp, pp, "none") for pp in pps],
-        [(1, 1, "optimizer"), (1, 1, "parameters")],
-    ]
-
-
-def _zero_stages(dp: int, pp: int, offload: str) -> tuple[int, ...]:
-    """ZeRO stages worth trying: none with one replica; at most 1 with a pipeline (DeepSpeed
-    runs ZeRO-2/3 only without pipeline parallelism); 1-3 to offload the optimizer, 3 for parameters."""
-    if offload == "parameters":
-        return (3,)
-    if offload == "optimizer":
-        return (1, 2, 3) if dp > 1 else (0,)
-    if dp == 1:
-        return (0,)
-    return (0, 1) if pp > 1 else (0, 1, 2, 3)
-
-
-def _layout_note(
-    zero: int, checkpointing: str, tp: int, pp: int, offload: str, micro: int, share: int, plain_dp_splits: bool
-) -> str:
-    """Why this layout, in words."""
-    parts = [f"ZeRO-{zero}", f"checkpointing {checkpointing} (the least recomputation that fits at ZeRO-{zero})"]
-    if tp > 1 or pp > 1:
-        why = "data parallelism alone does not fit" if plain_dp_splits else "the global batch has too few sequences"
-        parts.append(f"tensor x pipeline parallel {tp} x {pp}: {why}")
-    if offload != "none":
-        parts.append(f"{offload} offloaded to the CPU: nothing else fits")
-    parts.append(f"micro-batch {micro} of {share} sequences per replica")
-    return "; ".join(parts)
-
-
-def best_layout(
-    search: _Search,
-    gpu: GpuSpec,
-    total: int,
-    node_gpus: int,
-    precision: str,
-    host_limit_gib: float = DEFAULT_HOST_MEMORY_GIB_PER_GPU,
-) -> Layout | None:
-    """The fastest layout of `total` GPUs of `gpu` that fits the GPU and `host_limit_gib` of host RAM
-    per GPU (and so the cheapest for any price row with that much host RAM per GPU)."""
-    capacity = gpu_memory_gib(gpu)
-    best: Layout | None = None
-    for layout, dp, micro, note in _layout_candidates(search, capacity, total, node_gpus, precision, host_limit_gib):
-        settings = search.settings(**layout, gpus=dp, micro_batch=micro, grad_accum=search.sequences // (dp * micro))
-        if settings is None:
-            continue
-        memory = search.memory(gpus=dp, micro_batch=micro, grad_accum=settings.grad_accum, **layout)
-        if memory is None or memory[0] > capacity or memory[1] > host_limit_gib:
-            continue
-        estimate = search.estimate(gpu, node_gpus, settings)
-        if estimate is None:
-            continue
-        if best is None or estimate.step_s < best.estimate.step_s:
-            best = Layout(settings=settings, peak_gib=memory[0], estimate=estimate, note=note, host_gib=memory[1])
-    return best
+    return {setting: getattr(plan, field) for field, setting in PLAN_LAYOUT_FIELDS.items()}
 
 
 def job_gpus_per_instance(total: int, gpus_per_instance: int) -> int:
@@ -543,68 +297,48 @@ def _precision_for(gpu: GpuSpec, precision: str) -> str | None:
     return precision
 
 
+def _row_plans(gpu: GpuSpec, layout: Layout, row: CloudPrice, request: PlanRequest) -> list[Plan]:
+    """One layout priced on one row (calculators.cost.pricing.price_run), on demand and, when
+    allowed and worth it, on spot."""
+    hours = layout.estimate.hours_total
+    run = price_run(row, layout.settings.total_gpus, hours, request.checkpoint_write_h, request.restart_h)
+    pricings: tuple[Pricing, ...] = ("on-demand", "spot") if request.allow_spot else ("on-demand",)
+    plans = [_plan(gpu, layout, pricing, row, run, request) for pricing in pricings]
+    return [plan for plan in plans if plan is not None]
+
+
 def _plan(
     gpu: GpuSpec,
     layout: Layout,
     pricing: Pricing,
     row: CloudPrice | None,
-    usd_per_gpu_hour: float | None,
+    run: RunPrice,
     request: PlanRequest,
 ) -> Plan | None:
-    """Price one layout on one row (or owned hardware) under one pricing; None when spot is not worth it."""
-    settings, estimate = layout.settings, layout.estimate
-    total = settings.total_gpus
-    hours = estimate.hours_total
-    if row is None:  # owned servers of DEFAULT_NODE_GPUS GPUs
-        instances, per_instance = math.ceil(total / DEFAULT_NODE_GPUS), DEFAULT_NODE_GPUS
-        usd_per_hour = total * usd_per_gpu_hour
-        usd_on_demand, usd_spot, usd, run_hours = None, None, usd_per_hour * hours, hours
+    """One priced layout on one row (or owned servers, `row` None) under one pricing; None when spot
+    is not worth it."""
+    hours = layout.estimate.hours_total
+    if pricing == "spot":
+        if run.usd_spot_expected is None:
+            return None
+        usd, run_hours, usd_per_hour = run.usd_spot_expected, run.spot_hours_expected, run.spot_usd_per_hour
     else:
-        instances, per_instance = instances_needed(total, row.gpu_count), row.gpu_count
-        usd_on_demand = instances * row.on_demand_usd_per_hour * hours
-        usd_spot, spot_hours = _spot_cost(row, instances, hours, request)
-        if pricing == "spot":
-            if usd_spot is None:
-                return None
-            usd, run_hours, usd_per_hour = usd_spot, spot_hours, instances * row.spot_usd_per_hour
-        else:
-            usd, run_hours, usd_per_hour = usd_on_demand, hours, instances * row.on_demand_usd_per_hour
-    capacity = gpu_memory_gib(gpu)
+        usd, run_hours, usd_per_hour = run.usd, hours, run.usd_per_hour
     return Plan(
         gpu=gpu.name,
-        gpus=total,
+        gpus=layout.settings.total_gpus,
         provider=OWNED_PROVIDER if row is None else row.provider,
         instance_type=f"{DEFAULT_NODE_GPUS}-GPU server" if row is None else row.instance_type,
         region="-" if row is None else row.region,
-        instances=instances,
-        gpus_per_instance=per_instance,
+        instances=run.instances,
+        gpus_per_instance=DEFAULT_NODE_GPUS if row is None else row.gpu_count,
         pricing=pricing,
-        precision=settings.precision,
-        zero=settings.zero,
-        tensor_parallel=settings.tensor_parallel,
-        pipeline_parallel=settings.pipeline_parallel,
-        data_parallel=settings.gpus,
-        checkpointing=settings.checkpointing,
-        offload_optimizer=settings.offload_optimizer,
-        offload_parameters=settings.offload_parameters,
-        micro_batch=settings.micro_batch,
-        grad_accum=settings.grad_accum,
-        seq_len=settings.seq_len,
-        global_batch_tokens=estimate.tokens_per_step,
-        peak_gib=layout.peak_gib,
-        gpu_memory_gib=capacity,
-        headroom_gib=capacity - layout.peak_gib,
-        host_memory_gib=layout.host_gib,
-        host_ram_gib=None if row is None else row.host_ram_gib,
-        host_ram_basis=host_ram_basis(layout.host_gib, total, row, request.host_memory_gib_per_gpu),
-        step_s=estimate.step_s,
-        tokens_per_s=estimate.tokens_per_s,
-        mfu=estimate.mfu,
+        **_layout_fields(gpu, layout, row, request),
         hours=run_hours,
         hours_on_demand=hours,
         usd=usd,
-        usd_on_demand=usd_on_demand,
-        usd_spot_expected=usd_spot,
+        usd_on_demand=None if row is None else run.usd,
+        usd_spot_expected=run.usd_spot_expected,
         usd_per_hour=usd_per_hour,
         price_as_of=None if row is None else row.as_of,
         source="catalogue purchase price and TDP" if row is None else row.source,
@@ -612,30 +346,29 @@ def _plan(
     )
 
 
-def _spot_cost(
-    row: CloudPrice, instances: int, hours: float, request: PlanRequest
-) -> tuple[float | None, float | None]:
-    """(expected USD, expected hours) on spot (calculators.cost.spot: Young/Daly checkpoints, restarts,
-    lost work; a multi-instance job restarts when any instance is interrupted), or (None, None)."""
-    if row.spot_usd_per_hour is None:
-        return None, None
-    rate = row.interruptions_per_hour
-    rate = instances * (DEFAULT_INTERRUPTIONS_PER_HOUR if rate is None else rate)
-    spot = expected_spot_hours(hours, rate, request.checkpoint_write_h, request.restart_h)
-    if spot.expected_hours is None:
-        return None, None
-    return instances * row.spot_usd_per_hour * spot.expected_hours, spot.expected_hours
+def _layout_fields(gpu: GpuSpec, layout: Layout, row: CloudPrice | None, request: PlanRequest) -> dict:
+    """A plan's layout, memory and speed: the fields that do not depend on the price."""
+    settings, estimate = layout.settings, layout.estimate
+    capacity = gpu_memory_gib(gpu)
+    return {
+        **{field: getattr(settings, setting) for field, setting in PLAN_LAYOUT_FIELDS.items()},
+        "seq_len": settings.seq_len,
+        "global_batch_tokens": estimate.tokens_per_step,
+        "peak_gib": layout.peak_gib,
+        "gpu_memory_gib": capacity,
+        "headroom_gib": capacity - layout.peak_gib,
+        "host_memory_gib": layout.host_gib,
+        "host_ram_gib": None if row is None else row.host_ram_gib,
+        "host_ram_basis": host_ram_basis(layout.host_gib, settings.total_gpus, row, request.host_memory_gib_per_gpu),
+        "step_s": estimate.step_s,
+        "tokens_per_s": estimate.tokens_per_s,
+        "mfu": estimate.mfu,
+    }
 
 
 def pareto_plans(plans: Iterable[Plan]) -> list[Plan]:
     """Plans no other plan beats on both hours and USD, fastest first (of exact ties, the first given)."""
-    front: list[Plan] = []
-    best_usd = math.inf
-    for plan in sorted(plans, key=lambda plan: (plan.hours, plan.usd)):
-        if plan.usd < best_usd:
-            front.append(plan)
-            best_usd = plan.usd
-    return front
+    return time_cost_front(plans, lambda plan: (plan.hours, plan.usd))
 
 
 def _explain_front(front: list[Plan]) -> list[Plan]:
@@ -735,19 +468,12 @@ def plan_run(
     started = time.perf_counter()
     ownership = ownership or OwnershipSettings()
     base = base.model_copy(update={"method": METHOD_OF_MODE[request.mode]})
-    global_batch = request.global_batch_tokens or default_global_batch_tokens(request.mode, base.seq_len)
-    sequences = global_batch // base.seq_len
-    if sequences < 1:
-        raise ValueError(
-            f"the global batch of {global_batch:,} tokens is shorter than one sequence of {base.seq_len:,} tokens"
-        )
+    sequences = _sequences_per_step(request, base.seq_len)
     run_time = (time_settings or TimeSettings(dataset_tokens=1.0)).model_copy(
         update={"dataset_tokens": request.dataset_tokens, "dataset_samples": None, "epochs": request.epochs}
     )
-    for gpu_name, fraction in (measured_matmul_fraction or {}).items():
-        if not 0.0 < fraction <= 1.0:
-            raise ValueError(f"the measured matmul fraction of {gpu_name} is {fraction:g}; it must be in (0, 1]")
-    search = _Search(spec, base, run_time, sequences, measured_matmul_fraction)
+    _check_measured_fractions(measured_matmul_fraction)
+    search = LayoutSearch(spec, base, run_time, sequences, measured_matmul_fraction)
     prices = list(prices)
     gpus = [gpu for gpu in catalogue if request.gpus is None or gpu.name in request.gpus]
     candidates: list[Plan] = []
@@ -785,8 +511,27 @@ def plan_run(
     )
 
 
+def _sequences_per_step(request: PlanRequest, seq_len: int) -> int:
+    """Sequences in the global batch (the request's, else the mode's default); ValueError when the
+    global batch is shorter than one sequence."""
+    global_batch = request.global_batch_tokens or default_global_batch_tokens(request.mode, seq_len)
+    sequences = global_batch // seq_len
+    if sequences < 1:
+        raise ValueError(
+            f"the global batch of {global_batch:,} tokens is shorter than one sequence of {seq_len:,} tokens"
+        )
+    return sequences
+
+
+def _check_measured_fractions(measured_matmul_fraction: dict[str, float] | None) -> None:
+    """ValueError unless every measured matmul fraction is in (0, 1]."""
+    for gpu_name, fraction in (measured_matmul_fraction or {}).items():
+        if not 0.0 < fraction <= 1.0:
+            raise ValueError(f"the measured matmul fraction of {gpu_name} is {fraction:g}; it must be in (0, 1]")
+
+
 def _plans_for_gpu(
-    search: _Search, gpu: GpuSpec, prices: Sequence[CloudPrice], request: PlanRequest, ownership: OwnershipSettings
+    search: LayoutSearch, gpu: GpuSpec, prices: Sequence[CloudPrice], request: PlanRequest, ownership: OwnershipSettings
 ) -> list[Plan]:
     """Every priced plan of one GPU type: the fastest layout per count and node size, on each row and pricing."""
     if training_stack_problem(gpu, search.base) is not None:
@@ -800,7 +545,7 @@ def _plans_for_gpu(
         return []
     plans = []
     fallback = request.host_memory_gib_per_gpu
-    layouts: dict[tuple[int, int, float], tuple[Layout | None, float]] = {}  # rows of a size differ in host RAM
+    layouts: LayoutCache = {}  # rows of a size differ in host RAM
     largest_node = max([row.gpu_count for row in all_rows] + [DEFAULT_NODE_GPUS if owned_usd else 1])
     for total in gpu_counts(request.max_gpus, largest_node):
         rows = [row for row in all_rows if total <= row.gpu_count or total % row.gpu_count == 0]
@@ -809,46 +554,16 @@ def _plans_for_gpu(
                 if row.gpu_count != node_gpus:
                     continue
                 limit = host_limit_per_gpu(row, total, fallback)
-                layout = _cached_layout(layouts, search, gpu, total, node_gpus, precision, limit)
-                if layout is None:
-                    continue
-                for pricing in ("on-demand", "spot") if request.allow_spot else ("on-demand",):
-                    plan = _plan(gpu, layout, pricing, row, None, request)
-                    if plan is not None:
-                        plans.append(plan)
+                layout = cached_best_layout(layouts, search, gpu, total, node_gpus, precision, limit)
+                if layout is not None:
+                    plans += _row_plans(gpu, layout, row, request)
             if owned_usd is not None and node_gpus == DEFAULT_NODE_GPUS:
                 limit = host_limit_per_gpu(None, total, fallback)
-                layout = _cached_layout(layouts, search, gpu, total, node_gpus, precision, limit)
+                layout = cached_best_layout(layouts, search, gpu, total, node_gpus, precision, limit)
                 if layout is not None:
-                    plans.append(_plan(gpu, layout, "owned", None, owned_usd, request))
+                    owned = price_owned_run(total, owned_usd, layout.estimate.hours_total, DEFAULT_NODE_GPUS)
+                    plans.append(_plan(gpu, layout, "owned", None, owned, request))
     return plans
-
-
-def _cached_layout(
-    cache: dict[tuple[int, int, float], tuple[Layout | None, float]],
-    search: _Search,
-    gpu: GpuSpec,
-    total: int,
-    node_gpus: int,
-    precision: str,
-    host_limit_gib: float,
-) -> Layout | None:
-    """best_layout of one GPU type at a host RAM limit per GPU, searched once per (count, node size):
-    the search without a limit is also the answer for every limit at or above the most host RAM
-    of the layouts it looked at (each look-up passes the limit, so the search takes the same path);
-    only a smaller limit is searched again (once per limit)."""
-    unlimited = (total, node_gpus, math.inf)
-    if unlimited not in cache:
-        search.host_seen_gib = 0.0
-        layout = best_layout(search, gpu, total, node_gpus, precision, math.inf)
-        cache[unlimited] = (layout, search.host_seen_gib)
-    layout, host_seen = cache[unlimited]
-    if host_limit_gib >= host_seen:
-        return layout
-    key = (total, node_gpus, host_limit_gib)
-    if key not in cache:
-        cache[key] = (best_layout(search, gpu, total, node_gpus, precision, host_limit_gib), 0.0)
-    return cache[key][0]
 
 
 def _measured_assumptions(measured: dict[str, float] | None, time_settings: TimeSettings) -> list[str]:
