@@ -6,9 +6,10 @@ import sys
 
 import pytest
 
-from calculators.memory.result import COMPONENTS, GIB
+from calculators.memory.result import COMPONENTS
 from calculators.models.geometry import parameter_count
 from calculators.models.presets import get_preset
+from calculators.units import GIB
 from tests.cli_helpers import run_cli
 
 

@@ -10,9 +10,9 @@ from pydantic import ValidationError
 
 from calculators.memory.activations.layer import layer_activation_terms
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.presets import get_preset
 from calculators.models.spec import ModelSpec
+from calculators.units import GIB
 from calculators.validation.peak_memory import load_measurements
 from calculators.workload.finetune import NF4_BITS_PER_WEIGHT, lora_parameters_per_layer
 from calculators.workload.training import Overheads, TrainingSettings

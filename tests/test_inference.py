@@ -4,7 +4,6 @@ import pytest
 from pydantic import ValidationError
 
 from calculators.hardware.catalogue import find_gpu, load_gpu_catalogue
-from calculators.memory.result import GIB
 from calculators.memory.serving import (
     ServingSettings,
     activation_bytes,
@@ -25,6 +24,7 @@ from calculators.memory.serving import (
     total_gib,
 )
 from calculators.models.presets import get_preset
+from calculators.units import GIB
 from calculators.workload.training import Overheads
 
 LLAMA_8B = get_preset("llama-3.1-8b")

@@ -5,10 +5,10 @@ import pytest
 from calculators.memory.activations.head import logits_bytes
 from calculators.memory.activations.layer import layer_activation_terms
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.geometry import parameter_count
 from calculators.models.presets import get_preset
 from calculators.models.spec import ModelSpec
+from calculators.units import GIB
 from calculators.workload.training import Overheads, TrainingSettings
 
 LLAMA2_7B = ModelSpec(

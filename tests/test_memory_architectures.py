@@ -14,8 +14,8 @@ from calculators.memory.activations.layer import layer_activation_terms
 from calculators.memory.activations.mlp import fp32_router_bytes
 from calculators.memory.engine import estimate_memory
 from calculators.memory.layout import stage_layout, trainable_parameter_count
-from calculators.memory.result import GIB
 from calculators.models.geometry import parameter_count
+from calculators.units import GIB
 from calculators.workload.training import TrainingSettings
 from tests.test_architectures import DEEPSEEK_V3, FLAN_T5_SMALL, QWEN3_30B_A3B, T5_SMALL, spec
 

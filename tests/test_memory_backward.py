@@ -9,8 +9,8 @@ import pytest
 from calculators.memory.activations.attention import attention_backward_bytes_per_score
 from calculators.memory.activations.layer import layer_activation_terms, layer_backward_peak_bytes
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.presets import get_preset
+from calculators.units import GIB
 from calculators.workload.training import Overheads, TrainingSettings
 
 NO_OVERHEAD = Overheads(cuda_context_gib=0, cublas_workspace_gib=0, allocator_reserve_fraction=0, nccl_gib=0)

@@ -18,9 +18,9 @@ from calculators.memory.activations.head import (
 from calculators.memory.activations.layer import kept_per_layer_bytes, layer_activation_terms, layer_matmul_outputs
 from calculators.memory.activations.norms import norm_saved_bytes
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.presets import get_preset
 from calculators.models.spec import ModelSpec
+from calculators.units import GIB
 from calculators.workload.frameworks import FRAMEWORK_DEFAULTS, framework_defaults
 from calculators.workload.training import FRAMEWORKS, Overheads, TrainingSettings
 

@@ -9,9 +9,9 @@ import pytest
 from calculators.memory.activations.layer import layer_activation_terms
 from calculators.memory.activations.mlp import mlp_activation_saved_bytes
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.hf_config import spec_from_config_dict
 from calculators.models.library import library_spec
+from calculators.units import GIB
 from calculators.workload.training import TrainingSettings
 
 TINY_GPT2 = {

@@ -12,10 +12,10 @@ import pytest
 
 from calculators.memory.activations.layer import layer_activation_terms
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.geometry import parameter_count
 from calculators.models.hf_config import spec_from_config_dict
 from calculators.models.library import library_spec
+from calculators.units import GIB
 from calculators.workload.training import TrainingSettings
 from measure.trace.result import UnsupportedConfiguration
 from measure.trace.support import check_traceable

@@ -11,8 +11,8 @@ import pytest
 from calculators.memory.activations.attention import rotary_table_bytes
 from calculators.memory.activations.norms import first_norm_unrecorded_bytes
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.spec import ModelSpec
+from calculators.units import GIB
 from calculators.workload.training import TrainingSettings, hidden_states_fp32
 
 torch = pytest.importorskip("torch")

@@ -11,8 +11,8 @@ import functools
 import pytest
 
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.hf_config import spec_from_config_dict
+from calculators.units import GIB
 from calculators.workload.training import TrainingSettings, model_dtype_bytes
 
 torch = pytest.importorskip("torch")

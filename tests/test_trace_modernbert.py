@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.geometry import parameter_count
 from calculators.models.hf_config import spec_from_config_dict
 from calculators.models.library import library_spec
+from calculators.units import GIB
 from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")

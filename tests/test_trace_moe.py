@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.spec import ModelSpec
+from calculators.units import GIB
 from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")

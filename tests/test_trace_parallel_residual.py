@@ -10,10 +10,10 @@ from calculators.memory.activations.attention import out_projection_input_bytes
 from calculators.memory.activations.layer import layer_activation_terms
 from calculators.memory.activations.norms import parallel_residual_shared_bytes
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.geometry import parameter_count
 from calculators.models.hf_config import spec_from_config_dict
 from calculators.models.library import library_spec
+from calculators.units import GIB
 from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")

@@ -15,9 +15,9 @@ from calculators.memory.activations.head import logits_bytes
 from calculators.memory.activations.layer import layer_activation_terms
 from calculators.memory.activations.norms import norm_saved_bytes
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.hf_config import spec_from_config_dict
 from calculators.models.presets import get_preset
+from calculators.units import GIB
 from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")

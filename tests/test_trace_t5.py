@@ -10,10 +10,10 @@ from calculators.memory.activations.attention import attention_score_bytes
 from calculators.memory.activations.norms import t5_norm_input_bytes
 from calculators.memory.encoder_decoder import t5_attention_settings
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.geometry import parameter_count
 from calculators.models.hf_config import spec_from_config_dict
 from calculators.models.library import library_spec
+from calculators.units import GIB
 from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")

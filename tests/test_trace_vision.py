@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from calculators.memory.engine import estimate_memory
-from calculators.memory.result import GIB
 from calculators.models.hf_config import spec_from_config_dict
+from calculators.units import GIB
 from calculators.workload.training import TrainingSettings
 
 torch = pytest.importorskip("torch")

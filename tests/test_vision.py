@@ -16,10 +16,10 @@ from calculators.memory.mllama import (
     vision_lse_padding_bytes,
     vision_mask_bytes,
 )
-from calculators.memory.result import GIB
 from calculators.memory.vision import vision_outside_layers_bytes, vision_tower_activation_bytes
 from calculators.models.hf_config import spec_from_config_dict
 from calculators.timing.estimate import TimeSettings, estimate_time, vision_flops_per_token
+from calculators.units import GIB
 from calculators.workload.training import TrainingSettings
 from calculators.workload.vision import tower_forward_flops_per_image, tower_tokens_per_image
 

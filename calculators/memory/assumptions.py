@@ -12,13 +12,13 @@ from calculators.memory.phases import OFFLOAD_RESIDENT_LAYERS
 from calculators.memory.states import REDUCE_BUCKET_ELEMENTS
 from calculators.models.spec import ModelSpec, extension
 from calculators.workload.finetune import NF4_BITS_PER_WEIGHT
+from calculators.workload.precision import is_adapter_method
 from calculators.workload.training import (
     LORA_TARGET_LABEL,
     PAGED_OPTIMIZERS,
     TrainingSettings,
     decoder_settings,
     image_tokens_per_image,
-    is_adapter_method,
 )
 from calculators.workload.vision import frozen_tower_parameters, tower_settings, tower_trains, vision_tower
 

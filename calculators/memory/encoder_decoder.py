@@ -19,11 +19,8 @@ from calculators.memory.activations.norms import first_norm_unrecorded_bytes, no
 from calculators.memory.layout import embedding_trainable
 from calculators.models.spec import ModelSpec, extension
 from calculators.workload.finetune import cross_attention_adapted_linears
-from calculators.workload.training import (
-    TrainingSettings,
-    decoder_settings,
-    is_adapter_method,
-)
+from calculators.workload.precision import is_adapter_method
+from calculators.workload.training import TrainingSettings, decoder_settings
 
 
 def t5_attention_settings(spec: ModelSpec, settings: TrainingSettings) -> TrainingSettings:

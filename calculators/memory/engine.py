@@ -47,11 +47,12 @@ from calculators.memory.mllama import (
     skipped_cross_attention_layers,
 )
 from calculators.memory.phases import quantised_load_bytes, stage_phases, whole_model_load_bytes
-from calculators.memory.result import COMPONENTS, GIB, MemoryEstimate, PhaseMemory
+from calculators.memory.result import COMPONENTS, MemoryEstimate, PhaseMemory
 from calculators.memory.states import model_state_bytes
 from calculators.memory.vision import vision_tower_activation_bytes
 from calculators.models.geometry import ParameterCount, parameter_count
 from calculators.models.spec import ModelSpec
+from calculators.units import GIB
 from calculators.workload.training import TrainingSettings, language_model_settings
 from calculators.workload.vision import vision_cast_elements
 

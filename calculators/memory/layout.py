@@ -28,7 +28,8 @@ from calculators.workload.finetune import (
     model_lora_parameters,
     nf4_bytes,
 )
-from calculators.workload.training import TrainingSettings, is_adapter_method
+from calculators.workload.precision import is_adapter_method
+from calculators.workload.training import TrainingSettings
 from calculators.workload.vision import frozen_tower_parameters, trained_vision_parameters
 
 

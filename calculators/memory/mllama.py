@@ -29,10 +29,8 @@ from calculators.models.spec import ModelSpec, VisionTower
 from calculators.workload.finetune import (
     is_adapted,
 )
-from calculators.workload.training import (
-    TrainingSettings,
-    is_adapter_method,
-)
+from calculators.workload.precision import is_adapter_method
+from calculators.workload.training import TrainingSettings
 from calculators.workload.vision import (
     cross_attention_image_tokens,
     tower_trains,

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-GIB = 2**30
-
-
 COMPONENTS = (
     "weights",
     "master_weights",

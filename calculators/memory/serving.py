@@ -26,7 +26,6 @@ from pydantic import BaseModel, Field
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit import largest_passing
 from calculators.memory.fit_matrix import gpu_memory_gib
-from calculators.memory.result import GIB
 from calculators.models.geometry import (
     ROUTED_MLP_NAMES,
     active_matmul_parameters,
@@ -38,6 +37,7 @@ from calculators.models.geometry import (
     vocab_matrix_elements,
 )
 from calculators.models.spec import ModelSpec
+from calculators.units import GIB
 from calculators.workload.finetune import NF4_BITS_PER_WEIGHT
 from calculators.workload.training import Overheads
 from calculators.workload.vision import vision_tower

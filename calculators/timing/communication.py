@@ -37,7 +37,8 @@ from calculators.models.geometry import (
 )
 from calculators.models.spec import ModelSpec
 from calculators.workload.finetune import model_lora_parameters
-from calculators.workload.training import TrainingSettings, compute_bytes, gradient_bytes, weight_bytes
+from calculators.workload.precision import compute_bytes, gradient_bytes, weight_bytes
+from calculators.workload.training import TrainingSettings
 from calculators.workload.vision import trained_vision_parameters
 
 # Achieved / spec NVLink bandwidth: about 88% (github.com/stas00/ml-engineering network/README.md

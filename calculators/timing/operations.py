@@ -34,16 +34,14 @@ from calculators.memory.mllama import layers_skipped_without_images
 from calculators.models.geometry import attention_linears, layer_linears, split
 from calculators.models.spec import ModelSpec, extension
 from calculators.timing.communication import trainable_parameters_per_rank
-from calculators.workload.training import (
-    TrainingSettings,
+from calculators.workload.precision import (
     compute_bytes,
-    decoder_settings,
     gradient_bytes,
-    language_model_settings,
     master_weight_bytes,
     optimizer_state_element_bytes,
     weight_bytes,
 )
+from calculators.workload.training import TrainingSettings, decoder_settings, language_model_settings
 from calculators.workload.vision import (
     cross_attention_image_tokens,
     tower_model_spec,

@@ -24,17 +24,9 @@ from pydantic import BaseModel, Field, model_validator
 
 from calculators.models.spec import ModelSpec, extension
 from calculators.workload.frameworks import framework_defaults
-from calculators.workload.precision import (  # noqa: F401 (the precision rules, re-exported for their callers)
+from calculators.workload.precision import (
     PrecisionFacts,
-    compute_bytes,
-    frozen_weight_bytes,
-    gradient_bytes,
-    is_adapter_method,
-    is_autocast,
-    master_weight_bytes,
-    optimizer_state_element_bytes,
     precision_facts,
-    weight_bytes,
 )
 
 Precision = Literal["fp32", "amp-fp16", "amp-bf16", "fp16-mixed", "bf16-mixed", "bf16", "fp8"]
@@ -342,8 +334,6 @@ class TrainingSettings(BaseModel):
         pair; a property rather than a cached one, since model_copy copies a cached value into a
         copy whose precision or method may differ (tower_settings trains the encoder in full)."""
         return precision_facts(self.precision, self.method)
-
-
 
 
 def hidden_states_fp32(settings: TrainingSettings) -> bool:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from calculators.models.geometry import layer_matmul_elements
 from calculators.models.spec import ModelSpec, VisionTower, extension
-from calculators.workload.training import TrainingSettings, image_tokens_per_image, is_adapter_method
+from calculators.workload.precision import is_adapter_method
+from calculators.workload.training import TrainingSettings, image_tokens_per_image
 
 
 def vision_tower(spec: ModelSpec) -> VisionTower | None:

@@ -7,7 +7,8 @@ configuration fails fast with a clear reason.
 from __future__ import annotations
 
 from calculators.models.spec import ModelSpec, extension
-from calculators.workload.training import TrainingSettings, is_autocast
+from calculators.workload.precision import is_autocast
+from calculators.workload.training import TrainingSettings
 from measure.trace.result import UnsupportedConfiguration
 
 

@@ -51,13 +51,12 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from calculators.models.spec import ModelSpec, extension
 from calculators.units import GIB
+from calculators.workload.precision import is_autocast, master_weight_bytes
 from calculators.workload.training import (
     TrainingSettings,
     decoder_settings,
     image_tokens_per_image,
-    is_autocast,
     language_model_settings,
-    master_weight_bytes,
 )
 from calculators.workload.vision import frozen_tower_parameters, tower_settings, vision_tower
 from measure.trace.cuda_emulation import cuda_autocast_policy

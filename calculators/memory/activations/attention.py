@@ -14,10 +14,8 @@ from calculators.memory.activations.linears import (
 from calculators.memory.activations.norms import norm_output_fp32, norm_saved_bytes, rmsnorm_weight_operand_bytes
 from calculators.memory.states import FP8_BYTES
 from calculators.models.spec import ModelSpec
-from calculators.workload.training import (
-    TrainingSettings,
-    is_adapter_method,
-)
+from calculators.workload.precision import is_adapter_method
+from calculators.workload.training import TrainingSettings
 
 
 def attention_projections_saved_bytes(spec: ModelSpec, settings: TrainingSettings, tokens: int) -> float:

@@ -29,7 +29,8 @@ from calculators.memory.activations.mlp import (
 from calculators.memory.activations.norms import layer_norms_saved_bytes, norm_output_fp32
 from calculators.models.geometry import layer_ffn_width
 from calculators.models.spec import ModelSpec
-from calculators.workload.training import TrainingSettings, is_adapter_method
+from calculators.workload.precision import is_adapter_method
+from calculators.workload.training import TrainingSettings
 
 
 def layer_activation_terms(spec: ModelSpec, settings: TrainingSettings, dense: bool = False) -> dict[str, float]:

@@ -6,10 +6,8 @@ from calculators.memory.states import FP8_BYTES
 from calculators.models.geometry import split
 from calculators.models.spec import ModelSpec
 from calculators.workload.finetune import ALL_LINEARS, LORA_TARGET_MODULES
-from calculators.workload.training import (
-    TrainingSettings,
-    is_adapter_method,
-)
+from calculators.workload.precision import is_adapter_method
+from calculators.workload.training import TrainingSettings
 
 
 def trained_linear_names(settings: TrainingSettings) -> frozenset[str]:

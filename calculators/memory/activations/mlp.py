@@ -13,10 +13,8 @@ from calculators.memory.activations.norms import autocast_casts_norm_output, nor
 from calculators.memory.states import FP8_BYTES
 from calculators.models.geometry import layer_ffn_width
 from calculators.models.spec import ModelSpec
-from calculators.workload.training import (
-    TrainingSettings,
-    is_adapter_method,
-)
+from calculators.workload.precision import is_adapter_method
+from calculators.workload.training import TrainingSettings
 
 
 def gated_activation_saved_tensors(spec: ModelSpec, settings: TrainingSettings) -> int:

@@ -7,10 +7,8 @@ from calculators.memory.layout import embedding_trainable
 from calculators.models.geometry import norm_parameters
 from calculators.models.spec import ModelSpec
 from calculators.workload.finetune import is_adapted
-from calculators.workload.training import (
-    TrainingSettings,
-    is_adapter_method,
-)
+from calculators.workload.precision import is_adapter_method
+from calculators.workload.training import TrainingSettings
 
 
 def norm_saved_bytes(
