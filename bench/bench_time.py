@@ -20,7 +20,8 @@ from timing import median_ms  # noqa: E402
 
 from calculators.hardware.catalogue import find_gpu  # noqa: E402
 from calculators.models.presets import get_preset  # noqa: E402
-from calculators.timing.estimate import TimeSettings, estimate_time  # noqa: E402
+from calculators.timing.estimate import estimate_time  # noqa: E402
+from calculators.timing.settings import TimeSettings  # noqa: E402
 from calculators.validation.throughput import summary, throughput_table  # noqa: E402
 from calculators.workload.training import TrainingSettings  # noqa: E402
 

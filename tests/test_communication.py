@@ -20,7 +20,8 @@ from calculators.timing.communication import (
     tp_bytes_per_micro,
     trainable_parameters_per_rank,
 )
-from calculators.timing.estimate import TimeSettings, estimate_time
+from calculators.timing.estimate import estimate_time
+from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 
 LLAMA2_7B = get_preset("llama-2-7b")  # 32 layers, h 4096, MLP 11008, vocab 32000, untied head

@@ -24,7 +24,8 @@ from calculators.cost.pricing import instances_needed, run_cost_usd
 from calculators.cost.spot import expected_spot_hours
 from calculators.hardware.catalogue import find_gpu, load_gpu_catalogue
 from calculators.models.presets import get_preset
-from calculators.timing.estimate import TimeSettings, estimate_time
+from calculators.timing.estimate import estimate_time
+from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 
 CATALOGUE = load_gpu_catalogue()
@@ -361,7 +362,7 @@ def test_spot_cost_per_million_tokens_is_the_expected_spot_cost_over_the_tokens(
     from calculators.cost.prices import load_prices
     from calculators.hardware.catalogue import load_gpu_catalogue
     from calculators.models.presets import get_preset
-    from calculators.timing.estimate import TimeSettings
+    from calculators.timing.settings import TimeSettings
     from calculators.workload.training import TrainingSettings
 
     options = options_for(
@@ -381,7 +382,7 @@ def test_measured_matmul_fraction_replaces_the_default_for_that_gpu_only():
     from calculators.cost.prices import load_prices
     from calculators.hardware.catalogue import load_gpu_catalogue
     from calculators.models.presets import get_preset
-    from calculators.timing.estimate import TimeSettings
+    from calculators.timing.settings import TimeSettings
     from calculators.workload.training import TrainingSettings
 
     args = (

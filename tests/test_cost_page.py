@@ -9,7 +9,7 @@ from calculators.cost.options import cost_options
 from calculators.cost.prices import load_prices
 from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.models.presets import get_preset
-from calculators.timing.estimate import TimeSettings
+from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 from tests.apptest_helpers import open_app
 

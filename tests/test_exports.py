@@ -13,7 +13,7 @@ from calculators.cost.options import CostOption, cost_options
 from calculators.cost.prices import CloudPrice
 from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.models.presets import get_preset
-from calculators.timing.estimate import TimeSettings
+from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 
 

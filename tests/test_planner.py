@@ -20,7 +20,7 @@ from calculators.plan.search import (
     gpu_counts,
     plan_run,
 )
-from calculators.timing.estimate import TimeSettings
+from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 
 # A two-layer model worked out by hand: per layer q, k, v, o 4 x 512 x 512 = 1,048,576 and a

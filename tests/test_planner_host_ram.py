@@ -23,7 +23,7 @@ from calculators.plan.search import (
     job_gpus_per_instance,
     plan_run,
 )
-from calculators.timing.estimate import TimeSettings
+from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 
 GIB = 1024**3

@@ -23,7 +23,7 @@ from calculators.memory.engine import estimate_memory
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.models.presets import get_preset
 from calculators.plan.search import PlanRequest, plan_run
-from calculators.timing.estimate import TimeSettings
+from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 
 LONG = os.environ.get("GPU_SIZING_LONG_PROPERTIES") == "1"

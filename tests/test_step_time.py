@@ -9,7 +9,7 @@ import pytest
 
 from calculators.hardware.catalogue import find_gpu
 from calculators.models.presets import get_preset
-from calculators.timing.estimate import TimeSettings, estimate_time
+from calculators.timing.estimate import estimate_time
 from calculators.timing.operations import (
     GemmRates,
     activation_bytes_per_element,
@@ -29,6 +29,7 @@ from calculators.timing.operations import (
     rope_bytes_per_element,
     shape_factor,
 )
+from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 
 H100 = find_gpu("H100-SXM5-80GB")
@@ -329,7 +330,7 @@ def test_a_frozen_prefix_has_no_backward():
 def test_op_selective_recompute_flops_per_token():
     """Llama-2-7B: k 4096^2 + o 4096^2 + up 4096 x 11008 = 78,643,200 weights rerun per layer, x 2
     FLOPs x 32 layers = 5,033,164,800 FLOPs per token, counted in HFU, not in MFU."""
-    from calculators.timing.estimate import recompute_flops_per_token
+    from calculators.timing.flops import recompute_flops_per_token
 
     settings = TrainingSettings(checkpointing="op-selective")
     assert recompute_flops_per_token(LLAMA2_7B, settings) == 5_033_164_800

@@ -11,18 +11,12 @@ from calculators.hardware.catalogue import find_gpu
 from calculators.models.geometry import active_matmul_parameters, parameter_count
 from calculators.models.presets import get_preset
 from calculators.models.spec import ModelSpec
-from calculators.timing.estimate import (
-    TimeSettings,
-    achieved_tflops,
-    allreduce_bytes_per_gpu,
-    attention_flops_per_token,
-    comm_bytes_per_gpu,
-    estimate_time,
-    exposed_comm_s,
-    peak_tflops,
-    training_flops_per_token,
-)
+from calculators.timing.communication import allreduce_bytes, dp_bytes
+from calculators.timing.estimate import estimate_time, exposed_comm_s
+from calculators.timing.flops import attention_flops_per_token, training_flops_per_token
 from calculators.timing.operations import matmul_fraction
+from calculators.timing.rates import achieved_tflops, peak_tflops
+from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 
 LLAMA2_7B = get_preset("llama-2-7b")
@@ -148,26 +142,26 @@ def test_utilisation_outside_0_1_is_rejected(utilisation):
 
 def test_ring_allreduce_volume():
     # 8 GPUs: each sends 2 x 7/8 = 1.75 times the buffer.
-    assert allreduce_bytes_per_gpu(1e9, 8) == 1.75e9
-    assert allreduce_bytes_per_gpu(1e9, 2) == 1e9
-    assert allreduce_bytes_per_gpu(1e9, 1) == 0
+    assert allreduce_bytes(1e9, 8) == 1.75e9
+    assert allreduce_bytes(1e9, 2) == 1e9
+    assert allreduce_bytes(1e9, 1) == 0
 
 
 def test_zero_stages_communication_volume_for_llama2_7b_on_8_gpus():
     # bf16-mixed gradients and weights: 2 bytes. All-reduce of 6,738,415,616 x 2 bytes:
     # 1.75 x 13,476,831,232 = 23,584,454,656 bytes per GPU per step.
     dp = 23_584_454_656
-    assert comm_bytes_per_gpu(LLAMA2_7B, settings(gpus=8, zero=0)) == (0, pytest.approx(dp))
-    assert comm_bytes_per_gpu(LLAMA2_7B, settings(gpus=8, zero=1)) == (0, pytest.approx(dp))
+    assert dp_bytes(LLAMA2_7B, settings(gpus=8, zero=0)) == (0, pytest.approx(dp))
+    assert dp_bytes(LLAMA2_7B, settings(gpus=8, zero=1)) == (0, pytest.approx(dp))
     # ZeRO-2: reduce-scatter per micro-batch + all-gather per step, half each.
-    assert comm_bytes_per_gpu(LLAMA2_7B, settings(gpus=8, zero=2)) == (pytest.approx(dp / 2), pytest.approx(dp / 2))
+    assert dp_bytes(LLAMA2_7B, settings(gpus=8, zero=2)) == (pytest.approx(dp / 2), pytest.approx(dp / 2))
     # ZeRO-3: 7/8 x P x (2 + 2 + 2) bytes per micro-batch = 35,376,681,984 = 1.5 x the DP volume.
-    per_micro, per_step = comm_bytes_per_gpu(LLAMA2_7B, settings(gpus=8, zero=3))
+    per_micro, per_step = dp_bytes(LLAMA2_7B, settings(gpus=8, zero=3))
     assert per_micro == pytest.approx(1.5 * dp) and per_step == 0
 
 
 def test_one_gpu_sends_nothing():
-    assert comm_bytes_per_gpu(LLAMA2_7B, settings(gpus=1, zero=3)) == (0, 0)
+    assert dp_bytes(LLAMA2_7B, settings(gpus=1, zero=3)) == (0, 0)
 
 
 def test_exposed_communication_never_hides_more_than_the_compute():
@@ -285,7 +279,7 @@ def test_llama31_8b_on_8_h100_zero3_sample():
 def test_a_frozen_lora_base_costs_4n_instead_of_6n():
     """Llama-2-7B, no recomputation: 6N - 4N = 2N FLOPs per token saved by skipping weight gradients."""
     from calculators.models.presets import get_preset
-    from calculators.timing.estimate import training_flops_per_token
+    from calculators.timing.flops import training_flops_per_token
     from calculators.workload.training import TrainingSettings
 
     spec = get_preset("llama-2-7b")
@@ -298,7 +292,8 @@ def test_tensor_and_pipeline_parallel_split_the_work_and_pay_the_bubble():
     """TP 2 x PP 4 with 8 micro-batches: compute / 8 GPUs x (1 + 3/8) bubble."""
     from calculators.hardware.catalogue import find_gpu
     from calculators.models.presets import get_preset
-    from calculators.timing.estimate import TimeSettings, estimate_time
+    from calculators.timing.estimate import estimate_time
+    from calculators.timing.settings import TimeSettings
     from calculators.workload.training import TrainingSettings
 
     spec, gpu = get_preset("llama-2-7b"), find_gpu("H100-SXM5-80GB")

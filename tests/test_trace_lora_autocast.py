@@ -1,4 +1,4 @@
-"""LoRA under autocast: the frozen base is loaded in bf16 (calculators.workload.training.frozen_weight_bytes),
+"""LoRA under autocast: the frozen base is loaded in bf16 (calculators.workload.precision.frozen_weight_bytes),
 so the embedding's output and the residual stream are bf16 and autocast casts none of the hidden
 states (calculators.workload.training.hidden_states_fp32). The engine counted them fp32 with one half cast
 per adapted linear, 20% more than the trace per Llama layer at this width. Per-layer bytes are the

@@ -148,7 +148,9 @@ def test_a_shorter_target_cuts_the_decoders_flops():
     768 x (512 - 128) = 42,467,328 fewer. At 512 target tokens those cores add 12 x 12 x 768 x 512
     = 56,623,104 to PaLM's count."""
     from calculators.hardware.catalogue import find_gpu
-    from calculators.timing.estimate import TimeSettings, estimate_time, model_flops_per_token
+    from calculators.timing.estimate import estimate_time
+    from calculators.timing.flops import model_flops_per_token
+    from calculators.timing.settings import TimeSettings
 
     t5, gpu = library_spec("google/flan-t5-base"), find_gpu("A100-SXM4-80GB")
     time_settings = TimeSettings(dataset_tokens=1e9)

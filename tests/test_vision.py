@@ -18,7 +18,9 @@ from calculators.memory.mllama import (
 )
 from calculators.memory.vision import vision_outside_layers_bytes, vision_tower_activation_bytes
 from calculators.models.hf_config import spec_from_config_dict
-from calculators.timing.estimate import TimeSettings, estimate_time, vision_flops_per_token
+from calculators.timing.estimate import estimate_time
+from calculators.timing.flops import vision_flops_per_token
+from calculators.timing.settings import TimeSettings
 from calculators.units import GIB
 from calculators.workload.training import TrainingSettings
 from calculators.workload.vision import tower_forward_flops_per_image, tower_tokens_per_image

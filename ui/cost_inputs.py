@@ -13,7 +13,7 @@ from calculators.cost.prices import CloudPrice, PriceCatalogueError, load_prices
 from calculators.cost.spot import DEFAULT_INTERRUPTIONS_PER_HOUR
 from calculators.hardware.catalogue import GpuSpec
 from calculators.models.hf_config import describe_validation_error
-from calculators.timing.estimate import TimeSettings
+from calculators.timing.settings import TimeSettings
 from ui import state
 
 UPLOAD_STATE_KEY = "user_prices"

@@ -7,7 +7,8 @@ import streamlit as st
 from calculators.cost.prices import CloudPrice
 from calculators.hardware.catalogue import GpuSpec
 from calculators.models.spec import ModelSpec
-from calculators.timing.estimate import TimeEstimate, TimeSettings, scaling_points
+from calculators.timing.estimate import TimeEstimate, scaling_points
+from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 from ui.charts import scaling_figure, step_breakdown_figure
 from ui.cost_table import escape_dollars

@@ -32,7 +32,8 @@ from calculators.cost.spot import DEFAULT_CHECKPOINT_WRITE_H, DEFAULT_RESTART_H,
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.models.spec import ModelSpec
-from calculators.timing.estimate import TimeEstimate, TimeSettings, estimate_time
+from calculators.timing.estimate import TimeEstimate, estimate_time
+from calculators.timing.settings import TimeSettings
 from calculators.workload.compatibility import training_stack_problem
 from calculators.workload.training import TrainingSettings
 

@@ -30,8 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 LOW_RATE_FACTOR = 0.5  # the range assumes the real rate is between half and twice the estimate
 HIGH_RATE_FACTOR = 2.0
-DEFAULT_CHECKPOINT_WRITE_H = 0.05  # 3 minutes: an 8B model's ~100 GB of states at ~0.5-1 GB/s
-DEFAULT_RESTART_H = 0.25  # 15 minutes: get a new instance, start the container, load the checkpoint
+DEFAULT_CHECKPOINT_WRITE_MIN = 3.0  # an 8B model's ~100 GB of states at ~0.5-1 GB/s
+DEFAULT_RESTART_MIN = 15.0  # get a new instance, start the container, load the checkpoint
+DEFAULT_CHECKPOINT_WRITE_H = DEFAULT_CHECKPOINT_WRITE_MIN / 60
+DEFAULT_RESTART_H = DEFAULT_RESTART_MIN / 60
 MAX_PAUSE_MIN = 10_080.0  # one week: the longest checkpoint write or restart accepted
 # Interruptions per instance-hour for a spot price without a rate (the Cost page, the CLI and the
 # planner alike): the median of the public GPU spot traces.

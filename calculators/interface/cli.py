@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from calculators.cost.options import adjusted_prices, cost_options
 from calculators.cost.prices import PriceCatalogueError, load_prices, parse_price_csv
+from calculators.cost.run_inputs import RunInputs
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
 from calculators.interface.settings import Setting, SettingError, all_settings, build_workload
 from calculators.memory.engine import estimate_memory
@@ -41,7 +42,8 @@ from calculators.models.library import ModelNotFound, resolve_model, search_mode
 from calculators.models.presets import load_presets
 from calculators.models.spec import ModelSpec
 from calculators.plan.search import DEFAULT_MAX_GPUS, PlanRequest, PlanResult, plan_run
-from calculators.timing.estimate import STEP_SETTING_FIELDS, TimeSettings, estimate_time
+from calculators.timing.estimate import estimate_time
+from calculators.timing.settings import STEP_SETTING_FIELDS, TimeSettings
 from calculators.workload.build import (
     ServeWorkload,
     TrainingWorkload,
@@ -55,7 +57,6 @@ from calculators.workload.framework_files import (
     merged_values,
     read_framework_config,
 )
-from calculators.workload.run_inputs import RunInputs
 from calculators.workload.training import TrainingSettings
 
 

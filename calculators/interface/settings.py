@@ -21,13 +21,13 @@ import annotated_types
 from pydantic import BaseModel
 
 from calculators.cost.options import OwnershipSettings
+from calculators.cost.run_inputs import RunInputs
 from calculators.cost.spot import DEFAULT_INTERRUPTIONS_PER_HOUR
 from calculators.memory.serving import ServingSettings
 from calculators.models.spec import ModelSpec
-from calculators.timing.estimate import TimeSettings
+from calculators.timing.settings import TimeSettings
 from calculators.workload.build import WORKLOAD_OF_MODE, GpuTarget, ServeWorkload, Workload, workload_from_fields
 from calculators.workload.modes import MODES
-from calculators.workload.run_inputs import RunInputs
 from calculators.workload.training import TrainingSettings
 
 

@@ -14,7 +14,7 @@ Sources:
 - Logits and cross-entropy in fp32: b*s*V*4 bytes for the log-probabilities and
   the same again for each of their gradients.
 - Fine-tuning: LoRA (Hu et al. 2021, arXiv 2106.09685) and QLoRA (Dettmers et al. 2023,
-  arXiv 2305.14314), see calculators/finetune.py; frozen layers save no activations
+  arXiv 2305.14314), see calculators/workload/finetune.py; frozen layers save no activations
   (autograd records nothing before the first tensor that requires grad).
 - CPU offload: ZeRO-Offload (Ren et al. 2021, arXiv 2101.06840) and ZeRO-Infinity
   (Rajbhandari et al. 2021, arXiv 2104.07857), as DeepSpeed implements them.

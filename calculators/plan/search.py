@@ -60,7 +60,7 @@ from calculators.plan.layouts import (
     LayoutSearch,
     cached_best_layout,
 )
-from calculators.timing.estimate import TimeSettings
+from calculators.timing.settings import TimeSettings
 from calculators.workload.compatibility import training_stack_problem
 from calculators.workload.modes import METHOD_OF_MODE
 from calculators.workload.training import TrainingSettings

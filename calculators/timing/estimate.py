@@ -21,22 +21,25 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field
 
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.mllama import layers_skipped_without_images
-from calculators.models.geometry import active_matmul_parameters, layer_matmul_elements, vocab_matrix_elements
 from calculators.models.spec import ModelSpec, extension
 from calculators.timing import communication
-from calculators.timing.communication import NVLINK_EFFICIENCY, allreduce_bytes, bubble_fraction, ring_factor  # noqa: F401
+from calculators.timing.communication import bubble_fraction
+from calculators.timing.flops import (
+    matmul_flops_factor,
+    model_flops_per_token,
+    training_flops_per_token,
+    unlike_layers_flops_per_token,
+    vision_flops_per_token,
+)
 from calculators.timing.operations import (
     ATTENTION_KERNEL_NAMES,
     DEFAULT_MATMUL_FRACTION,
     LOSS_KERNEL_NAMES,
     SUSTAINED_CLOCK_FACTOR,
-    AttentionKernel,
-    Kernels,
-    LossKernel,
     curve_family,
     expert_parallel_of,
     flash_attention_fraction,
@@ -44,342 +47,14 @@ from calculators.timing.operations import (
     loss_kernel_in_use,
     matmul_fraction,
     measured_part,
-    op_selective_recomputed_linears,
     step_compute,
     step_kernels,
 )
+from calculators.timing.rates import rate_and_format
+from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings, decoder_settings, language_model_settings
-from calculators.workload.vision import tower_forward_flops_per_image, tower_trains, vision_tower
 
-# --- FLOPs per token -------------------------------------------------------------
-
-
-def attention_flops_per_token(spec: ModelSpec, seq_len: int) -> float:
-    """Forward + backward FLOPs of the attention scores and their weighted sum, per token:
-    12 * n_layers * seq_len * (heads * head_dim) (PaLM, Chowdhery et al. 2022, Appendix B).
-
-    Forward: Q@K^T and P@V, each 2 * seq_len * (heads*head_dim) FLOPs per token and layer;
-    backward is twice the forward. PaLM's figure is kept for causal attention too: fused kernels
-    that skip the masked half would halve it, which we do not assume.
-    """
-    return 12.0 * spec.n_layers * seq_len * spec.q_dim
-
-
-def recompute_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
-    """Extra forward work of activation recomputation, per token (Korthikanti et al. 2022):
-    full checkpointing reruns the whole forward (2N + the attention forward, i.e. 8N instead of 6N);
-    selective recomputation reruns the attention core only (its forward: a third of PaLM's term);
-    per-op selective reruns every second matmul of each layer (torchtitan's policy)."""
-    return rerun_flops_per_token(
-        settings.checkpointing,
-        active_matmul_parameters(spec),
-        attention_flops_per_token(spec, settings.seq_len),
-        spec.n_layers * op_selective_recomputed_weights_per_token(spec),
-    )
-
-
-def rerun_flops_per_token(
-    checkpointing: str, matmul_weights: float, attention_flops: float, op_selective_weights: float = 0.0
-) -> float:
-    """FLOPs per token that `checkpointing` reruns of work with `matmul_weights` matmul weights
-    per token and `attention_flops` of PaLM's attention term (forward and backward; the forward
-    is a third): full, the whole forward (2 x weights + the attention forward); selective, the
-    attention forward; per-op selective, 2 x `op_selective_weights` (every second matmul)."""
-    if checkpointing == "full":
-        return 2.0 * matmul_weights + attention_flops / 3
-    if checkpointing == "selective":
-        return attention_flops / 3
-    if checkpointing == "op-selective":
-        return 2.0 * op_selective_weights
-    return 0.0
-
-
-def op_selective_recomputed_weights_per_token(spec: ModelSpec) -> float:
-    """Matmul weights per layer that per-op selective checkpointing reruns for each token (the
-    recomputed linears of calculators.timing.operations; an expert linear counts for the experts a
-    token is routed to, k of E)."""
-    weights = 0.0
-    for linear in op_selective_recomputed_linears(spec):
-        share = 1.0 if linear.copies == 1 else spec.experts_per_token
-        weights += share * linear.in_features * linear.out_features
-    return weights
-
-
-def training_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
-    """FLOPs executed per trained token: 6N (Kaplan et al. 2020; PaLM Appendix B) + attention
-    12*L*s*(heads*head_dim) (PaLM Appendix B) + recomputation (Korthikanti et al. 2022).
-
-    N counts matmul weights including the LM head (embedding lookups are not matmuls). Norms,
-    activations and the optimizer step are left out: they are a few percent of the total.
-    """
-    matmul = matmul_flops_factor(settings) * active_matmul_parameters(spec)
-    return matmul + attention_flops_per_token(spec, settings.seq_len) + recompute_flops_per_token(spec, settings)
-
-
-def matmul_flops_factor(settings: TrainingSettings) -> float:
-    """FLOPs per matmul weight and token: 2 forward + 2 for the input gradient + 2 for the
-    weight gradient (Kaplan et al. 2020, Sec. 2.1). A frozen base (LoRA/QLoRA) skips the
-    weight gradient: 4 (Hu et al. 2021 report the same saving); the adapters' own work,
-    r x (in + out) per linear, is under 1% at the ranks used and is left out."""
-    return 4.0 if settings.method in ("lora", "qlora") else 6.0
-
-
-def vision_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
-    """The image encoder's FLOPs per token of the language model's sequence (text and image
-    tokens): images per sample x the encoder's forward FLOPs per image, x 3 when it trains
-    (forward + 2x backward, Kaplan et al. 2020) and x 1 when frozen (no backward reaches it), over
-    the sequence. `settings` are the workload's, images in."""
-    if not settings.images_per_sample or vision_tower(spec) is None:
-        return 0.0
-    passes = 3.0 if tower_trains(settings) else 1.0
-    per_sample = settings.images_per_sample * tower_forward_flops_per_image(spec, settings) * passes
-    return per_sample / language_model_settings(spec, settings).seq_len
-
-
-def skipped_layer_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
-    """(model FLOPs, recomputed FLOPs) per token of the layers a step without images skips (Llama
-    3.2 Vision's cross-attention layers, calculators.memory.mllama.layers_skipped_without_images): each
-    layer's 6N (4N) and attention share over the language model's sequence, and what
-    checkpointing would have rerun of it. `settings`: the workload's, images in."""
-    skipped = layers_skipped_without_images(spec, settings)
-    if not skipped:
-        return 0.0, 0.0
-    weights = layer_matmul_elements(spec)
-    attention = attention_flops_per_token(spec, language_model_settings(spec, settings).seq_len) / spec.n_layers
-    recomputed = rerun_flops_per_token(
-        settings.checkpointing, weights, attention, op_selective_recomputed_weights_per_token(spec)
-    )
-    return skipped * (matmul_flops_factor(settings) * weights + attention), skipped * recomputed
-
-
-def target_length_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
-    """(model FLOPs, recomputed FLOPs) per input token that an encoder-decoder's decoder does not
-    do because its target is shorter than the input (T5 with target_len t < seq_len s; negative
-    when longer). Its layers (their cross-attention blocks included) and the LM head run on t
-    tokens per sample, not s: their matmul weights on t / s of the tokens (the cross-attention
-    blocks' q and o; k and v read the encoder's s), and its self-attention (PaLM's term, Appendix
-    B) over t instead of s."""
-    decoder = decoder_settings(spec, settings)
-    if decoder is settings:
-        return 0.0, 0.0
-    source, target = settings.seq_len, decoder.seq_len
-    decoder_layers = extension(spec, "cross_attention_layers")
-    head = vocab_matrix_elements(spec) if spec.head == "lm" else 0
-    # the cross-attention block's q and o read the target; its k and v read the encoder's output
-    cross_q_o = 2 * spec.hidden_size * spec.q_dim
-    weights = decoder_layers * (layer_matmul_elements(spec) + cross_q_o) + head
-    matmul_weights = weights * (1 - target / source)
-    attention = 12.0 * decoder_layers * spec.q_dim * (source - target**2 / source)
-    recomputed = rerun_flops_per_token(settings.checkpointing, matmul_weights, attention)  # per-op selective: none
-    return matmul_flops_factor(settings) * matmul_weights + attention, recomputed
-
-
-def cross_attention_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
-    """(model FLOPs, recomputed FLOPs) per input token of an encoder-decoder's cross-attention
-    cores, which PaLM's self-attention term leaves out: each of the t target tokens attends to all
-    s input tokens in every decoder layer, Q@K^T and P@V 4 s q_dim forward, backward twice that
-    (PaLM Appendix B's accounting), over the s input tokens per sample: 12 x layers x q_dim x t.
-    Full or selective checkpointing reruns the forward."""
-    decoder_layers = extension(spec, "cross_attention_layers")
-    if not decoder_layers:
-        return 0.0, 0.0
-    target = decoder_settings(spec, settings).seq_len
-    flops = 12.0 * decoder_layers * spec.q_dim * target
-    return flops, rerun_flops_per_token(settings.checkpointing, 0.0, flops)
-
-
-def unlike_layers_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
-    """(model FLOPs, recomputed FLOPs) per token to add to the count that takes every layer as
-    alike (model_flops_per_token, training_flops_per_token): less the layers a step without
-    images skips and what a decoder shorter than the input does not run, plus an encoder-decoder's
-    cross-attention cores. `settings`: the workload's, images in; the last two count on the
-    language model's (language_model_settings)."""
-    language = language_model_settings(spec, settings)
-    skipped = skipped_layer_flops_per_token(spec, settings)
-    shorter = target_length_flops_per_token(spec, language)
-    cross = cross_attention_flops_per_token(spec, language)
-    return tuple(c - s - t for c, s, t in zip(cross, skipped, shorter, strict=True))
-
-
-def model_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> float:
-    """Model FLOPs per token, the MFU numerator: 6N (4N with a frozen base) + PaLM's attention
-    term; recomputation excluded."""
-    return matmul_flops_factor(settings) * active_matmul_parameters(spec) + attention_flops_per_token(
-        spec, settings.seq_len
-    )
-
-
-# --- throughput ------------------------------------------------------------------
-
-
-def compute_format(precision: str, fp32_uses_tf32: bool = False) -> str:
-    """Format the matmuls run in: fp8 for fp8, bf16 for amp-bf16 / bf16-mixed / bf16, fp16 for
-    amp-fp16 / fp16-mixed, and for fp32 either plain fp32 (PyTorch's default since 1.12:
-    torch.backends.cuda.matmul.allow_tf32 = False) or tf32 when allowed."""
-    if precision == "fp8":
-        return "fp8"
-    if "bf16" in precision:
-        return "bf16"
-    if "fp16" in precision:
-        return "fp16"
-    return "tf32" if fp32_uses_tf32 else "fp32"
-
-
-def rate_and_format(gpu: GpuSpec, precision: str, fp32_uses_tf32: bool = False) -> tuple[float, str]:
-    """(dense peak TFLOPS, format) that `precision`'s matmuls run at on `gpu`.
-
-    fp32 uses the TF32 rate when `fp32_uses_tf32` and the GPU has one, else the FP32 rate.
-    Raises ValueError when the catalogue has no figure for that format on this GPU.
-    """
-    fmt = compute_format(precision, fp32_uses_tf32)
-    rate = gpu.dense_tflops(fmt)
-    if rate is None and fmt == "tf32":
-        fmt, rate = "fp32", gpu.dense_tflops("fp32")
-    if rate is None:
-        raise ValueError(f"{gpu.name} has no {fmt} rate in the GPU catalogue; choose another precision for it")
-    return rate, fmt
-
-
-def peak_tflops(gpu: GpuSpec, precision: str, fp32_uses_tf32: bool = False) -> float:
-    """Dense peak TFLOPS of `gpu` in the format `precision` computes in (see rate_and_format)."""
-    return rate_and_format(gpu, precision, fp32_uses_tf32)[0]
-
-
-def achieved_tflops(gpu: GpuSpec, precision: str, utilisation: float, fp32_uses_tf32: bool = False) -> float:
-    """Sustained TFLOPS per GPU: dense peak for the precision's format x utilisation."""
-    if not 0 < utilisation <= 1:
-        raise ValueError(f"utilisation must be in (0, 1], got {utilisation}")
-    return peak_tflops(gpu, precision, fp32_uses_tf32) * utilisation
-
-
-# --- communication -----------------------------------------------------------------
-
-DEFAULT_INTER_NODE_GBPS = 400.0  # Gb/s network per GPU (one 400G NIC per GPU, as HGX H100 nodes)
-
-
-def allreduce_bytes_per_gpu(grad_bytes: float, gpus: int) -> float:
-    """Bytes each GPU sends (and receives) to all-reduce `grad_bytes` over `gpus` in a ring."""
-    return allreduce_bytes(grad_bytes, gpus)
-
-
-def comm_bytes_per_gpu(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
-    """(bytes per micro-batch, bytes once per step) each GPU sends for data parallelism: the
-    trainable per-rank parameters' ZeRO traffic (calculators.timing.communication.dp_bytes)."""
-    return communication.dp_bytes(spec, settings)
-
-
-# --- settings and result ---------------------------------------------------------------
-
-# TimeSettings fields that describe the step (placement, overlap, schedule, compiler): every
-# command takes them, the rest (dataset, epochs, utilisation) only the commands that time a run.
-STEP_SETTING_FIELDS: tuple[str, ...] = (
-    "gpus_per_node", "inter_node_gbps", "overlap_fraction", "tp_overlap_fraction", "pp_overlap_fraction",
-    "virtual_stages", "compile", "kernels", "loss_kernel", "attention_kernel", "fp32_uses_tf32", "matmul_fraction",
-    "expert_parallel",
-)  # fmt: skip
-
-
-class TimeSettings(BaseModel):
-    """How long the run is and the throughput assumptions (each default is a stated assumption)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    utilisation: float | None = Field(
-        default=None,
-        ge=0.001,  # a tenth of a per cent at least: below it the run time is no useful number
-        le=1,
-        description="flat fraction of dense peak a step sustains (a measured MFU); None = the step built from "
-        "its operations",
-    )
-    matmul_fraction: float | None = Field(
-        default=None,
-        ge=0.01,
-        le=1,
-        description="achievable fraction of dense peak on large matmuls, measured (calibration); None = the "
-        "GPU family's mamf-finder figure",
-    )
-    gpus_per_node: int = Field(default=8, ge=1, le=1024, description="GPUs sharing the fast intra-node link")
-    inter_node_gbps: float = Field(
-        default=DEFAULT_INTER_NODE_GBPS, ge=0.1, le=100_000, description="network Gb/s per GPU between nodes"
-    )
-    intra_node_efficiency: float = Field(default=NVLINK_EFFICIENCY, ge=0.01, le=1)
-    overlap_fraction: float = Field(
-        default=1.0,
-        ge=0,
-        le=1,
-        description="share of data-parallel traffic hidden under compute (at most the compute it runs beside): "
-        "DDP buckets and FSDP prefetch overlap it",
-    )
-    tp_overlap_fraction: float = Field(
-        default=0.0,
-        ge=0,
-        le=1,
-        description="share of tensor-parallel traffic hidden (0: plain TP; async TP hides some)",
-    )
-    pp_overlap_fraction: float = Field(
-        default=0.0, ge=0, le=1, description="share of pipeline point-to-point traffic hidden under compute"
-    )
-    expert_parallel: int = Field(
-        default=1,
-        ge=1,
-        le=1024,
-        description="expert-parallel degree inside data parallel (mixture of experts; ignored for dense models)",
-    )
-    virtual_stages: int = Field(
-        default=1, ge=1, le=128, description="model chunks per pipeline rank (interleaved 1F1B; 1 = plain 1F1B)"
-    )
-    compile: bool = Field(
-        default=False, description="torch.compile the model: its norms, rotary embeddings, activation and loss fused"
-    )
-    kernels: Kernels = Field(
-        default="auto",
-        description="norms, rotary embeddings, gated activation and loss: fused kernels or eager PyTorch's op "
-        "sequence; auto = fused with torch.compile, Liger or Megatron, eager otherwise",
-    )
-    loss_kernel: LossKernel = Field(
-        default="auto",
-        description="cross-entropy kernel: fused (one read of the logits: Megatron with --cross-entropy-loss-fusion, "
-        "NeMo and Megatron-Bridge, llm.c, Liger, torch.compile), eager (F.cross_entropy on fp32 logits: HF) or "
-        "vocab-parallel (Megatron-LM's default, one pass per step of the softmax); auto = as the kernels setting",
-    )
-    attention_kernel: AttentionKernel = Field(
-        default="flash2",
-        description="fused attention kernel: FlashAttention-2 (and PyTorch SDPA's flash backend), "
-        "FlashAttention-1 / its Triton port (MPT in llm-foundry), half as fast, or FlashAttention-3, 1.75x on "
-        "Hopper (FlashAttention-2 elsewhere)",
-    )
-    fp32_uses_tf32: bool = Field(
-        default=False, description="fp32 matmuls on TF32 tensor cores (PyTorch's default: off since 1.12)"
-    )
-    dataset_tokens: float | None = Field(default=None, ge=1, le=1e16, description="tokens per epoch (at least one)")
-    dataset_samples: int | None = Field(
-        default=None, gt=0, le=10**13, description="sequences of the training seq_len (packed or padded)"
-    )
-    epochs: float = Field(default=1.0, ge=0.001, le=100_000, description="passes over the data (a thousandth at least)")
-
-    def takes_measured_matmul_fraction(self) -> bool:
-        """A calibrated matmul fraction applies unless the user gave a flat utilisation or a
-        matmul fraction for every GPU."""
-        return self.utilisation is None and self.matmul_fraction is None
-
-    def with_measured_matmul_fraction(self, gpu_name: str, measured: dict[str, float] | None) -> TimeSettings:
-        """These settings with `gpu_name`'s calibrated matmul fraction (GPU name -> fraction of
-        dense peak) in its GEMMs' roofline, where one was measured and the user gave none."""
-        if not measured or gpu_name not in measured or not self.takes_measured_matmul_fraction():
-            return self
-        return self.model_copy(update={"matmul_fraction": measured[gpu_name]})
-
-    @model_validator(mode="after")
-    def _one_dataset_size(self) -> TimeSettings:
-        if (self.dataset_tokens is None) == (self.dataset_samples is None):
-            raise ValueError("give exactly one of dataset_tokens or dataset_samples")
-        return self
-
-    def tokens_per_epoch(self, seq_len: int) -> float:
-        """Tokens in one pass over the data; a sample counts `seq_len` tokens."""
-        if self.dataset_tokens is not None:
-            return self.dataset_tokens
-        return float(self.dataset_samples) * seq_len
+# --- the result -----------------------------------------------------------------------------
 
 
 class TimeEstimate(BaseModel):

@@ -24,7 +24,6 @@ import bisect
 import csv
 import functools
 import math
-from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
@@ -34,6 +33,7 @@ from calculators.memory.mllama import layers_skipped_without_images
 from calculators.models.geometry import attention_linears, layer_linears, split
 from calculators.models.spec import ModelSpec, extension
 from calculators.timing.communication import trainable_parameters_per_rank
+from calculators.timing.settings import AttentionKernel, Kernels, LossKernel, TimeSettings
 from calculators.workload.precision import (
     compute_bytes,
     gradient_bytes,
@@ -49,9 +49,6 @@ from calculators.workload.vision import (
     tower_trains,
     vision_tower,
 )
-
-if TYPE_CHECKING:
-    from calculators.timing.estimate import TimeSettings
 
 # Achievable matmul, fraction of the dense peak on the best large shapes: mamf-finder's MAMF
 # over its theoretical peak (github.com/stas00/ml-engineering compute/accelerator/README.md
@@ -141,7 +138,6 @@ FLASH1_SLOWDOWN = 2.0
 # 2407.08608, abstract): the midpoint, 1.75x. On other families it is not available and the
 # FlashAttention-2 fraction applies.
 FLASH3_SPEEDUP_HOPPER = 1.75
-AttentionKernel = Literal["flash2", "flash1", "flash3"]
 ATTENTION_KERNEL_NAMES: dict[str, str] = {
     "flash2": "FlashAttention-2",
     "flash1": "FlashAttention-1 / Triton",
@@ -378,9 +374,6 @@ def attention_seconds_forward(
     return max(flops / (peak_tflops * 1e12 * fraction), KERNEL_LAUNCH_S)
 
 
-Kernels = Literal["auto", "eager", "fused"]
-
-
 def kernels_fused(settings: TrainingSettings, compiled: bool, kernels: Kernels = "auto") -> bool:
     """Whether the step's norms, rotary embeddings, gated activation and loss run as fused kernels
     (one read of the inputs, one write of the output) or as PyTorch's eager op sequence.
@@ -469,7 +462,6 @@ def fp8_cast_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel:
     return total
 
 
-LossKernel = Literal["auto", "fused", "eager", "vocab-parallel"]
 LOSS_KERNEL_NAMES: dict[str, str] = {
     "fused": "a fused cross-entropy",
     "eager": "PyTorch's F.cross_entropy on fp32 logits",

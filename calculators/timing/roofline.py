@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from calculators.hardware.catalogue import GpuSpec
 from calculators.models.spec import ModelSpec
-from calculators.timing.estimate import compute_format
+from calculators.timing.rates import compute_format
 from calculators.workload.training import TrainingSettings
 
 

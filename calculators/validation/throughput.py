@@ -20,7 +20,8 @@ from calculators.hardware.catalogue import GpuSpec, find_gpu
 from calculators.models.hf_config import spec_from_hf_config
 from calculators.models.presets import get_preset
 from calculators.models.spec import ModelSpec
-from calculators.timing.estimate import TimeSettings, estimate_time
+from calculators.timing.estimate import estimate_time
+from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 
 DATA = DATA_DIR

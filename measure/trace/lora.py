@@ -4,7 +4,7 @@ y = W x + B (A dropout(x)), A: in -> r, B: r -> out (Hu et al. 2021, arXiv 2106.
 `lora.Linear` computes it, one dropout per adapted linear (none at dropout 0). The base weights
 are frozen in the half compute
 dtype (fp32 under fp32); the adapters take the precision's weight dtype, as the engine
-assumes (calculators.workload.training.frozen_weight_bytes / weight_bytes). QLoRA's NF4 storage and
+assumes (calculators.workload.precision.frozen_weight_bytes / weight_bytes). QLoRA's NF4 storage and
 bitsandbytes kernels have no CPU fake-tensor equivalent, so only LoRA is traced.
 """
 

@@ -6,17 +6,23 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from calculators.cost.spot import DEFAULT_CHECKPOINT_WRITE_MIN, DEFAULT_RESTART_MIN, MAX_PAUSE_MIN
+
 
 class RunInputs(BaseModel):
     """What a priced run needs beyond its throughput: the spot-market and price assumptions."""
 
     checkpoint_write_min: float = Field(
-        default=3.0, ge=0, le=10_080, allow_inf_nan=False, description="minutes to write one checkpoint"
+        default=DEFAULT_CHECKPOINT_WRITE_MIN,
+        ge=0,
+        le=MAX_PAUSE_MIN,
+        allow_inf_nan=False,
+        description="minutes to write one checkpoint",
     )
     restart_min: float = Field(
-        default=15.0,
+        default=DEFAULT_RESTART_MIN,
         ge=0,
-        le=10_080,
+        le=MAX_PAUSE_MIN,
         allow_inf_nan=False,
         description="minutes from an interruption to training again (new instance, load the checkpoint)",
     )

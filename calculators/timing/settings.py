@@ -1,0 +1,131 @@
+"""How long the run is and the throughput assumptions of the time model: TimeSettings, each default a
+stated assumption with its source, and which of its fields describe the step itself.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from calculators.timing.communication import NVLINK_EFFICIENCY
+
+# The kernels a run uses, named apart from the precision (each described in calculators.timing.operations).
+AttentionKernel = Literal["flash2", "flash1", "flash3"]
+Kernels = Literal["auto", "eager", "fused"]
+LossKernel = Literal["auto", "fused", "eager", "vocab-parallel"]
+
+
+DEFAULT_INTER_NODE_GBPS = 400.0  # Gb/s network per GPU (one 400G NIC per GPU, as HGX H100 nodes)
+
+
+# TimeSettings fields that describe the step (placement, overlap, schedule, compiler): every
+# command takes them, the rest (dataset, epochs, utilisation) only the commands that time a run.
+STEP_SETTING_FIELDS: tuple[str, ...] = (
+    "gpus_per_node", "inter_node_gbps", "overlap_fraction", "tp_overlap_fraction", "pp_overlap_fraction",
+    "virtual_stages", "compile", "kernels", "loss_kernel", "attention_kernel", "fp32_uses_tf32", "matmul_fraction",
+    "expert_parallel",
+)  # fmt: skip
+
+
+class TimeSettings(BaseModel):
+    """How long the run is and the throughput assumptions (each default is a stated assumption)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    utilisation: float | None = Field(
+        default=None,
+        ge=0.001,  # a tenth of a per cent at least: below it the run time is no useful number
+        le=1,
+        description="flat fraction of dense peak a step sustains (a measured MFU); None = the step built from "
+        "its operations",
+    )
+    matmul_fraction: float | None = Field(
+        default=None,
+        ge=0.01,
+        le=1,
+        description="achievable fraction of dense peak on large matmuls, measured (calibration); None = the "
+        "GPU family's mamf-finder figure",
+    )
+    gpus_per_node: int = Field(default=8, ge=1, le=1024, description="GPUs sharing the fast intra-node link")
+    inter_node_gbps: float = Field(
+        default=DEFAULT_INTER_NODE_GBPS, ge=0.1, le=100_000, description="network Gb/s per GPU between nodes"
+    )
+    intra_node_efficiency: float = Field(default=NVLINK_EFFICIENCY, ge=0.01, le=1)
+    overlap_fraction: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="share of data-parallel traffic hidden under compute (at most the compute it runs beside): "
+        "DDP buckets and FSDP prefetch overlap it",
+    )
+    tp_overlap_fraction: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="share of tensor-parallel traffic hidden (0: plain TP; async TP hides some)",
+    )
+    pp_overlap_fraction: float = Field(
+        default=0.0, ge=0, le=1, description="share of pipeline point-to-point traffic hidden under compute"
+    )
+    expert_parallel: int = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description="expert-parallel degree inside data parallel (mixture of experts; ignored for dense models)",
+    )
+    virtual_stages: int = Field(
+        default=1, ge=1, le=128, description="model chunks per pipeline rank (interleaved 1F1B; 1 = plain 1F1B)"
+    )
+    compile: bool = Field(
+        default=False, description="torch.compile the model: its norms, rotary embeddings, activation and loss fused"
+    )
+    kernels: Kernels = Field(
+        default="auto",
+        description="norms, rotary embeddings, gated activation and loss: fused kernels or eager PyTorch's op "
+        "sequence; auto = fused with torch.compile, Liger or Megatron, eager otherwise",
+    )
+    loss_kernel: LossKernel = Field(
+        default="auto",
+        description="cross-entropy kernel: fused (one read of the logits: Megatron with --cross-entropy-loss-fusion, "
+        "NeMo and Megatron-Bridge, llm.c, Liger, torch.compile), eager (F.cross_entropy on fp32 logits: HF) or "
+        "vocab-parallel (Megatron-LM's default, one pass per step of the softmax); auto = as the kernels setting",
+    )
+    attention_kernel: AttentionKernel = Field(
+        default="flash2",
+        description="fused attention kernel: FlashAttention-2 (and PyTorch SDPA's flash backend), "
+        "FlashAttention-1 / its Triton port (MPT in llm-foundry), half as fast, or FlashAttention-3, 1.75x on "
+        "Hopper (FlashAttention-2 elsewhere)",
+    )
+    fp32_uses_tf32: bool = Field(
+        default=False, description="fp32 matmuls on TF32 tensor cores (PyTorch's default: off since 1.12)"
+    )
+    dataset_tokens: float | None = Field(default=None, ge=1, le=1e16, description="tokens per epoch (at least one)")
+    dataset_samples: int | None = Field(
+        default=None, gt=0, le=10**13, description="sequences of the training seq_len (packed or padded)"
+    )
+    epochs: float = Field(default=1.0, ge=0.001, le=100_000, description="passes over the data (a thousandth at least)")
+
+    def takes_measured_matmul_fraction(self) -> bool:
+        """A calibrated matmul fraction applies unless the user gave a flat utilisation or a
+        matmul fraction for every GPU."""
+        return self.utilisation is None and self.matmul_fraction is None
+
+    def with_measured_matmul_fraction(self, gpu_name: str, measured: dict[str, float] | None) -> TimeSettings:
+        """These settings with `gpu_name`'s calibrated matmul fraction (GPU name -> fraction of
+        dense peak) in its GEMMs' roofline, where one was measured and the user gave none."""
+        if not measured or gpu_name not in measured or not self.takes_measured_matmul_fraction():
+            return self
+        return self.model_copy(update={"matmul_fraction": measured[gpu_name]})
+
+    @model_validator(mode="after")
+    def _one_dataset_size(self) -> TimeSettings:
+        if (self.dataset_tokens is None) == (self.dataset_samples is None):
+            raise ValueError("give exactly one of dataset_tokens or dataset_samples")
+        return self
+
+    def tokens_per_epoch(self, seq_len: int) -> float:
+        """Tokens in one pass over the data; a sample counts `seq_len` tokens."""
+        if self.dataset_tokens is not None:
+            return self.dataset_tokens
+        return float(self.dataset_samples) * seq_len
