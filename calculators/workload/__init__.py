@@ -1,5 +1,6 @@
-"""What the user asks to run: training settings and the precision facts derived from them
-(training), modes, training stacks and their config files (frameworks, framework_files), LoRA and
-QLoRA (finetune), images (vision), which stacks can run it (compatibility), settings that contradict
-each other (contradictions), and the validated workload records (build).
+"""What the user asks to run: training settings (training) and the precision facts derived
+from them once (precision), modes, training stacks and their config files (frameworks,
+framework_files), LoRA and QLoRA (finetune), images (vision), which stacks can run it
+(compatibility), settings that contradict each other (contradictions), and the validated
+workload records (build).
 """
