@@ -5,8 +5,8 @@ import streamlit as st
 
 from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.memory.fit_matrix import fit_matrix
-from calculators.memory.serving import serving_problem
 from calculators.timing.roofline import matmul_format, roofline_point, workload_intensity_flops_per_byte
+from calculators.workload.serving import serving_problem
 from ui import state
 from ui.charts import memory_bandwidth_figure, roofline_figure, tflops_price_figure
 from ui.gpu_table import FIT_COLUMNS, SERVING_COLUMNS, gpu_table, serving_fit_rows, side_by_side

@@ -11,14 +11,10 @@ import json
 
 import pytest
 
-from calculators.memory.serving import (
-    ServingSettings,
-    kv_cache_bytes_per_sequence,
-    kv_cache_bytes_per_token,
-    weight_split_per_rank,
-)
+from calculators.memory.serving import kv_cache_bytes_per_sequence, kv_cache_bytes_per_token, weight_split_per_rank
 from calculators.models.geometry import active_parameters, clip_vision_params, parameter_count
 from calculators.models.hf_config import ModelInputError, spec_from_hf_config
+from calculators.workload.serving import ServingSettings
 
 QWEN3_30B_A3B = {
     "model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144, "moe_intermediate_size": 768,

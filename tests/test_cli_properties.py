@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from calculators.interface.cli import main
 from calculators.interface.settings import all_settings
-from calculators.memory.serving import ServingSettings
 from calculators.models.presets import load_presets
+from calculators.workload.serving import ServingSettings
 from calculators.workload.training import TrainingSettings
 
 LONG = os.environ.get("GPU_SIZING_LONG_PROPERTIES") == "1"

@@ -5,7 +5,6 @@ from pydantic import ValidationError
 
 from calculators.hardware.catalogue import find_gpu, load_gpu_catalogue
 from calculators.memory.serving import (
-    ServingSettings,
     activation_bytes,
     active_parameters,
     decode_tokens_per_s,
@@ -25,6 +24,7 @@ from calculators.memory.serving import (
 )
 from calculators.models.presets import get_preset
 from calculators.units import GIB
+from calculators.workload.serving import ServingSettings
 from calculators.workload.training import Overheads
 
 LLAMA_8B = get_preset("llama-3.1-8b")

@@ -9,11 +9,11 @@ import pytest
 from calculators.memory.activations.attention import out_projection_input_bytes
 from calculators.memory.activations.layer import layer_activation_terms
 from calculators.memory.activations.linears import linear_inputs_saved_bytes
-from calculators.memory.assumptions import check_supported
 from calculators.memory.engine import estimate_memory
 from calculators.memory.states import fp8_weight_cast_bytes
 from calculators.models.presets import get_preset
 from calculators.units import GIB
+from calculators.workload.support import check_supported
 from calculators.workload.training import TrainingSettings
 
 LLAMA_1B = get_preset("llama-3.2-1b")

@@ -167,7 +167,8 @@ def test_llama32_vision_serving_caches_image_keys_in_its_cross_attention_layers(
     """Llama-3.2-11B-Vision in bf16: its 32 self-attention layers cache 2 x 8 kv-heads x 128 x 2 B
     = 4,096 B each per token, 131,072 B per token; the 8 cross-attention layers cache nothing per
     token but 4 x 1601 = 6404 keys and values per image: 8 x 6404 x 4096 = 209,846,272 B."""
-    from calculators.memory.serving import ServingSettings, estimate_serving, kv_cache_bytes_per_sequence
+    from calculators.memory.serving import estimate_serving, kv_cache_bytes_per_sequence
+    from calculators.workload.serving import ServingSettings
 
     assert kv_cache_bytes_per_sequence(MLLAMA, "bf16", 1, 8192) == 131_072 * 8192
     assert kv_cache_bytes_per_sequence(MLLAMA, "bf16", 1, 8192, images=2) == 131_072 * 8192 + 2 * 209_846_272
@@ -178,7 +179,7 @@ def test_llama32_vision_serving_caches_image_keys_in_its_cross_attention_layers(
 
 def test_serving_images_on_a_token_model_is_one_clear_problem(capsys):
     from calculators.interface.cli import main
-    from calculators.memory.serving import ServingSettings, serving_problem
+    from calculators.workload.serving import ServingSettings, serving_problem
 
     assert "count each image's tokens in the context" in serving_problem(LLAVA, ServingSettings(images_per_sequence=1))
     assert serving_problem(MLLAMA, ServingSettings(images_per_sequence=1)) is None

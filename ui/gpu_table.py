@@ -8,9 +8,10 @@ from pydantic import BaseModel
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit import verdict
 from calculators.memory.fit_matrix import GpuFit
-from calculators.memory.serving import ServingSettings, serving_table
+from calculators.memory.serving import serving_table
 from calculators.models.spec import ModelSpec
 from calculators.workload.compatibility import stack_problem
+from calculators.workload.serving import ServingSettings
 
 FIT_COLUMNS = ("verdict", "headroom_gib", "max_micro_batch", "min_gpus", "stack_problem")
 SERVING_COLUMNS = (

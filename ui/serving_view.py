@@ -14,9 +14,9 @@ from calculators.memory.serving import (
     max_concurrency,
     max_context_len,
     min_tensor_parallel,
-    serving_problem,
 )
 from calculators.models.spec import ModelSpec
+from calculators.workload.serving import serving_problem
 from ui.charts import MARGIN
 
 

@@ -18,7 +18,6 @@ from pydantic import ValidationError
 from calculators.hardware.catalogue import GpuSpec, load_gpu_catalogue
 from calculators.interface.settings import Setting, all_settings, build_workload
 from calculators.memory.fit_matrix import gpu_memory_gib
-from calculators.memory.serving import ServingSettings
 from calculators.models.hf_config import (
     ModelInputError,
     describe_validation_error,
@@ -37,6 +36,7 @@ from calculators.workload.framework_files import (
     setting_fields,
 )
 from calculators.workload.modes import MODE_LABEL
+from calculators.workload.serving import ServingSettings
 from calculators.workload.training import (
     FRAMEWORKS,
     FSDP_NAME,

@@ -23,13 +23,7 @@ from calculators.memory.engine import estimate_memory
 from calculators.memory.fit import check_fit, suggestions, verdict
 from calculators.memory.fit_matrix import fit_matrix
 from calculators.memory.result import COMPONENT_LABEL
-from calculators.memory.serving import (
-    ServingSettings,
-    estimate_serving,
-    max_concurrency,
-    max_context_len,
-    serving_table,
-)
+from calculators.memory.serving import estimate_serving, max_concurrency, max_context_len, serving_table
 from calculators.models.geometry import active_parameters
 from calculators.models.hf_config import (
     ModelInputError,
@@ -57,6 +51,7 @@ from calculators.workload.framework_files import (
     merged_values,
     read_framework_config,
 )
+from calculators.workload.serving import ServingSettings
 from calculators.workload.training import TrainingSettings
 
 

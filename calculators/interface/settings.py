@@ -23,11 +23,11 @@ from pydantic import BaseModel
 from calculators.cost.options import OwnershipSettings
 from calculators.cost.run_inputs import RunInputs
 from calculators.cost.spot import DEFAULT_INTERRUPTIONS_PER_HOUR
-from calculators.memory.serving import ServingSettings
 from calculators.models.spec import ModelSpec
 from calculators.timing.settings import TimeSettings
 from calculators.workload.build import WORKLOAD_OF_MODE, GpuTarget, ServeWorkload, Workload, workload_from_fields
 from calculators.workload.modes import MODES
+from calculators.workload.serving import ServingSettings
 from calculators.workload.training import TrainingSettings
 
 

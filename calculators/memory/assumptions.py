@@ -1,4 +1,5 @@
-"""The assumption lines shown with a memory estimate, and the settings the engine refuses (check_supported)."""
+"""The assumption lines shown with a memory estimate: what the engine assumes of the stack, the precision,
+the method, offloading and parallelism, each with its source."""
 
 from __future__ import annotations
 
@@ -297,31 +298,6 @@ def _parallel_notes(spec: ModelSpec, settings: TrainingSettings) -> list[str]:
     if t > 1 or p > 1:
         notes.append(f"Total GPUs: {settings.gpus} data x {t} tensor x {p} pipeline = {settings.total_gpus}.")
     return notes
-
-
-def check_supported(spec: ModelSpec, settings: TrainingSettings) -> None:
-    """Raise ValueError for settings this model cannot take."""
-    if settings.images_per_sample:
-        image_tokens_per_image(spec, settings)  # raises when the model's count depends on the image
-    if settings.frozen_layers > spec.n_layers:
-        raise ValueError(f"frozen_layers ({settings.frozen_layers}) cannot exceed the model's {spec.n_layers} layers")
-    if spec.n_heads % settings.tensor_parallel:
-        raise ValueError(
-            f"tensor parallel {settings.tensor_parallel} does not divide the {spec.n_heads} attention heads"
-        )
-    if settings.pipeline_parallel > spec.n_layers:
-        raise ValueError(f"pipeline parallel {settings.pipeline_parallel} exceeds the model's {spec.n_layers} layers")
-    if settings.precision == "fp8" and settings.checkpointing == "op-selective":
-        raise ValueError(
-            "fp8 with op-selective checkpointing is not modelled: torchtitan's policy saves aten.mm outputs, which "
-            "float8 linears do not call (they call _scaled_mm), and the abs() of every scale's amax; use "
-            "--checkpointing none, selective or full with --precision fp8"
-        )
-    if settings.precision == "fp8" and settings.method != "full":
-        raise ValueError(
-            "fp8 is modelled for full training (torchao Float8Linear on every linear but the head); with LoRA or "
-            "QLoRA use --precision bf16"
-        )
 
 
 def vision_weights_note(spec: ModelSpec, settings: TrainingSettings) -> list[str]:

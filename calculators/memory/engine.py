@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from calculators.memory.assumptions import check_supported, images_note, memory_assumptions
+from calculators.memory.assumptions import images_note, memory_assumptions
 from calculators.memory.encoder_decoder import encoder_decoder_activation_bytes, t5_attention_settings
 from calculators.memory.layout import (
     StageLayout,
@@ -53,6 +53,7 @@ from calculators.memory.vision import vision_tower_activation_bytes
 from calculators.models.geometry import ParameterCount, parameter_count
 from calculators.models.spec import ModelSpec
 from calculators.units import GIB
+from calculators.workload.support import check_supported
 from calculators.workload.training import TrainingSettings, language_model_settings
 from calculators.workload.vision import vision_cast_elements
 

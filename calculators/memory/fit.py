@@ -8,9 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from calculators.memory.assumptions import check_supported
 from calculators.memory.engine import estimate_memory
 from calculators.models.spec import ModelSpec
+from calculators.workload.support import check_supported
 from calculators.workload.training import FSDP_NAME, TrainingSettings
 
 Verdict = Literal["fits", "tight", "does not fit"]

@@ -14,13 +14,13 @@ import math
 from pydantic import BaseModel, ConfigDict
 
 from calculators.hardware.catalogue import GpuSpec
-from calculators.memory.assumptions import check_supported
 from calculators.memory.engine import estimate_memory
 from calculators.memory.fit import largest_passing
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.models.spec import ModelSpec
 from calculators.timing.estimate import TimeEstimate, estimate_time
 from calculators.timing.settings import TimeSettings
+from calculators.workload.support import check_supported
 from calculators.workload.training import TrainingSettings
 
 CHECKPOINTING_ORDER: tuple[str, ...] = ("none", "selective", "full")  # least recomputation first

@@ -12,10 +12,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from calculators.memory.assumptions import check_supported
-from calculators.memory.serving import ServingSettings, serving_problem
 from calculators.models.spec import ModelSpec
 from calculators.workload.modes import METHOD_OF_MODE
+from calculators.workload.serving import ServingSettings, serving_problem
+from calculators.workload.support import check_supported
 from calculators.workload.training import TrainingSettings
 
 

@@ -160,7 +160,7 @@ def _check_images(spec: ModelSpec, settings: TrainingSettings) -> None:
 
 def check_traceable(spec: ModelSpec, settings: TrainingSettings) -> None:
     """Raise UnsupportedConfiguration where the trace cannot reproduce the step faithfully (the
-    memory engine's own refusals are calculators.memory.assumptions.check_supported)."""
+    memory engine's own refusals are calculators.workload.support.check_supported)."""
     check_spec(spec)
     check_settings(settings)
     _check_images(spec, settings)
