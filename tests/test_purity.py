@@ -150,3 +150,47 @@ def test_the_interface_imports_measure_only_inside_functions():
     interface = sorted(INTERFACE.rglob("*.py"))
     assert any(path.name == "cli.py" for path in interface)
     assert [problem for path in interface for problem in eager_measure_imports(path)] == []
+
+
+# The domain packages in the order a question flows through them (ARCHITECTURE.md): each may
+# import only the packages before it, so the folder tree reads as the architecture and no
+# package reaches into one that builds on it.
+LAYERS = ("hardware", "models", "workload", "memory", "timing", "cost", "plan", "validation")
+
+
+def package_of(module: str) -> str | None:
+    """The calculators package a dotted module name belongs to, or None outside calculators."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "calculators" and len(parts) > 1 else None
+
+
+def layering_problems(path: Path, source: str | None = None) -> list[str]:
+    """Imports of `path` (a module of one of LAYERS; its text, or `source`) that name a package
+    later in LAYERS."""
+    own = package_of(module_name(path))
+    tree = ast.parse(path.read_text() if source is None else source, str(path))
+    found = imported_modules(tree, module_name(path), path.name == "__init__.py")
+    later = LAYERS[LAYERS.index(own) + 1 :]
+    return [f"{path.relative_to(ROOT)}:{line} imports {name}" for line, name in found if package_of(name) in later]
+
+
+def test_each_domain_package_imports_only_the_packages_before_it():
+    packages = {path.name for path in (ROOT / "calculators").iterdir() if (path / "__init__.py").exists()}
+    assert packages == {*LAYERS, "interface"}  # a new package takes its place in LAYERS
+    problems = [
+        problem
+        for layer in LAYERS
+        for path in sorted((ROOT / "calculators" / layer).rglob("*.py"))
+        for problem in layering_problems(path)
+    ]
+    assert problems == []
+
+
+def test_the_layering_check_sees_an_import_of_a_later_package(tmp_path):
+    """The check itself: a workload module importing the memory engine is named."""
+    probe = ROOT / "calculators" / "workload" / "probe.py"  # never written: its text is given
+    assert layering_problems(probe, "from calculators.memory.engine import estimate_memory\n") == [
+        "calculators/workload/probe.py:1 imports calculators.memory.engine",
+        "calculators/workload/probe.py:1 imports calculators.memory.engine.estimate_memory",
+    ]
+    assert layering_problems(probe, "from calculators.models.spec import ModelSpec\n") == []
