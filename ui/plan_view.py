@@ -11,26 +11,12 @@ import streamlit as st
 from pydantic import ValidationError
 
 from calculators.interface.settings import all_settings
-from calculators.plan.search import Plan, PlanRequest, PlanResult, plan_run
+from calculators.plan.search import Plan, PlanRequest, PlanResult, layout_update, plan_run
 from calculators.workload.build import describe_workload_error
 from ui import state
 from ui.charts import hours_usd_layout
 
 RESULT_KEY = "_plan_result"
-
-# The workload settings a plan sets, by their keys in calculators.interface.settings.
-PLAN_SETTING_KEYS: dict[str, str] = {
-    "micro_batch": "micro_batch",
-    "grad_accum": "grad_accum",
-    "data_parallel": "gpus",
-    "zero": "zero",
-    "checkpointing": "checkpointing",
-    "tensor_parallel": "tensor_parallel",
-    "pipeline_parallel": "pipeline_parallel",
-    "precision": "precision",
-    "offload_optimizer": "offload_optimizer",
-    "offload_parameters": "offload_parameters",
-}
 
 
 def plan_request(mode: str) -> tuple[PlanRequest | None, str | None]:
@@ -146,7 +132,8 @@ def front_figure(plans: list[Plan], chosen: Plan | None) -> go.Figure:
 
 def plan_values(plan: Plan, tokens: float, gpu_names: set[str]) -> dict[str, object]:
     """The kept settings (by key) that put a plan on the other pages; `tokens` per epoch."""
-    values: dict[str, object] = {key: getattr(plan, field) for field, key in PLAN_SETTING_KEYS.items()}
+    # the layout's settings keep their TrainingSettings names as their keys (calculators.interface.settings)
+    values: dict[str, object] = layout_update(plan)
     values["cost_tokens_billion"] = tokens
     if plan.gpu in gpu_names:
         values["gpu"] = plan.gpu
