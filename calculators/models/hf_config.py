@@ -524,6 +524,29 @@ def _spec_fields(fields: _Fields, name: str) -> dict:
     return values
 
 
+# Sizes of a vision tower that divide (image_size // patch_size, window_size // patch_size) or count
+# pixels, tiles and channels; each vision config class names them (transformers models/siglip/
+# configuration_siglip.py, clip/configuration_clip.py, qwen2_5_vl/configuration_qwen2_5_vl.py,
+# mllama/configuration_mllama.py), and none is 0 or negative in a model that can run.
+_VISION_SIZES = (
+    "patch_size", "image_size", "window_size", "spatial_merge_size", "temporal_patch_size", "max_num_tiles",
+    "num_channels", "in_channels", "in_chans",
+)  # fmt: skip
+
+
+def _check_vision_sizes(vision: _Fields) -> None:
+    """Refuse a vision size of 0 or below, naming the field and value, before any of them divides.
+
+    An image smaller than one patch has no patches, so image_size is at least patch_size."""
+    for key in _VISION_SIZES:
+        size = vision.integer(key)
+        if size is not None and size <= 0:
+            raise vision._refuse(key, "a positive integer", vision.values[key])
+    patch, image = vision.integer("patch_size"), vision.integer("image_size")
+    if patch is not None and image is not None and image < patch:
+        raise vision._refuse("image_size", f"at least patch_size ({patch})", vision.values["image_size"])
+
+
 def _vision_tower_params(top: _Fields, text_hidden: int) -> tuple[int, str, VisionTower | None]:
     """Parameters of a vision-language model's vision tower and projector (with whatever else the
     language model holds beyond its ModelSpec layers), a note for the source line, and the tower's
@@ -534,6 +557,7 @@ def _vision_tower_params(top: _Fields, text_hidden: int) -> tuple[int, str, Visi
     vision = top.section("vision_config")
     if vision is None:
         return 0, "", None
+    _check_vision_sizes(vision)
     kind = vision.string("model_type", default="")
     top_kind = top.string("model_type", default="")
     if kind == "siglip_vision_model" and top_kind == "gemma3":
