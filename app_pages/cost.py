@@ -1,12 +1,14 @@
 """Time and cost: hours and dollars of the workload on every priced cloud option."""
 
 import streamlit as st
+from pydantic import ValidationError
 
 from calculators.cost.exports import options_csv_bytes, options_excel_bytes
 from calculators.cost.options import OwnershipSettings, buy_vs_rent, cheapest, cost_options
 from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.memory.engine import estimate_memory
+from calculators.models.hf_config import describe_validation_error
 from calculators.timing.estimate import estimate_time
 from calculators.workload.compatibility import stack_problem
 from ui import state
@@ -183,6 +185,8 @@ try:
     ownership = OwnershipSettings(purchase_usd_per_gpu=purchase, years=years, pue=pue, electricity_usd_per_kwh=kwh)
     rent_usd_per_hour = rent.instances * rent.on_demand_usd_per_hour
     verdict = buy_vs_rent(buy_gpu, rent.instances * rent.gpus_per_instance, rent_usd_per_hour, rent.hours, ownership)
+except ValidationError as error:  # one line naming the field, not pydantic's text
+    st.info(f"Buy vs rent not available: {describe_validation_error(error)}")
 except ValueError as error:
     st.info(f"Buy vs rent not available: {error}")
 else:

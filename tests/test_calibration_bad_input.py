@@ -15,7 +15,7 @@ import pytest
 
 from measure.calibration import __main__ as calibration_cli
 from measure.calibration import runner
-from measure.calibration.result import BenchmarkRecord, CalibratedOverheads, CalibrationResult
+from measure.calibration.result import MIN_FRACTION_OF_PEAK, BenchmarkRecord, CalibratedOverheads, CalibrationResult
 from measure.calibration.runner import (
     CalibrationRequestError,
     check_calibration_request,
@@ -61,6 +61,16 @@ def exported(**changes) -> dict:
 # --- Imported results -----------------------------------------------------------------------
 
 
+# XLA's smallest GEMM on a B200: 6.77 of 2,250 dense TFLOPS (measure/calibration/result.py).
+FRACTION_RANGE = "of dense peak is not a measurement: a GPU's matmuls reach between 0.30% (the smallest GEMM"
+
+
+def test_the_plausible_range_of_a_fraction_is_the_sourced_one():
+    assert MIN_FRACTION_OF_PEAK == pytest.approx(0.003009, abs=1e-6)
+    ok = import_json(json.dumps(exported(utilisation={"bf16": 0.0031, "fp8": 1.0}, training_mfu=0.0031)))
+    assert ok.utilisation == {"bf16": 0.0031, "fp8": 1.0} and ok.training_mfu == 0.0031
+
+
 def with_record(**changes) -> dict:
     data = exported()
     data["records"][1].update(changes)
@@ -70,10 +80,13 @@ def with_record(**changes) -> dict:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (exported(utilisation={"bf16": 0}), "utilisation.bf16: Input should be greater than 0"),
-        (exported(utilisation={"bf16": 5.0}), "utilisation.bf16: Input should be less than or equal to 1"),
-        (exported(training_mfu=0.0), "training_mfu: Input should be greater than 0"),
-        (exported(training_mfu=1.5), "training_mfu: Input should be less than or equal to 1"),
+        (exported(utilisation={"bf16": 0}), f"utilisation.bf16: 0 {FRACTION_RANGE}"),
+        (exported(utilisation={"bf16": 5e-324}), f"utilisation.bf16: 4.941e-324 {FRACTION_RANGE}"),
+        (exported(utilisation={"bf16": 0.0029}), f"utilisation.bf16: 0.0029 {FRACTION_RANGE}"),
+        (exported(utilisation={"bf16": 5.0}), f"utilisation.bf16: 5 {FRACTION_RANGE}"),
+        (exported(training_mfu=0.0), f"training_mfu: 0 {FRACTION_RANGE}"),
+        (exported(training_mfu=1e-300), f"training_mfu: 1e-300 {FRACTION_RANGE}"),
+        (exported(training_mfu=1.5), f"training_mfu: 1.5 {FRACTION_RANGE}"),
         (exported(schema_version=99), "schema_version: version 99 is not one this app reads (1)"),
         (exported(schema_version=0), "schema_version: version 0 is not one this app reads (1)"),
         (with_record(value=0.0), "records.1: value must be above 0 GB/s, got 0.0"),
@@ -131,6 +144,31 @@ def test_a_measurement_above_the_datasheet_is_capped_at_one_with_a_note(monkeypa
     assert result.utilisation == {"fp32": 1.0} and result.training_mfu == 0.5
     assert result.record("matmul_fp32").percent_of_datasheet == 104.0
     assert "matmul_fp32 reached 104% of the datasheet figure; used as 100%" in result.notes
+
+
+def test_a_measurement_below_the_least_any_gemm_reaches_is_not_applied_with_a_note(monkeypatch):
+    """A run matched to the wrong datasheet (or a throttled GPU) gives a fraction no GEMM gives: the
+    result is kept, valid, without that fraction, and says why."""
+    instant_benchmarks(monkeypatch)
+
+    def matmul(device, precision, **_):
+        slow = dict(value=0.001, unit="TFLOPS", datasheet_value=1.0, percent_of_datasheet=0.1)
+        return BenchmarkRecord(name=f"matmul_{precision}", **slow)
+
+    monkeypatch.setattr(runner.benchmarks, "matmul_tflops", matmul)
+    step = runner.benchmarks.training_step_benchmark().model_copy(update={"percent_of_datasheet": 0.2})
+    monkeypatch.setattr(runner.benchmarks, "training_step_benchmark", lambda *_, **__: step)
+    result = run_calibration(device="cpu", budget_s=2)
+    assert result.utilisation == {} and result.training_mfu is None
+    assert result.record("matmul_fp32").percent_of_datasheet == 0.1
+    assert (
+        "matmul_fp32 reached 0.001 of the datasheet figure, below the 0.30% the smallest GEMM reaches; not applied"
+        in result.notes
+    )
+    assert (
+        "training_step reached 0.002 of the datasheet figure, below the 0.30% the smallest GEMM reaches; not applied"
+        in result.notes
+    )
 
 
 # --- A damaged store ------------------------------------------------------------------------
@@ -196,7 +234,7 @@ def test_stored_rows_that_are_not_valid_results_are_skipped_with_the_reason(tmp_
         "Skipped stored calibration 4 of 2026-01-01T15:00:00: not a calibration result: "
         "expected a JSON object, got int",  # SQLite stored 42 as the text '42'
         "Skipped stored calibration 3 of 2026-01-01T14:00:00: not a calibration result: "
-        "utilisation.bf16: Input should be greater than 0",
+        f"utilisation.bf16: 0 {FRACTION_RANGE} in XLA's performance table) and 100%",
         "Skipped stored calibration 2 of 2026-01-01T13:00:00: not valid JSON: "
         "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)",
     ]

@@ -101,8 +101,13 @@ def exported(**changes) -> bytes:
 BAD_FILES = [
     (b"{not json", "not valid JSON: Expecting property name enclosed in double quotes"),
     (b'{"host": "x"}', "not a calibration result: device: Field required"),
-    (exported(utilisation={"bf16": 0}), "not a calibration result: utilisation.bf16: Input should be greater than 0"),
-    (exported(utilisation={"bf16": 5.0}), "not a calibration result: utilisation.bf16: Input should be less than or"),
+    (exported(utilisation={"bf16": 0}), "not a calibration result: utilisation.bf16: 0 of dense peak is not a"),
+    (exported(utilisation={"bf16": 5.0}), "not a calibration result: utilisation.bf16: 5 of dense peak is not a"),
+    (
+        exported(utilisation={"bf16": 5e-324}),
+        "not a calibration result: utilisation.bf16: 4.941e-324 of dense peak is not a measurement: a GPU's "
+        "matmuls reach between 0.30% (the smallest GEMM in XLA's performance table) and 100%",
+    ),
     (exported(schema_version=99), "not a calibration result: schema_version: version 99 is not one this app reads"),
     (exported().replace(b'"training_mfu": 0.42', b'"training_mfu": NaN'), "not a calibration result: training_mfu:"),
     (exported(budget_s=1e400), "not a calibration result: budget_s: Input should be a finite number"),
@@ -113,7 +118,17 @@ BAD_FILES = [
 @pytest.mark.parametrize(
     ("content", "message"),
     BAD_FILES,
-    ids=["not-json", "wrong-schema", "utilisation-0", "utilisation-5", "schema-99", "nan", "infinite", "huge-int"],
+    ids=[
+        "not-json",
+        "wrong-schema",
+        "utilisation-0",
+        "utilisation-5",
+        "utilisation-5e-324",
+        "schema-99",
+        "nan",
+        "infinite",
+        "huge-int",
+    ],
 )
 def test_a_bad_file_is_not_imported_and_the_good_calibration_stays_in_use(content, message):
     """An imported utilisation of 0 once made the Cost page divide by zero: now it never gets in."""
@@ -195,3 +210,56 @@ def test_run_while_another_process_calibrates_says_who(private_store, monkeypatc
 
 def open_calibration():
     return open_app("app_pages/calibration.py", timeout_s=60)
+
+
+def raw_texts(app: AppTest) -> list[str]:
+    """Every message, caption and markdown on the page, to look for pydantic's raw text in."""
+    elements = [*app.error, *app.warning, *app.info, *app.caption, *app.markdown, *app.success]
+    return [str(element.value) for element in elements]
+
+
+def assert_no_raw_error(app: AppTest) -> None:
+    assert not app.exception
+    texts = raw_texts(app)
+    assert not any("validation error for" in text or "errors.pydantic.dev" in text for text in texts)
+    assert not any("got nan" in text for text in texts)
+
+
+def test_a_stored_utilisation_no_gemm_gives_is_skipped_and_cost_and_plan_show_no_raw_error(private_store):
+    """Issue 37: a utilisation of 5e-324 made the Cost page's hours NaN and the Plan page show
+    '7 validation errors for Plan'. A row written before the bound (bypassing the model) is now
+    skipped with the reason, and the pages use the good calibration."""
+    CalibrationStore(private_store).save(a_result().model_copy(update={"catalogue_gpu": "H100-SXM5-80GB"}))
+    bad = json.loads(exported())
+    bad["utilisation"] = {"bf16": 5e-324}
+    with sqlite3.connect(private_store) as connection:
+        connection.execute(
+            "INSERT INTO calibrations (host, created_at, result_json) VALUES ('x', '2099-01-01T00:00:00', ?)",
+            (json.dumps(bad),),
+        )
+    connection.close()
+    app = open_calibration()
+    assert not app.exception
+    [warning] = [element.value for element in app.warning]
+    assert warning.startswith(
+        "Skipped stored calibration 2 of 2099-01-01T00:00:00: not a calibration result: utilisation.bf16: 4.941e-324"
+    )
+    app.toggle(key="use_calibration").set_value(True).run()
+    app.switch_page("app_pages/cost.py").run()
+    assert_no_raw_error(app)
+    assert any("Calibrated matmul fraction: H100-SXM5-80GB 75%" in element.value for element in app.caption)
+    app.switch_page("app_pages/plan.py").run()
+    assert_no_raw_error(app)
+
+
+def test_the_least_plausible_utilisation_gives_finite_costs_and_plans():
+    """At the bound (0.31% of peak) the hours are long but finite: no NaN, no raw pydantic text."""
+    app = open_calibration()
+    upload(app, exported(utilisation={"bf16": 0.0031}, training_mfu=0.0031))
+    assert not app.exception and not app.error
+    app.toggle(key="use_calibration").set_value(True).run()
+    app.switch_page("app_pages/cost.py").run()
+    assert_no_raw_error(app)
+    assert any("Calibrated matmul fraction: H100-SXM5-80GB 0%" in element.value for element in app.caption)
+    app.switch_page("app_pages/plan.py").run()
+    assert_no_raw_error(app)

@@ -14,7 +14,8 @@ things the estimates can use directly:
 
 Results also arrive from JSON files and the SQLite history, so the models refuse what
 no measurement can give and what would break the estimates that use them: NaN and
-infinities, a utilisation of 0 (the Cost page divides by it) or above 1, a rate or a time
+infinities, a utilisation below the least any GEMM reaches (0 or 5e-324: the Cost page divides
+by it) or above 1 (see MIN_FRACTION_OF_PEAK for the source), a rate or a time
 that is not above 0, and a schema_version this code does not know. A refusal is a
 pydantic ValidationError whose location names the field.
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from calculators.workload.training import Overheads
@@ -35,10 +36,32 @@ SCHEMA_VERSION = 1
 KNOWN_SCHEMA_VERSIONS = (1,)
 
 DetailValue = float | int | str | bool | None
-# Fraction of a peak rate that a workload achieves. 0 is no measurement (and a division by
-# zero in the time model); the runner caps a measurement above a conservative datasheet
-# figure at 1 (see runner._fraction_of_peak).
-Fraction = Annotated[float, Field(gt=0, le=1)]
+# The least fraction of dense peak that any GEMM reaches in XLA's default GEMM performance table
+# (github.com/openxla/xla xla/service/gpu/model/default_matmul_perf_table.txtpb
+# @8b82b7bc8785e77264c3a214aa60b47ffc34de30, copied in data/matmul_efficiency.csv): B200 bf16, one
+# 256 x 256 x 256 GEMM at 6.77 TFLOPS of its 2,250 dense bf16 TFLOPS (data/gpus.csv), 0.30%. The
+# calibration's GEMMs (benchmarks.CUDA_MATMUL_SHAPES, 4096^3 and 8192^3) and its training step are far
+# larger, so a fraction below it is no measurement of a working GPU; 5e-324 made the Cost page's hours NaN.
+MIN_FRACTION_OF_PEAK = 6.77 / 2250
+# The dense peak itself is the ceiling: the runner caps a measurement above a conservative datasheet
+# figure (boost clocks) at 1 (runner._fraction_of_peak).
+MAX_FRACTION_OF_PEAK = 1.0
+
+
+def _plausible_fraction(value: float) -> float:
+    """A fraction of dense peak within [MIN_FRACTION_OF_PEAK, 1], else a one-line refusal."""
+    if not MIN_FRACTION_OF_PEAK <= value <= MAX_FRACTION_OF_PEAK:
+        context = {"value": f"{value:.4g}", "low": f"{MIN_FRACTION_OF_PEAK:.2%}"}
+        message = (
+            "{value} of dense peak is not a measurement: a GPU's matmuls reach between {low} "
+            "(the smallest GEMM in XLA's performance table) and 100%"
+        )
+        raise PydanticCustomError("plausible_fraction", message, context)
+    return value
+
+
+# Fraction of a peak rate that a workload achieves (NaN and infinities are refused by the models).
+Fraction = Annotated[float, AfterValidator(_plausible_fraction)]
 # Units whose values are rates or durations: a measurement of them is above 0.
 POSITIVE_UNITS = ("TFLOPS", "GB/s", "s", "s/epoch")
 

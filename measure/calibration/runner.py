@@ -41,6 +41,7 @@ from measure.calibration.host_lock import CalibrationBusyError as CalibrationBus
 from measure.calibration.host_lock import exclusive_calibration
 from measure.calibration.inventory import GpuInfo, match_catalogue, read_inventory
 from measure.calibration.result import (
+    MIN_FRACTION_OF_PEAK,
     BenchmarkRecord,
     CalibratedOverheads,
     CalibrationResult,
@@ -321,26 +322,35 @@ def _derived_overheads(records: list[BenchmarkRecord]) -> CalibratedOverheads:
     )
 
 
-def _fraction_of_peak(record: BenchmarkRecord, notes: list[str]) -> float:
-    """The record's fraction of its datasheet figure, at most 1.
+def _fraction_of_peak(record: BenchmarkRecord, notes: list[str]) -> float | None:
+    """The record's fraction of its datasheet figure, at most 1; None when below the least any GEMM reaches.
 
     Above 1 the datasheet figure is conservative for this board (boost clocks above the
     rated ones); the estimates cannot use more than the whole peak, so it is capped and a
-    note says so. The record keeps the measured percentage.
+    note says so. Below MIN_FRACTION_OF_PEAK the GPU was not working as one (throttled, shared,
+    matched to the wrong datasheet): the figure is not applied and a note says so. The record
+    keeps the measured percentage.
     """
     fraction = record.percent_of_datasheet / 100
     if fraction > 1:
         notes.append(f"{record.name} reached {fraction:.0%} of the datasheet figure; used as 100%")
+    if fraction < MIN_FRACTION_OF_PEAK:
+        notes.append(
+            f"{record.name} reached {fraction:.3g} of the datasheet figure, below the {MIN_FRACTION_OF_PEAK:.2%} "
+            "the smallest GEMM reaches; not applied"
+        )
+        return None
     return min(1.0, fraction)
 
 
 def _utilisation(records: list[BenchmarkRecord], notes: list[str]) -> dict[str, float]:
     """Matmul fraction of the datasheet's dense peak, per precision that was measured against one."""
-    return {
+    fractions = {
         record.name.removeprefix("matmul_"): _fraction_of_peak(record, notes)
         for record in records
         if record.name.startswith("matmul_") and record.ok and record.percent_of_datasheet is not None
     }
+    return {precision: fraction for precision, fraction in fractions.items() if fraction is not None}
 
 
 def _unavailable_records(host: _Host) -> list[BenchmarkRecord]:
