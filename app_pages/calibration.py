@@ -4,6 +4,8 @@ Nothing runs on page load: a benchmark starts only from the button, only when th
 operator allows it (GPU_SIZING_ALLOW_CALIBRATION=1), and one run at a time per host.
 Bad input (an imported file, a damaged store, a price) gets a message, never a traceback."""
 
+import hashlib
+
 import pandas as pd
 import streamlit as st
 
@@ -28,14 +30,39 @@ from ui import state
 from ui.calibration_state import ACTIVE_KEY, USE_KEY, set_active
 
 STORE_PROBLEMS_KEY = "_calibration_store_problems"
+IMPORTED_KEY = "_calibration_imported"  # (sha256 of the imported result's JSON, what was said about it)
 
 
-def save_to_store(store: CalibrationStore, result: CalibrationResult) -> None:
+def save_to_store(store: CalibrationStore, result: CalibrationResult) -> bool:
     """Keep `result` in the history; a store that cannot be used gets a message, the result stays active."""
     try:
         store.save(result)
     except CalibrationStoreError as error:
         st.error(f"Not kept in the history: {error}")
+        return False
+    return True
+
+
+def import_message(store: CalibrationStore, imported: CalibrationResult) -> None:
+    """Keep an imported result in the history once, keyed by its content, not its file name, and say
+    so: the uploader hands the same file to every rerun, and two results may share a name."""
+    content = hashlib.sha256(imported.model_dump_json().encode()).hexdigest()
+    done = st.session_state.get(IMPORTED_KEY)
+    if done is None or done[0] != content:
+        when = f"{imported.host}, {imported.gpu_name or imported.device}, {imported.created_at:%Y-%m-%d %H:%M} UTC"
+        try:
+            existing = store.find(imported)
+        except CalibrationStoreError:
+            existing = None  # save_to_store says what is wrong with the store
+        if existing is not None:
+            message = f"Already in the history: the calibration of {when} (stored as number {existing})."
+        elif save_to_store(store, imported):
+            message = f"Imported the calibration of {when} into the history."
+        else:
+            message = f"Imported the calibration of {when} for this session only."
+        done = (content, message)
+        st.session_state[IMPORTED_KEY] = done
+    st.info(done[1])
 
 
 def request_problem(usd_per_hour: float, budget_s: float) -> str | None:
@@ -114,9 +141,7 @@ if uploaded is not None:
     except CalibrationImportError as error:
         st.error(f"Not imported: {error}")
     else:
-        if st.session_state.get("_imported_name") != uploaded.name:
-            save_to_store(store, imported)
-            st.session_state["_imported_name"] = uploaded.name
+        import_message(store, imported)
         set_active(imported)
 
 try:

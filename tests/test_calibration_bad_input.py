@@ -364,3 +364,14 @@ def test_the_cli_reports_a_store_it_cannot_use_before_running(tmp_path, monkeypa
     path = tmp_path / "a-file" / "sub" / "calibrations.sqlite3"
     assert calibration_cli.main(["--device", "cpu", "--save", str(path)]) == 2
     assert capsys.readouterr().err == f"error: cannot use the calibration store {path}: Not a directory\n"
+
+
+def test_find_names_a_stored_result_by_content_not_by_file(tmp_path):
+    """Imports are keyed by content (issue 37): the same result, read back from its export, is found;
+    one that differs in a single figure is not."""
+    store = CalibrationStore(tmp_path / "calibrations.sqlite3")
+    assert store.find(a_result()) is None
+    store.save(a_result(minutes=5))
+    row = store.save(a_result())
+    assert store.find(import_json(export_json(a_result()))) == row
+    assert store.find(a_result().model_copy(update={"utilisation": {"bf16": 0.79}})) is None

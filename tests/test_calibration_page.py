@@ -263,3 +263,33 @@ def test_the_least_plausible_utilisation_gives_finite_costs_and_plans():
     assert any("Calibrated matmul fraction: H100-SXM5-80GB 0%" in element.value for element in app.caption)
     app.switch_page("app_pages/plan.py").run()
     assert_no_raw_error(app)
+
+
+def test_two_results_sharing_a_file_name_are_both_kept_and_the_same_one_twice_is_said_to_be_there(private_store):
+    """Issue 37: the second of two different calibration.json files was dropped without a word, as
+    imports were keyed by file name. Now by content: both are kept, and a repeat is named as stored."""
+    first = a_result().model_copy(update={"host": "node-a"})
+    second = a_result().model_copy(update={"host": "node-b", "utilisation": {"bf16": 0.6}})
+    app = open_calibration()
+    upload(app, export_json(first).encode())
+    assert not app.exception
+    assert [element.value for element in app.info if "calibration of" in element.value] == [
+        f"Imported the calibration of node-a, NVIDIA H100 80GB HBM3, {first.created_at:%Y-%m-%d %H:%M} UTC into "
+        "the history."
+    ]
+    upload(app, export_json(second).encode())
+    assert not app.exception
+    assert any(element.value.startswith("Imported the calibration of node-b") for element in app.info)
+    assert {result.host for result in CalibrationStore(private_store).history()} == {"node-a", "node-b"}
+    assert any(element.value.startswith("node-b, ") for element in app.caption)  # the second is in use
+    app.run()  # a rerun with the same file in the uploader stores nothing more and says the same
+    assert any(element.value.startswith("Imported the calibration of node-b") for element in app.info)
+    # The first again, indented differently under another name: the same content, already there.
+    upload(app, json.dumps(json.loads(export_json(first))).encode(), "copy of calibration.json")
+    assert not app.exception
+    assert any(
+        element.value.startswith("Already in the history: the calibration of node-a") and "number 1" in element.value
+        for element in app.info
+    )
+    assert len(CalibrationStore(private_store).history()) == 2
+    assert any(element.value.startswith("node-a, ") for element in app.caption)  # and in use again

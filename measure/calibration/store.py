@@ -233,6 +233,17 @@ class CalibrationStore:
         insert = "INSERT INTO calibrations (host, gpu_name, created_at, result_json) VALUES (?, ?, ?, ?)"
         return self._run(lambda connection: int(connection.execute(insert, row).lastrowid))
 
+    def find(self, result: CalibrationResult) -> int | None:
+        """The row id of a stored result with the same content as `result`, or None.
+
+        Content, not a file name, identifies an import: two files called calibration.json from
+        two hosts are two results, and one result exported twice is one. `save` stores
+        `model_dump_json()`, so equal results are equal text."""
+        query = "SELECT id FROM calibrations WHERE result_json = ? ORDER BY id LIMIT 1"
+        text = result.model_dump_json()
+        row = self._run(lambda connection: connection.execute(query, (text,)).fetchone())
+        return None if row is None else int(row[0])
+
     def _parse_row(self, row_id: int, created_at: str, text: str | bytes) -> CalibrationResult | None:
         """The stored result, or None with a line in `problems` saying why it is skipped.
 
