@@ -15,7 +15,13 @@ import pytest
 
 from measure.calibration import __main__ as calibration_cli
 from measure.calibration import runner
-from measure.calibration.result import MIN_FRACTION_OF_PEAK, BenchmarkRecord, CalibratedOverheads, CalibrationResult
+from measure.calibration.result import (
+    MIN_FRACTION_OF_PEAK,
+    BenchmarkRecord,
+    CalibratedOverheads,
+    CalibrationResult,
+    physical_ceilings,
+)
 from measure.calibration.runner import (
     CalibrationRequestError,
     check_calibration_request,
@@ -65,6 +71,14 @@ def exported(**changes) -> dict:
 FRACTION_RANGE = "of dense peak is not a measurement: a GPU's matmuls reach between 0.30% (the smallest GEMM"
 
 
+def test_the_ceilings_are_the_catalogues_fastest_datasheet_figures():
+    """MI355X: 5,033.2 dense fp8 TFLOPS and 8 TB/s HBM3e (amd.com, data/gpus.csv); GB200's HBM is 8 TB/s too."""
+    assert physical_ceilings()["TFLOPS"][0] == 5033.2
+    assert physical_ceilings()["GB/s"][0] == 8000.0
+    at_the_ceiling = with_record(value=8000.0)
+    assert import_json(json.dumps(at_the_ceiling)).records[1].value == 8000.0
+
+
 def test_the_plausible_range_of_a_fraction_is_the_sourced_one():
     assert MIN_FRACTION_OF_PEAK == pytest.approx(0.003009, abs=1e-6)
     ok = import_json(json.dumps(exported(utilisation={"bf16": 0.0031, "fp8": 1.0}, training_mfu=0.0031)))
@@ -94,6 +108,18 @@ def with_record(**changes) -> dict:
         (with_record(datasheet_value=-1.0), "records.1.datasheet_value: Input should be greater than 0"),
         (with_record(percent_of_datasheet=0.0), "records.1.percent_of_datasheet: Input should be greater than 0"),
         (exported(overheads={"cuda_context_gib": 1e300}), "overheads.cuda_context_gib: Input should be less than"),
+        (
+            with_record(value=8001.0),
+            "records.1: value 8001 GB/s is above the fastest memory or link in the GPU catalogue, MI355X-288GB's",
+        ),
+        (
+            exported(records=[{"name": "matmul_fp8", "value": 6000.0, "unit": "TFLOPS"}]),
+            "records.0: value 6000 TFLOPS is above the fastest dense peak in the GPU catalogue, MI355X-288GB's (5,033",
+        ),
+        (
+            exported(records=[{"name": "matmul_bf16", "value": 700.0, "unit": "TFLOPS", "datasheet_value": 1e9}]),
+            "records.0: datasheet_value 1e+09 TFLOPS is above the fastest dense peak in the GPU catalogue",
+        ),
     ],
 )
 def test_import_refuses_values_no_measurement_gives_and_names_the_field(data, message):

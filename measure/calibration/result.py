@@ -16,7 +16,8 @@ Results also arrive from JSON files and the SQLite history, so the models refuse
 no measurement can give and what would break the estimates that use them: NaN and
 infinities, a utilisation below the least any GEMM reaches (0 or 5e-324: the Cost page divides
 by it) or above 1 (see MIN_FRACTION_OF_PEAK for the source), a rate or a time
-that is not above 0, and a schema_version this code does not know. A refusal is a
+that is not above 0, a TFLOPS or GB/s figure above the fastest in the GPU catalogue
+(physical_ceilings), overheads beyond `Overheads`' bounds, and a schema_version this code does not know. A refusal is a
 pydantic ValidationError whose location names the field.
 
 No torch import here: pages may import this module.
@@ -25,11 +26,13 @@ No torch import here: pages may import this module.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.workload.training import Overheads
 
 SCHEMA_VERSION = 1
@@ -76,6 +79,26 @@ MATMUL_PRECISION_OF = {
 }
 
 
+@functools.cache
+def physical_ceilings() -> dict[str, tuple[float, str]]:
+    """Unit -> (the most a measurement in it can be, what that is), from the GPU catalogue
+    (data/gpus.csv, each row sourced): no matmul runs faster than the fastest dense peak of any
+    precision of any accelerator there (MI355X fp8, 5,033 TFLOPS, amd.com), and no copy, memory
+    sweep or all-reduce moves bytes faster than the fastest memory or interconnect there (8 TB/s,
+    the HBM of GB200 and MI355X). A run's records are compared with the same catalogue's datasheets."""
+    catalogue = load_gpu_catalogue()
+    rates = [(rate, gpu.name) for gpu in catalogue for precision in ("fp32", "tf32", "bf16", "fp16", "fp8")
+             if (rate := gpu.dense_tflops(precision)) is not None]  # fmt: skip
+    links = [(gpu.memory_bandwidth_tbps * 1000, gpu.name) for gpu in catalogue if gpu.memory_bandwidth_tbps]
+    links += [(gpu.interconnect_gbps, gpu.name) for gpu in catalogue if gpu.interconnect_gbps]
+    tflops, fastest = max(rates)
+    gbps, widest = max(links)
+    return {
+        "TFLOPS": (tflops, f"the fastest dense peak in the GPU catalogue, {fastest}'s"),
+        "GB/s": (gbps, f"the fastest memory or link in the GPU catalogue, {widest}'s"),
+    }
+
+
 class BenchmarkRecord(BaseModel):
     """One benchmark's outcome. Exactly one of: a value, a skipped_reason, or an error."""
 
@@ -98,6 +121,22 @@ class BenchmarkRecord(BaseModel):
         if self.unit in POSITIVE_UNITS and self.value is not None and self.value <= 0:
             context = {"unit": self.unit, "value": self.value}
             raise PydanticCustomError("positive_measurement", "value must be above 0 {unit}, got {value}", context)
+        return self
+
+    @model_validator(mode="after")
+    def _rates_within_the_fastest_datasheet(self) -> BenchmarkRecord:
+        """A rate (or the datasheet figure it is compared with) above every accelerator's datasheet is
+        not physical: see `physical_ceilings`."""
+        ceiling = physical_ceilings().get(self.unit)
+        if ceiling is None:
+            return self
+        limit, what = ceiling
+        for field in ("value", "datasheet_value"):
+            number = getattr(self, field)
+            if number is not None and number > limit:
+                context = {"field": field, "number": f"{number:.4g}", "unit": self.unit, "limit": f"{limit:,.0f}"}
+                message = "{field} {number} {unit} is above " + what + " ({limit} {unit})"
+                raise PydanticCustomError("physical_ceiling", message, context)
         return self
 
     @property
