@@ -401,3 +401,20 @@ def test_find_names_a_stored_result_by_content_not_by_file(tmp_path):
     row = store.save(a_result())
     assert store.find(import_json(export_json(a_result()))) == row
     assert store.find(a_result().model_copy(update={"utilisation": {"bf16": 0.79}})) is None
+
+
+def test_a_benchmark_reading_above_every_datasheet_becomes_its_error_in_one_line(monkeypatch):
+    """A timer glitch (a matmul 'faster' than any GPU) fails that benchmark with a one-line reason,
+    not pydantic's text, and the run goes on."""
+    instant_benchmarks(monkeypatch)
+
+    def matmul(device, precision, **_):
+        return BenchmarkRecord(name=f"matmul_{precision}", value=1e7, unit="TFLOPS")
+
+    monkeypatch.setattr(runner.benchmarks, "matmul_tflops", matmul)
+    result = run_calibration(device="cpu", budget_s=2)
+    assert result.record("matmul_fp32").error == (
+        "not a measurement: value 1e+07 TFLOPS is above the fastest dense peak in the GPU catalogue, "
+        "MI355X-288GB's (5,033 TFLOPS)"
+    )
+    assert result.utilisation == {}

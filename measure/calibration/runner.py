@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from calculators.hardware.catalogue import GpuSpec, load_gpu_catalogue
 from calculators.units import GIB
 from measure.calibration import benchmarks
@@ -248,6 +250,10 @@ def _steps(host: _Host, usd_per_hour: float | None) -> list[_Step]:
 
 
 def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):  # a measurement the result refuses (above every datasheet): name it
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        return f"not a measurement: {where + ': ' if where else ''}{problem['msg']}"[:500]
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
 
