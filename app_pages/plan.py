@@ -6,6 +6,7 @@ import streamlit as st
 from calculators.cost.prices import load_prices
 from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.plan.exports import plans_csv_bytes, plans_excel_bytes
+from calculators.plan.figures import hours_text, usd_text
 from calculators.plan.launch import launch_files
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
@@ -87,12 +88,12 @@ if best is not None:
     st.success(
         f"Cheapest within the limits: **{best.gpus} x {best.gpu}** on {best.provider} {best.instance_type} "
         f"({best.pricing}), ZeRO-{best.zero}, micro-batch {best.micro_batch} x {best.grad_accum}, "
-        f"checkpointing {best.checkpointing}: {best.hours:,.1f} h, ${best.usd:,.0f}".replace("$", "\\$")
+        f"checkpointing {best.checkpointing}: {hours_text(best.hours)}, {usd_text(best.usd)}".replace("$", "\\$")
     )
 if fastest is not None and fastest != best:
     st.success(
         f"Fastest within the limits: **{fastest.gpus} x {fastest.gpu}** on {fastest.provider} "
-        f"({fastest.pricing}): {fastest.hours:,.1f} h, ${fastest.usd:,.0f}".replace("$", "\\$")
+        f"({fastest.pricing}): {hours_text(fastest.hours)}, {usd_text(fastest.usd)}".replace("$", "\\$")
     )
 if not result.plans:
     st.stop()
@@ -118,10 +119,11 @@ st.dataframe(
     hide_index=True,
     width="stretch",
     column_config={
-        "hours": st.column_config.NumberColumn(format="%.1f"),
-        "usd": st.column_config.NumberColumn(format="$%.0f"),
-        "usd on demand": st.column_config.NumberColumn(format="$%.0f"),
-        "usd spot": st.column_config.NumberColumn(format="$%.0f"),
+        # not "%.1f" / "$%.0f": a plan of minutes or cents must not read 0.0 h or $0
+        "hours": st.column_config.NumberColumn(format="localized"),
+        "usd": st.column_config.NumberColumn(format="dollar"),
+        "usd on demand": st.column_config.NumberColumn(format="dollar"),
+        "usd spot": st.column_config.NumberColumn(format="dollar"),
         "peak GiB": st.column_config.NumberColumn(format="%.1f"),
         "headroom GiB": st.column_config.NumberColumn(format="%.1f"),
         "step s": st.column_config.NumberColumn(format="%.3f"),

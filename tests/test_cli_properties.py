@@ -3,18 +3,28 @@
 The flags and their values are drawn from the declarations in calculators.interface.settings, mixed
 with garbage (negative, zero, NaN, infinities, huge, words), so a new setting is fuzzed as
 soon as it is declared. JSON must never hold NaN or Infinity (strict parsing refuses them).
-Examples per property: 150 here, 3000 with GPU_SIZING_LONG_PROPERTIES=1.
+Examples per property: 150 here, 3000 with GPU_SIZING_LONG_PROPERTIES=1 (the --help, control-character
+and framework-config properties: 30, 60 and 60 here, 1000 each in the long profile).
+
+`--help` of every command exits 0 whatever follows it; user text with control characters (a newline in
+a provider, a path, a model name, a setting's value) never breaks the one `error:` line; a framework
+config with unknown keys warns only when the command succeeds, and a failure is still one line.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+from contextlib import redirect_stderr, redirect_stdout
+from io import StringIO
 
-from hypothesis import HealthCheck, event, given, settings
+import pytest
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from calculators.interface.cli import main
+from calculators.hardware.csv_rows import control_character
+from calculators.interface.cli import build_parser, main
 from calculators.interface.settings import all_settings
 from calculators.models.presets import load_presets
 from calculators.workload.serving import ServingSettings
@@ -23,6 +33,17 @@ from calculators.workload.training import TrainingSettings
 LONG = os.environ.get("GPU_SIZING_LONG_PROPERTIES") == "1"
 EXAMPLES = 3000 if LONG else 150
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def fuzz(ci_examples: int) -> settings:
+    """`ci_examples` here, 1000 in the long profile."""
+    return settings(
+        max_examples=1000 if LONG else ci_examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+
 
 GARBAGE = ["-1", "0", "nan", "inf", "-inf", "1e400", "1e308", "abc", "", "3.5", "99999999999999999999", "0x10"]
 WORKLOAD_FLAGS = [s for s in all_settings() if s.flag and s.model in (None, TrainingSettings, ServingSettings)]
@@ -100,3 +121,101 @@ def test_the_overflowing_spot_run_of_the_tracker_is_finite(capsys):
     options = _strict_json(capsys.readouterr().out)
     assert options and all(option["usd_on_demand"] > 0 for option in options)
     assert any(option["spot_not_worth_reason"] for option in options)
+
+
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = StringIO(), StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exited:  # --help exits through argparse
+            code = exited.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def _assert_one_error_line(argv: list[str], code: int, out: str, err: str) -> None:
+    assert code == 2 and out == "", (argv, code, err)
+    lines = err.split("\n")
+    assert len(lines) == 2 and lines[0].startswith("error: ") and lines[1] == "", (argv, err)
+    assert control_character(lines[0]) is None, (argv, err)  # escaped, not printed raw
+
+
+SUBCOMMANDS = sorted(
+    next(action for action in build_parser()._actions if isinstance(action, argparse._SubParsersAction)).choices
+)
+# what may follow --help: words (not options: argparse refuses an ambiguous option before any action runs)
+AFTER_HELP = st.lists(st.text(max_size=12).filter(lambda word: not word.startswith("-")), max_size=3)
+
+
+@fuzz(30)
+@given(st.sampled_from(["", *SUBCOMMANDS]), st.sampled_from(["-h", "--help"]), AFTER_HELP)
+@example("plan", "--help", [])  # the two whose help ended in "ValueError: incomplete format"
+@example("cost", "-h", ["memory"])
+def test_help_of_every_command_exits_0_whatever_follows(command, flag, after):
+    argv = [command, flag, *after] if command else [flag, *after]
+    code, out, err = _run(argv)
+    event(f"--help of {command or 'the top level'}")
+    assert (code, err) == (0, ""), (argv, err)
+    assert out.startswith("usage: python -m calculators" + (f" {command}" if command else "")), out[:80]
+
+
+# argv cannot hold NUL (the OS ends a C string there) nor a lone surrogate other than the \udc80-\udcff that
+# decode undecodable bytes, so the generated text leaves both out
+CONTROL = st.characters(min_codepoint=1, max_codepoint=0x1F) | st.just("\x7f")
+NO_NUL = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=8)
+WITH_CONTROL = st.tuples(NO_NUL, CONTROL, NO_NUL).map("".join)
+ECHOED = {  # where the CLI echoes user text, and the rest of a line that reaches it
+    "providers": ["plan", "--model", "gpt2", "--dataset-tokens", "1e9", "--providers"],
+    "prices": ["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--prices"],
+    "config-json": ["memory", "--config-json"],
+    "framework-config": ["memory", "--model", "gpt2", "--framework-config"],
+    "model": ["fit", "--model"],
+    "gpu": ["time", "--model", "gpt2", "--gpu"],
+}
+
+
+@fuzz(60)
+@given(st.sampled_from(sorted(ECHOED)), WITH_CONTROL)
+def test_user_text_with_control_characters_is_one_error_line(where, text):
+    argv = [*ECHOED[where], "/no/such/" + text if where in ("prices", "config-json", "framework-config") else text]
+    event(where)
+    _assert_one_error_line(argv, *_run(argv))
+
+
+@fuzz(60)
+@given(st.sampled_from([s for s in all_settings() if s.flag and s.value_type is not bool]), WITH_CONTROL)
+def test_a_setting_value_with_control_characters_answers_or_is_one_error_line(item, text):
+    argv = ["memory", "--model", "gpt2", "--json", item.flag, text]
+    code, out, err = _run(argv)
+    event(f"exit {code}")
+    if code == 0:  # float() reads "1\n" as 1: white space around a number is not an error
+        _strict_json(out)
+        return
+    _assert_one_error_line(argv, code, out, err)
+
+
+UNKNOWN_KEYS = "base_model: NousResearch/Meta-Llama-3-8B\nadapter: lora\nsequence_len: 1024\nlearnig_rate: 2e-4\n"
+WARNING = "warning: lora.yml: unknown axolotl keys ignored: learnig_rate; the other settings were read\n"
+
+
+@pytest.fixture(scope="module")
+def unknown_keys_config(tmp_path_factory):
+    path = tmp_path_factory.mktemp("framework") / "lora.yml"
+    path.write_text(UNKNOWN_KEYS)
+    return str(path)
+
+
+@fuzz(60)
+@given(line=command_line(), late=st.booleans())
+def test_unknown_framework_keys_warn_only_on_success(unknown_keys_config, line, late):
+    if late and line[0] == "cost":  # without tokens `cost` fails after the config is read
+        at = line.index("--dataset-tokens")
+        line = line[:at] + line[at + 2 :]
+    argv = [*line, "--framework-config", unknown_keys_config]
+    code, out, err = _run(argv)
+    event(f"{argv[0]} exit {code}")
+    if code == 0:
+        _strict_json(out)
+        assert err == WARNING, (argv, err)
+        return
+    _assert_one_error_line(argv, code, out, err)

@@ -34,7 +34,24 @@ def test_a_search_shows_the_front_and_the_cheapest_plan_within_the_deadline():
 
 def test_an_impossible_deadline_says_the_shortest_time():
     app = find_plans(open_app(PLAN_PAGE, model="gpt2", plan_tokens_b="1000", deadline_h="0.01", max_gpus="8"))
-    assert any("no plan meets the 0.0 h deadline: the fastest takes" in message.value for message in app.warning)
+    (warning,) = [message.value for message in app.warning]
+    assert warning.startswith("no plan meets the 0.01 h deadline: the fastest takes"), warning  # not "0.0 h"
+    assert "0.0 h" not in warning
+
+
+def test_a_plan_of_decades_is_flagged_and_small_figures_keep_their_digits():
+    app = find_plans(open_app(PLAN_PAGE, model="gpt2", plan_tokens_b="1000000", deadline_h="0", max_gpus="1"))
+    (warning,) = [message.value for message in app.warning]
+    assert warning.startswith("even the fastest plan takes ") and "longer than a plausible run of a year" in warning
+    assert "allow more GPUs than 1 (max GPUs), or fewer tokens" in warning
+    cheapest = next(message.value for message in app.success if message.value.startswith("Cheapest"))
+    assert " h, \\$" in cheapest and ".0 h" not in cheapest
+    small = open_app(PLAN_PAGE, model="gpt2", plan_tokens_b="0.001", deadline_h="0", budget_usd="0.0001", max_gpus="8")
+    find_plans(small)
+    (warning,) = [message.value for message in small.warning]
+    assert warning.startswith("no plan fits the $0.0001 budget: the cheapest costs $0.00"), warning
+    labels = small.selectbox(key="plan_chosen").options
+    assert all(" · 0.0 h · " not in label and not label.endswith(" · $0") for label in labels), labels
 
 
 def test_a_plan_opens_on_the_memory_page_with_its_settings():

@@ -11,6 +11,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from calculators.interface.settings import all_settings
+from calculators.plan.figures import hours_text, usd_text
 from calculators.plan.search import Plan, PlanRequest, PlanResult, layout_update, plan_run
 from calculators.workload.build import describe_workload_error
 from ui import state
@@ -76,7 +77,8 @@ def run_search(
 
 def plan_label(number: int, plan: Plan) -> str:
     return (
-        f"{number}. {plan.gpus} x {plan.gpu} · {plan.provider} {plan.pricing} · {plan.hours:,.1f} h · ${plan.usd:,.0f}"
+        f"{number}. {plan.gpus} x {plan.gpu} · {plan.provider} {plan.pricing} · {hours_text(plan.hours)} · "
+        f"{usd_text(plan.usd)}"
     )
 
 

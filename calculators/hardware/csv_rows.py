@@ -29,6 +29,20 @@ def shorten(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def echo(value: object, limit: int = 120) -> str:
+    """User text for a message: as typed when it prints on one line, else `shorten` (its repr, control
+    characters escaped), so a newline or escape in a name or path never breaks the message's one line."""
+    text = str(value)
+    if control_character(text) is None and len(text) <= limit:
+        return text
+    return shorten(text, limit)
+
+
+def one_line(message: str) -> str:
+    """`message` with every control character escaped as repr writes it (a newline becomes \\n)."""
+    return "".join(repr(char)[1:-1] if control_character(char) else char for char in message)
+
+
 def where(origin: str, row_number: int, label: str = "") -> str:
     """Prefix for messages: 'gpus.csv row 7 (A100-SXM4-80GB)'. Rows count data rows from 1.
 

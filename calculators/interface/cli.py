@@ -1,7 +1,9 @@
 """Command line: `python -m calculators memory|fit|gpus|cost|trace|calibrate|presets ...`.
 
 Pure functions compute; this module only parses arguments and prints. Bad input
-prints one line starting with 'error:' and exits with code 2.
+prints one line starting with 'error:' and exits with code 2: user text echoed in it goes through
+`echo` (control characters escaped), and warnings (a framework config's unknown keys) are printed
+only when the command succeeds, after its output.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from calculators.cost.options import adjusted_prices, cost_options
 from calculators.cost.prices import PriceCatalogueError, load_prices, parse_price_csv
 from calculators.cost.run_inputs import RunInputs
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
+from calculators.hardware.csv_rows import echo, one_line
 from calculators.interface.settings import Setting, SettingError, all_settings, build_workload
 from calculators.memory.engine import estimate_memory
 from calculators.memory.fit import check_fit, suggestions, verdict
@@ -35,6 +38,7 @@ from calculators.models.hub import fetch_hub_config
 from calculators.models.library import ModelNotFound, resolve_model, search_models
 from calculators.models.presets import load_presets
 from calculators.models.spec import ModelSpec
+from calculators.plan.figures import hours_text, usd_text
 from calculators.plan.search import DEFAULT_MAX_GPUS, PlanRequest, PlanResult, plan_run
 from calculators.timing.estimate import estimate_time
 from calculators.timing.settings import STEP_SETTING_FIELDS, TimeSettings
@@ -76,6 +80,12 @@ def _setting_type(item: Setting, flag: str):
     return parse
 
 
+def _argparse_help(text: str) -> str:
+    """A declared help text as argparse takes it: argparse %-formats help, so a bare '%' ('discount
+    (%)') would end `--help` in "ValueError: incomplete format"; every '%' is doubled."""
+    return text.replace("%", "%%")
+
+
 def add_setting_arguments(parser: argparse.ArgumentParser, items: Iterable[Setting]) -> None:
     """One flag per declared setting (a flag two settings share, --tensor-parallel, once):
     type, choices, default and help come from the declaration in calculators.interface.settings."""
@@ -84,7 +94,7 @@ def add_setting_arguments(parser: argparse.ArgumentParser, items: Iterable[Setti
         if not item.flag or item.flag in seen:
             continue
         seen.add(item.flag)
-        help_text = item.help_text or item.label
+        help_text = _argparse_help(item.help_text or item.label)
         if item.value_type is bool:
             parser.add_argument(item.flag, action="store_true", help=help_text)
         elif item.choices and item.value_type is str:
@@ -138,29 +148,37 @@ def model_from_args(args: argparse.Namespace) -> ModelSpec:
     except ModelNotFound as error:
         raise UsageError(str(error)) from None
     except OSError as error:
-        raise UsageError(f"cannot read {args.config_json}: {error.strerror}") from None
+        raise UsageError(f"cannot read {echo(args.config_json)}: {error.strerror}") from None
     except ModelInputError as error:
         raise UsageError(str(error)) from None
 
 
 def _with_framework_config(args: argparse.Namespace, values: dict) -> dict:
     """The settings of --framework-config FILE in place of those no flag gave; unknown keys
-    are named on stderr and the rest is kept."""
+    are kept in `args.warnings` (printed by `main` only when the command succeeds) and the rest is kept."""
     path = getattr(args, "framework_config", None)
     if path is None:
         return values
     try:
         config = read_framework_config(path.read_text(encoding="utf-8"), path.name)
     except OSError as error:
-        raise UsageError(f"cannot read {path}: {error.strerror}") from None
+        raise UsageError(f"cannot read {echo(path)}: {error.strerror}") from None
     except FrameworkConfigError as error:
         raise UsageError(str(error)) from None
     warning = describe_unknown(config, path.name)
     if warning:
-        print(f"warning: {warning}", file=sys.stderr)
+        _warn(args, warning)
     defaults = {item.name: (item.key, item.default_value) for item in all_settings() if item.model is TrainingSettings}
     defaults["mode"] = ("mode", "train")
     return merged_values(values, config, defaults)
+
+
+def _warn(args: argparse.Namespace, warning: str) -> None:
+    """Keep a warning for `main` to print after the command's output (not at all when it fails)."""
+    if not hasattr(args, "warnings"):
+        args.warnings = []
+    if warning not in args.warnings:
+        args.warnings.append(warning)
 
 
 def workload_from_args(args: argparse.Namespace) -> Workload:
@@ -362,7 +380,7 @@ def _prices_from_args(args: argparse.Namespace, catalogue) -> list:
         try:
             prices = parse_price_csv(args.prices.read_bytes(), args.prices.name, catalogue)
         except OSError as error:
-            raise UsageError(f"cannot read {args.prices}: {error.strerror}") from None
+            raise UsageError(f"cannot read {echo(args.prices)}: {error.strerror}") from None
         except PriceCatalogueError as error:
             raise UsageError(str(error)) from None
     return adjusted_prices(prices, args.discount_pct / 100, args.interruptions_per_hour)
@@ -413,7 +431,8 @@ def plan_command(args: argparse.Namespace) -> str:
     known = sorted({price.provider for price in prices})
     unknown = [name for name in args.providers or () if name.casefold() not in {k.casefold() for k in known}]
     if unknown:
-        raise UsageError(f"unknown provider {', '.join(unknown)}; the price sheet has: {', '.join(known)}")
+        names = ", ".join(echo(name) for name in unknown)
+        raise UsageError(f"unknown provider {names}; the price sheet has: {', '.join(known)}")
     try:
         request = PlanRequest(
             mode=workload.mode,
@@ -445,19 +464,19 @@ def format_plan_table(result: PlanResult) -> str:
         f"global batch {result.global_batch_tokens:,} tokens: {len(result.plans)} plans on the time-cost front "
         f"({result.searched:,} configurations examined in {result.seconds:.2f} s)"
     ]
-    lines += [f"impossible: {problem}" for problem in result.problems]
+    lines += [f"problem: {problem}" for problem in result.problems]
     for label, plan in (("cheapest within the limits", result.best_under_deadline),
                         ("fastest within the limits", result.best_under_budget)):  # fmt: skip
         if plan is not None:
             lines.append(f"{label}: {plan.gpus} x {plan.gpu} on {plan.provider} {plan.instance_type} ({plan.pricing}), "
-                         f"{plan.hours:,.1f} h, ${plan.usd:,.0f}")  # fmt: skip
+                         f"{hours_text(plan.hours)}, {usd_text(plan.usd)}")  # fmt: skip
     for plan in result.plans:
         lines.append(
             f"  {plan.gpus:>5} x {plan.gpu:<26}{plan.provider:<11}{plan.pricing:<10}ZeRO-{plan.zero} "
             f"tp {plan.tensor_parallel} pp {plan.pipeline_parallel} ckpt {plan.checkpointing:<10}"
             f"{'offload ' if plan.offload_optimizer or plan.offload_parameters else ''}"
-            f"mb {plan.micro_batch:>3} x ga {plan.grad_accum:<5}{plan.peak_gib:>7.1f} GiB{plan.hours:>10.1f} h"
-            f"  ${plan.usd:>12,.0f}"
+            f"mb {plan.micro_batch:>3} x ga {plan.grad_accum:<5}{plan.peak_gib:>7.1f} GiB{hours_text(plan.hours):>13}"
+            f"  {usd_text(plan.usd):>13}"
         )
     return "\n".join(lines)
 
@@ -550,7 +569,7 @@ def calibrate_command(args: argparse.Namespace) -> str:
         temporary.write_text(text)
         temporary.replace(args.out)  # atomic: a reader never sees half a file
     except OSError as error:
-        raise UsageError(f"cannot write {args.out}: {error.strerror}") from None
+        raise UsageError(f"cannot write {echo(args.out)}: {error.strerror}") from None
     return text if args.json else _calibration_summary(result, args.out)
 
 
@@ -657,7 +676,9 @@ def main(argv: list[str] | None = None) -> int:
         print(args.handler(args))
     except BrokenPipeError:  # e.g. piped into `head`: the reader has what it wanted
         sys.stdout = None
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
+    except UsageError as error:  # exactly one line on stderr, whatever text the message echoes
+        print(f"error: {one_line(str(error))}", file=sys.stderr)
         return 2
+    for warning in getattr(args, "warnings", ()):  # only a command that succeeded warns
+        print(f"warning: {one_line(warning)}", file=sys.stderr)
     return 0

@@ -53,6 +53,7 @@ from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.models.spec import ModelSpec
+from calculators.plan.figures import HOURS_PER_YEAR, figure_text, hours_text, usd_text
 from calculators.plan.layouts import (
     DEFAULT_HOST_MEMORY_GIB_PER_GPU,
     Layout,
@@ -380,18 +381,18 @@ def _explain_front(front: list[Plan]) -> list[Plan]:
         if index + 1 < len(front):
             cheaper = front[index + 1]
             words.append(
-                f"{cheaper.hours - plan.hours:,.1f} h faster than the next cheaper plan "
+                f"{hours_text(cheaper.hours - plan.hours)} faster than the next cheaper plan "
                 f"({cheaper.gpus} x {cheaper.gpu}, {cheaper.provider} {cheaper.pricing}) "
-                f"for ${plan.usd - cheaper.usd:,.0f} more"
+                f"for {usd_text(plan.usd - cheaper.usd)} more"
             )
         else:
             words.append("the cheapest plan found")
         if index > 0:
             faster = front[index - 1]
             words.append(
-                f"${faster.usd - plan.usd:,.0f} cheaper than the next faster plan "
+                f"{usd_text(faster.usd - plan.usd)} cheaper than the next faster plan "
                 f"({faster.gpus} x {faster.gpu}, {faster.provider} {faster.pricing}), "
-                f"{plan.hours - faster.hours:,.1f} h longer"
+                f"{hours_text(plan.hours - faster.hours)} longer"
             )
         else:
             words.append("the fastest plan found")
@@ -399,10 +400,45 @@ def _explain_front(front: list[Plan]) -> list[Plan]:
     return explained
 
 
+def _years(hours: float) -> str:
+    return f"{figure_text(hours / HOURS_PER_YEAR)} years"
+
+
+def _too_long(request: PlanRequest, fastest: Plan, best: Plan | None) -> list[str]:
+    """A plan longer than a plausible run (a year, HOURS_PER_YEAR) named with what would shorten it."""
+    if fastest.hours > HOURS_PER_YEAR:
+        tokens = request.dataset_tokens * request.epochs
+        within_year = tokens * HOURS_PER_YEAR / fastest.hours
+        more_gpus = (
+            f"allow more GPUs than {request.max_gpus} (max GPUs)"
+            if fastest.gpus >= request.max_gpus
+            else f"a larger global batch (more GPUs than {fastest.gpus} do not shorten it at this batch)"
+        )
+        return [
+            f"even the fastest plan takes {hours_text(fastest.hours)} ({_years(fastest.hours)}; {fastest.gpus} x "
+            f"{fastest.gpu}, {fastest.provider}), longer than a plausible run of a year: {more_gpus}, or fewer "
+            f"tokens (about {within_year:.3g} tokens in all would end within a year at that speed)"
+        ]
+    if best is not None and best.hours > HOURS_PER_YEAR:
+        return [
+            f"the cheapest plan takes {hours_text(best.hours)} ({_years(best.hours)}; {best.gpus} x {best.gpu}, "
+            f"{best.provider}), longer than a plausible run of a year: more GPUs shorten it (the fastest plan, "
+            f"{fastest.gpus} x {fastest.gpu}, takes {hours_text(fastest.hours)} for {usd_text(fastest.usd)}); "
+            f"give a deadline of at most {hours_text(HOURS_PER_YEAR, None)} to get the cheapest plan within a year"
+        ]
+    return []
+
+
 def _problems(
-    request: PlanRequest, plans: list[Plan], fastest: Plan | None, cheapest: Plan | None, spec: ModelSpec
+    request: PlanRequest,
+    plans: list[Plan],
+    fastest: Plan | None,
+    cheapest: Plan | None,
+    spec: ModelSpec,
+    best: Plan | None = None,
 ) -> list[str]:
-    """What makes the ask impossible, and what would make it possible."""
+    """What makes the ask impossible or implausible (`best`, the cheapest plan within the limits,
+    taking longer than a year), and what would make it possible."""
     if not plans:
         return [
             f"no GPU of those searched can run {spec.name} ({request.mode}) on up to {request.max_gpus} GPUs with a "
@@ -414,24 +450,26 @@ def _problems(
     problems = []
     if request.deadline_hours is not None and fastest.hours > request.deadline_hours:
         problems.append(
-            f"no plan meets the {request.deadline_hours:,.1f} h deadline: the fastest takes {fastest.hours:,.1f} h "
-            f"({fastest.gpus} x {fastest.gpu}, {fastest.provider}); allow at least {fastest.hours:,.1f} h, more GPUs "
-            f"than {request.max_gpus}, or fewer tokens"
+            f"no plan meets the {hours_text(request.deadline_hours, None)} deadline: the fastest takes "
+            f"{hours_text(fastest.hours)} ({fastest.gpus} x {fastest.gpu}, {fastest.provider}); allow at least "
+            f"{hours_text(fastest.hours)}, more GPUs than {request.max_gpus}, or fewer tokens"
         )
     if request.budget_usd is not None and cheapest.usd > request.budget_usd:
         problems.append(
-            f"no plan fits the ${request.budget_usd:,.0f} budget: the cheapest costs ${cheapest.usd:,.0f} "
-            f"({cheapest.gpus} x {cheapest.gpu}, {cheapest.provider} {cheapest.pricing}); allow at least "
-            f"${cheapest.usd:,.0f} or fewer tokens"
+            f"no plan fits the {usd_text(request.budget_usd, None)} budget: the cheapest costs "
+            f"{usd_text(cheapest.usd)} ({cheapest.gpus} x {cheapest.gpu}, {cheapest.provider} {cheapest.pricing}); "
+            f"allow at least {usd_text(cheapest.usd)} or fewer tokens"
         )
     if not problems and request.deadline_hours is not None and request.budget_usd is not None:
         both = [p for p in plans if p.hours <= request.deadline_hours and p.usd <= request.budget_usd]
         if not both:
             within = min((p for p in plans if p.hours <= request.deadline_hours), key=lambda p: p.usd)
             problems.append(
-                f"no plan meets both the deadline and the budget: within {request.deadline_hours:,.1f} h the cheapest "
-                f"costs ${within.usd:,.0f}; raise the budget to that or relax the deadline"
+                f"no plan meets both the deadline and the budget: within {hours_text(request.deadline_hours, None)} "
+                f"the cheapest costs {usd_text(within.usd)}; raise the budget to that or relax the deadline"
             )
+    if not problems:
+        problems += _too_long(request, fastest, best)
     return problems
 
 
@@ -502,7 +540,7 @@ def plan_run(
         best_under_budget=best_budget,
         fastest=fastest,
         cheapest=cheapest,
-        problems=_problems(request, front, fastest, cheapest, spec),
+        problems=_problems(request, front, fastest, cheapest, spec, best_deadline),
         unpriced=unpriced_gpus(gpus, prices, request.include_owned),
         searched=search.searched,
         seconds=time.perf_counter() - started,
