@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -252,14 +253,22 @@ def readable(number: float) -> str:
     return f"{number:g}"
 
 
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: str.isdigit() also takes '²', which int() refuses
+_DECIMAL_NUMBER = re.compile(
+    r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE
+)
+
+
 def _number_from_text(raw: str, name: str) -> float | int:
-    """An int when the text is a whole number (exactly, even past float precision), else a float."""
-    if raw.lstrip("+-").isdigit():
+    """An int when the text is a whole number (exactly, even past float precision), else a float.
+    Only ASCII digits are numbers: float() would also read '١٢' or '1_000'."""
+    if _WHOLE_NUMBER.fullmatch(raw):
+        if len(raw) > 400:  # past any bound, and int() refuses more than 4,300 digits
+            raise SettingError(f"{name}: {raw[:20]}... is far too large")
         return int(raw)
-    try:
+    if _DECIMAL_NUMBER.fullmatch(raw):
         return float(raw)
-    except ValueError:
-        raise SettingError(f"{name}: expected a number, got {raw[:40]!r}") from None
+    raise SettingError(f"{name}: expected a number, got {raw[:40]!r}")
 
 
 def training(name: str, query: str, label: str, **extra) -> Setting:
