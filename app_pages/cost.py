@@ -170,7 +170,15 @@ right.download_button(
 st.subheader("Buy instead of rent?")
 gpu_names = sorted({option.gpu for option in shown})
 if state.value("cost_buy_gpu") not in gpu_names:
-    state.set_value("cost_buy_gpu", workload.gpu_name if workload.gpu_name in gpu_names else gpu_names[0])
+    # the sidebar's GPU when it is priced here; a GPU the user named (a link's) is named in the warning
+    fallback = workload.gpu_name if workload.gpu_name in gpu_names else gpu_names[0]
+    if state.value("cost_buy_gpu"):
+        st.warning(
+            f"GPU to buy: {state.quoted(state.value('cost_buy_gpu'))} is not among the GPUs priced above; "
+            f"using `{fallback}` instead.",
+            icon=":material/warning:",
+        )
+    state.set_value("cost_buy_gpu", fallback)
 buy_gpu_name = state.choice(st, "cost_buy_gpu", options=gpu_names)
 buy_gpu = next(gpu for gpu in catalogue if gpu.name == buy_gpu_name)
 rent = cheapest([o for o in shown if o.gpu == buy_gpu_name], fits_only=False)
