@@ -8,6 +8,7 @@ from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.memory.engine import estimate_memory
 from calculators.timing.estimate import estimate_time
+from calculators.workload.build import describe_workload_error
 from calculators.workload.compatibility import stack_problem
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
@@ -191,8 +192,8 @@ try:
     ownership = OwnershipSettings(purchase_usd_per_gpu=purchase, years=years, pue=pue, electricity_usd_per_kwh=kwh)
     rent_usd_per_hour = rent.instances * rent.on_demand_usd_per_hour
     verdict = buy_vs_rent(buy_gpu, rent.instances * rent.gpus_per_instance, rent_usd_per_hour, rent.hours, ownership)
-except ValueError as error:
-    st.info(f"Buy vs rent not available: {error}")
+except ValueError as error:  # pydantic's ValidationError is one: one line per problem, not its raw text
+    st.info(f"Buy vs rent not available: {describe_workload_error(error)}")
 else:
     cols = st.columns(4)
     cols[0].metric("Run, rented", f"${verdict.run_usd_rented:,.0f}", help=f"{rent.provider} {rent.instance_type}")

@@ -105,3 +105,18 @@ def test_plan_before_a_search_writes_its_settings_and_a_bad_value_keeps_the_rest
     assert app.query_params["seq"] == "1024" and app.query_params["max_gpus"] == "64"
     app.run()  # and on the next rerun
     assert app.query_params["seq"] == "1024" and app.query_params["max_gpus"] == "64"
+
+
+def test_buy_vs_rent_reads_the_price_box_0_as_the_catalogue_price_not_a_validation_error():
+    """Found by the link fuzz: the price box's 0 ('0 = catalogue') reached OwnershipSettings as
+    0.0 and the page showed pydantic's raw text; a link's buy_usd=0 was refused."""
+    app = open_app("app_pages/cost.py", buy_usd="0", model="gpt2", buy_gpu="H100-SXM5-80GB")
+    shown = " ".join(element.value for element in [*app.info, *app.warning, *app.error])
+    assert "validation error for" not in shown and "buy_usd" not in shown
+    assert app.session_state[state.VALUE_PREFIX + "cost_buy_price"] is None
+    assert [metric.label for metric in app.metric][-4:] == [
+        "Run, rented",
+        "Run, owned",
+        "Owned, per hour",
+        "Break-even",
+    ]

@@ -211,7 +211,10 @@ class Setting:
                 raise SettingError(f"{name or self.label}: expected true or false, got {raw[:40]!r}")
             return raw.lower() in ("1", "true")
         if kind in (int, float):
-            return self.check(_number_from_text(raw, name or self.label), name)
+            number = _number_from_text(raw, name or self.label)
+            if self.zero_means_unset and number == 0:
+                return None  # as the widget's 0: the model's own default
+            return self.check(number, name)
         return self.check(raw, name)
 
     def parse_shown(self, raw: str) -> Any:
@@ -220,6 +223,8 @@ class Setting:
         if self.ui_scale == 1 or self.optional and raw.strip().lower() in ("", "none"):
             return self.parse(raw)
         number = _number_from_text(raw.strip(), self.label)
+        if self.zero_means_unset and number == 0:
+            return None
         return self.check(number * self.ui_scale if math.isfinite(number) else number)
 
     def format_shown(self, value: Any) -> str:
@@ -486,6 +491,7 @@ def _declare() -> list[Setting]:
             "Price per GPU (USD, 0 = catalogue)",
             model=OwnershipSettings,
             state="cost_buy_price",
+            zero_means_unset=True,  # the widget's 0 is the catalogue's price, not a price of 0 (gt=0)
         ),
         Setting("years", "buy_years", "Years of use", model=OwnershipSettings, state="cost_buy_years"),
         Setting("pue", "buy_pue", "PUE", model=OwnershipSettings, state="cost_buy_pue"),
