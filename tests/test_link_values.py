@@ -3,7 +3,11 @@ used instead, never a traceback, and a page that stops early still writes its se
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 
 from calculators.interface.settings import SettingError, _number_from_text
 from tests.apptest_helpers import open_app
@@ -120,3 +124,32 @@ def test_buy_vs_rent_reads_the_price_box_0_as_the_catalogue_price_not_a_validati
         "Owned, per hour",
         "Break-even",
     ]
+
+
+LONG = os.environ.get("GPU_SIZING_LONG_PROPERTIES") == "1"
+ODD_NUMBERS = ["--1", "²", "١٢", "+-3", "1_000", "nan", "-inf", "1e400", "9" * 5000, "0", "-0", " 7 ", "1e", "½"]
+
+
+@settings(max_examples=5000 if LONG else 300, deadline=None, database=None)
+@given(
+    item=hst.sampled_from(state.known_settings()),
+    raw=hst.one_of(hst.sampled_from(ODD_NUMBERS), hst.text(max_size=20), hst.from_regex(r"[+-]{0,2}[0-9²³¹٠-٩]{1,8}")),
+)
+def test_every_setting_reads_any_link_text_or_names_it(item, raw):
+    """What a link carries is a checked value or a SettingError naming the setting, nothing else
+    (an int() ValueError from '²' crashed every page)."""
+    try:
+        parsed = item.parse_shown(raw)
+    except SettingError as error:
+        assert item.label in str(error) or "expected" in str(error) or "must" in str(error)
+        assert "validation error for" not in str(error) and "[type=" not in str(error)
+    else:
+        assert parsed is None or item.check(item.parse_shown(item.format_shown(parsed))) == parsed
+
+
+@settings(max_examples=1000 if LONG else 100, deadline=None, database=None)
+@given(text=hst.text(max_size=80))
+def test_a_quoted_value_is_one_short_code_span(text):
+    shown = state.quoted(text)
+    assert shown.startswith("`") and shown.endswith("`") and shown.count("`") == 2
+    assert "\n" not in shown and len(shown) <= 40 + 5
