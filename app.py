@@ -24,5 +24,8 @@ navigation = st.navigation(
 st.session_state["workload"] = workload_sidebar()
 for warning in state.url_warnings():
     st.warning(warning)
-navigation.run()
-state.save_to_url()  # after the page, so its own controls are in the link too
+state.save_to_url()  # at the top, before a page can st.stop(): a link always holds every setting
+try:
+    navigation.run()
+finally:
+    state.save_to_url()  # again after the page (st.stop() included), so its own controls are in the link too

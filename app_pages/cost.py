@@ -1,15 +1,14 @@
 """Time and cost: hours and dollars of the workload on every priced cloud option."""
 
 import streamlit as st
-from pydantic import ValidationError
 
 from calculators.cost.exports import options_csv_bytes, options_excel_bytes
 from calculators.cost.options import OwnershipSettings, buy_vs_rent, cheapest, cost_options
 from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.memory.engine import estimate_memory
-from calculators.models.hf_config import describe_validation_error
 from calculators.timing.estimate import estimate_time
+from calculators.workload.build import describe_workload_error
 from calculators.workload.compatibility import stack_problem
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
@@ -172,7 +171,15 @@ right.download_button(
 st.subheader("Buy instead of rent?")
 gpu_names = sorted({option.gpu for option in shown})
 if state.value("cost_buy_gpu") not in gpu_names:
-    state.set_value("cost_buy_gpu", workload.gpu_name if workload.gpu_name in gpu_names else gpu_names[0])
+    # the sidebar's GPU when it is priced here; a GPU the user named (a link's) is named in the warning
+    fallback = workload.gpu_name if workload.gpu_name in gpu_names else gpu_names[0]
+    if state.value("cost_buy_gpu"):
+        st.warning(
+            f"GPU to buy: {state.quoted(state.value('cost_buy_gpu'))} is not among the GPUs priced above; "
+            f"using `{fallback}` instead.",
+            icon=":material/warning:",
+        )
+    state.set_value("cost_buy_gpu", fallback)
 buy_gpu_name = state.choice(st, "cost_buy_gpu", options=gpu_names)
 buy_gpu = next(gpu for gpu in catalogue if gpu.name == buy_gpu_name)
 rent = cheapest([o for o in shown if o.gpu == buy_gpu_name], fits_only=False)
@@ -185,10 +192,8 @@ try:
     ownership = OwnershipSettings(purchase_usd_per_gpu=purchase, years=years, pue=pue, electricity_usd_per_kwh=kwh)
     rent_usd_per_hour = rent.instances * rent.on_demand_usd_per_hour
     verdict = buy_vs_rent(buy_gpu, rent.instances * rent.gpus_per_instance, rent_usd_per_hour, rent.hours, ownership)
-except ValidationError as error:  # one line naming the field, not pydantic's text
-    st.info(f"Buy vs rent not available: {describe_validation_error(error)}")
-except ValueError as error:
-    st.info(f"Buy vs rent not available: {error}")
+except ValueError as error:  # pydantic's ValidationError is one: one line per problem, not its raw text
+    st.info(f"Buy vs rent not available: {describe_workload_error(error)}")
 else:
     cols = st.columns(4)
     cols[0].metric("Run, rented", f"${verdict.run_usd_rented:,.0f}", help=f"{rent.provider} {rent.instance_type}")

@@ -1,8 +1,9 @@
 """AppTest fuzz of every page: generated link values, widget values and uploaded config.json
-documents never raise on a page; a bad link value is named in a warning.
+documents never raise on a page, nor show raw error text; a bad link value is named in a warning.
 
-Each example reruns a whole page, so the counts are small here (10 links, 10 widget sequences
-and 10 uploads, each on a page drawn at random) and 200 each with GPU_SIZING_LONG_PROPERTIES=1.
+Each example reruns a whole page, so the counts are small here (10 links on a page drawn at
+random, 2 links each rendered on all six pages, 10 widget sequences and 10 uploads) and 200 each
+(60 links on all six pages) with GPU_SIZING_LONG_PROPERTIES=1.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ PAGE_FUZZ = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+EVERY_LINK = settings(PAGE_FUZZ, max_examples=60 if LONG else 2)
 PAGES = [
+    "app_pages/plan.py",
     "app_pages/memory.py",
     "app_pages/compare.py",
     "app_pages/cost.py",
@@ -32,17 +35,46 @@ PAGES = [
     "app_pages/validation.py",
 ]
 QUERY_KEYS = sorted({item.query for item in state.known_settings()})
-ODD_TEXT = ["-1", "0", "nan", "inf", "1e400", "abc", "", "3.5", "true", "none", ",,", "H100-SXM5-80GB", "%00", "9" * 30]
+GPU_NAMES = ["H100-SXM5-80GB", "A100-SXM4-80GB", "MI300X-192GB", "H200-SXM-141GB", "L40S-48GB", "T4-16GB"]
+RAW_ERROR_TEXT = ("validation error for", "errors.pydantic.dev", "Traceback", "[type=")
+ODD_TEXT = [
+    # numbers as a link may carry them: signs, unicode digits (isdigit() takes them, int() may not), NaN, huge
+    *["-1", "0", "-0", "--1", "+-3", "+4", "3.5", "1e400", "-1e400", "1e-400", "9" * 30, "9" * 5000, "1_000"],
+    *["nan", "NaN", "-nan", "inf", "-Infinity", "²", "1²", "١٢", "٣", "½", "Ⅻ", "0x10", "1,5", " 7 ", "1e", "."],
+    # words, empty, lists with repeats and too many items
+    *["abc", "", "true", "none", ",,", "H100-SXM5-80GB", "H100-SXM5-80GB,H100-SXM5-80GB", ",".join(GPU_NAMES)],
+    # injection
+    *["<script>alert(1)</script>", "'; DROP TABLE runs;--", "**bold** `tick` $x$", "{{7*7}}", "../../etc/passwd"],
+    *["%00", "\x00", "a\nb", "[link](javascript:alert(1))", "${jndi:ldap://x}", "\u202eevil"],
+]
 
 
 def raised(app) -> list[str]:
     return [element.message for element in app.exception]
 
 
+def raw_errors(app) -> list[str]:
+    """Text a user should never see: pydantic's own messages or a traceback, in any element."""
+    shown = [
+        str(element.value)
+        for kind in ("markdown", "caption", "text", "code", "warning", "error", "info", "success")
+        for element in getattr(app, kind)
+    ]
+    return [text[:200] for text in shown if any(marker in text for marker in RAW_ERROR_TEXT)]
+
+
+def link_text() -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.sampled_from(ODD_TEXT),
+        st.text(max_size=12),
+        st.lists(st.sampled_from([*GPU_NAMES, "NVIDIA", "AMD", "cloud", "x"]), max_size=6).map(",".join),
+    ).filter(lambda text: not any(marker in text for marker in RAW_ERROR_TEXT))
+
+
 @st.composite
 def link_values(draw) -> dict[str, str]:
     keys = draw(st.lists(st.sampled_from(QUERY_KEYS), min_size=1, max_size=6, unique=True))
-    return {key: draw(st.one_of(st.sampled_from(ODD_TEXT), st.text(max_size=12))) for key in keys}
+    return {key: draw(link_text()) for key in keys}
 
 
 @PAGE_FUZZ
@@ -50,6 +82,16 @@ def link_values(draw) -> dict[str, str]:
 def test_generated_links_never_break_a_page(page, query):
     app = _open_quietly(page, query)
     assert not raised(app), (page, query, raised(app))
+    assert not raw_errors(app), (page, query, raw_errors(app))
+
+
+@EVERY_LINK
+@given(query=link_values())
+def test_every_page_renders_each_generated_link(query):
+    for page in PAGES:
+        app = _open_quietly(page, query)
+        assert not raised(app), (page, query, raised(app))
+        assert not raw_errors(app), (page, query, raw_errors(app))
 
 
 def _open_quietly(page: str, query: dict[str, str]):

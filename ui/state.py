@@ -123,22 +123,67 @@ def number(container, key: str, label: str | None = None, **kwargs) -> Any:
     )
 
 
+def quoted(text: Any, limit: int = 40) -> str:
+    """A value a user gave, as code in a warning: cut to `limit` characters, with the backticks
+    and line breaks that would end the code span (and let markdown or HTML through) replaced."""
+    text = str(text)
+    cut = text[:limit] + ("..." if len(text) > limit else "")
+    return "`" + "".join("'" if char == "`" else " " if not char.isprintable() else char for char in cut) + "`"
+
+
+def _shown(option, format_func=None) -> str:
+    """An option as its widget shows it, for a warning."""
+    if format_func is not None:
+        return quoted(format_func(option))
+    return quoted("none (the default)" if option is None else option)
+
+
+def _replaced(label: str, what: str, used: str) -> None:
+    """A kept value the page cannot use is named, with what is used instead (never replaced silently)."""
+    st.warning(f"{label}: {what}; using {used} instead.", icon=":material/warning:")
+
+
 def choice(container, key: str, label: str | None = None, options: Iterable | None = None, **kwargs) -> Any:
-    """A select box over the declared choices (or `options`)."""
+    """A select box over the declared choices (or `options`). A kept value that is not among
+    them (a link's unknown GPU, a dropout the box does not offer) is named in a warning with
+    the option used instead."""
     item = _declared(key)
     options = list(options if options is not None else item.choices)
-    if value(key) not in options and options:
-        set_value(key, item.start_value if item.start_value in options else options[0])
+    kept = value(key)
+    if options and kept not in options:
+        used = item.start_value if item.start_value in options else options[0]
+        if is_set(key):
+            format_func = kwargs.get("format_func")
+            _replaced(label or item.label, f"{_shown(kept)} is not one of the choices", _shown(used, format_func))
+        set_value(key, used)
     kwargs.setdefault("help", item.help_text or None)
     return widget(container.selectbox, key, label or item.label, options, **kwargs)
 
 
-def multiselect(container, key: str, options: Iterable, **kwargs) -> list:
-    """A multiselect; items no longer offered (a GPU removed, say) are dropped, since
-    streamlit refuses them."""
+def multiselect(container, key: str, options: Iterable, max_selections: int | None = None, **kwargs) -> list:
+    """A multiselect. Streamlit refuses items it does not offer, repeats and more than
+    `max_selections`, so those are left out of the kept value and named in a warning."""
     item = _declared(key)
     options = list(options)
-    set_value(key, [choice for choice in value(key) if choice in options])
+    kept = list(value(key))
+    chosen = list(dict.fromkeys(choice for choice in kept if choice in options))
+    problems = []
+    unknown = list(dict.fromkeys(choice for choice in kept if choice not in options))
+    if unknown:
+        problems.append(
+            ", ".join(quoted(name) for name in unknown) + (" is" if len(unknown) == 1 else " are") + " not offered"
+        )
+    if len(chosen) + len(unknown) < len(kept):
+        problems.append("repeats are counted once")
+    if max_selections is not None and len(chosen) > max_selections:
+        problems.append(f"at most {max_selections} can be picked, so the first {max_selections} are kept")
+        chosen = chosen[:max_selections]
+    if problems:
+        used = ", ".join(quoted(name) for name in chosen) or "none"
+        _replaced(item.label, "; ".join(problems), used)
+    set_value(key, chosen)
+    if max_selections is not None:
+        kwargs["max_selections"] = max_selections
     return widget(container.multiselect, key, item.label, options, **kwargs)
 
 
@@ -163,7 +208,7 @@ def load_from_url() -> None:
         try:
             set_value(item.key, item.parse_shown(raw))
         except SettingError as error:
-            warnings.append(f"Ignored `{item.query}={raw[:40]}` from the link: {error}.")
+            warnings.append(f"Ignored {quoted(f'{item.query}={raw}', limit=60)} from the link: {error}.")
     st.session_state[URL_WARNINGS_KEY] = warnings
 
 

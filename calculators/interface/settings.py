@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -210,7 +211,10 @@ class Setting:
                 raise SettingError(f"{name or self.label}: expected true or false, got {raw[:40]!r}")
             return raw.lower() in ("1", "true")
         if kind in (int, float):
-            return self.check(_number_from_text(raw, name or self.label), name)
+            number = _number_from_text(raw, name or self.label)
+            if self.zero_means_unset and number == 0:
+                return None  # as the widget's 0: the model's own default
+            return self.check(number, name)
         return self.check(raw, name)
 
     def parse_shown(self, raw: str) -> Any:
@@ -219,6 +223,8 @@ class Setting:
         if self.ui_scale == 1 or self.optional and raw.strip().lower() in ("", "none"):
             return self.parse(raw)
         number = _number_from_text(raw.strip(), self.label)
+        if self.zero_means_unset and number == 0:
+            return None
         return self.check(number * self.ui_scale if math.isfinite(number) else number)
 
     def format_shown(self, value: Any) -> str:
@@ -252,14 +258,22 @@ def readable(number: float) -> str:
     return f"{number:g}"
 
 
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: str.isdigit() also takes '²', which int() refuses
+_DECIMAL_NUMBER = re.compile(
+    r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE
+)
+
+
 def _number_from_text(raw: str, name: str) -> float | int:
-    """An int when the text is a whole number (exactly, even past float precision), else a float."""
-    if raw.lstrip("+-").isdigit():
+    """An int when the text is a whole number (exactly, even past float precision), else a float.
+    Only ASCII digits are numbers: float() would also read '١٢' or '1_000'."""
+    if _WHOLE_NUMBER.fullmatch(raw):
+        if len(raw) > 400:  # past any bound, and int() refuses more than 4,300 digits
+            raise SettingError(f"{name}: {raw[:20]}... is far too large")
         return int(raw)
-    try:
+    if _DECIMAL_NUMBER.fullmatch(raw):
         return float(raw)
-    except ValueError:
-        raise SettingError(f"{name}: expected a number, got {raw[:40]!r}") from None
+    raise SettingError(f"{name}: expected a number, got {raw[:40]!r}")
 
 
 def training(name: str, query: str, label: str, **extra) -> Setting:
@@ -477,6 +491,7 @@ def _declare() -> list[Setting]:
             "Price per GPU (USD, 0 = catalogue)",
             model=OwnershipSettings,
             state="cost_buy_price",
+            zero_means_unset=True,  # the widget's 0 is the catalogue's price, not a price of 0 (gt=0)
         ),
         Setting("years", "buy_years", "Years of use", model=OwnershipSettings, state="cost_buy_years"),
         Setting("pue", "buy_pue", "PUE", model=OwnershipSettings, state="cost_buy_pue"),
