@@ -783,8 +783,11 @@ def read_framework_config(text: str | bytes, name: str = "config") -> FrameworkC
 def _load(text: str | bytes, name: str, is_yaml: bool) -> Any:
     """The parsed document, refusing what is too large or nests too deep before the parser (which recurses
     once per level) sees it."""
-    if len(text) > MAX_FILE_BYTES:
-        raise FrameworkConfigError(f"{name} is {len(text):,} bytes; a framework config is expected to be under "
+    size = len(text) if isinstance(text, bytes) else len(text) * 4  # at most 4 UTF-8 bytes a character
+    if size > MAX_FILE_BYTES:
+        size = size if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_FILE_BYTES:
+        raise FrameworkConfigError(f"{name} is {size:,} bytes; a framework config is expected to be under "
                                    f"{MAX_FILE_BYTES // 1_000_000} MB")  # fmt: skip
     if isinstance(text, bytes):
         try:
