@@ -506,3 +506,16 @@ def test_odd_yaml_keys_are_named_on_one_line():
     config = read_framework_config('base_model: m\n1: x\n? "two\\nlines"\n: y\nnull: z\n', "a.yml")
     assert config.unknown_keys == ["1", "'two\\nlines'", "None"]
     assert "\n" not in describe_unknown(config, "a.yml")
+    fsdp = read_framework_config("distributed_type: FSDP\nfsdp_config: {1: x, fsdp_sharding_strategy: 2}\n", "a.yaml")
+    assert (fsdp.values["zero"], fsdp.unknown_keys) == (2, ["fsdp_config.1"])
+
+
+def test_null_is_a_field_left_out():
+    """TrainingArguments.to_json_string writes unset fields as null; accelerate writes dynamo_backend NO or
+    leaves it null (which was read as a backend named 'None', so compile on)."""
+    hf = read_framework_config('{"optim": "sgd", "max_seq_length": null, "bf16": null}', "args.json")
+    assert hf.values == {"optimizer": "sgd"}
+    dynamo = read_framework_config("distributed_type: MULTI_GPU\ndynamo_config: {dynamo_backend: null}\n", "a.yaml")
+    assert dynamo.values == {"zero": 0, "compile": False}
+    ds = read_framework_config('{"zero_optimization": {"stage": null, "offload_param": {"device": null}}}', "ds.json")
+    assert ds.values == {"zero": 0, "offload_optimizer": False, "offload_parameters": False}

@@ -130,6 +130,12 @@ def _mapping(value: Any, where: str, expected: str = "a mapping") -> dict:
     return value
 
 
+def _given(section: dict, key: str, default: Any) -> Any:
+    """The section's value for `key`; null, as left out, is the default."""
+    value = section.get(key)
+    return default if value is None else value
+
+
 def _component(section: Any, where: str) -> str:
     if not isinstance(section, dict) or not isinstance(section.get("_component_"), str):
         raise _refuse(where, "a mapping with a _component_", section)
@@ -235,17 +241,23 @@ _DEEPSPEED_IGNORED = {
 }  # fmt: skip
 
 
+_DEEPSPEED_READ = {"train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "bf16", "fp16",
+                   "zero_optimization", "optimizer"}  # fmt: skip
+
+
 def _deepspeed(config: dict) -> FrameworkConfig:
     values: dict[str, Any] = {}
     unknown = []
     for key, value in config.items():
+        if value is None and key in _DEEPSPEED_READ:
+            continue  # null: left out
         if key == "train_micro_batch_size_per_gpu":
             values["micro_batch"] = None if _same(value, "auto") else _int(value, key, "micro_batch")
         elif key == "gradient_accumulation_steps":
             values["grad_accum"] = None if _same(value, "auto") else _int(value, key, "grad_accum")
         elif key in ("bf16", "fp16"):
             section = _mapping(value, key, "a mapping such as {'enabled': true}")
-            enabled = _choice(section.get("enabled", False), f"{key}.enabled", (True, False, "auto"),
+            enabled = _choice(_given(section, "enabled", False), f"{key}.enabled", (True, False, "auto"),
                               "true, false or auto")  # fmt: skip
             if enabled is not False:
                 values["precision"] = "bf16-mixed" if key == "bf16" else "fp16-mixed"
@@ -263,11 +275,11 @@ def _deepspeed(config: dict) -> FrameworkConfig:
 
 def _deepspeed_zero(section: Any, where: str = "zero_optimization") -> dict[str, Any]:
     section = _mapping(section, where)
-    stage = _choice(section.get("stage", 0), f"{where}.stage", (0, 1, 2, 3), "0 to 3")
+    stage = _choice(_given(section, "stage", 0), f"{where}.stage", (0, 1, 2, 3), "0 to 3")
     values: dict[str, Any] = {"zero": stage}
     for key, field in (("offload_optimizer", "offload_optimizer"), ("offload_param", "offload_parameters")):
         offload = _mapping(section.get(key) or {}, f"{where}.{key}", "a mapping such as {'device': 'cpu'}")
-        device = _choice(offload.get("device", "none"), f"{where}.{key}.device", ("none", "cpu", "nvme"),
+        device = _choice(_given(offload, "device", "none"), f"{where}.{key}.device", ("none", "cpu", "nvme"),
                          "none, cpu or nvme")  # fmt: skip
         values[field] = device != "none"
     return values
@@ -298,10 +310,16 @@ _HF_IGNORED = {
 }  # fmt: skip
 
 
+_HF_READ = {"per_device_train_batch_size", "gradient_accumulation_steps", "bf16", "fp16", "gradient_checkpointing",
+            "use_liger_kernel", "torch_compile", "max_seq_length", "max_length", "optim"}  # fmt: skip
+
+
 def _hf_trainer(config: dict) -> FrameworkConfig:
     values: dict[str, Any] = {}
     unknown = []
     for key, value in config.items():
+        if value is None and key in _HF_READ:
+            continue  # null: left out (TrainingArguments.to_json_string writes unset fields as null)
         if key == "per_device_train_batch_size":
             values["micro_batch"] = _int(value, key, "micro_batch")
         elif key == "gradient_accumulation_steps":
@@ -440,7 +458,7 @@ def _accelerate_precision(value: Any, kind: str) -> str:
 
 
 def _accelerate_compile(section: Any) -> bool:
-    backend = _mapping(section, "dynamo_config").get("dynamo_backend", "NO")
+    backend = _given(_mapping(section, "dynamo_config"), "dynamo_backend", "NO")
     return _text(backend, "dynamo_config.dynamo_backend").upper() != "NO"
 
 
@@ -450,9 +468,11 @@ def _accelerate_deepspeed(section: Any, read: _Reading) -> None:
     stage = section.get("zero_stage")
     if stage is not None:
         stage = _choice(stage, "deepspeed_config.zero_stage", (0, 1, 2, 3), "0 to 3")
-        read.values["zero"] = stage
+        read.values |= {"zero": stage, "offload_optimizer": False, "offload_parameters": False}
     for key, value in section.items():
         where = f"deepspeed_config.{key}"
+        if value is None:
+            continue  # null: left out
         if key in ("offload_optimizer_device", "offload_param_device"):
             value = _choice(value, where, ("none", "cpu", "nvme"), "none, cpu or nvme")
             offload = value != "none" and (key == "offload_optimizer_device" or stage == 3)
