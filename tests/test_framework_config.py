@@ -519,3 +519,10 @@ def test_null_is_a_field_left_out():
     assert dynamo.values == {"zero": 0, "compile": False}
     ds = read_framework_config('{"zero_optimization": {"stage": null, "offload_param": {"device": null}}}', "ds.json")
     assert ds.values == {"zero": 0, "offload_optimizer": False, "offload_parameters": False}
+
+
+def test_settings_not_valid_together_say_why_without_pydantic_words():
+    with pytest.raises(FrameworkConfigError) as raised:
+        read_framework_config('{"zero_optimization": {"stage": 1, "offload_param": {"device": "cpu"}}}', "ds.json")
+    assert str(raised.value) == ("ds.json: the settings read are not valid together: offloading parameters to the CPU "
+                                 "needs ZeRO stage 3 (parameters sharded), not stage 1")  # fmt: skip

@@ -905,8 +905,9 @@ def _check(config: FrameworkConfig, name: str) -> None:
     except ValidationError as error:
         problem = error.errors()[0]
         where = ".".join(str(part) for part in problem["loc"])
+        why = problem["msg"].removeprefix("Value error, ")
         raise FrameworkConfigError(f"{name}: the settings read are not valid together: "
-                                   f"{where + ': ' if where else ''}{problem['msg']}") from None  # fmt: skip
+                                   f"{where + ': ' if where else ''}{why}") from None  # fmt: skip
 
 
 def describe_unknown(config: FrameworkConfig, name: str) -> str | None:
