@@ -443,6 +443,9 @@ WRONG_TYPES = [
     ("base_model: m\nsequence_len: 20000000\n", "a.yml",
      "sequence_len: expected a positive whole number up to 10,000,000, got 20000000"),
     ("base_model: m\nbf16: 1\n", "a.yml", "bf16: expected true, false or auto, got 1"),
+    ("distributed_type: FSDP\nfsdp_config:\n  fsdp_reshard_after_forward: true\n", "a.yaml",
+     "fsdp_config.fsdp_reshard_after_forward: expected one of FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, "
+     "HYBRID_SHARD_ZERO2 (under fsdp_version 1; true or false under fsdp_version 2), got True"),
     ("base_model: m\nplugins: [[a]]\n", "a.yml", "plugins: expected a list of plugin classes, got [['a']]"),
     ("base_model: m\ndeepspeed: \"zero3.json\\nzero2.json\"\n", "a.yml",
      "deepspeed: expected a name or path on one line, got 'zero3.json\\nzero2.json'"),

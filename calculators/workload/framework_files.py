@@ -389,15 +389,20 @@ def _fsdp(section: Any, where: str, read: _Reading, version: Any = None) -> None
 
 def _fsdp_strategy(options: dict, where: str, version: int) -> str:
     """FSDP_SHARDING_STRATEGY's name of the section's strategy (the options read are removed)."""
-    _, strategy = options.pop("sharding_strategy", (None, None))
-    key, reshard = options.pop("reshard_after_forward", ("reshard_after_forward", None))
+    key, strategy = options.pop("sharding_strategy", ("sharding_strategy", None))
+    reshard_key, reshard = options.pop("reshard_after_forward", ("reshard_after_forward", None))
     if version == 2 and reshard is not None:
-        return "FULL_SHARD" if _bool(reshard, f"{where}.{key}") else "SHARD_GRAD_OP"
-    strategy = strategy if strategy is not None else reshard if reshard is not None else "FULL_SHARD"
+        return "FULL_SHARD" if _bool(reshard, f"{where}.{reshard_key}") else "SHARD_GRAD_OP"
+    if strategy is None and reshard is not None:  # FSDP1 spells its strategy as reshard_after_forward too
+        key, strategy = reshard_key, reshard
+    strategy = "FULL_SHARD" if strategy is None else strategy
     if isinstance(strategy, int) and not isinstance(strategy, bool) and 1 <= strategy <= len(_FSDP_STRATEGIES):
         strategy = _FSDP_STRATEGIES[strategy - 1]
     if not isinstance(strategy, str) or strategy.upper() not in _FSDP_STAGE:
-        raise _refuse(f"{where}.sharding_strategy", f"one of {', '.join(_FSDP_STRATEGIES)}", strategy)
+        expected = f"one of {', '.join(_FSDP_STRATEGIES)}"
+        if key.endswith("reshard_after_forward"):
+            expected += " (under fsdp_version 1; true or false under fsdp_version 2)"
+        raise _refuse(f"{where}.{key}", expected, strategy)
     return strategy.upper()
 
 
