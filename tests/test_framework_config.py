@@ -402,3 +402,130 @@ def test_older_and_newer_fsdp_spellings():
     assert read_framework_config(v1, "a.yaml").values["zero"] == 2
     v2 = "distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\n  fsdp_reshard_after_forward: false\n"
     assert read_framework_config(v2, "a.yaml").values == {"zero": 2, "sharding_impl": "fsdp2"}
+
+
+# --- issue 37: fields of the wrong type, files nested or grown too far ---------------------------
+
+HF_OPTIMS = (
+    "adamw_torch, adamw_torch_fused, adamw_hf, adamw_bnb_8bit, adamw_8bit, paged_adamw_8bit, paged_adamw_32bit, "
+)
+HF_OPTIMS += "adafactor, sgd"
+DEEP = 5000
+WRONG_TYPES = [
+    ('{"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": 5}}', "ds.json",
+     "optimizer.type: 5 is not one the engine models (Adam, AdamW)"),
+    ('{"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": 2.5}}', "ds.json",
+     "optimizer.type: 2.5 is not one the engine models (Adam, AdamW)"),
+    ('{"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": ["AdamW"]}}', "ds.json",
+     "optimizer.type: ['AdamW'] is not one the engine models (Adam, AdamW)"),
+    ('{"zero_optimization": {"stage": true}}', "ds.json", "zero_optimization.stage: expected 0 to 3, got True"),
+    ('{"zero_optimization": {"offload_param": {"device": ["cpu"]}}}', "ds.json",
+     "zero_optimization.offload_param.device: expected none, cpu or nvme, got ['cpu']"),
+    ('{"optim": ["adamw_torch"]}', "args.json", f"optim: expected a name ({HF_OPTIMS}), got ['adamw_torch']"),
+    ('{"optim": "sgd", "per_device_train_batch_size": NaN}', "args.json",
+     "per_device_train_batch_size: expected a positive whole number up to 1,000,000, got nan"),
+    ('{"optim": "sgd", "per_device_train_batch_size": 1e999}', "args.json",
+     "per_device_train_batch_size: expected a positive whole number up to 1,000,000, got inf"),
+    ("distributed_type: {a: 1}\n", "default_config.yaml",
+     "distributed_type: expected a name (NO, MULTI_GPU, FSDP, DEEPSPEED), got {'a': 1}"),
+    ("distributed_type: FSDP\nfsdp_config:\n  fsdp_version: true\n", "a.yaml",
+     "fsdp_config.fsdp_version: expected 1 or 2, got True"),
+    ("distributed_type: MULTI_GPU\ndynamo_config: {dynamo_backend: [INDUCTOR]}\n", "a.yaml",
+     "dynamo_config.dynamo_backend: expected a name or path on one line, got ['INDUCTOR']"),
+    ("base_model: m\nadapter: lora\nlora_target_modules: [[q_proj], v_proj]\n", "a.yml",
+     "lora_target_modules: expected a list of names, got [['q_proj'], 'v_proj']"),
+    ("base_model: m\nadapter: lora\nlora_target_modules: {q_proj: 1}\n", "a.yml",
+     "lora_target_modules: expected a list of names, got {'q_proj': 1}"),
+    ("base_model: m\noptimizer: [adamw_torch]\n", "a.yml",
+     f"optimizer: expected a name ({HF_OPTIMS}), got ['adamw_torch']"),
+    ("base_model: m\nmicro_batch_size: 1e9\n", "a.yml",
+     "micro_batch_size: expected a positive whole number up to 1,000,000, got '1e9'"),
+    ("base_model: m\nsequence_len: 20000000\n", "a.yml",
+     "sequence_len: expected a positive whole number up to 10,000,000, got 20000000"),
+    ("base_model: m\nbf16: 1\n", "a.yml", "bf16: expected true, false or auto, got 1"),
+    ("distributed_type: FSDP\nfsdp_config:\n  fsdp_reshard_after_forward: true\n", "a.yaml",
+     "fsdp_config.fsdp_reshard_after_forward: expected one of FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, "
+     "HYBRID_SHARD_ZERO2 (under fsdp_version 1; true or false under fsdp_version 2), got True"),
+    ("base_model: m\nplugins: [[a]]\n", "a.yml", "plugins: expected a list of plugin classes, got [['a']]"),
+    ("base_model: m\ndeepspeed: \"zero3.json\\nzero2.json\"\n", "a.yml",
+     "deepspeed: expected a name or path on one line, got 'zero3.json\\nzero2.json'"),
+    ("model:\n  _component_: [torchtune.models.lora_llama3]\n", "a.yaml",
+     "model: expected a mapping with a _component_, got {'_component_': ['torchtune.models.lora_llama3']}"),
+    ("model: {_component_: m.lora_llama3}\noptimizer: {_component_: torch.optim.AdamW, fused: yes please}\n",
+     "a.yaml", "optimizer.fused: expected true or false, got 'yes please'"),
+    ('{"optim": ' + "[" * DEEP + "]" * DEEP + "}", "args.json", "args.json nests lists and mappings more than 64 deep"),
+    ("base_model: " + "[" * DEEP + "]" * DEEP + "\n", "a.yml", "a.yml nests lists and mappings more than 64 deep"),
+    ("base_model:\n" + "- " * DEEP + "x\n", "a.yml", "a.yml nests lists and mappings more than 64 deep"),
+    ("base_model: m\nloop: &a [*a]\n", "a.yml",
+     "a.yml nests lists and mappings more than 64 deep (a YAML alias may refer to itself)"),
+    ("base_model: m\nx: 0x" + "f" * 5000 + "\nsequence_len: 0x" + "f" * 5000 + "\n", "a.yml",
+     "sequence_len: expected a positive whole number up to 10,000,000, got a 20,000-bit number"),
+    ('{"optim": "sgd", "seed": ' + "9" * 5000 + "}", "args.json",
+     "args.json: not valid JSON: a number has more than 4,300 digits"),
+    ("base_model: m\nseed: " + "9" * 5000 + "\n", "a.yml",
+     "a.yml: not valid YAML: a number has more than 4,300 digits"),
+    ("base_model: m\nstarted: 2024-02-30\n", "a.yml", "a.yml: not valid YAML: day is out of range for month"),
+]  # fmt: skip
+WRONG_TYPES.append(
+    ("\n".join(["base_model: m", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+               + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]), "laughs.yml",
+     "laughs.yml holds more than 100,000 values (counting each YAML alias where it is used); a framework config "
+     "holds a few hundred")
+)  # fmt: skip
+WRONG_TYPE_IDS = [f"{name}-{i}" for i, (_, name, _) in enumerate(WRONG_TYPES)]
+
+
+@pytest.mark.parametrize(("text", "name", "message"), WRONG_TYPES, ids=WRONG_TYPE_IDS)
+def test_a_field_of_the_wrong_type_is_named_with_the_value_it_got(text, name, message):
+    with pytest.raises(FrameworkConfigError) as raised:
+        read_framework_config(text, name)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(("text", "name", "message"), WRONG_TYPES, ids=WRONG_TYPE_IDS)
+def test_the_cli_gives_one_error_line_for_each(tmp_path, capsys, text, name, message):
+    from tests.cli_helpers import run_cli
+
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = run_cli(capsys, "memory", "--model", "llama-3.1-8b", "--framework-config", str(path))
+    assert (code, out, err) == (2, "", f"error: {message}\n")
+
+
+def test_a_file_over_2_mb_or_not_text_is_refused_before_parsing(tmp_path, capsys):
+    from tests.cli_helpers import run_cli
+
+    big = '{"optim": "sgd", "note": "' + "\u00e9" * 1_000_000 + '"}'  # 1,000,028 characters, 2,000,028 bytes
+    with pytest.raises(FrameworkConfigError, match=r"^args.json is 2,000,028 bytes; a framework config is expected "
+                                                   r"to be under 2 MB$"):  # fmt: skip
+        read_framework_config(big, "args.json")
+    path = tmp_path / "args.json"
+    path.write_bytes(b"\xff\xfe{}")
+    code, _, err = run_cli(capsys, "memory", "--model", "llama-3.1-8b", "--framework-config", str(path))
+    assert (code, err) == (2, "error: args.json: not a text file\n")
+
+
+def test_odd_yaml_keys_are_named_on_one_line():
+    config = read_framework_config('base_model: m\n1: x\n? "two\\nlines"\n: y\nnull: z\n', "a.yml")
+    assert config.unknown_keys == ["1", "'two\\nlines'", "None"]
+    assert "\n" not in describe_unknown(config, "a.yml")
+    fsdp = read_framework_config("distributed_type: FSDP\nfsdp_config: {1: x, fsdp_sharding_strategy: 2}\n", "a.yaml")
+    assert (fsdp.values["zero"], fsdp.unknown_keys) == (2, ["fsdp_config.1"])
+
+
+def test_null_is_a_field_left_out():
+    """TrainingArguments.to_json_string writes unset fields as null; accelerate writes dynamo_backend NO or
+    leaves it null (which was read as a backend named 'None', so compile on)."""
+    hf = read_framework_config('{"optim": "sgd", "max_seq_length": null, "bf16": null}', "args.json")
+    assert hf.values == {"optimizer": "sgd"}
+    dynamo = read_framework_config("distributed_type: MULTI_GPU\ndynamo_config: {dynamo_backend: null}\n", "a.yaml")
+    assert dynamo.values == {"zero": 0, "compile": False}
+    ds = read_framework_config('{"zero_optimization": {"stage": null, "offload_param": {"device": null}}}', "ds.json")
+    assert ds.values == {"zero": 0, "offload_optimizer": False, "offload_parameters": False}
+
+
+def test_settings_not_valid_together_say_why_without_pydantic_words():
+    with pytest.raises(FrameworkConfigError) as raised:
+        read_framework_config('{"zero_optimization": {"stage": 1, "offload_param": {"device": "cpu"}}}', "ds.json")
+    assert str(raised.value) == ("ds.json: the settings read are not valid together: offloading parameters to the CPU "
+                                 "needs ZeRO stage 3 (parameters sharded), not stage 1")  # fmt: skip

@@ -4,8 +4,10 @@ named, a bad file changes nothing. AppTest cannot upload a file, so the upload's
 
 from __future__ import annotations
 
+import pytest
+
 from tests.apptest_helpers import open_app
-from tests.test_framework_config import ACCELERATE_FSDP, AXOLOTL_QLORA
+from tests.test_framework_config import ACCELERATE_FSDP, AXOLOTL_QLORA, WRONG_TYPE_IDS, WRONG_TYPES
 from ui.state import VALUE_PREFIX
 from ui.workload import STACK_REPORT_KEY, apply_stack_file
 
@@ -88,3 +90,22 @@ def test_the_upload_callback_keeps_the_file_and_applies_it(monkeypatch):
     session["stack_config_upload"] = None  # the file removed: its report goes, the values stay
     ui.workload._apply_stack_upload()
     assert STACK_REPORT_KEY not in session and session[VALUE_PREFIX + "micro_batch"] == 2
+
+
+@pytest.mark.parametrize(("text", "name", "message"), WRONG_TYPES, ids=WRONG_TYPE_IDS)
+def test_an_upload_with_a_field_of_the_wrong_type_changes_nothing_and_names_it(text, name, message):
+    session = {VALUE_PREFIX + "micro_batch": 7}
+    report = apply_stack_file(text.encode(), name, session)
+    assert (report.error, report.applied) == (message, [])
+    assert session == {VALUE_PREFIX + "micro_batch": 7}
+
+
+def test_the_sidebar_shows_a_wrong_type_as_one_error_not_an_exception():
+    app = open_app()
+    text = b"base_model: m\nadapter: lora\nlora_target_modules: [[q_proj], v_proj]\n"
+    app.session_state[STACK_REPORT_KEY] = apply_stack_file(text, "lora.yml", app.session_state)
+    app.run()
+    assert not app.exception
+    assert [e.value for e in app.error if "lora_target_modules" in e.value] == [
+        "lora_target_modules: expected a list of names, got [['q_proj'], 'v_proj']. Nothing was changed."
+    ]

@@ -322,9 +322,7 @@ def apply_stack_file(data: bytes, name: str, session: MutableMapping[str, Any]) 
     """The file's settings written over the kept sidebar values in `session` (st.session_state, or a
     dict), each checked by read_framework_config; the settings the file does not give are left alone."""
     try:
-        config = read_framework_config(data.decode("utf-8"), name)
-    except UnicodeDecodeError:
-        return StackFileReport(name, error=f"{name}: not a text file")
+        config = read_framework_config(data, name)  # bytes: the size is checked before decoding
     except FrameworkConfigError as error:
         return StackFileReport(name, error=str(error))
     declared = {item.name: item for item in all_settings() if item.model is TrainingSettings}

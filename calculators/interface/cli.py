@@ -160,7 +160,7 @@ def _with_framework_config(args: argparse.Namespace, values: dict) -> dict:
     if path is None:
         return values
     try:
-        config = read_framework_config(path.read_text(encoding="utf-8"), path.name)
+        config = read_framework_config(path.read_bytes(), path.name)
     except OSError as error:
         raise UsageError(f"cannot read {echo(path)}: {error.strerror}") from None
     except FrameworkConfigError as error:

@@ -10,6 +10,12 @@ change memory in a way the engine does not model, and files that cannot be read 
 this one (an axolotl `deepspeed: zero3.json`), are named in notes; any other key is unknown
 and named in a warning, and the rest of the file is kept. A bad value for a known key is a
 FrameworkConfigError naming the key, and the settings read are checked by TrainingSettings.
+
+Every field goes through one strict reader (_int, _bool, _choice, _name, _text, _strings, _mapping,
+_component): the type and the allowed values are checked before the value is used, and the message
+names the field and quotes (short, on one line) what the file gave. The file itself is bounded before
+parsing: MAX_FILE_BYTES, and MAX_NESTING_DEPTH (counted as config.json's is; for YAML from the parser's
+events); after parsing, MAX_VALUES bounds a YAML document that repeats an alias to grow huge.
 Pure: text in, values out.
 """
 
@@ -17,14 +23,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import reprlib
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import yaml
 from pydantic import ValidationError
 
+from calculators.models.hf_config import MAX_NESTING_DEPTH, _nesting_depth
 from calculators.workload.modes import MODE_OF_METHOD
 from calculators.workload.training import TrainingSettings
+
+MAX_FILE_BYTES = 2_000_000  # real framework configs are a few KB
+MAX_VALUES = 100_000  # values in the document, each alias counted again where it is used
 
 
 class FrameworkConfigError(ValueError):
@@ -50,6 +61,106 @@ class _Reading:
         return FrameworkConfig(framework, self.values, self.unknown, tuple(self.notes))
 
 
+# --- the strict field readers, shared by every format -----------------------------------
+# Each takes the value the file gave and `where`, the field's dotted name in the file, and returns the
+# value checked or raises FrameworkConfigError naming the field and quoting (short, on one line) what it got.
+
+
+class _Quote(reprlib.Repr):
+    """repr cut short: a few items, a few levels, 40 characters of a string; an integer too long to
+    print (YAML reads 0x... of any length) is named by its size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxdict, self.maxlist, self.maxstring, self.maxother = 2, 3, 4, 40, 40
+
+    def repr_int(self, x: int, level: int) -> str:
+        return f"a {x.bit_length():,}-bit number" if x.bit_length() > 256 else super().repr_int(x, level)
+
+
+_QUOTE = _Quote()
+
+
+def _show(value: Any) -> str:
+    """The value quoted in a message: Python's repr, short and on one line whatever the value holds."""
+    return _QUOTE.repr(value)
+
+
+def _refuse(where: str, expected: str, value: Any) -> FrameworkConfigError:
+    return FrameworkConfigError(f"{where}: expected {expected}, got {_show(value)}")
+
+
+def _same(value: Any, option: Any) -> bool:
+    """Equal and of the same type: 1 is not true, 1.0 is not 1, a list is never a name (no hashing)."""
+    return type(value) is type(option) and value == option
+
+
+def _choice(value: Any, where: str, allowed: tuple, expected: str) -> Any:
+    """One of `allowed` exactly (true is not 1)."""
+    if not any(_same(value, option) for option in allowed):
+        raise _refuse(where, expected, value)
+    return value
+
+
+def _name(value: Any, where: str, known: dict | tuple | frozenset, listing: str) -> str:
+    """A name the engine models (an optimizer, a loss, a distributed type)."""
+    if not isinstance(value, str):
+        raise _refuse(where, f"a name ({listing})", value)
+    if value not in known:
+        raise FrameworkConfigError(f"{where}: {_show(value)} is not one the engine models ({listing})")
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    """A name or a path: a string on one line."""
+    if not isinstance(value, str) or not value.isprintable():
+        raise _refuse(where, "a name or path on one line", value)
+    return value
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _refuse(where, "a list of names", value)
+    return value
+
+
+def _mapping(value: Any, where: str, expected: str = "a mapping") -> dict:
+    if not isinstance(value, dict):
+        raise _refuse(where, expected, value)
+    return value
+
+
+def _given(section: dict, key: str, default: Any) -> Any:
+    """The section's value for `key`; null, as left out, is the default."""
+    value = section.get(key)
+    return default if value is None else value
+
+
+def _component(section: Any, where: str) -> str:
+    if not isinstance(section, dict) or not isinstance(section.get("_component_"), str):
+        raise _refuse(where, "a mapping with a _component_", section)
+    return section["_component_"]
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise _refuse(where, "true or false", value)
+    return value
+
+
+def _int(value: Any, where: str, field: str | None = None) -> int:
+    """A whole number from 1 up to the TrainingSettings field's bound (a million when it has none)."""
+    high = _upper_bound(field) if field else 1_000_000
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+        raise _refuse(where, f"a positive whole number up to {high:,}", value)
+    return value
+
+
+def _upper_bound(field: str) -> int:
+    bounds = [item.le for item in TrainingSettings.model_fields[field].metadata if getattr(item, "le", None)]
+    return int(bounds[0]) if bounds else 1_000_000
+
+
 # --- torchtune recipe YAML (pytorch/torchtune recipes/configs/*.yaml) ---------------------
 
 _TORCHTUNE_IGNORED = {
@@ -70,24 +181,8 @@ _TORCHTUNE_LOSS = {
     "torchtune.modules.loss.LinearCrossEntropyLoss": "fused-linear",
     "torch.nn.CrossEntropyLoss": "full",
 }
-
-
-def _component(section: Any, key: str) -> str:
-    if not isinstance(section, dict) or not isinstance(section.get("_component_"), str):
-        raise FrameworkConfigError(f"{key}: expected a mapping with a _component_")
-    return section["_component_"]
-
-
-def _bool(value: Any, key: str) -> bool:
-    if not isinstance(value, bool):
-        raise FrameworkConfigError(f"{key}: expected true or false, got {value!r}")
-    return value
-
-
-def _int(value: Any, key: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise FrameworkConfigError(f"{key}: expected a positive whole number, got {value!r}")
-    return value
+_TORCHTUNE_OPTIMIZERS = ", ".join(name.rsplit(".", 1)[-1] for name in _TORCHTUNE_OPTIMIZER)
+_TORCHTUNE_LOSSES = ", ".join(name.rsplit(".", 1)[-1] for name in _TORCHTUNE_LOSS)
 
 
 def _torchtune(config: dict) -> FrameworkConfig:
@@ -95,13 +190,11 @@ def _torchtune(config: dict) -> FrameworkConfig:
     unknown = []
     for key, value in config.items():
         if key == "batch_size":
-            values["micro_batch"] = _int(value, key)
+            values["micro_batch"] = _int(value, key, "micro_batch")
         elif key == "gradient_accumulation_steps":
-            values["grad_accum"] = _int(value, key)
+            values["grad_accum"] = _int(value, key, "grad_accum")
         elif key == "dtype":
-            if value not in ("bf16", "fp32"):
-                raise FrameworkConfigError(f"dtype: expected bf16 or fp32, got {value!r}")
-            values["precision"] = "bf16" if value == "bf16" else "fp32"
+            values["precision"] = _choice(value, key, ("bf16", "fp32"), "bf16 or fp32")
         elif key == "enable_activation_checkpointing":
             values["checkpointing"] = "full" if _bool(value, key) else "none"
         elif key == "enable_activation_offloading":
@@ -112,16 +205,13 @@ def _torchtune(config: dict) -> FrameworkConfig:
             values["compile"] = _bool(value, key)
         elif key == "loss":
             component = _component(value, key)
-            if component not in _TORCHTUNE_LOSS:
-                raise FrameworkConfigError(f"loss: {component} is not one the engine models")
-            values["loss"] = _TORCHTUNE_LOSS[component]
+            values["loss"] = _TORCHTUNE_LOSS[_name(component, "loss._component_", _TORCHTUNE_LOSS, _TORCHTUNE_LOSSES)]
         elif key == "optimizer":
-            component = _component(value, key)
-            if component not in _TORCHTUNE_OPTIMIZER:
-                raise FrameworkConfigError(f"optimizer: {component} is not one the engine models")
+            component = _name(_component(value, key), "optimizer._component_", _TORCHTUNE_OPTIMIZER,
+                              _TORCHTUNE_OPTIMIZERS)  # fmt: skip
             values["optimizer"] = _TORCHTUNE_OPTIMIZER[component]
             if values["optimizer"] == "adamw":
-                values["optimizer_impl"] = "fused" if value.get("fused") else "foreach"
+                values["optimizer_impl"] = "fused" if _bool(value.get("fused", False), "optimizer.fused") else "foreach"
         elif key == "model":
             values |= _torchtune_model(value)
         elif key not in _TORCHTUNE_IGNORED:
@@ -138,7 +228,7 @@ def _torchtune_model(section: Any) -> dict[str, Any]:
     elif builder.startswith("lora_"):
         values["method"] = "lora"
     if "lora_rank" in section:
-        values["lora_rank"] = _int(section["lora_rank"], "model.lora_rank")
+        values["lora_rank"] = _int(section["lora_rank"], "model.lora_rank", "lora_rank")
     return values
 
 
@@ -151,39 +241,47 @@ _DEEPSPEED_IGNORED = {
 }  # fmt: skip
 
 
+_DEEPSPEED_READ = {"train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "bf16", "fp16",
+                   "zero_optimization", "optimizer"}  # fmt: skip
+
+
 def _deepspeed(config: dict) -> FrameworkConfig:
     values: dict[str, Any] = {}
     unknown = []
     for key, value in config.items():
+        if value is None and key in _DEEPSPEED_READ:
+            continue  # null: left out
         if key == "train_micro_batch_size_per_gpu":
-            values["micro_batch"] = _int(value, key) if value != "auto" else None
+            values["micro_batch"] = None if _same(value, "auto") else _int(value, key, "micro_batch")
         elif key == "gradient_accumulation_steps":
-            values["grad_accum"] = _int(value, key) if value != "auto" else None
+            values["grad_accum"] = None if _same(value, "auto") else _int(value, key, "grad_accum")
         elif key in ("bf16", "fp16"):
-            if isinstance(value, dict) and value.get("enabled") in (True, "auto"):
+            section = _mapping(value, key, "a mapping such as {'enabled': true}")
+            enabled = _choice(_given(section, "enabled", False), f"{key}.enabled", (True, False, "auto"),
+                              "true, false or auto")  # fmt: skip
+            if enabled is not False:
                 values["precision"] = "bf16-mixed" if key == "bf16" else "fp16-mixed"
         elif key == "zero_optimization":
             values |= _deepspeed_zero(value)
         elif key == "optimizer":
-            kind = value.get("type", "") if isinstance(value, dict) else ""
-            if kind.lower() not in ("adam", "adamw"):
-                raise FrameworkConfigError(f"optimizer.type: {kind!r} is not one the engine models (Adam, AdamW)")
+            kind = _mapping(value, key, "a mapping with a type").get("type")
+            if not isinstance(kind, str) or kind.lower() not in ("adam", "adamw"):
+                raise FrameworkConfigError(f"optimizer.type: {_show(kind)} is not one the engine models (Adam, AdamW)")
             values |= {"optimizer": "adamw", "optimizer_impl": "fused"}
         elif key not in _DEEPSPEED_IGNORED:
             unknown.append(key)
     return FrameworkConfig("deepspeed", {k: v for k, v in values.items() if v is not None}, unknown)
 
 
-def _deepspeed_zero(section: Any) -> dict[str, Any]:
-    if not isinstance(section, dict):
-        raise FrameworkConfigError("zero_optimization: expected a mapping")
-    stage = section.get("stage", 0)
-    if stage not in (0, 1, 2, 3):
-        raise FrameworkConfigError(f"zero_optimization.stage: expected 0 to 3, got {stage!r}")
+def _deepspeed_zero(section: Any, where: str = "zero_optimization") -> dict[str, Any]:
+    section = _mapping(section, where)
+    stage = _choice(_given(section, "stage", 0), f"{where}.stage", (0, 1, 2, 3), "0 to 3")
     values: dict[str, Any] = {"zero": stage}
     for key, field in (("offload_optimizer", "offload_optimizer"), ("offload_param", "offload_parameters")):
-        device = section.get(key, {}).get("device", "none") if isinstance(section.get(key), dict) else "none"
-        values[field] = device in ("cpu", "nvme")
+        offload = _mapping(section.get(key) or {}, f"{where}.{key}", "a mapping such as {'device': 'cpu'}")
+        device = _choice(_given(offload, "device", "none"), f"{where}.{key}.device", ("none", "cpu", "nvme"),
+                         "none, cpu or nvme")  # fmt: skip
+        values[field] = device != "none"
     return values
 
 
@@ -212,14 +310,20 @@ _HF_IGNORED = {
 }  # fmt: skip
 
 
+_HF_READ = {"per_device_train_batch_size", "gradient_accumulation_steps", "bf16", "fp16", "gradient_checkpointing",
+            "use_liger_kernel", "torch_compile", "max_seq_length", "max_length", "optim"}  # fmt: skip
+
+
 def _hf_trainer(config: dict) -> FrameworkConfig:
     values: dict[str, Any] = {}
     unknown = []
     for key, value in config.items():
+        if value is None and key in _HF_READ:
+            continue  # null: left out (TrainingArguments.to_json_string writes unset fields as null)
         if key == "per_device_train_batch_size":
-            values["micro_batch"] = _int(value, key)
+            values["micro_batch"] = _int(value, key, "micro_batch")
         elif key == "gradient_accumulation_steps":
-            values["grad_accum"] = _int(value, key)
+            values["grad_accum"] = _int(value, key, "grad_accum")
         elif key in ("bf16", "fp16"):
             if _bool(value, key):
                 values["precision"] = "amp-bf16" if key == "bf16" else "amp-fp16"
@@ -230,11 +334,9 @@ def _hf_trainer(config: dict) -> FrameworkConfig:
         elif key == "torch_compile":
             values["compile"] = _bool(value, key)
         elif key in ("max_seq_length", "max_length"):  # TRL's SFTConfig
-            values["seq_len"] = _int(value, key)
+            values["seq_len"] = _int(value, key, "seq_len")
         elif key == "optim":
-            if value not in _HF_OPTIM:
-                raise FrameworkConfigError(f"optim: {value!r} is not one the engine models ({', '.join(_HF_OPTIM)})")
-            optimizer, impl = _HF_OPTIM[value]
+            optimizer, impl = _HF_OPTIM[_name(value, key, _HF_OPTIM, ", ".join(_HF_OPTIM))]
             values["optimizer"] = optimizer
             if impl:
                 values["optimizer_impl"] = impl
@@ -263,13 +365,10 @@ _FSDP_IGNORED = {
 
 def _fsdp(section: Any, where: str, read: _Reading, version: Any = None) -> None:
     """An FSDP section (keys with or without the `fsdp_` prefix): ZeRO stage, implementation, offload."""
-    if not isinstance(section, dict):
-        raise FrameworkConfigError(f"{where}: expected a mapping of FSDP options")
+    section = _mapping(section, where, "a mapping of FSDP options")
     options = {key.removeprefix("fsdp_"): (key, value) for key, value in section.items() if value is not None}
-    version = options.pop("version", (None, version))[1] or 1
-    version = int(version) if version in ("1", "2") else version
-    if version not in (1, 2):
-        raise FrameworkConfigError(f"{where}.fsdp_version: expected 1 or 2, got {version!r}")
+    version = options.pop("version", (None, version))[1]
+    version = 1 if version is None else int(_choice(version, f"{where}.fsdp_version", (1, 2, "1", "2"), "1 or 2"))
     strategy = _fsdp_strategy(options, where, version)
     # FSDP1 reads as "zero", not "fsdp1": the HF Trainer wraps a PEFT model's adapters in their own FSDP
     # units (peft.utils.other.fsdp_auto_wrap_policy), so the frozen base gets no flat-parameter gradients
@@ -290,16 +389,20 @@ def _fsdp(section: Any, where: str, read: _Reading, version: Any = None) -> None
 
 def _fsdp_strategy(options: dict, where: str, version: int) -> str:
     """FSDP_SHARDING_STRATEGY's name of the section's strategy (the options read are removed)."""
-    _, strategy = options.pop("sharding_strategy", (None, None))
-    key, reshard = options.pop("reshard_after_forward", ("reshard_after_forward", None))
+    key, strategy = options.pop("sharding_strategy", ("sharding_strategy", None))
+    reshard_key, reshard = options.pop("reshard_after_forward", ("reshard_after_forward", None))
     if version == 2 and reshard is not None:
-        return "FULL_SHARD" if _bool(reshard, f"{where}.{key}") else "SHARD_GRAD_OP"
-    strategy = strategy if strategy is not None else reshard if reshard is not None else "FULL_SHARD"
+        return "FULL_SHARD" if _bool(reshard, f"{where}.{reshard_key}") else "SHARD_GRAD_OP"
+    if strategy is None and reshard is not None:  # FSDP1 spells its strategy as reshard_after_forward too
+        key, strategy = reshard_key, reshard
+    strategy = "FULL_SHARD" if strategy is None else strategy
     if isinstance(strategy, int) and not isinstance(strategy, bool) and 1 <= strategy <= len(_FSDP_STRATEGIES):
         strategy = _FSDP_STRATEGIES[strategy - 1]
     if not isinstance(strategy, str) or strategy.upper() not in _FSDP_STAGE:
-        raise FrameworkConfigError(f"{where}.sharding_strategy: expected one of {', '.join(_FSDP_STRATEGIES)}, "
-                                   f"got {strategy!r}")  # fmt: skip
+        expected = f"one of {', '.join(_FSDP_STRATEGIES)}"
+        if key.endswith("reshard_after_forward"):
+            expected += " (under fsdp_version 1; true or false under fsdp_version 2)"
+        raise _refuse(f"{where}.{key}", expected, strategy)
     return strategy.upper()
 
 
@@ -326,10 +429,8 @@ _ACCELERATE_DEEPSPEED_IGNORED = {
 
 
 def _accelerate(config: dict) -> FrameworkConfig:
-    kind = config.get("distributed_type", "NO")
-    if kind not in _ACCELERATE_DDP | {"FSDP", "DEEPSPEED"}:
-        raise FrameworkConfigError(f"distributed_type: {kind!r} is not one the engine models (NO, MULTI_GPU, FSDP, "
-                                   "DEEPSPEED)")  # fmt: skip
+    kind = _name(config.get("distributed_type", "NO"), "distributed_type", _ACCELERATE_DDP | {"FSDP", "DEEPSPEED"},
+                 "NO, MULTI_GPU, FSDP, DEEPSPEED")  # fmt: skip
     read = _Reading()
     if kind in _ACCELERATE_DDP:
         read.values["zero"] = 0
@@ -355,61 +456,57 @@ def _accelerate(config: dict) -> FrameworkConfig:
 def _accelerate_precision(value: Any, kind: str) -> str:
     """mixed_precision: torch.autocast over the fp32 model (DDP), or half weights with an fp32 master copy
     (DeepSpeed bf16/fp16 enabled; FSDP MixedPrecision over fp32 sharded parameters)."""
-    if value == "no":
-        return "fp32"
-    if value == "fp8":
-        return "fp8"
-    if value not in ("fp16", "bf16"):
-        raise FrameworkConfigError(f"mixed_precision: expected no, fp16, bf16 or fp8, got {value!r}")
+    value = _choice(value, "mixed_precision", ("no", "fp16", "bf16", "fp8"), "no, fp16, bf16 or fp8")
+    if value in ("no", "fp8"):
+        return "fp32" if value == "no" else "fp8"
     return f"amp-{value}" if kind in _ACCELERATE_DDP else f"{value}-mixed"
 
 
 def _accelerate_compile(section: Any) -> bool:
-    if not isinstance(section, dict):
-        raise FrameworkConfigError("dynamo_config: expected a mapping")
-    backend = section.get("dynamo_backend", "NO")
-    return str(backend).upper() != "NO"
+    backend = _given(_mapping(section, "dynamo_config"), "dynamo_backend", "NO")
+    return _text(backend, "dynamo_config.dynamo_backend").upper() != "NO"
 
 
 def _accelerate_deepspeed(section: Any, read: _Reading) -> None:
     """deepspeed_config: the ZeRO stage and offload `accelerate config` asks for, or the path of a DeepSpeed JSON."""
-    if not isinstance(section, dict):
-        raise FrameworkConfigError("deepspeed_config: expected a mapping")
+    section = _mapping(section, "deepspeed_config")
     stage = section.get("zero_stage")
     if stage is not None:
-        read.values |= _deepspeed_zero({"stage": stage})
+        stage = _choice(stage, "deepspeed_config.zero_stage", (0, 1, 2, 3), "0 to 3")
+        read.values |= {"zero": stage, "offload_optimizer": False, "offload_parameters": False}
     for key, value in section.items():
         where = f"deepspeed_config.{key}"
+        if value is None:
+            continue  # null: left out
         if key in ("offload_optimizer_device", "offload_param_device"):
-            if value not in ("none", "cpu", "nvme"):
-                raise FrameworkConfigError(f"{where}: expected none, cpu or nvme, got {value!r}")
+            value = _choice(value, where, ("none", "cpu", "nvme"), "none, cpu or nvme")
             offload = value != "none" and (key == "offload_optimizer_device" or stage == 3)
             read.values["offload_optimizer" if key == "offload_optimizer_device" else "offload_parameters"] = offload
         elif key == "gradient_accumulation_steps":
-            if value != "auto":
-                read.values["grad_accum"] = _int(value, where)
+            if not _same(value, "auto"):
+                read.values["grad_accum"] = _int(value, where, "grad_accum")
         elif key == "zero3_init_flag":
             if stage == 3:  # ZeRO-3 without zero.Init moves the whole model to each GPU first
                 read.values["load_whole_model"] = not _bool(value, where)
         elif key == "deepspeed_config_file":
-            read.notes.append(f"{where}: {value} holds the DeepSpeed settings; read it as a framework config too")
+            read.notes.append(f"{where}: {_text(value, where)} holds the DeepSpeed settings; read it as a framework "
+                              "config too")  # fmt: skip
         elif key != "zero_stage" and key not in _ACCELERATE_DEEPSPEED_IGNORED:
             read.unknown.append(where)
 
 
 def _accelerate_gpus(config: dict, read: _Reading) -> None:
     """num_processes is every GPU of the job; parallelism_config's tensor-parallel size divides it."""
-    parallel = config.get("parallelism_config") or {}
-    if not isinstance(parallel, dict):
-        raise FrameworkConfigError("parallelism_config: expected a mapping")
-    tp = _int(parallel.get("parallelism_config_tp_size", 1), "parallelism_config.parallelism_config_tp_size")
+    parallel = _mapping(config.get("parallelism_config") or {}, "parallelism_config")
+    tp = _int(parallel.get("parallelism_config_tp_size", 1), "parallelism_config.parallelism_config_tp_size",
+              "tensor_parallel")  # fmt: skip
     if tp > 1:
         read.values["tensor_parallel"] = tp
     for key in ("parallelism_config_cp_size", "parallelism_config_sp_size", "parallelism_config_dp_replicate_size"):
         if parallel.get(key, 1) not in (1, None):
             read.notes.append(f"parallelism_config.{key}: not modelled (data-parallel GPUs = processes / tp)")
     processes = config.get("num_processes", -1)
-    if processes not in (-1, None):
+    if not (_same(processes, -1) or processes is None):
         read.values["gpus"] = max(1, _int(processes, "num_processes") // tp)
 
 
@@ -539,13 +636,13 @@ def _axolotl(config: dict) -> FrameworkConfig:
     read = _Reading()
     for key, value in given.items():
         if key in _AXOLOTL_INT:
-            read.values[_AXOLOTL_INT[key]] = _int(value, key)
+            read.values[_AXOLOTL_INT[key]] = _int(value, key, _AXOLOTL_INT[key])
         elif key in _AXOLOTL_ATTENTION and _bool(value, key):
             read.values["attention"] = _AXOLOTL_ATTENTION[key]
         elif key == "attn_implementation":
-            read.values["attention"] = "eager" if value == "eager" else "fused"
+            read.values["attention"] = "eager" if _text(value, key) == "eager" else "fused"
         elif key == "torch_compile":
-            read.values["compile"] = value == "auto" or _bool(value, key)
+            read.values["compile"] = _same(value, "auto") or _bool(value, key)
         elif key == "chunked_cross_entropy" and _bool(value, key):
             read.values["loss"] = "chunked"
         elif key in _AXOLOTL_NOT_MODELLED and value:
@@ -561,22 +658,26 @@ def _axolotl(config: dict) -> FrameworkConfig:
     return read.result("axolotl")
 
 
+def _flag(given: dict, key: str, default: bool = False) -> bool:
+    """An axolotl switch: true or false, left out (or null) for its default."""
+    return _bool(given.get(key, default), key)
+
+
 def _axolotl_adapter(given: dict, read: _Reading) -> bool:
     """adapter lora or qlora (qlora needs load_in_4bit; lora with load_in_4bit is QLoRA too), rank and targets."""
     adapter = given.get("adapter") or None
-    four_bit = _bool(given.get("load_in_4bit", False), "load_in_4bit")
+    four_bit, eight_bit = _flag(given, "load_in_4bit"), _flag(given, "load_in_8bit")
     if adapter is None:
-        if four_bit or given.get("load_in_8bit"):
+        if four_bit or eight_bit:
             raise FrameworkConfigError("load_in_4bit/load_in_8bit: a quantised base needs an adapter (lora, qlora)")
         read.values["method"] = "full"
         return False
-    if adapter not in ("lora", "qlora"):
-        raise FrameworkConfigError(f"adapter: {adapter!r} is not one the engine models (lora, qlora)")
+    adapter = _name(adapter, "adapter", ("lora", "qlora"), "lora, qlora")
     read.values["method"] = "qlora" if adapter == "qlora" or four_bit else "lora"
-    if given.get("load_in_8bit"):
+    if eight_bit:
         read.notes.append("load_in_8bit: the int8 base is estimated as a half-precision one (an over-estimate)")
     if "lora_r" in given:
-        read.values["lora_rank"] = _int(given["lora_r"], "lora_r")
+        read.values["lora_rank"] = _int(given["lora_r"], "lora_r", "lora_rank")
     read.values["lora_targets"] = _lora_targets(given)
     return True
 
@@ -584,28 +685,28 @@ def _axolotl_adapter(given: dict, read: _Reading) -> bool:
 def _lora_targets(given: dict) -> str:
     """lora_target_linear: every linear; lora_target_modules: a set the engine models; neither: PEFT's default
     for Llama, q_proj and v_proj (calculators.workload.training.LORA_TARGET_LABEL)."""
-    if given.get("lora_target_linear"):
+    if _flag(given, "lora_target_linear"):
         return "all-linear"
     modules = given.get("lora_target_modules")
     if modules is None:
         return "qv"
-    if modules == "all-linear":
+    if _same(modules, "all-linear"):
         return "all-linear"
-    if not isinstance(modules, list) or frozenset(modules) not in _LORA_TARGETS:
-        raise FrameworkConfigError(f"lora_target_modules: {modules!r} is not a set the engine models (q,v; q,k,v,o; "
-                                   "q,v,o and the MLP; every linear)")  # fmt: skip
+    modules = _strings(modules, "lora_target_modules") if not isinstance(modules, str) else [modules]
+    if frozenset(modules) not in _LORA_TARGETS:
+        raise FrameworkConfigError(f"lora_target_modules: {_show(modules)} is not a set the engine models (q,v; "
+                                   "q,k,v,o; q,v,o and the MLP; every linear)")  # fmt: skip
     return _LORA_TARGETS[frozenset(modules)]
 
 
 def _axolotl_precision(given: dict, adapter: bool, deepspeed: bool, read: _Reading) -> str:
     """The model is loaded in bf16/fp16 (normalize_config torch_dtype): a full fine-tune trains pure bf16 weights
     and AdamW states; PEFT keeps adapters in fp32 under autocast; DeepSpeed adds its fp32 master copy."""
-    if given.get("fp8") is not None and _bool(given["fp8"], "fp8"):
+    if _flag(given, "fp8"):
         return "fp8"
-    bf16, fp16 = given["bf16"], _bool(given.get("fp16", False), "fp16")
-    if bf16 not in (True, False, "auto"):
-        raise FrameworkConfigError(f"bf16: expected true, false or auto, got {bf16!r}")
-    half = "bf16" if (bf16 is True or (bf16 == "auto" and not fp16) or given.get("bfloat16")) else None
+    bf16 = _choice(given["bf16"], "bf16", (True, False, "auto"), "true, false or auto")
+    fp16 = _flag(given, "fp16")
+    half = "bf16" if (bf16 is True or (bf16 == "auto" and not fp16) or _flag(given, "bfloat16")) else None
     half = half or ("fp16" if fp16 else None)
     if half is None:
         return "fp32"
@@ -620,10 +721,7 @@ def _axolotl_precision(given: dict, adapter: bool, deepspeed: bool, read: _Readi
 
 def _axolotl_optimizer(given: dict, read: _Reading) -> None:
     """optimizer: the HF Trainer's names (transformers OptimizerNames), read as TrainingArguments `optim` is."""
-    name = given["optimizer"]
-    if name not in _HF_OPTIM:
-        raise FrameworkConfigError(f"optimizer: {name!r} is not one the engine models ({', '.join(_HF_OPTIM)})")
-    optimizer, impl = _HF_OPTIM[name]
+    optimizer, impl = _HF_OPTIM[_name(given["optimizer"], "optimizer", _HF_OPTIM, ", ".join(_HF_OPTIM))]
     read.values["optimizer"] = optimizer
     if impl:
         read.values["optimizer_impl"] = impl
@@ -632,16 +730,16 @@ def _axolotl_optimizer(given: dict, read: _Reading) -> None:
 def _axolotl_checkpointing(given: dict, read: _Reading) -> None:
     """gradient_checkpointing true, or offload / offload_disk (the kept layer inputs go to the host);
     activation_offloading true, legacy, disk or hidden_states."""
-    value = given["gradient_checkpointing"]
-    if value not in (True, False, "offload", "offload_disk"):
-        raise FrameworkConfigError(f"gradient_checkpointing: expected true, false, offload or offload_disk, "
-                                   f"got {value!r}")  # fmt: skip
+    value = _choice(given["gradient_checkpointing"], "gradient_checkpointing", (True, False, "offload", "offload_disk"),
+                    "true, false, offload or offload_disk")  # fmt: skip
     if read.values.get("checkpointing") != "full":  # FSDP's activation_checkpointing may have set it
         read.values["checkpointing"] = "full" if value else "none"
-    offload = given.get("activation_offloading", False)
-    if offload not in (True, False, "legacy", "disk", "hidden_states"):
-        raise FrameworkConfigError(f"activation_offloading: expected true, false, legacy, disk or hidden_states, "
-                                   f"got {offload!r}")  # fmt: skip
+    offload = _choice(
+        given.get("activation_offloading", False),
+        "activation_offloading",
+        (True, False, "legacy", "disk", "hidden_states"),
+        "true, false, legacy, disk or hidden_states",
+    )
     if offload or value in ("offload", "offload_disk"):
         read.values["activation_offload"] = True
 
@@ -650,15 +748,15 @@ def _axolotl_sharding(given: dict, read: _Reading) -> bool:
     """deepspeed (a path, read on its own, or the JSON inline), or fsdp / fsdp_config; True under DeepSpeed."""
     deepspeed = given.get("deepspeed")
     if isinstance(deepspeed, str):
-        read.notes.append(f"deepspeed: {deepspeed} is a file of its own; its ZeRO stage and offload are not in this "
-                          "one: read it as a framework config too")  # fmt: skip
+        read.notes.append(f"deepspeed: {_text(deepspeed, 'deepspeed')} is a file of its own; its ZeRO stage and "
+                          "offload are not in this one: read it as a framework config too")  # fmt: skip
     elif isinstance(deepspeed, dict):
-        read.values |= _deepspeed_zero(deepspeed.get("zero_optimization", {}))
+        read.values |= _deepspeed_zero(deepspeed.get("zero_optimization") or {}, "deepspeed.zero_optimization")
     elif deepspeed is not None:
-        raise FrameworkConfigError(f"deepspeed: expected a path or a mapping, got {deepspeed!r}")
+        raise _refuse("deepspeed", "a path or a mapping", deepspeed)
     legacy, section = given.get("fsdp"), given.get("fsdp_config")
-    if not isinstance(section, dict | None):
-        raise FrameworkConfigError(f"fsdp_config: expected a mapping of FSDP options, got {section!r}")
+    if section is not None:
+        _mapping(section, "fsdp_config", "a mapping of FSDP options")
     if legacy is not None or section is not None:
         _fsdp(_axolotl_fsdp_section(legacy) | (section or {}), "fsdp_config", read, given.get("fsdp_version"))
     return deepspeed is not None
@@ -668,46 +766,117 @@ def _axolotl_fsdp_section(legacy: Any) -> dict:
     """The deprecated `fsdp:` list (full_shard, shard_grad_op, hybrid_shard, no_shard, offload, auto_wrap)."""
     if legacy is None:
         return {}
+    legacy = _strings(legacy, "fsdp") if isinstance(legacy, list) else legacy
     if not isinstance(legacy, list):
-        raise FrameworkConfigError(f"fsdp: expected a list such as [full_shard, auto_wrap], got {legacy!r}")
+        raise _refuse("fsdp", "a list such as [full_shard, auto_wrap]", legacy)
     section = {"offload_params": True} if "offload" in legacy else {}
-    strategies = [item.upper() for item in legacy if isinstance(item, str) and item.upper() in _FSDP_STAGE]
+    strategies = [item.upper() for item in legacy if item.upper() in _FSDP_STAGE]
     return section | ({"sharding_strategy": strategies[0]} if strategies else {})
 
 
 def _axolotl_plugins(given: dict, read: _Reading) -> None:
     """Liger (its norm and GLU kernels, its fused linear cross-entropy) and Cut Cross-Entropy replace the loss."""
     plugins = given.get("plugins") or []
-    if not isinstance(plugins, list):
-        raise FrameworkConfigError(f"plugins: expected a list of plugin classes, got {plugins!r}")
+    if not isinstance(plugins, list) or not all(isinstance(plugin, str) and plugin.isprintable() for plugin in plugins):
+        raise _refuse("plugins", "a list of plugin classes", plugins)
     for plugin in plugins:
         if plugin in _LIGER_PLUGIN:
-            kernels = any(given.get(key) for key in ("liger_rms_norm", "liger_glu_activation", "liger_swiglu"))
-            fused_loss = bool(given.get("liger_fused_linear_cross_entropy"))
+            kernels = any(_flag(given, key) for key in ("liger_rms_norm", "liger_glu_activation", "liger_swiglu"))
+            fused_loss = _flag(given, "liger_fused_linear_cross_entropy")
             if kernels:
                 read.values["liger"] = True
             if fused_loss or kernels:
                 read.values["loss"] = "fused-linear" if fused_loss else read.values.get("loss", "full")
         elif plugin == _CCE_PLUGIN:
-            if given.get("cut_cross_entropy", True):
+            if _flag(given, "cut_cross_entropy", True):
                 read.values["loss"] = "fused-linear"
         else:
             read.notes.append(f"plugins: {plugin} is not modelled by the engine")
 
 
-def read_framework_config(text: str, name: str = "config") -> FrameworkConfig:
+def read_framework_config(text: str | bytes, name: str = "config") -> FrameworkConfig:
     """The settings a torchtune, axolotl or accelerate YAML, or a DeepSpeed or HF TrainingArguments JSON gives."""
     is_yaml = name.endswith((".yaml", ".yml"))
-    try:
-        config = yaml.safe_load(text) if is_yaml else json.loads(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as error:
-        raise FrameworkConfigError(f"{name}: not valid {'YAML' if is_yaml else 'JSON'}: "
-                                   f"{str(error).splitlines()[0]}") from None  # fmt: skip
+    config = _plain(_load(text, name, is_yaml), name)
     if not isinstance(config, dict):
         raise FrameworkConfigError(f"{name}: expected a mapping of settings at the top level")
     result = _yaml_config(config, name) if is_yaml else _json_config(config, name)
     _check(result, name)
     return result
+
+
+def _load(text: str | bytes, name: str, is_yaml: bool) -> Any:
+    """The parsed document, refusing what is too large or nests too deep before the parser (which recurses
+    once per level) sees it."""
+    size = len(text) if isinstance(text, bytes) else len(text) * 4  # at most 4 UTF-8 bytes a character
+    if size > MAX_FILE_BYTES:
+        size = size if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_FILE_BYTES:
+        raise FrameworkConfigError(f"{name} is {size:,} bytes; a framework config is expected to be under "
+                                   f"{MAX_FILE_BYTES // 1_000_000} MB")  # fmt: skip
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FrameworkConfigError(f"{name}: not a text file") from None
+    kind = "YAML" if is_yaml else "JSON"
+    try:
+        depth = _yaml_depth(text) if is_yaml else _nesting_depth(text)
+        if depth > MAX_NESTING_DEPTH:
+            raise FrameworkConfigError(f"{name} nests lists and mappings more than {MAX_NESTING_DEPTH} deep")
+        return yaml.safe_load(text) if is_yaml else json.loads(text)
+    except (yaml.YAMLError, ValueError, OverflowError) as error:  # also a number over 4,300 digits, a bad date
+        if isinstance(error, FrameworkConfigError):
+            raise
+        problem = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if "integer string conversion" in problem:
+            problem = "a number has more than 4,300 digits"
+        raise FrameworkConfigError(f"{name}: not valid {kind}: {problem}") from None
+    except RecursionError:  # only when the caller's own stack is already nearly full
+        raise FrameworkConfigError(f"{name}: nests lists and mappings too deeply to parse") from None
+
+
+def _yaml_depth(text: str) -> int:
+    """How deep YAML's sequences and mappings nest, from the parser's events (which do not recurse):
+    block nesting (`- - - x`) has no brackets to count. Stops counting past the limit."""
+    depth = deepest = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            deepest = max(deepest, depth)
+            if depth > MAX_NESTING_DEPTH:
+                break
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return deepest
+
+
+def _plain(document: Any, name: str) -> Any:
+    """The document as plain values, with every mapping key a name on one line (YAML keys may be numbers,
+    dates or null; a key that is no printable string is quoted). YAML aliases are copied, so one that refers
+    to itself is refused as too deep, and a document that repeats an alias to grow huge is refused by size."""
+    count = 0
+
+    def copy(value: Any, depth: int) -> Any:
+        nonlocal count
+        count += 1
+        if count > MAX_VALUES:
+            raise FrameworkConfigError(f"{name} holds more than {MAX_VALUES:,} values (counting each YAML alias "
+                                       "where it is used); a framework config holds a few hundred")  # fmt: skip
+        if depth >= MAX_NESTING_DEPTH and isinstance(value, dict | list):
+            raise FrameworkConfigError(f"{name} nests lists and mappings more than {MAX_NESTING_DEPTH} deep (a YAML "
+                                       "alias may refer to itself)")  # fmt: skip
+        if isinstance(value, dict):
+            return {_key(key): copy(item, depth + 1) for key, item in value.items()}
+        if isinstance(value, list):
+            return [copy(item, depth + 1) for item in value]
+        return value
+
+    return copy(document, 0)
+
+
+def _key(key: Any) -> str:
+    return key if isinstance(key, str) and key.isprintable() and len(key) <= 100 else _show(key)
 
 
 def _yaml_config(config: dict, name: str) -> FrameworkConfig:
@@ -741,8 +910,9 @@ def _check(config: FrameworkConfig, name: str) -> None:
     except ValidationError as error:
         problem = error.errors()[0]
         where = ".".join(str(part) for part in problem["loc"])
+        why = problem["msg"].removeprefix("Value error, ")
         raise FrameworkConfigError(f"{name}: the settings read are not valid together: "
-                                   f"{where + ': ' if where else ''}{problem['msg']}") from None  # fmt: skip
+                                   f"{where + ': ' if where else ''}{why}") from None  # fmt: skip
 
 
 def describe_unknown(config: FrameworkConfig, name: str) -> str | None:
