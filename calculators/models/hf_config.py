@@ -147,7 +147,7 @@ class _Fields:
         return _Fields(value, f"{self.prefix}{key}.")
 
 
-def _nesting_depth(text: str) -> int:
+def json_nesting_depth(text: str) -> int:
     """How deep arrays and objects nest, counted without parsing.
 
     json.loads recurses once per level, so a few KB of brackets would exhaust the stack; the
@@ -172,7 +172,7 @@ def _load_object(text: str | bytes, name: str) -> dict:
     if len(text) > MAX_CONFIG_BYTES:
         raise ModelInputError(f"{name} is {len(text):,} bytes; a config.json is expected to be under 1 MB")
     text = _decode(text, name)
-    depth = _nesting_depth(text)
+    depth = json_nesting_depth(text)
     if depth > MAX_NESTING_DEPTH:
         raise ModelInputError(f"{name} nests arrays and objects {depth:,} deep; the limit is {MAX_NESTING_DEPTH}")
     try:

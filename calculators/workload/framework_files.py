@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import yaml
 from pydantic import ValidationError
 
-from calculators.models.hf_config import MAX_NESTING_DEPTH, _nesting_depth
+from calculators.models.hf_config import MAX_NESTING_DEPTH, json_nesting_depth
 from calculators.workload.modes import MODE_OF_METHOD
 from calculators.workload.training import TrainingSettings
 
@@ -821,7 +821,7 @@ def _load(text: str | bytes, name: str, is_yaml: bool) -> Any:
             raise FrameworkConfigError(f"{name}: not a text file") from None
     kind = "YAML" if is_yaml else "JSON"
     try:
-        depth = _yaml_depth(text) if is_yaml else _nesting_depth(text)
+        depth = _yaml_depth(text) if is_yaml else json_nesting_depth(text)
         if depth > MAX_NESTING_DEPTH:
             raise FrameworkConfigError(f"{name} nests lists and mappings more than {MAX_NESTING_DEPTH} deep")
         return yaml.safe_load(text) if is_yaml else json.loads(text)
