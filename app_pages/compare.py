@@ -43,11 +43,12 @@ else:
     fits = fit_matrix(workload.spec, workload.settings, gpus)
 table = gpu_table(gpus, fits, detected, {gpu.name for gpu in user_gpus()})
 
+filter_notes = st.container()  # above the filter row, which a warning inside it would squeeze
 with st.container(horizontal=True):
     vendors = sorted(table["vendor"].unique())
-    chosen_vendors = state.multiselect(st, "cmp_vendors", vendors)
+    chosen_vendors = state.multiselect(st, "cmp_vendors", vendors, notes=filter_notes)
     categories = sorted(table["category"].unique())
-    chosen_categories = state.multiselect(st, "cmp_categories", categories)
+    chosen_categories = state.multiselect(st, "cmp_categories", categories, notes=filter_notes)
     min_memory_gb = state.number(st, "cmp_min_memory", step=8)
     fits_only = state.checkbox(st, "cmp_fits_only", disabled=fits is None)
 

@@ -138,9 +138,10 @@ def _shown(option, format_func=None) -> str:
     return quoted("none (the default)" if option is None else option)
 
 
-def _replaced(label: str, what: str, used: str) -> None:
-    """A kept value the page cannot use is named, with what is used instead (never replaced silently)."""
-    st.warning(f"{label}: {what}; using {used} instead.", icon=":material/warning:")
+def _replaced(label: str, what: str, used: str, notes=None) -> None:
+    """A kept value the page cannot use is named, with what is used instead (never replaced silently),
+    in `notes` (a container) or where the page is."""
+    (notes or st).warning(f"{label}: {what}; using {used} instead.", icon=":material/warning:")
 
 
 def choice(container, key: str, label: str | None = None, options: Iterable | None = None, **kwargs) -> Any:
@@ -160,9 +161,12 @@ def choice(container, key: str, label: str | None = None, options: Iterable | No
     return widget(container.selectbox, key, label or item.label, options, **kwargs)
 
 
-def multiselect(container, key: str, options: Iterable, max_selections: int | None = None, **kwargs) -> list:
+def multiselect(
+    container, key: str, options: Iterable, max_selections: int | None = None, notes=None, **kwargs
+) -> list:
     """A multiselect. Streamlit refuses items it does not offer, repeats and more than
-    `max_selections`, so those are left out of the kept value and named in a warning."""
+    `max_selections`, so those are left out of the kept value and named in a warning (in `notes`,
+    a container, when the widget sits in a row the warning would squeeze)."""
     item = _declared(key)
     options = list(options)
     kept = list(value(key))
@@ -180,7 +184,7 @@ def multiselect(container, key: str, options: Iterable, max_selections: int | No
         chosen = chosen[:max_selections]
     if problems:
         used = ", ".join(quoted(name) for name in chosen) or "none"
-        _replaced(item.label, "; ".join(problems), used)
+        _replaced(item.label, "; ".join(problems), used, notes)
     set_value(key, chosen)
     if max_selections is not None:
         kwargs["max_selections"] = max_selections
