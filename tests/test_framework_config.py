@@ -5,7 +5,8 @@ import json
 import pytest
 
 from calculators.interface.cli import main
-from calculators.workload.framework_files import FrameworkConfigError, describe_unknown, read_framework_config
+from calculators.workload.config_fields import FrameworkConfigError
+from calculators.workload.framework_files import describe_unknown, read_framework_config
 
 TORCHTUNE_QLORA = """
 model:

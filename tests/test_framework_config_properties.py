@@ -24,7 +24,8 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from calculators.workload.framework_files import FrameworkConfig, FrameworkConfigError, read_framework_config
+from calculators.workload.config_fields import FrameworkConfigError
+from calculators.workload.framework_files import FrameworkConfig, read_framework_config
 from calculators.workload.training import TrainingSettings
 from tests.test_framework_config import ACCELERATE_FSDP, AXOLOTL_FFT_LIGER_FSDP, AXOLOTL_QLORA, TORCHTUNE_QLORA
 

@@ -29,8 +29,8 @@ from calculators.models.library import ModelNotFound, library_model, model_names
 from calculators.models.presets import load_presets
 from calculators.models.spec import ModelSpec
 from calculators.workload.build import GpuTarget, Workload, describe_workload_error
+from calculators.workload.config_fields import FrameworkConfigError
 from calculators.workload.framework_files import (
-    FrameworkConfigError,
     describe_unknown,
     read_framework_config,
     setting_fields,

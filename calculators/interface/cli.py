@@ -48,9 +48,9 @@ from calculators.workload.build import (
     Workload,
     describe_workload_error,
 )
+from calculators.workload.config_fields import FrameworkConfigError
 from calculators.workload.contradictions import workload_problems
 from calculators.workload.framework_files import (
-    FrameworkConfigError,
     describe_unknown,
     merged_values,
     read_framework_config,

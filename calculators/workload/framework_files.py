@@ -11,9 +11,10 @@ this one (an axolotl `deepspeed: zero3.json`), are named in notes; any other key
 and named in a warning, and the rest of the file is kept. A bad value for a known key is a
 FrameworkConfigError naming the key, and the settings read are checked by TrainingSettings.
 
-Every field goes through one strict reader (_int, _bool, _choice, _name, _text, _strings, _mapping,
-_component): the type and the allowed values are checked before the value is used, and the message
-names the field and quotes (short, on one line) what the file gave. The file itself is bounded before
+Every field goes through one strict reader (calculators.workload.config_fields: read_int, read_bool,
+read_choice, read_name, read_text, read_strings, read_mapping, read_component): the type and the
+allowed values are checked before the value is used, and the message names the field and quotes
+(short, on one line) what the file gave. The file itself is bounded before
 parsing: MAX_FILE_BYTES, and MAX_NESTING_DEPTH (counted as config.json's is; for YAML from the parser's
 events); after parsing, MAX_VALUES bounds a YAML document that repeats an alias to grow huge.
 Pure: text in, values out.
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import reprlib
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -31,15 +31,26 @@ import yaml
 from pydantic import ValidationError
 
 from calculators.models.hf_config import MAX_NESTING_DEPTH, json_nesting_depth
+from calculators.workload.config_fields import (
+    FrameworkConfigError,
+    given_or_default,
+    read_bool,
+    read_choice,
+    read_component,
+    read_int,
+    read_mapping,
+    read_name,
+    read_strings,
+    read_text,
+    refusal,
+    same_value,
+    show_value,
+)
 from calculators.workload.modes import MODE_OF_METHOD
 from calculators.workload.training import TrainingSettings
 
 MAX_FILE_BYTES = 2_000_000  # real framework configs are a few KB
 MAX_VALUES = 100_000  # values in the document, each alias counted again where it is used
-
-
-class FrameworkConfigError(ValueError):
-    """The file cannot be read, or a known key has a bad value; the message is one line."""
 
 
 class FrameworkConfig(NamedTuple):
@@ -59,106 +70,6 @@ class _Reading:
 
     def result(self, framework: str) -> FrameworkConfig:
         return FrameworkConfig(framework, self.values, self.unknown, tuple(self.notes))
-
-
-# --- the strict field readers, shared by every format -----------------------------------
-# Each takes the value the file gave and `where`, the field's dotted name in the file, and returns the
-# value checked or raises FrameworkConfigError naming the field and quoting (short, on one line) what it got.
-
-
-class _Quote(reprlib.Repr):
-    """repr cut short: a few items, a few levels, 40 characters of a string; an integer too long to
-    print (YAML reads 0x... of any length) is named by its size."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.maxlevel, self.maxdict, self.maxlist, self.maxstring, self.maxother = 2, 3, 4, 40, 40
-
-    def repr_int(self, x: int, level: int) -> str:
-        return f"a {x.bit_length():,}-bit number" if x.bit_length() > 256 else super().repr_int(x, level)
-
-
-_QUOTE = _Quote()
-
-
-def _show(value: Any) -> str:
-    """The value quoted in a message: Python's repr, short and on one line whatever the value holds."""
-    return _QUOTE.repr(value)
-
-
-def _refuse(where: str, expected: str, value: Any) -> FrameworkConfigError:
-    return FrameworkConfigError(f"{where}: expected {expected}, got {_show(value)}")
-
-
-def _same(value: Any, option: Any) -> bool:
-    """Equal and of the same type: 1 is not true, 1.0 is not 1, a list is never a name (no hashing)."""
-    return type(value) is type(option) and value == option
-
-
-def _choice(value: Any, where: str, allowed: tuple, expected: str) -> Any:
-    """One of `allowed` exactly (true is not 1)."""
-    if not any(_same(value, option) for option in allowed):
-        raise _refuse(where, expected, value)
-    return value
-
-
-def _name(value: Any, where: str, known: dict | tuple | frozenset, listing: str) -> str:
-    """A name the engine models (an optimizer, a loss, a distributed type)."""
-    if not isinstance(value, str):
-        raise _refuse(where, f"a name ({listing})", value)
-    if value not in known:
-        raise FrameworkConfigError(f"{where}: {_show(value)} is not one the engine models ({listing})")
-    return value
-
-
-def _text(value: Any, where: str) -> str:
-    """A name or a path: a string on one line."""
-    if not isinstance(value, str) or not value.isprintable():
-        raise _refuse(where, "a name or path on one line", value)
-    return value
-
-
-def _strings(value: Any, where: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise _refuse(where, "a list of names", value)
-    return value
-
-
-def _mapping(value: Any, where: str, expected: str = "a mapping") -> dict:
-    if not isinstance(value, dict):
-        raise _refuse(where, expected, value)
-    return value
-
-
-def _given(section: dict, key: str, default: Any) -> Any:
-    """The section's value for `key`; null, as left out, is the default."""
-    value = section.get(key)
-    return default if value is None else value
-
-
-def _component(section: Any, where: str) -> str:
-    if not isinstance(section, dict) or not isinstance(section.get("_component_"), str):
-        raise _refuse(where, "a mapping with a _component_", section)
-    return section["_component_"]
-
-
-def _bool(value: Any, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise _refuse(where, "true or false", value)
-    return value
-
-
-def _int(value: Any, where: str, field: str | None = None) -> int:
-    """A whole number from 1 up to the TrainingSettings field's bound (a million when it has none)."""
-    high = _upper_bound(field) if field else 1_000_000
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-        raise _refuse(where, f"a positive whole number up to {high:,}", value)
-    return value
-
-
-def _upper_bound(field: str) -> int:
-    bounds = [item.le for item in TrainingSettings.model_fields[field].metadata if getattr(item, "le", None)]
-    return int(bounds[0]) if bounds else 1_000_000
 
 
 # --- torchtune recipe YAML (pytorch/torchtune recipes/configs/*.yaml) ---------------------
@@ -190,28 +101,32 @@ def _torchtune(config: dict) -> FrameworkConfig:
     unknown = []
     for key, value in config.items():
         if key == "batch_size":
-            values["micro_batch"] = _int(value, key, "micro_batch")
+            values["micro_batch"] = read_int(value, key, "micro_batch")
         elif key == "gradient_accumulation_steps":
-            values["grad_accum"] = _int(value, key, "grad_accum")
+            values["grad_accum"] = read_int(value, key, "grad_accum")
         elif key == "dtype":
-            values["precision"] = _choice(value, key, ("bf16", "fp32"), "bf16 or fp32")
+            values["precision"] = read_choice(value, key, ("bf16", "fp32"), "bf16 or fp32")
         elif key == "enable_activation_checkpointing":
-            values["checkpointing"] = "full" if _bool(value, key) else "none"
+            values["checkpointing"] = "full" if read_bool(value, key) else "none"
         elif key == "enable_activation_offloading":
-            values["activation_offload"] = _bool(value, key)
+            values["activation_offload"] = read_bool(value, key)
         elif key == "optimizer_in_bwd":
-            values["optimizer_in_backward"] = _bool(value, key)
+            values["optimizer_in_backward"] = read_bool(value, key)
         elif key == "compile":
-            values["compile"] = _bool(value, key)
+            values["compile"] = read_bool(value, key)
         elif key == "loss":
-            component = _component(value, key)
-            values["loss"] = _TORCHTUNE_LOSS[_name(component, "loss._component_", _TORCHTUNE_LOSS, _TORCHTUNE_LOSSES)]
+            component = read_component(value, key)
+            values["loss"] = _TORCHTUNE_LOSS[
+                read_name(component, "loss._component_", _TORCHTUNE_LOSS, _TORCHTUNE_LOSSES)
+            ]
         elif key == "optimizer":
-            component = _name(_component(value, key), "optimizer._component_", _TORCHTUNE_OPTIMIZER,
+            component = read_name(read_component(value, key), "optimizer._component_", _TORCHTUNE_OPTIMIZER,
                               _TORCHTUNE_OPTIMIZERS)  # fmt: skip
             values["optimizer"] = _TORCHTUNE_OPTIMIZER[component]
             if values["optimizer"] == "adamw":
-                values["optimizer_impl"] = "fused" if _bool(value.get("fused", False), "optimizer.fused") else "foreach"
+                values["optimizer_impl"] = (
+                    "fused" if read_bool(value.get("fused", False), "optimizer.fused") else "foreach"
+                )
         elif key == "model":
             values |= _torchtune_model(value)
         elif key not in _TORCHTUNE_IGNORED:
@@ -221,14 +136,14 @@ def _torchtune(config: dict) -> FrameworkConfig:
 
 def _torchtune_model(section: Any) -> dict[str, Any]:
     """The model builder: lora_* or qlora_* builders train adapters of rank lora_rank."""
-    builder = _component(section, "model").rsplit(".", 1)[-1]
+    builder = read_component(section, "model").rsplit(".", 1)[-1]
     values: dict[str, Any] = {}
     if builder.startswith("qlora_"):
         values["method"] = "qlora"
     elif builder.startswith("lora_"):
         values["method"] = "lora"
     if "lora_rank" in section:
-        values["lora_rank"] = _int(section["lora_rank"], "model.lora_rank", "lora_rank")
+        values["lora_rank"] = read_int(section["lora_rank"], "model.lora_rank", "lora_rank")
     return values
 
 
@@ -252,21 +167,23 @@ def _deepspeed(config: dict) -> FrameworkConfig:
         if value is None and key in _DEEPSPEED_READ:
             continue  # null: left out
         if key == "train_micro_batch_size_per_gpu":
-            values["micro_batch"] = None if _same(value, "auto") else _int(value, key, "micro_batch")
+            values["micro_batch"] = None if same_value(value, "auto") else read_int(value, key, "micro_batch")
         elif key == "gradient_accumulation_steps":
-            values["grad_accum"] = None if _same(value, "auto") else _int(value, key, "grad_accum")
+            values["grad_accum"] = None if same_value(value, "auto") else read_int(value, key, "grad_accum")
         elif key in ("bf16", "fp16"):
-            section = _mapping(value, key, "a mapping such as {'enabled': true}")
-            enabled = _choice(_given(section, "enabled", False), f"{key}.enabled", (True, False, "auto"),
+            section = read_mapping(value, key, "a mapping such as {'enabled': true}")
+            enabled = read_choice(given_or_default(section, "enabled", False), f"{key}.enabled", (True, False, "auto"),
                               "true, false or auto")  # fmt: skip
             if enabled is not False:
                 values["precision"] = "bf16-mixed" if key == "bf16" else "fp16-mixed"
         elif key == "zero_optimization":
             values |= _deepspeed_zero(value)
         elif key == "optimizer":
-            kind = _mapping(value, key, "a mapping with a type").get("type")
+            kind = read_mapping(value, key, "a mapping with a type").get("type")
             if not isinstance(kind, str) or kind.lower() not in ("adam", "adamw"):
-                raise FrameworkConfigError(f"optimizer.type: {_show(kind)} is not one the engine models (Adam, AdamW)")
+                raise FrameworkConfigError(
+                    f"optimizer.type: {show_value(kind)} is not one the engine models (Adam, AdamW)"
+                )
             values |= {"optimizer": "adamw", "optimizer_impl": "fused"}
         elif key not in _DEEPSPEED_IGNORED:
             unknown.append(key)
@@ -274,13 +191,13 @@ def _deepspeed(config: dict) -> FrameworkConfig:
 
 
 def _deepspeed_zero(section: Any, where: str = "zero_optimization") -> dict[str, Any]:
-    section = _mapping(section, where)
-    stage = _choice(_given(section, "stage", 0), f"{where}.stage", (0, 1, 2, 3), "0 to 3")
+    section = read_mapping(section, where)
+    stage = read_choice(given_or_default(section, "stage", 0), f"{where}.stage", (0, 1, 2, 3), "0 to 3")
     values: dict[str, Any] = {"zero": stage}
     for key, field in (("offload_optimizer", "offload_optimizer"), ("offload_param", "offload_parameters")):
-        offload = _mapping(section.get(key) or {}, f"{where}.{key}", "a mapping such as {'device': 'cpu'}")
-        device = _choice(_given(offload, "device", "none"), f"{where}.{key}.device", ("none", "cpu", "nvme"),
-                         "none, cpu or nvme")  # fmt: skip
+        offload = read_mapping(section.get(key) or {}, f"{where}.{key}", "a mapping such as {'device': 'cpu'}")
+        device = read_choice(given_or_default(offload, "device", "none"), f"{where}.{key}.device",
+                             ("none", "cpu", "nvme"), "none, cpu or nvme")  # fmt: skip
         values[field] = device != "none"
     return values
 
@@ -321,22 +238,22 @@ def _hf_trainer(config: dict) -> FrameworkConfig:
         if value is None and key in _HF_READ:
             continue  # null: left out (TrainingArguments.to_json_string writes unset fields as null)
         if key == "per_device_train_batch_size":
-            values["micro_batch"] = _int(value, key, "micro_batch")
+            values["micro_batch"] = read_int(value, key, "micro_batch")
         elif key == "gradient_accumulation_steps":
-            values["grad_accum"] = _int(value, key, "grad_accum")
+            values["grad_accum"] = read_int(value, key, "grad_accum")
         elif key in ("bf16", "fp16"):
-            if _bool(value, key):
+            if read_bool(value, key):
                 values["precision"] = "amp-bf16" if key == "bf16" else "amp-fp16"
         elif key == "gradient_checkpointing":
-            values["checkpointing"] = "full" if _bool(value, key) else "none"
+            values["checkpointing"] = "full" if read_bool(value, key) else "none"
         elif key == "use_liger_kernel":
-            values["liger"] = _bool(value, key)
+            values["liger"] = read_bool(value, key)
         elif key == "torch_compile":
-            values["compile"] = _bool(value, key)
+            values["compile"] = read_bool(value, key)
         elif key in ("max_seq_length", "max_length"):  # TRL's SFTConfig
-            values["seq_len"] = _int(value, key, "seq_len")
+            values["seq_len"] = read_int(value, key, "seq_len")
         elif key == "optim":
-            optimizer, impl = _HF_OPTIM[_name(value, key, _HF_OPTIM, ", ".join(_HF_OPTIM))]
+            optimizer, impl = _HF_OPTIM[read_name(value, key, _HF_OPTIM, ", ".join(_HF_OPTIM))]
             values["optimizer"] = optimizer
             if impl:
                 values["optimizer_impl"] = impl
@@ -365,10 +282,10 @@ _FSDP_IGNORED = {
 
 def _fsdp(section: Any, where: str, read: _Reading, version: Any = None) -> None:
     """An FSDP section (keys with or without the `fsdp_` prefix): ZeRO stage, implementation, offload."""
-    section = _mapping(section, where, "a mapping of FSDP options")
+    section = read_mapping(section, where, "a mapping of FSDP options")
     options = {key.removeprefix("fsdp_"): (key, value) for key, value in section.items() if value is not None}
     version = options.pop("version", (None, version))[1]
-    version = 1 if version is None else int(_choice(version, f"{where}.fsdp_version", (1, 2, "1", "2"), "1 or 2"))
+    version = 1 if version is None else int(read_choice(version, f"{where}.fsdp_version", (1, 2, "1", "2"), "1 or 2"))
     strategy = _fsdp_strategy(options, where, version)
     # FSDP1 reads as "zero", not "fsdp1": the HF Trainer wraps a PEFT model's adapters in their own FSDP
     # units (peft.utils.other.fsdp_auto_wrap_policy), so the frozen base gets no flat-parameter gradients
@@ -377,11 +294,11 @@ def _fsdp(section: Any, where: str, read: _Reading, version: Any = None) -> None
         read.notes.append(f"{where}: {strategy} shards within a node only; the engine shards over every GPU")
     for name, (key, value) in options.items():
         if name == "offload_params":
-            offload = _bool(value, f"{where}.{key}")
+            offload = read_bool(value, f"{where}.{key}")
             sharded = _FSDP_STAGE[strategy] == 3  # the engine offloads parameters under ZeRO-3 only
             read.values |= {"offload_optimizer": offload, "offload_parameters": offload and sharded}
         elif name == "activation_checkpointing":
-            if _bool(value, f"{where}.{key}"):
+            if read_bool(value, f"{where}.{key}"):
                 read.values["checkpointing"] = "full"
         elif name not in _FSDP_IGNORED:
             read.unknown.append(f"{where}.{key}")
@@ -392,7 +309,7 @@ def _fsdp_strategy(options: dict, where: str, version: int) -> str:
     key, strategy = options.pop("sharding_strategy", ("sharding_strategy", None))
     reshard_key, reshard = options.pop("reshard_after_forward", ("reshard_after_forward", None))
     if version == 2 and reshard is not None:
-        return "FULL_SHARD" if _bool(reshard, f"{where}.{reshard_key}") else "SHARD_GRAD_OP"
+        return "FULL_SHARD" if read_bool(reshard, f"{where}.{reshard_key}") else "SHARD_GRAD_OP"
     if strategy is None and reshard is not None:  # FSDP1 spells its strategy as reshard_after_forward too
         key, strategy = reshard_key, reshard
     strategy = "FULL_SHARD" if strategy is None else strategy
@@ -402,7 +319,7 @@ def _fsdp_strategy(options: dict, where: str, version: int) -> str:
         expected = f"one of {', '.join(_FSDP_STRATEGIES)}"
         if key.endswith("reshard_after_forward"):
             expected += " (under fsdp_version 1; true or false under fsdp_version 2)"
-        raise _refuse(f"{where}.{key}", expected, strategy)
+        raise refusal(f"{where}.{key}", expected, strategy)
     return strategy.upper()
 
 
@@ -429,7 +346,7 @@ _ACCELERATE_DEEPSPEED_IGNORED = {
 
 
 def _accelerate(config: dict) -> FrameworkConfig:
-    kind = _name(config.get("distributed_type", "NO"), "distributed_type", _ACCELERATE_DDP | {"FSDP", "DEEPSPEED"},
+    kind = read_name(config.get("distributed_type", "NO"), "distributed_type", _ACCELERATE_DDP | {"FSDP", "DEEPSPEED"},
                  "NO, MULTI_GPU, FSDP, DEEPSPEED")  # fmt: skip
     read = _Reading()
     if kind in _ACCELERATE_DDP:
@@ -456,49 +373,49 @@ def _accelerate(config: dict) -> FrameworkConfig:
 def _accelerate_precision(value: Any, kind: str) -> str:
     """mixed_precision: torch.autocast over the fp32 model (DDP), or half weights with an fp32 master copy
     (DeepSpeed bf16/fp16 enabled; FSDP MixedPrecision over fp32 sharded parameters)."""
-    value = _choice(value, "mixed_precision", ("no", "fp16", "bf16", "fp8"), "no, fp16, bf16 or fp8")
+    value = read_choice(value, "mixed_precision", ("no", "fp16", "bf16", "fp8"), "no, fp16, bf16 or fp8")
     if value in ("no", "fp8"):
         return "fp32" if value == "no" else "fp8"
     return f"amp-{value}" if kind in _ACCELERATE_DDP else f"{value}-mixed"
 
 
 def _accelerate_compile(section: Any) -> bool:
-    backend = _given(_mapping(section, "dynamo_config"), "dynamo_backend", "NO")
-    return _text(backend, "dynamo_config.dynamo_backend").upper() != "NO"
+    backend = given_or_default(read_mapping(section, "dynamo_config"), "dynamo_backend", "NO")
+    return read_text(backend, "dynamo_config.dynamo_backend").upper() != "NO"
 
 
 def _accelerate_deepspeed(section: Any, read: _Reading) -> None:
     """deepspeed_config: the ZeRO stage and offload `accelerate config` asks for, or the path of a DeepSpeed JSON."""
-    section = _mapping(section, "deepspeed_config")
+    section = read_mapping(section, "deepspeed_config")
     stage = section.get("zero_stage")
     if stage is not None:
-        stage = _choice(stage, "deepspeed_config.zero_stage", (0, 1, 2, 3), "0 to 3")
+        stage = read_choice(stage, "deepspeed_config.zero_stage", (0, 1, 2, 3), "0 to 3")
         read.values |= {"zero": stage, "offload_optimizer": False, "offload_parameters": False}
     for key, value in section.items():
         where = f"deepspeed_config.{key}"
         if value is None:
             continue  # null: left out
         if key in ("offload_optimizer_device", "offload_param_device"):
-            value = _choice(value, where, ("none", "cpu", "nvme"), "none, cpu or nvme")
+            value = read_choice(value, where, ("none", "cpu", "nvme"), "none, cpu or nvme")
             offload = value != "none" and (key == "offload_optimizer_device" or stage == 3)
             read.values["offload_optimizer" if key == "offload_optimizer_device" else "offload_parameters"] = offload
         elif key == "gradient_accumulation_steps":
-            if not _same(value, "auto"):
-                read.values["grad_accum"] = _int(value, where, "grad_accum")
+            if not same_value(value, "auto"):
+                read.values["grad_accum"] = read_int(value, where, "grad_accum")
         elif key == "zero3_init_flag":
             if stage == 3:  # ZeRO-3 without zero.Init moves the whole model to each GPU first
-                read.values["load_whole_model"] = not _bool(value, where)
+                read.values["load_whole_model"] = not read_bool(value, where)
         elif key == "deepspeed_config_file":
-            read.notes.append(f"{where}: {_text(value, where)} holds the DeepSpeed settings; read it as a framework "
-                              "config too")  # fmt: skip
+            read.notes.append(f"{where}: {read_text(value, where)} holds the DeepSpeed settings; read it as a "
+                              "framework config too")  # fmt: skip
         elif key != "zero_stage" and key not in _ACCELERATE_DEEPSPEED_IGNORED:
             read.unknown.append(where)
 
 
 def _accelerate_gpus(config: dict, read: _Reading) -> None:
     """num_processes is every GPU of the job; parallelism_config's tensor-parallel size divides it."""
-    parallel = _mapping(config.get("parallelism_config") or {}, "parallelism_config")
-    tp = _int(parallel.get("parallelism_config_tp_size", 1), "parallelism_config.parallelism_config_tp_size",
+    parallel = read_mapping(config.get("parallelism_config") or {}, "parallelism_config")
+    tp = read_int(parallel.get("parallelism_config_tp_size", 1), "parallelism_config.parallelism_config_tp_size",
               "tensor_parallel")  # fmt: skip
     if tp > 1:
         read.values["tensor_parallel"] = tp
@@ -506,8 +423,8 @@ def _accelerate_gpus(config: dict, read: _Reading) -> None:
         if parallel.get(key, 1) not in (1, None):
             read.notes.append(f"parallelism_config.{key}: not modelled (data-parallel GPUs = processes / tp)")
     processes = config.get("num_processes", -1)
-    if not (_same(processes, -1) or processes is None):
-        read.values["gpus"] = max(1, _int(processes, "num_processes") // tp)
+    if not (same_value(processes, -1) or processes is None):
+        read.values["gpus"] = max(1, read_int(processes, "num_processes") // tp)
 
 
 # --- axolotl YAML (axolotl-ai-cloud/axolotl @067b021c) ------------------------------
@@ -636,14 +553,14 @@ def _axolotl(config: dict) -> FrameworkConfig:
     read = _Reading()
     for key, value in given.items():
         if key in _AXOLOTL_INT:
-            read.values[_AXOLOTL_INT[key]] = _int(value, key, _AXOLOTL_INT[key])
-        elif key in _AXOLOTL_ATTENTION and _bool(value, key):
+            read.values[_AXOLOTL_INT[key]] = read_int(value, key, _AXOLOTL_INT[key])
+        elif key in _AXOLOTL_ATTENTION and read_bool(value, key):
             read.values["attention"] = _AXOLOTL_ATTENTION[key]
         elif key == "attn_implementation":
-            read.values["attention"] = "eager" if _text(value, key) == "eager" else "fused"
+            read.values["attention"] = "eager" if read_text(value, key) == "eager" else "fused"
         elif key == "torch_compile":
-            read.values["compile"] = _same(value, "auto") or _bool(value, key)
-        elif key == "chunked_cross_entropy" and _bool(value, key):
+            read.values["compile"] = same_value(value, "auto") or read_bool(value, key)
+        elif key == "chunked_cross_entropy" and read_bool(value, key):
             read.values["loss"] = "chunked"
         elif key in _AXOLOTL_NOT_MODELLED and value:
             read.notes.append(f"{key}: not modelled by the engine")
@@ -660,7 +577,7 @@ def _axolotl(config: dict) -> FrameworkConfig:
 
 def _flag(given: dict, key: str, default: bool = False) -> bool:
     """An axolotl switch: true or false, left out (or null) for its default."""
-    return _bool(given.get(key, default), key)
+    return read_bool(given.get(key, default), key)
 
 
 def _axolotl_adapter(given: dict, read: _Reading) -> bool:
@@ -672,12 +589,12 @@ def _axolotl_adapter(given: dict, read: _Reading) -> bool:
             raise FrameworkConfigError("load_in_4bit/load_in_8bit: a quantised base needs an adapter (lora, qlora)")
         read.values["method"] = "full"
         return False
-    adapter = _name(adapter, "adapter", ("lora", "qlora"), "lora, qlora")
+    adapter = read_name(adapter, "adapter", ("lora", "qlora"), "lora, qlora")
     read.values["method"] = "qlora" if adapter == "qlora" or four_bit else "lora"
     if eight_bit:
         read.notes.append("load_in_8bit: the int8 base is estimated as a half-precision one (an over-estimate)")
     if "lora_r" in given:
-        read.values["lora_rank"] = _int(given["lora_r"], "lora_r", "lora_rank")
+        read.values["lora_rank"] = read_int(given["lora_r"], "lora_r", "lora_rank")
     read.values["lora_targets"] = _lora_targets(given)
     return True
 
@@ -690,11 +607,11 @@ def _lora_targets(given: dict) -> str:
     modules = given.get("lora_target_modules")
     if modules is None:
         return "qv"
-    if _same(modules, "all-linear"):
+    if same_value(modules, "all-linear"):
         return "all-linear"
-    modules = _strings(modules, "lora_target_modules") if not isinstance(modules, str) else [modules]
+    modules = read_strings(modules, "lora_target_modules") if not isinstance(modules, str) else [modules]
     if frozenset(modules) not in _LORA_TARGETS:
-        raise FrameworkConfigError(f"lora_target_modules: {_show(modules)} is not a set the engine models (q,v; "
+        raise FrameworkConfigError(f"lora_target_modules: {show_value(modules)} is not a set the engine models (q,v; "
                                    "q,k,v,o; q,v,o and the MLP; every linear)")  # fmt: skip
     return _LORA_TARGETS[frozenset(modules)]
 
@@ -704,7 +621,7 @@ def _axolotl_precision(given: dict, adapter: bool, deepspeed: bool, read: _Readi
     and AdamW states; PEFT keeps adapters in fp32 under autocast; DeepSpeed adds its fp32 master copy."""
     if _flag(given, "fp8"):
         return "fp8"
-    bf16 = _choice(given["bf16"], "bf16", (True, False, "auto"), "true, false or auto")
+    bf16 = read_choice(given["bf16"], "bf16", (True, False, "auto"), "true, false or auto")
     fp16 = _flag(given, "fp16")
     half = "bf16" if (bf16 is True or (bf16 == "auto" and not fp16) or _flag(given, "bfloat16")) else None
     half = half or ("fp16" if fp16 else None)
@@ -721,7 +638,7 @@ def _axolotl_precision(given: dict, adapter: bool, deepspeed: bool, read: _Readi
 
 def _axolotl_optimizer(given: dict, read: _Reading) -> None:
     """optimizer: the HF Trainer's names (transformers OptimizerNames), read as TrainingArguments `optim` is."""
-    optimizer, impl = _HF_OPTIM[_name(given["optimizer"], "optimizer", _HF_OPTIM, ", ".join(_HF_OPTIM))]
+    optimizer, impl = _HF_OPTIM[read_name(given["optimizer"], "optimizer", _HF_OPTIM, ", ".join(_HF_OPTIM))]
     read.values["optimizer"] = optimizer
     if impl:
         read.values["optimizer_impl"] = impl
@@ -730,11 +647,11 @@ def _axolotl_optimizer(given: dict, read: _Reading) -> None:
 def _axolotl_checkpointing(given: dict, read: _Reading) -> None:
     """gradient_checkpointing true, or offload / offload_disk (the kept layer inputs go to the host);
     activation_offloading true, legacy, disk or hidden_states."""
-    value = _choice(given["gradient_checkpointing"], "gradient_checkpointing", (True, False, "offload", "offload_disk"),
-                    "true, false, offload or offload_disk")  # fmt: skip
+    value = read_choice(given["gradient_checkpointing"], "gradient_checkpointing",
+                        (True, False, "offload", "offload_disk"), "true, false, offload or offload_disk")  # fmt: skip
     if read.values.get("checkpointing") != "full":  # FSDP's activation_checkpointing may have set it
         read.values["checkpointing"] = "full" if value else "none"
-    offload = _choice(
+    offload = read_choice(
         given.get("activation_offloading", False),
         "activation_offloading",
         (True, False, "legacy", "disk", "hidden_states"),
@@ -748,15 +665,15 @@ def _axolotl_sharding(given: dict, read: _Reading) -> bool:
     """deepspeed (a path, read on its own, or the JSON inline), or fsdp / fsdp_config; True under DeepSpeed."""
     deepspeed = given.get("deepspeed")
     if isinstance(deepspeed, str):
-        read.notes.append(f"deepspeed: {_text(deepspeed, 'deepspeed')} is a file of its own; its ZeRO stage and "
+        read.notes.append(f"deepspeed: {read_text(deepspeed, 'deepspeed')} is a file of its own; its ZeRO stage and "
                           "offload are not in this one: read it as a framework config too")  # fmt: skip
     elif isinstance(deepspeed, dict):
         read.values |= _deepspeed_zero(deepspeed.get("zero_optimization") or {}, "deepspeed.zero_optimization")
     elif deepspeed is not None:
-        raise _refuse("deepspeed", "a path or a mapping", deepspeed)
+        raise refusal("deepspeed", "a path or a mapping", deepspeed)
     legacy, section = given.get("fsdp"), given.get("fsdp_config")
     if section is not None:
-        _mapping(section, "fsdp_config", "a mapping of FSDP options")
+        read_mapping(section, "fsdp_config", "a mapping of FSDP options")
     if legacy is not None or section is not None:
         _fsdp(_axolotl_fsdp_section(legacy) | (section or {}), "fsdp_config", read, given.get("fsdp_version"))
     return deepspeed is not None
@@ -766,9 +683,9 @@ def _axolotl_fsdp_section(legacy: Any) -> dict:
     """The deprecated `fsdp:` list (full_shard, shard_grad_op, hybrid_shard, no_shard, offload, auto_wrap)."""
     if legacy is None:
         return {}
-    legacy = _strings(legacy, "fsdp") if isinstance(legacy, list) else legacy
+    legacy = read_strings(legacy, "fsdp") if isinstance(legacy, list) else legacy
     if not isinstance(legacy, list):
-        raise _refuse("fsdp", "a list such as [full_shard, auto_wrap]", legacy)
+        raise refusal("fsdp", "a list such as [full_shard, auto_wrap]", legacy)
     section = {"offload_params": True} if "offload" in legacy else {}
     strategies = [item.upper() for item in legacy if item.upper() in _FSDP_STAGE]
     return section | ({"sharding_strategy": strategies[0]} if strategies else {})
@@ -778,7 +695,7 @@ def _axolotl_plugins(given: dict, read: _Reading) -> None:
     """Liger (its norm and GLU kernels, its fused linear cross-entropy) and Cut Cross-Entropy replace the loss."""
     plugins = given.get("plugins") or []
     if not isinstance(plugins, list) or not all(isinstance(plugin, str) and plugin.isprintable() for plugin in plugins):
-        raise _refuse("plugins", "a list of plugin classes", plugins)
+        raise refusal("plugins", "a list of plugin classes", plugins)
     for plugin in plugins:
         if plugin in _LIGER_PLUGIN:
             kernels = any(_flag(given, key) for key in ("liger_rms_norm", "liger_glu_activation", "liger_swiglu"))
@@ -876,7 +793,7 @@ def _plain(document: Any, name: str) -> Any:
 
 
 def _key(key: Any) -> str:
-    return key if isinstance(key, str) and key.isprintable() and len(key) <= 100 else _show(key)
+    return key if isinstance(key, str) and key.isprintable() and len(key) <= 100 else show_value(key)
 
 
 def _yaml_config(config: dict, name: str) -> FrameworkConfig:
