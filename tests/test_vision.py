@@ -1,6 +1,7 @@
 """The image encoder of a vision-language model in memory and time (issue 16): its weights,
 what its layers keep for backward, Llama 3.2 Vision's cross-attention layers, and its FLOPs.
-Every figure is worked by hand from the formulas cited in calculators/workload/vision.py and memory.py."""
+Every figure is worked by hand from the formulas cited in calculators/workload/vision.py and
+calculators/memory/ (vision.py, mllama.py)."""
 
 import pytest
 from test_architectures import LLAMA_32_11B_VISION, LLAVA_15_7B, QWEN25_VL_7B
