@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
-HOURS_PER_YEAR = 24 * 365.25
-
 
 def figure_text(value: float, digits: int | None = 3) -> str:
     """`value` with thousands grouped: exactly (the shortest text that reads back to it) when `digits`

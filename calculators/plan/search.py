@@ -53,7 +53,7 @@ from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.models.spec import ModelSpec
-from calculators.plan.figures import HOURS_PER_YEAR, figure_text, hours_text, usd_text
+from calculators.plan.figures import figure_text, hours_text, usd_text
 from calculators.plan.layouts import (
     DEFAULT_HOST_MEMORY_GIB_PER_GPU,
     Layout,
@@ -71,6 +71,9 @@ TRAINING_MODES: tuple[str, ...] = ("train", "finetune-lora", "finetune-qlora")
 DEFAULT_NODE_GPUS = 8  # an HGX-style server when no price row says how many GPUs an instance holds
 DEFAULT_MAX_GPUS = 256
 OWNED_PROVIDER = "owned"
+# The longest run the planner takes as plausible: a year of 365.25 days. A plan longer than this is
+# named in `problems` with what would shorten it (cost.options amortises over 8,760 h years instead).
+PLAUSIBLE_RUN_HOURS = 24 * 365.25
 # The layout a plan sets: Plan field -> the TrainingSettings field it holds.
 PLAN_LAYOUT_FIELDS: dict[str, str] = {
     "data_parallel": "gpus",
@@ -401,14 +404,14 @@ def _explain_front(front: list[Plan]) -> list[Plan]:
 
 
 def _years(hours: float) -> str:
-    return f"{figure_text(hours / HOURS_PER_YEAR)} years"
+    return f"{figure_text(hours / PLAUSIBLE_RUN_HOURS)} years"
 
 
 def _too_long(request: PlanRequest, fastest: Plan, best: Plan | None) -> list[str]:
-    """A plan longer than a plausible run (a year, HOURS_PER_YEAR) named with what would shorten it."""
-    if fastest.hours > HOURS_PER_YEAR:
+    """A plan longer than a plausible run (a year, PLAUSIBLE_RUN_HOURS) named with what would shorten it."""
+    if fastest.hours > PLAUSIBLE_RUN_HOURS:
         tokens = request.dataset_tokens * request.epochs
-        within_year = tokens * HOURS_PER_YEAR / fastest.hours
+        within_year = tokens * PLAUSIBLE_RUN_HOURS / fastest.hours
         more_gpus = (
             f"allow more GPUs than {request.max_gpus} (max GPUs)"
             if fastest.gpus >= request.max_gpus
@@ -419,12 +422,12 @@ def _too_long(request: PlanRequest, fastest: Plan, best: Plan | None) -> list[st
             f"{fastest.gpu}, {fastest.provider}), longer than a plausible run of a year: {more_gpus}, or fewer "
             f"tokens (about {within_year:.3g} tokens in all would end within a year at that speed)"
         ]
-    if best is not None and best.hours > HOURS_PER_YEAR:
+    if best is not None and best.hours > PLAUSIBLE_RUN_HOURS:
         return [
             f"the cheapest plan takes {hours_text(best.hours)} ({_years(best.hours)}; {best.gpus} x {best.gpu}, "
             f"{best.provider}), longer than a plausible run of a year: more GPUs shorten it (the fastest plan, "
             f"{fastest.gpus} x {fastest.gpu}, takes {hours_text(fastest.hours)} for {usd_text(fastest.usd)}); "
-            f"give a deadline of at most {hours_text(HOURS_PER_YEAR, None)} to get the cheapest plan within a year"
+            f"give a deadline of at most {hours_text(PLAUSIBLE_RUN_HOURS, None)} to get the cheapest plan within a year"
         ]
     return []
 
