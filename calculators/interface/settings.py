@@ -211,21 +211,23 @@ class Setting:
                 raise SettingError(f"{name or self.label}: expected true or false, got {raw[:40]!r}")
             return raw.lower() in ("1", "true")
         if kind in (int, float):
-            number = _number_from_text(raw, name or self.label)
-            if self.zero_means_unset and number == 0:
-                return None  # as the widget's 0: the model's own default
-            return self.check(number, name)
+            return self._parse_number(raw, name)
         return self.check(raw, name)
+
+    def _parse_number(self, raw: str, name: str = "", scale: float = 1.0) -> Any:
+        """A number from text, times `scale` (the shown units' factor), checked; 0 is None for a
+        setting whose widget's 0 stands for the model's own default."""
+        number = _number_from_text(raw, name or self.label)
+        if self.zero_means_unset and number == 0:
+            return None
+        return self.check(number * scale if scale != 1 and math.isfinite(number) else number, name)
 
     def parse_shown(self, raw: str) -> Any:
         """A value written in the units the app shows (billions of tokens, per cent), as links
         carry it, checked in the model's units."""
         if self.ui_scale == 1 or self.optional and raw.strip().lower() in ("", "none"):
             return self.parse(raw)
-        number = _number_from_text(raw.strip(), self.label)
-        if self.zero_means_unset and number == 0:
-            return None
-        return self.check(number * self.ui_scale if math.isfinite(number) else number)
+        return self._parse_number(raw.strip(), scale=self.ui_scale)
 
     def format_shown(self, value: Any) -> str:
         """The text parse_shown reads back to `value`."""
