@@ -11,6 +11,7 @@ import streamlit as st
 
 from calculators.hardware.catalogue import load_gpu_catalogue
 from measure.calibration.inventory import read_inventory
+from measure.calibration.power import training_energy_text
 from measure.calibration.result import CalibrationResult
 from measure.calibration.runner import (
     CalibrationRequestError,
@@ -182,6 +183,9 @@ cols[0].json(active.overheads.model_dump())
 cols[1].markdown("**Matmul utilisation (fraction of dense peak)**")
 cols[1].json(active.utilisation)
 cols[2].metric("Training-step MFU", "-" if active.training_mfu is None else f"{active.training_mfu:.1%}")
+step_record = active.record("training_step")
+if step_record is not None and step_record.ok:
+    st.caption(training_energy_text(step_record.details))
 st.download_button("Export JSON", export_json(active), "calibration.json", "application/json")
 
 if len(history) > 1:

@@ -106,6 +106,74 @@ def test_training_step_on_cpu_gives_step_time_mfu_and_the_estimate():
     settings = benchmarks._reference_settings(TINY[4], TINY[3], "fp32")
     assert details["estimated_allocated_gib"] == pytest.approx(estimate_memory(spec, settings).allocated_gib)
     assert "not measured on the CPU" in details["memory_comparison"]
+    assert details["energy"].startswith("not measured") and "energy_j" not in details
+
+
+class _FakeNvml:
+    """pynvml with an energy counter that reads 1,000,000 mJ, then 1,450,000 mJ."""
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self):
+        self.readings_mj = [1_000_000, 1_450_000]
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return index
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        return self.readings_mj.pop(0)
+
+
+def test_energy_meter_turns_the_nvml_counter_into_energy_and_power(monkeypatch):
+    import sys
+
+    from measure.calibration import power
+
+    monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml())
+    clock = iter([10.0, 11.5])  # the timed steps took 1.5 s
+    monkeypatch.setattr(power.time, "perf_counter", lambda: next(clock))
+    meter = power.EnergyMeter(0)
+    meter.start()
+    meter.stop()
+    details = meter.details(steps=3, tokens_per_step=4096, tdp_w=700.0)
+    # 1,450,000 - 1,000,000 mJ = 450 J over 1.5 s = 300 W, 150 J a step, 450 / (3 x 4096) = 0.0366 J a token;
+    # 300 W of a 700 W TDP is 0.4286.
+    assert details["energy_j"] == pytest.approx(450.0)
+    assert details["mean_power_w"] == pytest.approx(300.0)
+    assert details["energy_per_step_j"] == pytest.approx(150.0)
+    assert details["energy_per_token_j"] == pytest.approx(450 / 12288)
+    assert details["power_fraction_of_tdp"] == pytest.approx(300 / 700)
+    assert power.training_energy_text(details) == (
+        "Training step: 300 W mean board power (43% of the board's TDP), 150.0 J per step, 36.62 mJ per token "
+        "(NVML energy counter, warm-up steps left out)."
+    )
+
+
+def test_energy_meter_says_why_when_the_gpu_has_no_energy_counter(monkeypatch):
+    import sys
+
+    from measure.calibration import power
+
+    fake = _FakeNvml()
+
+    def refuse(handle):
+        raise fake.NVMLError("Not Supported")
+
+    fake.nvmlDeviceGetTotalEnergyConsumption = refuse
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    meter = power.EnergyMeter(0)
+    meter.start()
+    meter.stop()
+    assert meter.details(steps=1, tokens_per_step=1, tdp_w=None) == {
+        "energy": "not measured: this GPU has no NVML energy counter (Not Supported)"
+    }
 
 
 def test_training_step_refuses_master_weight_precisions_with_a_reason():

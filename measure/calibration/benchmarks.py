@@ -34,6 +34,7 @@ from calculators.hardware.catalogue import GpuSpec
 from calculators.models.geometry import parameter_count
 from calculators.models.spec import ModelSpec
 from calculators.units import GIB, MIB
+from measure.calibration.power import EnergyMeter, nvml_index
 from measure.calibration.result import MATMUL_PRECISION_OF, BenchmarkRecord
 
 MATMUL_PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
@@ -510,12 +511,17 @@ def _step_function(model: Any, device: Any, precision: str, micro_batch: int, se
     return step
 
 
-def _timed_steps_s(device: Any, step: Callable[[], None], budget_s: float, warmup: int) -> list[float]:
-    """Seconds of each timed step after `warmup` steps; at least one, more while the budget lasts."""
+def _timed_steps_s(
+    device: Any, step: Callable[[], None], budget_s: float, warmup: int, meter: EnergyMeter | None = None
+) -> list[float]:
+    """Seconds of each timed step after `warmup` steps; at least one, more while the budget lasts.
+    `meter` reads the GPU's energy over the timed steps only, warm-up left out."""
     deadline = time.perf_counter() + budget_s
     for _ in range(warmup):
         step()
     _synchronize(device)
+    if meter is not None:
+        meter.start()
     times_s: list[float] = []
     while len(times_s) < 50:
         start_s = time.perf_counter()
@@ -524,6 +530,8 @@ def _timed_steps_s(device: Any, step: Callable[[], None], budget_s: float, warmu
         times_s.append(time.perf_counter() - start_s)
         if time.perf_counter() + max(times_s[-3:]) > deadline:  # the slowest recent step must still fit
             break
+    if meter is not None:
+        meter.stop()
     return times_s
 
 
@@ -605,7 +613,8 @@ def training_step_benchmark(
     model = build_model(spec, settings.attention, settings.checkpointing).to(device)
     step = _step_function(model, device, precision, micro_batch, seq_len, spec.vocab_size)
     remaining_s = budget_s - (time.perf_counter() - started_s)
-    times_s = _timed_steps_s(device, step, remaining_s, warmup=2 if device.type == "cuda" else 1)
+    meter = EnergyMeter(nvml_index(device))
+    times_s = _timed_steps_s(device, step, remaining_s, warmup=2 if device.type == "cuda" else 1, meter=meter)
     memory = _memory_details(device, spec, settings, baseline)
     del step, model
     if device.type == "cuda":
@@ -635,7 +644,8 @@ def training_step_benchmark(
             "peak_source": peak_source,
             "mfu": achieved_tflops / peak if peak else None,
         }
-        | memory,
+        | memory
+        | meter.details(len(times_s), tokens, gpu.tdp_w if gpu else None),
     )
 
 
