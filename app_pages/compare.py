@@ -100,8 +100,8 @@ st.subheader("Charts")
 fmt = matmul_format(workload.settings.precision) if workload.ready and not workload.is_inference else "bf16"
 tflops_column = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp32": "fp32_tflops"}[fmt]
 left, right = st.columns(2)
-left.plotly_chart(memory_bandwidth_figure(shown), width="stretch")
-right.plotly_chart(tflops_price_figure(shown, tflops_column, fmt.upper()), width="stretch")
+left.plotly_chart(memory_bandwidth_figure(shown, picked), width="stretch")
+right.plotly_chart(tflops_price_figure(shown, tflops_column, fmt.upper(), picked), width="stretch")
 if workload.ready and not workload.is_inference:
     intensity = workload_intensity_flops_per_byte(workload.spec, workload.settings)
     roofline_gpus = [gpu for gpu in gpus if gpu.name in picked]

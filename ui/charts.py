@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import pandas as pd
 import plotly.graph_objects as go
 
 from calculators.memory.result import COMPONENT_LABEL, COMPONENTS, MemoryEstimate
+from ui.axes import axis
+from ui.palette import COMPONENT_COLOUR, HIGHLIGHT_LINE, pricing_colour, step_part_colour, vendor_colour
 
 # Every figure's margins: room for the title bar, none wasted at the sides.
 MARGIN = dict(l=10, r=10, t=30, b=10)
@@ -19,7 +23,13 @@ def phase_breakdown_figure(estimate: MemoryEstimate, capacity_gib: float) -> go.
     for component in COMPONENTS:
         values = [phase_components[phase].get(component, 0.0) for phase in phases]
         if any(v > 0 for v in values):
-            figure.add_bar(name=COMPONENT_LABEL[component], x=phases, y=values, hovertemplate="%{y:.2f} GiB")
+            figure.add_bar(
+                name=COMPONENT_LABEL[component],
+                x=phases,
+                y=values,
+                marker_color=COMPONENT_COLOUR[component],
+                hovertemplate=f"{COMPONENT_LABEL[component]}: %{{y:.2f}} GiB<extra></extra>",
+            )
     figure.add_hline(y=capacity_gib, line_dash="dash", line_color="red", annotation_text=f"GPU {capacity_gib:g} GiB")
     figure.update_layout(
         barmode="stack",
@@ -39,24 +49,41 @@ def validation_figure(ids: list[str], measured: list[float], estimated: list[flo
     return figure
 
 
-def memory_bandwidth_figure(table: pd.DataFrame) -> go.Figure:
-    """Memory capacity against bandwidth, one marker per GPU, coloured by vendor."""
+def _picked_markers(rows: pd.DataFrame, picked: Collection[str]) -> dict:
+    """Marker lines and labels that single out the GPUs the user picked."""
+    is_picked = rows["name"].isin(list(picked))
+    return dict(
+        mode="markers+text",
+        textposition="top center",
+        texttemplate=[name if chosen else "" for name, chosen in zip(rows["name"], is_picked, strict=True)],
+        marker_line=dict(
+            width=[HIGHLIGHT_LINE["width"] if chosen else 0 for chosen in is_picked], color=HIGHLIGHT_LINE["color"]
+        ),
+    )
+
+
+def memory_bandwidth_figure(table: pd.DataFrame, picked: Collection[str] = ()) -> go.Figure:
+    """Memory capacity against bandwidth, one marker per GPU, coloured by vendor; picked GPUs labelled."""
     figure = go.Figure()
     for vendor, rows in table.groupby("vendor", sort=True):
         figure.add_scatter(
             x=rows["memory_gb"],
             y=rows["memory_bandwidth_tbps"],
-            mode="markers",
             name=str(vendor),
             text=rows["name"],
-            marker=dict(size=11, symbol=["star" if d else "circle" for d in rows["detected"]]),
+            marker=dict(
+                size=11, color=vendor_colour(str(vendor)), symbol=["star" if d else "circle" for d in rows["detected"]]
+            ),
             hovertemplate="%{text}<br>%{x:g} GB, %{y:.2f} TB/s<extra></extra>",
+            **_picked_markers(rows, picked),
         )
     figure.update_layout(xaxis_title="Memory (GB)", yaxis_title="Bandwidth (TB/s)", height=420, margin=MARGIN)
     return figure
 
 
-def tflops_price_figure(table: pd.DataFrame, tflops_column: str, format_label: str) -> go.Figure:
+def tflops_price_figure(
+    table: pd.DataFrame, tflops_column: str, format_label: str, picked: Collection[str] = ()
+) -> go.Figure:
     """Dense TFLOPS of the workload's matmul format against the price, where both are known."""
     priced = table.dropna(subset=["price_usd", tflops_column])
     figure = go.Figure()
@@ -64,16 +91,16 @@ def tflops_price_figure(table: pd.DataFrame, tflops_column: str, format_label: s
         figure.add_scatter(
             x=rows["price_usd"],
             y=rows[tflops_column],
-            mode="markers",
             name=str(vendor),
             text=rows["name"],
             customdata=rows[tflops_column] / rows["price_usd"] * 1000,
-            marker=dict(size=11),
+            marker=dict(size=11, color=vendor_colour(str(vendor))),
             hovertemplate="%{text}<br>$%{x:,.0f}: %{y:g} TFLOPS (%{customdata:.1f} per $1000)<extra></extra>",
+            **_picked_markers(rows, picked),
         )
     figure.update_layout(
-        xaxis_title="Price (USD, list or street)",
-        yaxis_title=f"Dense {format_label} TFLOPS",
+        xaxis=axis(priced["price_usd"], "Price per GPU (USD, list or street)", "usd"),
+        yaxis=axis(priced[tflops_column], f"Dense {format_label} TFLOPS"),
         height=420,
         margin=MARGIN,
     )
@@ -88,15 +115,19 @@ def roofline_figure(points: list, intensity_flops_per_byte: float, format_label:
     for point in points:
         xs = sorted({low, point.ridge_flops_per_byte, high})
         ys = [min(point.peak_tflops, x * point.bandwidth_tbps) for x in xs]
-        figure.add_scatter(x=xs, y=ys, mode="lines", name=point.gpu, hovertemplate="%{x:.0f} FLOP/B: %{y:.0f} TFLOPS")
+        figure.add_scatter(
+            x=xs, y=ys, mode="lines", name=point.gpu, hovertemplate="%{x:.0f} FLOP/B: %{y:.0f} TFLOPS<extra></extra>"
+        )
     figure.add_vline(
         x=intensity_flops_per_byte,
         line_dash="dash",
         annotation_text=f"workload {intensity_flops_per_byte:.0f} FLOP/B",
     )
+    lowest_tflops = min(min(low * p.bandwidth_tbps, p.peak_tflops) for p in points) if points else 1.0
+    highest_tflops = max((p.peak_tflops for p in points), default=1000.0)
     figure.update_layout(
-        xaxis=dict(type="log", title="Arithmetic intensity (FLOP per byte)"),
-        yaxis=dict(type="log", title=f"Attainable {format_label} TFLOPS"),
+        xaxis=axis([low, high], "Arithmetic intensity (FLOP per byte)"),
+        yaxis=axis([lowest_tflops, highest_tflops], f"Attainable {format_label} TFLOPS"),
         height=420,
         margin=MARGIN,
     )
@@ -114,7 +145,7 @@ def time_cost_figure(rows: pd.DataFrame) -> go.Figure:
             mode="markers",
             name=str(pricing),
             text=label,
-            marker=dict(size=8, opacity=0.6),
+            marker=dict(size=8, opacity=0.6, color=pricing_colour(str(pricing))),
             hovertemplate="%{text}<br>%{x:.1f} h, $%{y:,.0f}<extra></extra>",
         )
         front = group[group["pareto"]].sort_values("hours")
@@ -124,7 +155,7 @@ def time_cost_figure(rows: pd.DataFrame) -> go.Figure:
             mode="lines+markers",
             name=f"Pareto front ({pricing})",
             text=front["gpu"] + " · " + front["provider"],
-            line=dict(dash="dot"),
+            line=dict(dash="dot", color=pricing_colour(str(pricing))),
             hovertemplate="%{text}<br>%{x:.1f} h, $%{y:,.0f}<extra></extra>",
         )
     hours_usd_layout(figure, height=460)
@@ -132,10 +163,13 @@ def time_cost_figure(rows: pd.DataFrame) -> go.Figure:
 
 
 def hours_usd_layout(figure: go.Figure, height: int) -> None:
-    """Log axes of run hours against run cost, as the Time and cost and Plan pages draw them."""
+    """Axes of run hours against run cost for the points drawn, as the Time and cost and Plan pages
+    draw them: log with $10, $100, $1k and 1 h, 10 h ticks, or linear when the points span little."""
+    hours = [x for trace in figure.data for x in (trace.x or ()) if isinstance(x, int | float)]
+    usd = [y for trace in figure.data for y in (trace.y or ()) if isinstance(y, int | float)]
     figure.update_layout(
-        xaxis=dict(type="log", title="Hours (wall clock)"),
-        yaxis=dict(type="log", title="USD for the run"),
+        xaxis=axis(hours, "Hours (wall clock)", "hours"),
+        yaxis=axis(usd, "USD for the run", "usd"),
         height=height,
         margin=MARGIN,
     )
@@ -161,7 +195,13 @@ def step_breakdown_figure(compute_s: dict[str, float], exposed_s: dict[str, floa
     }
     for name, seconds in parts.items():
         if seconds > 0:
-            figure.add_bar(name=name, x=["step"], y=[seconds], hovertemplate=f"{name}: %{{y:.4f}} s<extra></extra>")
+            figure.add_bar(
+                name=name,
+                x=["step"],
+                y=[seconds],
+                marker_color=step_part_colour(name),
+                hovertemplate=f"{name}: %{{y:.4f}} s<extra></extra>",
+            )
     figure.update_layout(barmode="stack", yaxis_title="seconds per step", height=380, margin=MARGIN)
     return figure
 
@@ -169,12 +209,18 @@ def step_breakdown_figure(compute_s: dict[str, float], exposed_s: dict[str, floa
 def scaling_figure(gpus: list[int], tokens_per_s_per_gpu: list[float], hours: list[float]) -> go.Figure:
     """Tokens per second per GPU and hours for the run against the number of GPUs."""
     figure = go.Figure()
-    figure.add_scatter(x=gpus, y=tokens_per_s_per_gpu, name="tokens/s per GPU", mode="lines+markers")
-    figure.add_scatter(x=gpus, y=hours, name="hours", mode="lines+markers", yaxis="y2")
+    figure.add_scatter(
+        x=gpus, y=tokens_per_s_per_gpu, name="tokens/s per GPU", mode="lines+markers",
+        hovertemplate="%{x} GPUs: %{y:,.0f} tokens/s per GPU<extra></extra>",
+    )  # fmt: skip
+    figure.add_scatter(
+        x=gpus, y=hours, name="hours", mode="lines+markers", yaxis="y2",
+        hovertemplate="%{x} GPUs: %{y:,.1f} h<extra></extra>",
+    )  # fmt: skip
     figure.update_layout(
-        xaxis=dict(type="log", title="GPUs"),
-        yaxis=dict(title="tokens/s per GPU"),
-        yaxis2=dict(title="hours", overlaying="y", side="right", type="log"),
+        xaxis=axis(gpus, "GPUs"),
+        yaxis=axis(tokens_per_s_per_gpu, "tokens/s per GPU"),
+        yaxis2=axis(hours, "hours", "hours") | dict(overlaying="y", side="right"),
         height=380,
         margin=MARGIN,
     )
