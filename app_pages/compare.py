@@ -9,7 +9,7 @@ from calculators.timing.roofline import matmul_format, roofline_point, workload_
 from calculators.workload.serving import serving_problem
 from ui import state
 from ui.charts import memory_bandwidth_figure, roofline_figure, tflops_price_figure
-from ui.gpu_table import FIT_COLUMNS, SERVING_COLUMNS, gpu_table, serving_fit_rows, side_by_side
+from ui.gpu_table import FIELD_LABEL, FIT_COLUMNS, SERVING_COLUMNS, gpu_table, serving_fit_rows, side_by_side
 from ui.host_gpus import detected_gpu_names
 from ui.user_gpus import user_gpu_controls, user_gpus
 
@@ -27,7 +27,7 @@ gpus = catalogue + user_gpus()
 detected, detection_message = detected_gpu_names(gpus)
 if detected:
     st.success(f"This host has: {', '.join(sorted(detected))} (marked in the table).", icon=":material/memory:")
-else:
+elif detection_message.startswith("This host has"):  # GPUs the catalogue lacks; no driver is no news to a visitor
     st.caption(detection_message)
 
 fits = None
@@ -70,22 +70,18 @@ if fits_only and fits is not None:
 st.caption(f"{len(shown)} of {len(table)} GPUs. Click a column header to sort. Tensor TFLOPS are dense (no sparsity).")
 fit_fields = [] if fits is None else list(SERVING_COLUMNS if workload.is_inference else FIT_COLUMNS)
 columns = ["name", *fit_fields, *SPEC_FIELDS, "detected", "yours"]
-st.dataframe(
-    shown[columns],
-    hide_index=True,
-    width="stretch",
-    column_config={
-        "headroom_gib": st.column_config.NumberColumn("headroom GiB", format="%.1f"),
-        "stack_problem": st.column_config.TextColumn("cannot run because"),
-        "max_micro_batch": st.column_config.NumberColumn("max micro-batch"),
-        "min_gpus": st.column_config.NumberColumn("fewest GPUs"),
-        "max_concurrency": st.column_config.NumberColumn("most sequences"),
-        "max_context_len": st.column_config.NumberColumn("longest context"),
-        "decode_tokens_per_s": st.column_config.NumberColumn("decode tok/s per seq.", format="%.0f"),
-        "price_usd": st.column_config.NumberColumn("price USD", format="$%d"),
-        "as_of": st.column_config.DateColumn("as of"),
-    },
-)
+number_formats = {"headroom_gib": "%.1f", "decode_tokens_per_s": "%.0f", "price_usd": "$%d"}
+column_config = {
+    column: st.column_config.NumberColumn(FIELD_LABEL[column], format=number_formats.get(column))
+    for column in columns
+    if pd.api.types.is_numeric_dtype(shown[column]) and shown[column].dtype != bool
+} | {
+    column: FIELD_LABEL[column]
+    for column in columns
+    if not pd.api.types.is_numeric_dtype(shown[column]) or shown[column].dtype == bool
+}
+column_config["as_of"] = st.column_config.DateColumn(FIELD_LABEL["as_of"])
+st.dataframe(shown[columns], hide_index=True, width="stretch", column_config=column_config)
 
 st.subheader("Side by side")
 names = list(table["name"])

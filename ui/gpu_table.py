@@ -19,6 +19,41 @@ SERVING_COLUMNS = (
 )  # fmt: skip
 
 
+# What a person reads for each column of the Compare tables (field names stay in the data).
+FIELD_LABEL = {
+    "name": "GPU",
+    "verdict": "fits?",
+    "headroom_gib": "headroom (GiB)",
+    "max_micro_batch": "largest micro-batch",
+    "min_gpus": "fewest GPUs",
+    "stack_problem": "cannot run because",
+    "max_concurrency": "most sequences",
+    "max_context_len": "longest context (tokens)",
+    "decode_tokens_per_s": "decode tokens/s per sequence",
+    "vendor": "vendor",
+    "category": "category",
+    "memory_gb": "memory (GB, vendor's figure)",
+    "memory_type": "memory type",
+    "memory_bandwidth_tbps": "memory bandwidth (TB/s)",
+    "fp32_tflops": "FP32 TFLOPS",
+    "tf32_tflops": "TF32 TFLOPS",
+    "bf16_tflops": "BF16 TFLOPS",
+    "fp16_tflops": "FP16 TFLOPS",
+    "fp8_tflops": "FP8 TFLOPS",
+    "int8_tops": "INT8 TOPS",
+    "tdp_w": "board power (W)",
+    "interconnect": "GPU-to-GPU link",
+    "interconnect_gbps": "link bandwidth (GB/s, both ways)",
+    "pcie_gen": "PCIe generation",
+    "launch_year": "launched",
+    "price_usd": "price (USD)",
+    "source": "source",
+    "as_of": "as of",
+    "detected": "on this host",
+    "yours": "added by you",
+}
+
+
 class ServingRow(BaseModel):
     """A serving answer shaped like a fit-matrix row, so the table treats both alike."""
 
@@ -80,6 +115,6 @@ def _cell_text(value: object) -> str:
 
 
 def side_by_side(table: pd.DataFrame, names: list[str], fields: list[str]) -> pd.DataFrame:
-    """Chosen GPUs as columns, one row per field."""
+    """Chosen GPUs as columns, one row per field, each row named for a person."""
     chosen = table.set_index("name").loc[names, fields]
-    return chosen.T.map(_cell_text)
+    return chosen.T.map(_cell_text).rename(index=lambda field: FIELD_LABEL.get(field, field))
