@@ -36,4 +36,12 @@ def test_a_hub_id_in_the_link_is_kept_and_explained_when_offline():
     assert not app.exception
     assert app.selectbox(key="preset").value == "someone/not-bundled-7b"
     errors = texts(app.error)
-    assert any("someone/not-bundled-7b" in text and "upload its config.json" in text for text in errors)
+    assert any("someone/not-bundled-7b" in text and "upload its config.json in the sidebar" in text for text in errors)
+    assert not any("--config-json" in text for text in errors)  # a flag means nothing on a page
+
+
+def test_a_model_typed_in_another_case_is_the_bundled_one():
+    app = open_app(model="Llama-2-7B")  # as the box hands a typed name to the page
+    assert not app.exception and not any("unknown model" in text for text in texts(app.error))
+    assert app.selectbox(key="preset").value == "Llama-2-7B"  # what the user typed stays
+    assert any("llama-2-7b" in text for text in texts(app.markdown) + texts(app.caption) + texts(app.info))

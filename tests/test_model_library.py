@@ -212,8 +212,38 @@ def test_hub_failures_name_the_upload_alternative_and_closest_names(tmp_path, mo
     with pytest.raises(ModelNotFound) as caught:
         resolve_model("Qwen/Qwen3-31B-A3B", fetch=hub)
     message = str(caught.value)
-    assert says in message and "upload its config.json" in message
+    assert says in message and "give its config.json with --config-json FILE" in message
     assert "closest bundled: Qwen/" in message and "\n" not in message
+    on_page = caught.value.for_page()
+    assert "upload its config.json in the sidebar" in on_page and "--config-json" not in on_page
+
+
+def test_a_hub_that_does_not_answer_is_given_up_within_the_deadline(tmp_path, monkeypatch):
+    import time
+
+    from calculators.models import hub
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(hub, "_download", lambda repo, revision: time.sleep(30))
+    started_s = time.perf_counter()
+    with pytest.raises(ModelNotFound) as caught:
+        resolve_model("someone/slow-7b", fetch=lambda repo, revision: hub.fetch_hub_config(repo, revision, 0.3))
+    assert time.perf_counter() - started_s < 2
+    assert "the Hugging Face Hub did not answer within 0.3 s" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("typed", "resolved"),
+    [
+        ("Llama-2-7B", "llama-2-7b"),
+        ("llama2 7b", "llama-2-7b"),
+        ("LLAMA_2_7B", "llama-2-7b"),
+        ("Llama-2-7b-HF", "meta-llama/Llama-2-7b-hf@main"),
+        ("qwen3 0.6b", "Qwen/Qwen3-0.6B@main"),
+    ],
+)
+def test_a_bundled_model_is_found_whatever_its_case_and_punctuation(typed, resolved):
+    assert resolve_model(typed).name == resolved
 
 
 def test_a_bad_config_from_the_hub_is_a_model_input_error(tmp_path, monkeypatch):

@@ -25,7 +25,14 @@ from calculators.models.hf_config import (
     spec_from_parameter_count,
 )
 from calculators.models.hub import fetch_hub_config
-from calculators.models.library import ModelNotFound, library_model, model_names, resolve_model
+from calculators.models.library import (
+    ModelNotFound,
+    bundled_spelling,
+    library_model,
+    model_names,
+    resolve_model,
+    split_model_ref,
+)
 from calculators.models.presets import load_presets
 from calculators.models.spec import ModelSpec
 from calculators.workload.build import GpuTarget, Workload, describe_workload_error
@@ -114,9 +121,18 @@ def _named_model(name: str) -> tuple[ModelSpec | None, list[str], list[str]]:
     """A preset, a bundled library model, a cached or Hub config by its id; what the user typed
     stays in the box when it cannot be found."""
     try:
-        spec = resolve_model(name, fetch_hub_config)
-    except (ModelNotFound, ModelInputError) as error:
+        if split_model_ref(name) is not None and library_model(name) is None:
+            with st.spinner(f"Looking up {name} on Hugging Face..."):
+                spec = resolve_model(name, fetch_hub_config)
+        else:
+            spec = resolve_model(name, fetch_hub_config)
+    except ModelNotFound as error:
+        return None, [error.for_page()], []
+    except ModelInputError as error:
         return None, [str(error)], []
+    spelled = bundled_spelling(name)
+    if spelled is not None and spelled != name and name not in load_presets() and library_model(name) is None:
+        name = spelled
     bundled = library_model(name)
     if bundled is None:
         return spec, [], [] if name in load_presets() else [f"Model {spec.name} read from its config.json."]

@@ -26,13 +26,15 @@ from pydantic import BaseModel, Field, ValidationError
 from calculators import DATA_DIR
 from calculators.hardware import csv_rows
 from calculators.models.hf_config import spec_from_config_dict, spec_from_hf_config
+from calculators.models.hub import HubUnreachableError
 from calculators.models.presets import load_presets
 from calculators.models.spec import ModelSpec
 
 DEFAULT_LIBRARY_PATH = DATA_DIR / "model_library.json"
 # org/name, optionally @revision: what huggingface_hub accepts as a repo id (letters, digits, - _ .).
 _REPO_ID = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96})(?:@(?P<revision>[\w./-]{1,100}))?")
-UPLOAD_HINT = "upload its config.json (--config-json FILE, or the config.json box on the page)"
+CLI_UPLOAD_HINT = "give its config.json with --config-json FILE"
+PAGE_UPLOAD_HINT = "upload its config.json in the sidebar (Model from: config.json)"
 
 ConfigFetcher = Callable[[str, str], bytes]
 
@@ -42,10 +44,23 @@ class LibraryError(ValueError):
 
 
 class ModelNotFound(LookupError):
-    """No preset, library entry, cached or Hub config for a name; one line for the user."""
+    """No preset, library entry, cached or Hub config for a name; one line for the user, which
+    names the way to upload a config.json where the user is: the flag on the command line
+    (str), the sidebar's box on a page (`for_page`)."""
+
+    def __init__(self, problem: str, closest: list[str]):
+        super().__init__(problem)
+        self.problem, self.closest = problem, closest
+
+    def _worded(self, upload_hint: str) -> str:
+        hint = f"; closest bundled: {', '.join(self.closest)}" if self.closest else ""
+        return f"{self.problem}; {upload_hint}{hint}"
 
     def __str__(self) -> str:
-        return str(self.args[0])
+        return self._worded(CLI_UPLOAD_HINT)
+
+    def for_page(self) -> str:
+        return self._worded(PAGE_UPLOAD_HINT)
 
 
 class LibraryModel(BaseModel):
@@ -149,6 +164,29 @@ def model_names() -> list[str]:
     return [*load_presets(), *load_library()]
 
 
+def fold_name(name: str) -> str:
+    """A name with case and punctuation folded away: Llama-2-7B, llama2 7b and LLAMA_2_7B all read
+    "llama27b", so a person need not type a model's exact spelling."""
+    return re.sub(r"[^0-9a-z]", "", name.casefold())
+
+
+@lru_cache(maxsize=1)
+def _names_by_fold() -> dict[str, str]:
+    """Folded spelling -> bundled name; presets win over library ids, a full id over a bare name."""
+    by_fold: dict[str, str] = {}
+    for name in reversed(model_names()):  # presets come first in model_names: let them overwrite
+        by_fold[fold_name(name.split("/")[-1])] = name
+    for name in reversed(model_names()):
+        by_fold[fold_name(name)] = name
+    return by_fold
+
+
+def bundled_spelling(name: str) -> str | None:
+    """The bundled name that `name` spells with other case or punctuation (a preset before a
+    library id), or None."""
+    return _names_by_fold().get(fold_name(name.split("@")[0]))
+
+
 @lru_cache(maxsize=1)
 def _folded_names() -> tuple[tuple[str, str], ...]:
     return tuple((name, name.casefold()) for name in model_names())
@@ -204,9 +242,7 @@ def cached_config(repo: str, revision: str | None = None) -> Path | None:
 
 
 def _not_found(name: str, why: str, what: str = "model") -> ModelNotFound:
-    close = closest_names(name)
-    hint = f"; closest bundled: {', '.join(close)}" if close else ""
-    return ModelNotFound(f"{what} {name!r} {why}; {UPLOAD_HINT}{hint}")
+    return ModelNotFound(f"{what} {name!r} {why}", closest_names(name))
 
 
 def hub_failure(error: Exception) -> str:
@@ -218,6 +254,8 @@ def hub_failure(error: Exception) -> str:
         return "is gated on the Hub: accept its license there and set HF_TOKEN"
     if kind in ("RepositoryNotFoundError", "RevisionNotFoundError", "EntryNotFoundError"):
         return "is not on the Hub (or is private: set HF_TOKEN)"
+    if isinstance(error, HubUnreachableError):
+        return f"is not bundled nor cached, and {error}"
     if kind in ("LocalEntryNotFoundError", "OfflineModeIsEnabled") or isinstance(error, OSError):
         return "is not bundled nor cached, and the Hub cannot be reached (offline)"
     return f"could not be read from the Hub ({kind})"
@@ -237,6 +275,9 @@ def resolve_model(name: str, fetch: ConfigFetcher | None = None) -> ModelSpec:
         model = library_model(name)
         if model is not None:
             return library_spec(model.id)
+        spelled = bundled_spelling(name)
+        if spelled is not None:
+            return resolve_model(spelled)
         raise _not_found(name, "(nor a Hugging Face id org/name)", what="unknown model preset")
     repo, revision = ref
     model = library_model(repo)
