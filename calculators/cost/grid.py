@@ -116,4 +116,4 @@ def grid_unknown_reason(provider: str, region: str, table: GridTable | None = No
     row = grid_for(provider, region, table)
     if row is None:
         return f"grid intensity not known: {provider} {region} is not in data/grid_intensity.csv"
-    return f"grid intensity not known: {row.notes}"
+    return f"grid intensity not known: {(row.notes or '').removeprefix('Not known: ')}"
