@@ -215,3 +215,18 @@ def test_cost_json_carries_energy_and_co2(capsys):
 def test_cost_refuses_a_pue_below_one_in_one_line(capsys):
     code, _, err = run_cli(capsys, "cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--pue", "0.5")
     assert code == 2 and err.startswith("error: --pue: must be at least 1") and err.count("\n") == 1
+
+
+# --- the Time and cost page -------------------------------------------------------------------
+
+
+def test_the_cost_page_shows_energy_and_co2_columns_and_follows_a_linked_grid_intensity():
+    from tests.apptest_helpers import open_app
+
+    app = open_app("app_pages/cost.py", model="gpt2", tokens_b="2", grid_g="1000", pue="1")
+    assert not app.exception
+    table = app.dataframe[0].value
+    assert {ENERGY_COLUMN, CO2_COLUMN} <= set(table.columns)
+    # at 1,000 g/kWh every known energy is its own CO2 in kg (kWh x 1000 / 1000)
+    known = table[table[ENERGY_COLUMN] != "not known"]
+    assert len(known) and list(known[ENERGY_COLUMN]) == list(known[CO2_COLUMN])
