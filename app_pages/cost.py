@@ -51,6 +51,7 @@ try:
         restart_h=inputs.restart_h,
         measured_matmul_fraction=calibrated,
         peak_gib=peak_gib,
+        energy=inputs.energy,
     )
 except ValueError as error:
     st.error(str(error))
@@ -191,7 +192,8 @@ kwh = state.number(cols[3], "cost_buy_kwh", step=0.01)
 try:
     ownership = OwnershipSettings(purchase_usd_per_gpu=purchase, years=years, pue=pue, electricity_usd_per_kwh=kwh)
     rent_usd_per_hour = rent.instances * rent.on_demand_usd_per_hour
-    verdict = buy_vs_rent(buy_gpu, rent.instances * rent.gpus_per_instance, rent_usd_per_hour, rent.hours, ownership)
+    gpus_rented = rent.instances * rent.gpus_per_instance
+    verdict = buy_vs_rent(buy_gpu, gpus_rented, rent_usd_per_hour, rent.hours, ownership, inputs.energy)
 except ValueError as error:  # pydantic's ValidationError is one: one line per problem, not its raw text
     st.info(f"Buy vs rent not available: {describe_workload_error(error)}")
 else:

@@ -324,16 +324,17 @@ def test_llama31_8b_sample_cheapest_h100_is_an_8_gpu_instance():
 
 def test_buy_vs_rent_by_hand():
     # 8 H100 at 30,000 USD = 240,000 USD capex; over 3 years x 8760 h: 9.1324 USD/h.
-    # Power 8 x 0.7 kW x PUE 1.5 = 8.4 kW x 0.13 USD/kWh = 1.092 USD/h.
-    # Renting at 23.60 USD/h: break-even 240,000 / (23.60 - 1.092) = 10,662.9 h.
-    # A 10 h run owned: (9.1324 + 1.092) x 10 = 102.24 USD; rented 236 USD.
+    # Power per GPU (calculators.cost.energy defaults): 700 W TDP x 0.76 = 532 W + 437 W host
+    # = 969 W x PUE 1.56 = 1,511.64 W; 8 GPUs: 12.09312 kW x 0.13 USD/kWh = 1.5721056 USD/h.
+    # Renting at 23.60 USD/h: break-even 240,000 / (23.60 - 1.5721056) = 10,895.26 h.
+    # A 10 h run owned: (9.13242 + 1.57211) x 10 = 107.045 USD; rented 236 USD.
     result = buy_vs_rent(H100, 8, rent_usd_per_hour=23.6, run_hours=10.0)
     assert result.capex_usd == 240_000
     assert result.amortised_usd_per_hour == pytest.approx(9.1324, rel=1e-4)
-    assert result.energy_usd_per_hour == pytest.approx(1.092)
-    assert result.power_kw == pytest.approx(8.4)
-    assert result.break_even_hours == pytest.approx(10_662.9, rel=1e-4)
-    assert result.run_usd_owned == pytest.approx(102.24, rel=1e-4)
+    assert result.energy_usd_per_hour == pytest.approx(1.5721056)
+    assert result.power_kw == pytest.approx(12.09312)
+    assert result.break_even_hours == pytest.approx(10_895.26, rel=1e-5)
+    assert result.run_usd_owned == pytest.approx(107.045, rel=1e-5)
     assert result.run_usd_rented == pytest.approx(236.0)
 
 
@@ -343,8 +344,8 @@ def test_buy_vs_rent_with_own_settings():
     result = buy_vs_rent(H100, 2, rent_usd_per_hour=6.0, run_hours=1.0, ownership=ownership)
     assert result.capex_usd == pytest.approx(52_000)
     assert result.amortised_usd_per_hour == pytest.approx(1.18721, rel=1e-5)
-    # 2 x 0.7 kW x 1.2 x 0.13 = 0.2184 USD/h
-    assert result.energy_usd_per_hour == pytest.approx(0.2184)
+    # (700 W x 0.76 + 437 W host) x PUE 1.2 = 969 x 1.2 = 1,162.8 W per GPU; 2 GPUs 2.3256 kW x 0.13 = 0.302328 USD/h
+    assert result.energy_usd_per_hour == pytest.approx(0.302328)
 
 
 def test_renting_cheaper_than_power_never_breaks_even():

@@ -107,4 +107,10 @@ def test_control_characters_are_removed_from_the_workbook():
 
 
 def test_csv_keeps_the_new_reason_columns():
-    assert OPTION_COLUMNS[-3:] == ("spot_not_worth_reason", "stack_problem", "excluded_reason")
+    # fields are appended after them (energy and carbon, ranges): the reasons stay together, in order
+    start = OPTION_COLUMNS.index("spot_not_worth_reason")
+    assert OPTION_COLUMNS[start : start + 3] == ("spot_not_worth_reason", "stack_problem", "excluded_reason")
+
+
+def test_csv_carries_energy_and_carbon():
+    assert {"energy_kwh", "co2_kg", "grid_gco2e_per_kwh", "co2_unknown_reason"} <= set(OPTION_COLUMNS)

@@ -175,17 +175,18 @@ def test_spot_plan_uses_the_expected_spot_hours():
 
 
 def test_owned_hardware_costs_amortised_purchase_plus_power():
-    # $30,000 over 3 years of 8760 h = $1.1416/h; 700 W x PUE 1.5 x $0.13/kWh = $0.1365/h.
+    # $30,000 over 3 years of 8760 h = $1.14155/h; power at the share 1.0 of TDP given here:
+    # (700 W + 437 W host per GPU) x PUE 1.56 = 1,773.72 W x $0.13/kWh = $0.230584/h (calculators.cost.energy).
     h100 = find_gpu("H100-SXM5-80GB")
-    assert owned_usd_per_gpu_hour(h100, OwnershipSettings(), 1.0) == pytest.approx(1.14155 + 0.1365, rel=1e-4)
+    assert owned_usd_per_gpu_hour(h100, OwnershipSettings(), 1.0) == pytest.approx(1.14155 + 0.230584, rel=1e-4)
     assert owned_usd_per_gpu_hour(gpu("NoPrice", 100), OwnershipSettings(), 1.0) is None
     owned = gpu("Owned", 200, price_usd=8760.0, price_kind="street", tdp_w=1000.0)  # $8760 over 3 years: $1/3 per hour
     result = plan_run(TINY, BASE, PlanRequest(dataset_tokens=TOKENS, global_batch_tokens=4096, max_gpus=1,
                                               include_owned=True), [owned], [], TIME)  # fmt: skip
     (plan,) = result.plans
     assert plan.pricing == "owned" and plan.provider == "owned"
-    # 1/3 + 1 kW x 1.5 x 0.13 = 0.33333 + 0.195 = $0.52833 per hour.
-    assert plan.usd == pytest.approx(0.528333 * FAST_HOURS, rel=1e-5)
+    # 1/3 + (1,000 W + 437 W host) x PUE 1.56 = 2,241.72 W x 0.13 = 0.33333 + 0.291424 = $0.624757 per hour.
+    assert plan.usd == pytest.approx(0.624757 * FAST_HOURS, rel=1e-5)
 
 
 def test_providers_filter_keeps_only_those_rows():

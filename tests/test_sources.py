@@ -28,6 +28,7 @@ DATA_FILES = (
     "litgpt_lora_resource_table.csv",
     "llm_foundry_throughput_table.csv",
     "gpus.csv",
+    "grid_intensity.csv",
     "matmul_efficiency.csv",
     "measured_throughput.csv",
     "measured_peak_memory.csv",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 from pydantic import ValidationError
 
+from calculators.cost.energy import EnergySettings
 from calculators.cost.options import adjusted_prices
 from calculators.cost.prices import CloudPrice, PriceCatalogueError, load_prices, parse_price_csv
 from calculators.cost.spot import DEFAULT_INTERRUPTIONS_PER_HOUR
@@ -29,6 +30,7 @@ class CostInputs:
     fits_only: bool
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    energy: EnergySettings = field(default_factory=EnergySettings)
 
 
 def _dataset_controls(column) -> dict:
@@ -88,6 +90,18 @@ def _spot_controls(column) -> tuple[float, float, float | None]:
     return write_min / 60, restart_min / 60, rate if override else None
 
 
+def _energy_controls() -> dict:
+    """What the energy and carbon columns assume: the GPUs' share of TDP, the host, PUE, the grid."""
+    with st.expander("Energy and carbon: GPU and host power, PUE, grid intensity"):
+        left, middle, right, last = st.columns(4)
+        return {
+            "gpu_share_of_tdp": state.number(left, "cost_gpu_share_pct", step=5.0),
+            "host_w_per_gpu": state.number(middle, "cost_host_w", step=25.0),
+            "pue": state.number(right, "cost_pue", step=0.05),
+            "grid_gco2e_per_kwh": state.number(last, "cost_grid_g", step=10.0),
+        }
+
+
 def _on_price_upload(catalogue: list[GpuSpec]) -> None:
     upload = st.session_state.get("price_upload")
     st.session_state[UPLOAD_ERROR_KEY] = None
@@ -133,7 +147,13 @@ def cost_inputs(catalogue: list[GpuSpec]) -> CostInputs:
     step = _step_controls()
     fits_only = state.checkbox(st, "cost_fits_only")
     prices, discount, notes = _price_controls(catalogue)
+    energy_values = _energy_controls()
     errors = []
+    try:
+        energy = EnergySettings(**energy_values)
+    except ValidationError as error:
+        errors.append(f"Energy settings: {describe_validation_error(error)}; the defaults are used")
+        energy = EnergySettings()
     try:
         time_settings = TimeSettings(**dataset, **throughput, **step)
     except ValidationError as error:
@@ -147,4 +167,5 @@ def cost_inputs(catalogue: list[GpuSpec]) -> CostInputs:
         fits_only=fits_only,
         errors=errors,
         notes=notes,
+        energy=energy,
     )

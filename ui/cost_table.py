@@ -22,7 +22,23 @@ FORMULAS = [
     "checkpoint interval = sqrt(2 x checkpoint write time x mean time between interruptions) (Young 1974, Daly 2006)",
     "expected spot hours: Daly 2006 (exponential interruptions), with restart time and lost work",
     "cost per epoch = cost x hours per epoch / hours; per million tokens = cost / (tokens / 1e6)",
+    "energy kWh = (GPU TDP x share drawn while training + host W per GPU) x PUE x GPUs x on-demand hours / 1000 "
+    "(76% of rated power measured on 8 x H100 nodes, Newkirk et al. 2025; DGX H100 rated 10.2 kW; Uptime "
+    "Institute 2024 average PUE 1.56); a spot row shows the same energy (re-run work not counted)",
+    "CO2 kg = energy kWh x the region's grid gCO2e/kWh / 1000 (data/grid_intensity.csv: Google Cloud region "
+    "carbon data 2024, Ember via Our World in Data 2023); 'not known' where the region is not one place",
 ]
+
+
+ENERGY_COLUMN = "energy (kWh)"
+CO2_COLUMN = "CO2 (kg CO2e)"
+
+
+def _known(value: float | None) -> str:
+    """A figure for the table, or 'not known' in words (never a blank that reads as 0)."""
+    if value is None:
+        return "not known"
+    return f"{value:,.1f}" if value < 10 else f"{value:,.0f}"
 
 
 def escape_dollars(text: str) -> str:
@@ -79,6 +95,8 @@ def ranked_rows(options: list[CostOption]) -> pd.DataFrame:
             "instances": option.instances,
             "fits": option.fits_in_memory,
             "prices as of": option.price_as_of,
+            ENERGY_COLUMN: _known(option.energy_kwh),
+            CO2_COLUMN: _known(option.co2_kg),
         }
         rows.append(
             common

@@ -25,6 +25,8 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from calculators.cost.energy import DEFAULT_PUE, EnergySettings, co2_kg, energy_kwh, facility_w_per_gpu
+from calculators.cost.grid import GridTable, grid_for, grid_unknown_reason, load_grid_intensity
 from calculators.cost.pareto import time_cost_front
 from calculators.cost.prices import CloudPrice
 from calculators.cost.pricing import price_run
@@ -80,6 +82,18 @@ class CostOption(BaseModel):
     excluded_reason: str | None = Field(
         default=None, description="why the option is set apart from the ranking: does not fit, or cannot run"
     )
+    energy_kwh: float | None = Field(
+        default=None,
+        description="facility energy of the on-demand hours: (GPU TDP x share + host W) x PUE x GPUs x hours "
+        "(calculators.cost.energy); None without a TDP",
+    )
+    co2_kg: float | None = Field(
+        default=None, description="energy_kwh x the region's grid gCO2e/kWh / 1000; None when either is not known"
+    )
+    grid_gco2e_per_kwh: float | None = Field(
+        default=None, description="grid intensity used: given, or the region's from data/grid_intensity.csv"
+    )
+    co2_unknown_reason: str | None = Field(default=None, description="why co2_kg is not known, in words")
 
 
 class GpuVerdict(NamedTuple):
@@ -113,6 +127,33 @@ def _fit_problem(gpu: GpuSpec, peak_gib: float | None) -> str:
     return f"does not fit: the workload needs {peak_gib:,.1f} GiB per GPU, {gpu.name} has {gpu.memory_gb:g} GB"
 
 
+class RunEnergy(NamedTuple):
+    """A run's energy and carbon on one instance row; None where not known, with the reason."""
+
+    energy_kwh: float | None
+    co2_kg: float | None
+    grid_gco2e_per_kwh: float | None
+    co2_unknown_reason: str | None
+
+
+def run_energy(
+    gpu: GpuSpec, price: CloudPrice, gpus: int, hours: float, energy: EnergySettings, grid: GridTable
+) -> RunEnergy:
+    """Energy of `gpus` GPUs of `gpu` for `hours` (calculators.cost.energy) and its CO2 at the grid
+    intensity given in `energy`, else that of the price row's region in `grid`."""
+    watts = facility_w_per_gpu(gpu, energy)
+    kwh = None if watts is None else energy_kwh(watts, gpus, hours)
+    intensity = energy.grid_gco2e_per_kwh
+    if intensity is None:
+        row = grid_for(price.provider, price.region, grid)
+        intensity = None if row is None else row.gco2e_per_kwh
+    if kwh is None:
+        return RunEnergy(None, None, intensity, f"energy not known: {gpu.name} has no TDP in the catalogue")
+    if intensity is None:
+        return RunEnergy(kwh, None, None, grid_unknown_reason(price.provider, price.region, grid))
+    return RunEnergy(kwh, co2_kg(kwh, intensity), intensity, None)
+
+
 def _option(
     price: CloudPrice,
     estimate: TimeEstimate,
@@ -120,8 +161,10 @@ def _option(
     verdict: GpuVerdict,
     checkpoint_write_h: float,
     restart_h: float,
+    power: RunEnergy,
 ) -> CostOption:
-    """Price one instance row for a time estimate (calculators.cost.pricing.price_run)."""
+    """Price one instance row for a time estimate (calculators.cost.pricing.price_run), with its
+    energy and carbon (`run_energy`)."""
     hours = estimate.hours_total
     run = price_run(price, gpus, hours, checkpoint_write_h, restart_h)
     spot = run.spot
@@ -160,6 +203,10 @@ def _option(
         spot_not_worth_reason=None if spot is None else spot.not_worth_reason,
         stack_problem=verdict.stack_problem,
         excluded_reason=verdict.excluded_reason,
+        energy_kwh=power.energy_kwh,
+        co2_kg=power.co2_kg,
+        grid_gco2e_per_kwh=power.grid_gco2e_per_kwh,
+        co2_unknown_reason=power.co2_unknown_reason,
     )
 
 
@@ -174,6 +221,8 @@ def cost_options(
     restart_h: float = DEFAULT_RESTART_H,
     measured_matmul_fraction: dict[str, float] | None = None,
     peak_gib: float | None = None,
+    energy: EnergySettings | None = None,
+    grid: GridTable | None = None,
 ) -> list[CostOption]:
     """Every priced instance with a time estimate: those that fit and can run first, each group
     cheapest on demand first.
@@ -187,10 +236,14 @@ def cost_options(
     `measured_matmul_fraction` (GPU name -> fraction of dense peak, from a calibration) replaces
     mamf-finder's per-family fraction in those GPUs' GEMMs unless the user gave a utilisation or
     a matmul fraction for all GPUs.
+    Each option's energy and CO2 follow `energy` (default EnergySettings()) and the grid table
+    `grid` (default data/grid_intensity.csv) for the on-demand hours.
     Raises ValueError for a checkpoint write or restart time that is negative, not finite, or
     over a week (calculators.cost.spot.check_pause_hours).
     """
     check_pause_hours(checkpoint_write_h, restart_h)
+    energy = energy or EnergySettings()
+    grid = load_grid_intensity() if grid is None else grid
     gpus_by_name = {gpu.name: gpu for gpu in catalogue}
     estimates: dict[tuple[str, int], TimeEstimate | None] = {}
     verdicts: dict[str, GpuVerdict] = {}
@@ -208,7 +261,10 @@ def cost_options(
         if gpu.name not in verdicts:
             verdicts[gpu.name] = gpu_verdict(gpu, settings, memory_fits, peak_gib)
         verdict = verdicts[gpu.name]
-        options.append(_option(price, estimates[key], settings.total_gpus, verdict, checkpoint_write_h, restart_h))
+        power = run_energy(gpu, price, settings.total_gpus, estimates[key].hours_total, energy, grid)
+        options.append(
+            _option(price, estimates[key], settings.total_gpus, verdict, checkpoint_write_h, restart_h, power)
+        )
     return sorted(options, key=lambda option: (option.excluded_reason is not None, option.usd_on_demand, option.hours))
 
 
@@ -273,7 +329,9 @@ class OwnershipSettings(BaseModel):
         default=0.0, ge=0, le=10, description="server, network, storage as a fraction of GPU capex; 0 = GPUs only"
     )
     years: float = Field(default=3.0, gt=0, le=30, description="amortisation period, used around the clock")
-    pue: float = Field(default=1.5, ge=1, le=5, description="power usage effectiveness (facility / IT power)")
+    pue: float = Field(
+        default=DEFAULT_PUE, ge=1, le=5, description="power usage effectiveness of your facility (facility / IT power)"
+    )
     electricity_usd_per_kwh: float = Field(default=0.13, ge=0, le=10)
 
 
@@ -287,7 +345,7 @@ class BuyVsRent(BaseModel):
     purchase_usd_per_gpu: float
     capex_usd: float = Field(description="GPUs x price x (1 + host overhead)")
     years: float = Field(description="amortisation period, every hour of it")
-    power_kw: float = Field(description="GPUs x TDP x PUE")
+    power_kw: float = Field(description="GPUs x (TDP x share + host W) x PUE (calculators.cost.energy)")
     energy_usd_per_hour: float
     amortised_usd_per_hour: float = Field(description="capex spread over every hour of `years`")
     owned_usd_per_hour: float = Field(description="amortised capex + energy")
@@ -299,9 +357,10 @@ class BuyVsRent(BaseModel):
     assumptions: list[str]
 
 
-def energy_usd_per_hour(tdp_w: float, gpus: int, pue: float, electricity_usd_per_kwh: float) -> float:
-    """Electricity per hour at full power: GPUs x TDP x PUE x price per kWh (GPU TDP only)."""
-    return gpus * tdp_w / 1000 * pue * electricity_usd_per_kwh
+def energy_usd_per_hour(facility_w_per_gpu: float, gpus: int, electricity_usd_per_kwh: float) -> float:
+    """Electricity per hour of use: GPUs x facility W per GPU (calculators.cost.energy.facility_w_per_gpu,
+    the figure the rented options' energy uses) / 1000 x price per kWh."""
+    return gpus * facility_w_per_gpu / 1000 * electricity_usd_per_kwh
 
 
 def break_even_hours(capex_usd: float, rent_usd_per_hour: float, energy_usd_per_hour: float) -> float | None:
@@ -325,15 +384,33 @@ def amortised_usd_per_hour(capex: float, ownership: OwnershipSettings) -> float:
     return capex / (ownership.years * HOURS_PER_YEAR)
 
 
-def owned_usd_per_gpu_hour(gpu: GpuSpec, ownership: OwnershipSettings, utilisation: float) -> float | None:
+def owned_facility_w_per_gpu(
+    gpu: GpuSpec, ownership: OwnershipSettings, energy: EnergySettings | None = None, share_of_tdp: float | None = None
+) -> float | None:
+    """Facility W per owned GPU: the rented options' figure (calculators.cost.energy.facility_w_per_gpu:
+    TDP x share + host W, by `energy`) at your facility's PUE; `share_of_tdp` replaces the share."""
+    energy = energy or EnergySettings()
+    if share_of_tdp is not None:
+        energy = energy.model_copy(update={"gpu_share_of_tdp": share_of_tdp})
+    return facility_w_per_gpu(gpu, energy, pue=ownership.pue)
+
+
+def owned_usd_per_gpu_hour(
+    gpu: GpuSpec,
+    ownership: OwnershipSettings,
+    utilisation: float | None = None,
+    energy: EnergySettings | None = None,
+) -> float | None:
     """Owning one GPU for an hour: purchase x (1 + host overhead) spread over every hour of the
-    amortisation period, plus power TDP x utilisation x PUE x electricity price
-    (energy_usd_per_hour at TDP x utilisation). None without a purchase price or TDP."""
+    amortisation period, plus its facility power (owned_facility_w_per_gpu; `utilisation` is the
+    share of TDP the GPU draws, None: `energy`'s) x electricity price. None without a purchase
+    price or TDP."""
     purchase = purchase_usd_per_gpu(gpu, ownership)
-    if purchase is None or gpu.tdp_w is None:
+    watts = owned_facility_w_per_gpu(gpu, ownership, energy, utilisation)
+    if purchase is None or watts is None:
         return None
     amortised = amortised_usd_per_hour(capex_usd(1, purchase, ownership), ownership)
-    return amortised + energy_usd_per_hour(gpu.tdp_w * utilisation, 1, ownership.pue, ownership.electricity_usd_per_kwh)
+    return amortised + energy_usd_per_hour(watts, 1, ownership.electricity_usd_per_kwh)
 
 
 def buy_vs_rent(
@@ -342,20 +419,24 @@ def buy_vs_rent(
     rent_usd_per_hour: float,
     run_hours: float,
     ownership: OwnershipSettings | None = None,
+    energy: EnergySettings | None = None,
 ) -> BuyVsRent:
     """Compare owning `gpus` of `gpu` with renting them at `rent_usd_per_hour` (all of them).
 
     Raises ValueError when there is no purchase price (none given, none in the catalogue) or
-    the catalogue has no TDP for the GPU.
+    the catalogue has no TDP for the GPU. Power is the rented options' figure (`energy`: share of
+    TDP and host W) at your facility's PUE (`ownership.pue`).
     """
     ownership = ownership or OwnershipSettings()
+    energy = energy or EnergySettings()
     price = purchase_usd_per_gpu(gpu, ownership)
     if price is None:
         raise ValueError(f"{gpu.name} has no price in the catalogue; give purchase_usd_per_gpu")
-    if gpu.tdp_w is None:
+    watts = owned_facility_w_per_gpu(gpu, ownership, energy)
+    if watts is None:
         raise ValueError(f"{gpu.name} has no TDP in the catalogue; its power cost is unknown")
     capex = capex_usd(gpus, price, ownership)
-    energy = energy_usd_per_hour(gpu.tdp_w, gpus, ownership.pue, ownership.electricity_usd_per_kwh)
+    power_usd = energy_usd_per_hour(watts, gpus, ownership.electricity_usd_per_kwh)
     amortised = amortised_usd_per_hour(capex, ownership)
     return BuyVsRent(
         gpu=gpu.name,
@@ -363,27 +444,30 @@ def buy_vs_rent(
         purchase_usd_per_gpu=price,
         capex_usd=capex,
         years=ownership.years,
-        power_kw=gpus * gpu.tdp_w / 1000 * ownership.pue,
-        energy_usd_per_hour=energy,
+        power_kw=gpus * watts / 1000,
+        energy_usd_per_hour=power_usd,
         amortised_usd_per_hour=amortised,
-        owned_usd_per_hour=amortised + energy,
+        owned_usd_per_hour=amortised + power_usd,
         rent_usd_per_hour=rent_usd_per_hour,
-        break_even_hours=break_even_hours(capex, rent_usd_per_hour, energy),
+        break_even_hours=break_even_hours(capex, rent_usd_per_hour, power_usd),
         run_hours=run_hours,
-        run_usd_owned=(amortised + energy) * run_hours,
+        run_usd_owned=(amortised + power_usd) * run_hours,
         run_usd_rented=rent_usd_per_hour * run_hours,
-        assumptions=_ownership_assumptions(gpu, ownership, price),
+        assumptions=_ownership_assumptions(gpu, ownership, price, energy),
     )
 
 
-def _ownership_assumptions(gpu: GpuSpec, ownership: OwnershipSettings, price: float) -> list[str]:
+def _ownership_assumptions(
+    gpu: GpuSpec, ownership: OwnershipSettings, price: float, energy: EnergySettings
+) -> list[str]:
     """Plain-language list of what the buy-vs-rent comparison assumes."""
     kind = "given" if ownership.purchase_usd_per_gpu else f"catalogue {gpu.price_kind or 'price'}"
     return [
         f"purchase {price:,.0f} USD per GPU ({kind}), host overhead {ownership.host_overhead_fraction:.0%} of it",
         f"amortised over {ownership.years:g} years of every hour (idle hours are paid for too)",
-        f"power at TDP {gpu.tdp_w:g} W per GPU x PUE {ownership.pue:g} (Uptime Institute surveys: about 1.5-1.6 "
-        f"average), electricity {ownership.electricity_usd_per_kwh:g} USD/kWh (about the US commercial average)",
+        f"power per GPU (TDP {gpu.tdp_w:g} W x {energy.gpu_share_of_tdp:g} + {energy.host_w_per_gpu:,.0f} W host) x "
+        f"PUE {ownership.pue:g} (Uptime Institute 2024 average 1.56), as the rented options' energy, electricity "
+        f"{ownership.electricity_usd_per_kwh:g} USD/kWh (about the US commercial average)",
         "no staff, space, maintenance, financing or resale value",
     ]
 

@@ -16,12 +16,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from calculators.cost.options import adjusted_prices, cost_options
+from calculators.cost.energy import EnergySettings
+from calculators.cost.options import CostOption, adjusted_prices, cost_options
 from calculators.cost.prices import PriceCatalogueError, load_prices, parse_price_csv
 from calculators.cost.run_inputs import RunInputs
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
 from calculators.hardware.csv_rows import echo, one_line
-from calculators.interface.settings import Setting, SettingError, all_settings, build_workload
+from calculators.interface.settings import Setting, SettingError, all_settings, build_workload, values_for
 from calculators.memory.engine import estimate_memory
 from calculators.memory.fit import check_fit, suggestions, verdict
 from calculators.memory.fit_matrix import fit_matrix
@@ -402,6 +403,7 @@ def cost_command(args: argparse.Namespace) -> str:
         checkpoint_write_h=args.checkpoint_write_min / 60,
         restart_h=args.restart_min / 60,
         peak_gib=peak,
+        energy=EnergySettings(**values_for(EnergySettings, setting_values(args))),
     )
     if args.fits_only:  # only what fits and whose software runs on the GPU
         options = [option for option in options if option.excluded_reason is None]
@@ -415,10 +417,22 @@ def cost_command(args: argparse.Namespace) -> str:
         spot = "-" if option.usd_spot_expected is None else f"${option.usd_spot_expected:,.0f}"
         lines.append(
             f"  {option.gpu:<24}{option.provider:<11}{option.instance_type:<26}{option.hours:>9.1f} h"
-            f"  on demand ${option.usd_on_demand:>12,.0f}  spot {spot:>12}"
+            f"  on demand ${option.usd_on_demand:>12,.0f}  spot {spot:>12}  {_energy_text(option)}"
             + (f"  left out: {option.excluded_reason}" if option.excluded_reason else "")
         )
     return "\n".join(lines)
+
+
+def _energy_text(option: CostOption) -> str:
+    """'1,234 kWh 456 kg CO2e' for the readable table; 'not known' in words where a figure is not."""
+    kwh = "energy not known" if option.energy_kwh is None else f"{_amount(option.energy_kwh)} kWh"
+    co2 = "CO2 not known" if option.co2_kg is None else f"{_amount(option.co2_kg)} kg CO2e"
+    return f"{kwh} {co2}"
+
+
+def _amount(value: float) -> str:
+    """A figure with a decimal below 10 (a small run's 0.4 kg is not 0), whole above."""
+    return f"{value:,.1f}" if value < 10 else f"{value:,.0f}"
 
 
 def plan_command(args: argparse.Namespace) -> str:
@@ -617,7 +631,9 @@ def build_parser() -> OneLineParser:
     cost = commands.add_parser("cost", help="time and cost of the run on every priced cloud option")
     add_workload_arguments(cost)
     run = cost.add_argument_group("run")
-    add_setting_arguments(run, [item for item in all_settings() if item.model in (TimeSettings, RunInputs)])
+    add_setting_arguments(
+        run, [item for item in all_settings() if item.model in (TimeSettings, RunInputs, EnergySettings)]
+    )
     run.add_argument("--prices", type=Path, help="a price sheet CSV instead of data/cloud_prices.csv")
     run.add_argument("--fits-only", action="store_true", help="only GPUs the workload fits on")
     run.add_argument("--top", type=int, default=20, help="rows in the readable table")

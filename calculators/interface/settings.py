@@ -21,6 +21,7 @@ from typing import Any, Literal
 import annotated_types
 from pydantic import BaseModel
 
+from calculators.cost.energy import EnergySettings
 from calculators.cost.options import OwnershipSettings
 from calculators.cost.run_inputs import RunInputs
 from calculators.cost.spot import DEFAULT_INTERRUPTIONS_PER_HOUR
@@ -499,6 +500,34 @@ def _declare() -> list[Setting]:
         Setting("pue", "buy_pue", "PUE", model=OwnershipSettings, state="cost_buy_pue"),
         Setting(
             "electricity_usd_per_kwh", "buy_kwh", "Electricity (USD/kWh)", model=OwnershipSettings, state="cost_buy_kwh"
+        ),
+        # Energy and carbon of the rented options (and the owned power's share of TDP and host watts)
+        Setting(
+            "gpu_share_of_tdp",
+            "gpu_share",
+            "GPU draw while training (% of TDP)",
+            model=EnergySettings,
+            state="cost_gpu_share_pct",
+            ui_scale=0.01,
+            flag="--gpu-share-of-tdp",
+        ),
+        Setting(
+            "host_w_per_gpu",
+            "host_w",
+            "Host power per GPU (W)",
+            model=EnergySettings,
+            state="cost_host_w",
+            flag="--host-w-per-gpu",
+        ),
+        Setting("pue", "pue", "PUE of the cloud data centre", model=EnergySettings, state="cost_pue", flag="--pue"),
+        Setting(
+            "grid_gco2e_per_kwh",
+            "grid_g",
+            "Grid intensity (gCO2e/kWh, 0 = each region's)",
+            model=EnergySettings,
+            state="cost_grid_g",
+            flag="--grid-gco2-per-kwh",
+            zero_means_unset=True,  # the widget's 0 is each region's figure from data/grid_intensity.csv
         ),
     ]
 

@@ -44,6 +44,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from calculators.cost.energy import EnergySettings
 from calculators.cost.options import OwnershipSettings, owned_usd_per_gpu_hour
 from calculators.cost.pareto import time_cost_front
 from calculators.cost.prices import CloudPrice
@@ -642,7 +643,8 @@ def _assumptions(
     if request.include_owned:
         assumptions.append(
             f"owned: purchase price from the catalogue x (1 + {ownership.host_overhead_fraction:.0%} host) over "
-            f"{ownership.years:g} years of every hour, plus TDP x {request.utilisation_of_owned:.0%} x PUE "
+            f"{ownership.years:g} years of every hour, plus (TDP x {request.utilisation_of_owned:.0%} + "
+            f"{EnergySettings().host_w_per_gpu:,.0f} W host per GPU) x PUE "
             f"{ownership.pue:g} x {ownership.electricity_usd_per_kwh:g} USD/kWh, in {DEFAULT_NODE_GPUS}-GPU servers"
         )
     return assumptions
