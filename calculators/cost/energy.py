@@ -16,6 +16,10 @@ The defaults, each from a public source and each a user setting (EnergySettings)
   are taken at the same 76%. Counting every GPU at its full TDP, as the BLOOM paper (Luccioni et al.
   2022, https://arxiv.org/abs/2211.02001, section 4) and ML CO2 Impact (Lacoste et al. 2019,
   https://arxiv.org/abs/1910.09700) do, is the share 1.0: an upper bound by these measurements.
+  One H200 measured in this repository (data/device_runs/README.md: NVML's energy counter over
+  single-GPU training steps at 15-30% MFU) drew 85-105% of its 700 W TDP: one GPU busy on a step
+  draws near TDP, a whole node over a whole run (communication, data, evaluation) less, which is
+  what the default describes.
 - Host W per GPU, 437 W: a DGX H100 is rated 10.2 kW for 8 x 700 W GPUs (NVIDIA DGX H100 user guide,
   https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html), so the rest of the
   server (CPUs, memory, NVSwitches, NICs, fans, power-supply losses) is rated (10,200 - 8 x 700) / 8 =
