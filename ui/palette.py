@@ -51,6 +51,9 @@ STEP_PART_COLOUR = {
 }
 TRAFFIC_COLOUR = "#d62728"
 
+# The serving chart's parts, in the memory chart's colours for the same things.
+SERVING_PART_COLOUR = {"Weights": "#1f77b4", "KV cache": "#9467bd", "Activations": "#2ca02c", "Overhead": "#7f7f7f"}
+
 PRICING_COLOUR = {"on demand": "#1f77b4", "spot": "#ff7f0e", "owned": "#2ca02c"}
 
 HIGHLIGHT_LINE = dict(width=2, color="black")

@@ -9,21 +9,29 @@ import streamlit as st
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit import verdict
 from calculators.memory.serving import (
+    context_limit,
     decode_tokens_per_s,
     estimate_serving,
     max_concurrency,
-    max_context_len,
     min_tensor_parallel,
 )
+from calculators.memory.serving_changes import serving_changes
 from calculators.models.spec import ModelSpec
-from calculators.workload.serving import serving_problem
+from calculators.workload.serving import ServingSettings, context_beyond_training, serving_problem
 from ui.charts import MARGIN
+from ui.palette import SERVING_PART_COLOUR
 
 
 def serving_breakdown_figure(parts_gib: dict[str, float], capacity_gib: float) -> go.Figure:
     figure = go.Figure()
     for name, gib in parts_gib.items():
-        figure.add_bar(name=name, x=["per GPU"], y=[gib], hovertemplate="%{y:.2f} GiB")
+        figure.add_bar(
+            name=name,
+            x=["per GPU"],
+            y=[gib],
+            marker_color=SERVING_PART_COLOUR[name],
+            hovertemplate=f"{name}: %{{y:.2f}} GiB<extra></extra>",
+        )
     figure.add_hline(y=capacity_gib, line_dash="dash", line_color="red", annotation_text=f"GPU {capacity_gib:g} GiB")
     figure.update_layout(barmode="stack", yaxis_title="GiB", height=380, margin=MARGIN)
     return figure
@@ -48,11 +56,22 @@ def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
         st.warning(f"Tight fit (under 5% free): {summary}", icon=":material/warning:")
     else:
         st.error(f"Does not fit: {summary}", icon=":material/block:")
+    beyond = context_beyond_training(spec, settings)
+    if beyond:
+        st.warning(beyond[0].upper() + beyond[1:] + ".", icon=":material/warning:")
+    if result == "does not fit":
+        _show_changes(spec, settings, capacity)
 
     cols = st.columns(4)
     cols[0].metric("KV cache per sequence", f"{estimate.kv_cache_per_sequence_gib:.3f} GiB")
     cols[1].metric("Most sequences that fit", max_concurrency(spec, settings, capacity))
-    cols[2].metric("Longest context that fits", f"{max_context_len(spec, settings, capacity):,}")
+    longest, binds = context_limit(spec, settings, capacity)
+    cols[2].metric(
+        f"Longest context ({binds})",
+        f"{longest:,} tokens",
+        help="The longest prompt + answer per sequence at this concurrency: limited by the GPU's memory, "
+        "or by the positions the model was trained on (max_position_embeddings), whichever comes first.",
+    )
     fewest = min_tensor_parallel(spec, settings, capacity)
     cols[3].metric("Fewest GPUs (tensor parallel)", fewest if fewest else "over 8")
     if gpu is not None and result != "does not fit":
@@ -75,3 +94,14 @@ def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
     with st.expander("Assumptions and sources"):
         for line in estimate.assumptions:
             st.markdown(f"- {line}")
+
+
+def _show_changes(spec: ModelSpec, settings: ServingSettings, capacity_gib: float) -> None:
+    """What to change so the deployment fits, gentlest first, with the memory each needs."""
+    changes = serving_changes(spec, settings, capacity_gib)
+    st.markdown("**What to change**")
+    if not changes:
+        st.caption("No single change or pair of precision changes fits this GPU: pick a larger GPU.")
+        return
+    rows = [{"change": c.change, "needs (GiB per GPU)": round(c.total_gib, 1), "gives up": c.cost} for c in changes[:6]]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

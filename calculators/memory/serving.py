@@ -480,6 +480,14 @@ def max_context_len(spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: 
     return _largest_passing(1, upper, lambda tokens: _fits(spec, settings, gpu_memory_gib, context_len=tokens))
 
 
+def context_limit(spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: float) -> tuple[int, str]:
+    """(longest context for settings.concurrent_sequences sequences, what binds it): "memory" when
+    the GPU runs out first, "trained positions" when the model's max_position_embeddings does."""
+    longest = max_context_len(spec, settings, gpu_memory_gib)
+    trained = spec.max_position_embeddings
+    return longest, "trained positions" if longest == trained else "memory"
+
+
 def min_tensor_parallel(
     spec: ModelSpec, settings: ServingSettings, gpu_memory_gib: float, sizes: Iterable[int] = TENSOR_PARALLEL_SIZES
 ) -> int | None:

@@ -97,3 +97,17 @@ def serving_problem(spec: ModelSpec, settings: ServingSettings) -> str | None:
             "image's tokens in the context (LLaVA-1.5: 576, Gemma 3: 256, Qwen2.5-VL: (height/28) x (width/28))"
         )
     return problem
+
+
+def context_beyond_training(spec: ModelSpec, settings: ServingSettings) -> str | None:
+    """A warning when the context asked for is longer than the positions the model was trained on:
+    vLLM refuses a --max-model-len above the config's max_position_embeddings unless
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set (vllm/config, "max_model_len" check), and the model's
+    quality past them is not assured."""
+    trained = spec.max_position_embeddings
+    if settings.context_len <= trained:
+        return None
+    return (
+        f"{settings.context_len:,} tokens is beyond the {trained:,} positions {spec.name} was trained on: vLLM "
+        "refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is set, and answers past them may degrade"
+    )
