@@ -27,8 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calculators.cost.pareto import time_cost_front
 from calculators.cost.prices import CloudPrice
-from calculators.cost.pricing import price_run
+from calculators.cost.pricing import RunPrice, price_run
+from calculators.cost.ranges import NO_BAND, BandFor, TimeBand, scaled_range, spot_hours_range, spot_usd_range
 from calculators.cost.spot import DEFAULT_CHECKPOINT_WRITE_H, DEFAULT_RESTART_H, check_pause_hours
+from calculators.cost.spot_spread import SpotSaving, load_spot_savings, spot_price_range
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.models.spec import ModelSpec
@@ -80,6 +82,17 @@ class CostOption(BaseModel):
     excluded_reason: str | None = Field(
         default=None, description="why the option is set apart from the ranking: does not fit, or cannot run"
     )
+    hours_range: tuple[float, float] | None = Field(
+        default=None, description="[low, high] wall hours on demand from the time model's measured error"
+    )
+    usd_on_demand_range: tuple[float, float] | None = Field(default=None, description="[low, high] of usd_on_demand")
+    usd_spot_expected_range: tuple[float, float] | None = Field(
+        default=None, description="[low, high] of usd_spot_expected: time error, interruptions, regional spot prices"
+    )
+    spot_hours_range: tuple[float, float] | None = Field(
+        default=None, description="[low, high] of spot_hours_expected: time error and interruptions"
+    )
+    range_notes: list[str] = Field(default_factory=list, description="what the ranges rest on, in words")
 
 
 class GpuVerdict(NamedTuple):
@@ -120,8 +133,11 @@ def _option(
     verdict: GpuVerdict,
     checkpoint_write_h: float,
     restart_h: float,
+    band: TimeBand = NO_BAND,
+    spot_savings: Sequence[SpotSaving] = (),
 ) -> CostOption:
-    """Price one instance row for a time estimate (calculators.cost.pricing.price_run)."""
+    """Price one instance row for a time estimate (calculators.cost.pricing.price_run), with the
+    ranges of calculators.cost.ranges."""
     hours = estimate.hours_total
     run = price_run(price, gpus, hours, checkpoint_write_h, restart_h)
     spot = run.spot
@@ -160,7 +176,25 @@ def _option(
         spot_not_worth_reason=None if spot is None else spot.not_worth_reason,
         stack_problem=verdict.stack_problem,
         excluded_reason=verdict.excluded_reason,
+        **_ranges(price, run, hours, band, spot_savings),
     )
+
+
+def _ranges(price: CloudPrice, run: RunPrice, hours: float, band: TimeBand, spot_savings: Sequence[SpotSaving]) -> dict:
+    """An option's ranges (calculators.cost.ranges) and what they rest on."""
+    prices = spot_price_range(price, spot_savings)
+    spot = run.spot
+    return {
+        "hours_range": scaled_range(hours, band),
+        "usd_on_demand_range": scaled_range(run.usd, band),
+        "usd_spot_expected_range": spot_usd_range(
+            run.usd_spot_expected, run.usd_spot_low, run.usd_spot_high, band, price.spot_usd_per_hour, prices
+        ),
+        "spot_hours_range": None
+        if spot is None
+        else spot_hours_range(spot.expected_hours, spot.low_hours, spot.high_hours, band),
+        "range_notes": [band.assumption] + ([prices.note] if prices is not None and prices.note else []),
+    }
 
 
 def cost_options(
@@ -174,6 +208,8 @@ def cost_options(
     restart_h: float = DEFAULT_RESTART_H,
     measured_matmul_fraction: dict[str, float] | None = None,
     peak_gib: float | None = None,
+    time_band: BandFor | None = None,
+    spot_savings: Sequence[SpotSaving] | None = None,
 ) -> list[CostOption]:
     """Every priced instance with a time estimate: those that fit and can run first, each group
     cheapest on demand first.
@@ -187,10 +223,16 @@ def cost_options(
     `measured_matmul_fraction` (GPU name -> fraction of dense peak, from a calibration) replaces
     mamf-finder's per-family fraction in those GPUs' GEMMs unless the user gave a utilisation or
     a matmul fraction for all GPUs.
+    `time_band(gpu, settings)` (calculators.validation.error_band.time_band_for from the command
+    line and the pages) gives each option's hours and cost ranges the time model's measured error;
+    without it the ranges are the estimate alone. `spot_savings` (default: data/aws_spot_savings.csv)
+    spreads the spot price across regions (calculators.cost.spot_spread).
     Raises ValueError for a checkpoint write or restart time that is negative, not finite, or
     over a week (calculators.cost.spot.check_pause_hours).
     """
     check_pause_hours(checkpoint_write_h, restart_h)
+    savings = load_spot_savings() if spot_savings is None else spot_savings
+    bands: dict[str, TimeBand] = {}
     gpus_by_name = {gpu.name: gpu for gpu in catalogue}
     estimates: dict[tuple[str, int], TimeEstimate | None] = {}
     verdicts: dict[str, GpuVerdict] = {}
@@ -208,7 +250,20 @@ def cost_options(
         if gpu.name not in verdicts:
             verdicts[gpu.name] = gpu_verdict(gpu, settings, memory_fits, peak_gib)
         verdict = verdicts[gpu.name]
-        options.append(_option(price, estimates[key], settings.total_gpus, verdict, checkpoint_write_h, restart_h))
+        if gpu.name not in bands:
+            bands[gpu.name] = NO_BAND if time_band is None else time_band(gpu, settings)
+        options.append(
+            _option(
+                price,
+                estimates[key],
+                settings.total_gpus,
+                verdict,
+                checkpoint_write_h,
+                restart_h,
+                bands[gpu.name],
+                savings,
+            )
+        )
     return sorted(options, key=lambda option: (option.excluded_reason is not None, option.usd_on_demand, option.hours))
 
 

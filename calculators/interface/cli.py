@@ -38,10 +38,11 @@ from calculators.models.hub import fetch_hub_config
 from calculators.models.library import ModelNotFound, resolve_model, search_models
 from calculators.models.presets import load_presets
 from calculators.models.spec import ModelSpec
-from calculators.plan.figures import hours_text, usd_text
+from calculators.plan.figures import hours_range_text, hours_text, usd_range_text, usd_text
 from calculators.plan.search import DEFAULT_MAX_GPUS, PlanRequest, PlanResult, plan_run
 from calculators.timing.estimate import estimate_time
 from calculators.timing.settings import STEP_SETTING_FIELDS, TimeSettings
+from calculators.validation.error_band import time_band_for
 from calculators.workload.build import (
     ServeWorkload,
     TrainingWorkload,
@@ -402,6 +403,7 @@ def cost_command(args: argparse.Namespace) -> str:
         checkpoint_write_h=args.checkpoint_write_min / 60,
         restart_h=args.restart_min / 60,
         peak_gib=peak,
+        time_band=time_band_for,
     )
     if args.fits_only:  # only what fits and whose software runs on the GPU
         options = [option for option in options if option.excluded_reason is None]
@@ -416,6 +418,7 @@ def cost_command(args: argparse.Namespace) -> str:
         lines.append(
             f"  {option.gpu:<24}{option.provider:<11}{option.instance_type:<26}{option.hours:>9.1f} h"
             f"  on demand ${option.usd_on_demand:>12,.0f}  spot {spot:>12}"
+            + f"  range {hours_range_text(option.hours_range)}, {usd_range_text(option.usd_on_demand_range)}"
             + (f"  left out: {option.excluded_reason}" if option.excluded_reason else "")
         )
     return "\n".join(lines)
@@ -447,8 +450,9 @@ def plan_command(args: argparse.Namespace) -> str:
             include_owned=args.owned,
             checkpoint_write_h=args.checkpoint_write_min / 60,
             restart_h=args.restart_min / 60,
+            rank_on=args.rank_on,
         )
-        result = plan_run(spec, settings, request, catalogue, prices, time_settings)
+        result = plan_run(spec, settings, request, catalogue, prices, time_settings, time_band=time_band_for)
     except ValidationError as error:
         raise UsageError(describe_validation_error(error)) from None
     except ValueError as error:
@@ -476,7 +480,7 @@ def format_plan_table(result: PlanResult) -> str:
             f"tp {plan.tensor_parallel} pp {plan.pipeline_parallel} ckpt {plan.checkpointing:<10}"
             f"{'offload ' if plan.offload_optimizer or plan.offload_parameters else ''}"
             f"mb {plan.micro_batch:>3} x ga {plan.grad_accum:<5}{plan.peak_gib:>7.1f} GiB{hours_text(plan.hours):>13}"
-            f"  {usd_text(plan.usd):>13}"
+            f"  {usd_text(plan.usd):>13}  range {hours_range_text(plan.hours_range)}, {usd_range_text(plan.usd_range)}"
         )
     return "\n".join(lines)
 
@@ -633,6 +637,13 @@ def build_parser() -> OneLineParser:
     plan_run_group.add_argument("--providers", nargs="+", help="only these providers (default: all)")
     plan_run_group.add_argument("--no-spot", action="store_true", help="leave spot (preemptible) pricing out")
     plan_run_group.add_argument("--owned", action="store_true", help="also price owning the GPUs")
+    plan_run_group.add_argument(
+        "--rank-on",
+        choices=("estimate", "pessimistic"),
+        default="estimate",
+        help="judge the deadline, budget and ranking on the estimates (default) or on the high end of each "
+        "plan's range (the time model's measured error, interruptions, regional spot prices)",
+    )
     plan_run_group.add_argument(
         "--global-batch-tokens",
         type=int,
