@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 
 import pytest
 
@@ -27,6 +28,7 @@ from calculators.plan.search import PlanRequest, plan_run
 from calculators.timing.settings import TimeSettings
 from calculators.validation.error_band import throughput_errors, time_band_for
 from calculators.workload.training import TrainingSettings
+from tests.apptest_helpers import open_app
 from tests.cli_helpers import run_cli
 
 # The H100-SXM5-80GB rows of data/measured_throughput.csv (11 of 17): measured tokens/s per GPU
@@ -293,3 +295,32 @@ def test_cost_and_plan_json_carry_the_ranges(capsys):
     first = json.loads(out)["plans"][0]
     assert first["hours_range"][0] <= first["hours"] <= first["hours_range"][1]
     assert first["usd_range"][0] <= first["usd"] <= first["usd_range"][1]
+
+
+# --- the pages ------------------------------------------------------------------------------------
+
+
+def test_the_time_and_cost_table_shows_ranges_as_text_with_units():
+    app = open_app("app_pages/cost.py", model="gpt2", tokens_b="2")
+    assert not app.exception, [e.message for e in app.exception]
+    table = app.dataframe[0].value
+    on_demand = table[table["pricing"] == "on demand"].iloc[0]
+    assert re.fullmatch(r"[\d.,]+-[\d.,]+ h", on_demand["hours range"]), on_demand["hours range"]
+    assert re.fullmatch(r"\$[\d.,]+-[\d.,]+", on_demand["usd range"]), on_demand["usd range"]
+    captions = " ".join(caption.value for caption in app.caption)
+    assert "Ranges: range from " in captions and "range from 11 published runs on H100-family GPUs" in captions
+    headline = next(line.value for line in app.markdown if line.value.startswith("Cheapest on demand"))
+    assert "(range \\$" in headline
+
+
+def test_the_plan_page_judges_on_the_high_end_when_ticked():
+    app = open_app("app_pages/plan.py", model="gpt2", plan_tokens_b="1", deadline_h="24", max_gpus="8")
+    box = app.checkbox(key="plan_pessimistic")
+    assert box.value is False and box.label == "Judge on the high end of each range"
+    box.check().run()
+    next(button for button in app.button if button.label == "Find plans").click().run()
+    assert not app.exception, [e.message for e in app.exception]
+    table = app.dataframe[0].value
+    assert all(re.fullmatch(r"[\d.,]+-[\d.,]+ h", text) for text in table["hours range"])
+    best = next(message.value for message in app.success if message.value.startswith("Cheapest within"))
+    assert " (range " in best
