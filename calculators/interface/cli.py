@@ -473,7 +473,8 @@ def format_plan_table(result: PlanResult) -> str:
                         ("fastest within the limits", result.best_under_budget)):  # fmt: skip
         if plan is not None:
             lines.append(f"{label}: {plan.gpus} x {plan.gpu} on {plan.provider} {plan.instance_type} ({plan.pricing}), "
-                         f"{hours_text(plan.hours)}, {usd_text(plan.usd)}")  # fmt: skip
+                         f"{hours_text(plan.hours)}, {usd_text(plan.usd)} (range {hours_range_text(plan.hours_range)}, "
+                         f"{usd_range_text(plan.usd_range)})")  # fmt: skip
     for plan in result.plans:
         lines.append(
             f"  {plan.gpus:>5} x {plan.gpu:<26}{plan.provider:<11}{plan.pricing:<10}ZeRO-{plan.zero} "

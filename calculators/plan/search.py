@@ -686,7 +686,9 @@ def _plans_for_gpu(
     if not all_rows and owned_usd is None:
         return []
     plans = []
-    ranges = PlanRanges(NO_BAND if time_band is None else time_band(gpu, search.base), spot_savings)
+    instance_types = {row.instance_type for row in all_rows}  # read the savings table once per GPU, not per plan
+    savings = [saving for saving in spot_savings if saving.instance_type in instance_types]
+    ranges = PlanRanges(NO_BAND if time_band is None else time_band(gpu, search.base), savings)
     fallback = request.host_memory_gib_per_gpu
     layouts: LayoutCache = {}  # rows of a size differ in host RAM
     largest_node = max([row.gpu_count for row in all_rows] + [DEFAULT_NODE_GPUS if owned_usd else 1])
