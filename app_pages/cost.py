@@ -4,17 +4,28 @@ import streamlit as st
 
 from calculators.cost.exports import options_csv_bytes, options_excel_bytes
 from calculators.cost.options import OwnershipSettings, buy_vs_rent, cheapest, cost_options
+from calculators.cost.ranges import scaled_range
 from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.memory.engine import estimate_memory
+from calculators.plan.figures import hours_range_text, usd_range_text
 from calculators.timing.estimate import estimate_time
+from calculators.validation.error_band import time_band_for
 from calculators.workload.build import describe_workload_error
 from calculators.workload.compatibility import stack_problem
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
 from ui.charts import time_cost_figure
 from ui.cost_inputs import cost_inputs
-from ui.cost_table import FORMULAS, catalogue_dates, escape_dollars, left_out_rows, ranked_rows, table_and_left_out
+from ui.cost_table import (
+    FORMULAS,
+    catalogue_dates,
+    escape_dollars,
+    left_out_rows,
+    range_lines,
+    ranked_rows,
+    table_and_left_out,
+)
 from ui.step_view import step_view
 from ui.user_gpus import user_gpus
 from ui.workload import require_training
@@ -52,6 +63,7 @@ try:
         measured_matmul_fraction=calibrated,
         peak_gib=peak_gib,
         energy=inputs.energy,
+        time_band=time_band_for,
     )
 except ValueError as error:
     st.error(str(error))
@@ -93,7 +105,12 @@ if chosen_gpu is not None:
         cols[0].metric("Step", f"{estimate.step_s:.2f} s", help=f"compute {estimate.compute_s:.2f} s")
         cols[1].metric("Tokens/s", f"{estimate.tokens_per_s:,.0f}")
         cols[2].metric("Hours per epoch", f"{estimate.hours_per_epoch:,.1f}")
-        cols[3].metric("Hours in all", f"{estimate.hours_total:,.1f}")
+        band = time_band_for(chosen_gpu, settings)
+        cols[3].metric(
+            "Hours in all",
+            f"{estimate.hours_total:,.1f}",
+            help=f"range {hours_range_text(scaled_range(estimate.hours_total, band))}: {band.assumption}",
+        )
         cols[4].metric(
             "MFU",
             f"{estimate.mfu:.0%}",
@@ -125,11 +142,11 @@ if not shown:
 best, best_spot = cheapest(shown, fits_only=inputs.fits_only), cheapest(shown, spot=True, fits_only=inputs.fits_only)
 if best is not None:
     line = f"Cheapest on demand: **{best.gpu}** on {best.provider} ({best.instance_type}), {best.hours:,.1f} h, "
-    line += f"**${best.usd_on_demand:,.0f}**."
+    line += f"**${best.usd_on_demand:,.0f}** (range {usd_range_text(best.usd_on_demand_range)})."
     if best_spot is not None:
         line += f" Cheapest on spot (expected): **{best_spot.gpu}** on {best_spot.provider}, "
         line += f"{best_spot.spot_hours_expected:,.1f} h, **${best_spot.usd_spot_expected:,.0f}** "
-        line += f"(range ${best_spot.usd_spot_low:,.0f} to ${best_spot.usd_spot_high:,.0f})."
+        line += f"(range {usd_range_text(best_spot.usd_spot_expected_range)})."
     elif any(option.spot_not_worth_reason for option in shown):
         line += " No option is worth running on spot with these interruptions: see the note column."
     st.markdown(escape_dollars(line))
@@ -148,6 +165,7 @@ st.dataframe(
 )
 st.plotly_chart(time_cost_figure(rows), width="stretch")
 st.caption("Dotted lines join the Pareto front: options that nothing else beats on both time and cost.")
+st.caption(escape_dollars("Ranges: " + "; ".join(range_lines(shown))))
 show_left_out()
 
 assumptions = {

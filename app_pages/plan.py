@@ -6,7 +6,7 @@ import streamlit as st
 from calculators.cost.prices import load_prices
 from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.plan.exports import plans_csv_bytes, plans_excel_bytes
-from calculators.plan.figures import hours_text, usd_text
+from calculators.plan.figures import hours_range_text, hours_text, usd_range_text, usd_text
 from calculators.plan.launch import launch_files
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
@@ -47,6 +47,7 @@ state.multiselect(columns[0], "plan_providers", sorted({price.provider for price
 state.checkbox(columns[1], "plan_spot")
 state.checkbox(columns[2], "plan_owned")
 state.number(columns[3], "plan_global_batch")
+state.checkbox(st, "plan_pessimistic")
 
 request, problem = plan_request(workload.mode)
 if problem:
@@ -88,7 +89,8 @@ if best is not None:
     st.success(
         f"Cheapest within the limits: **{best.gpus} x {best.gpu}** on {best.provider} {best.instance_type} "
         f"({best.pricing}), ZeRO-{best.zero}, micro-batch {best.micro_batch} x {best.grad_accum}, "
-        f"checkpointing {best.checkpointing}: {hours_text(best.hours)}, {usd_text(best.usd)}".replace("$", "\\$")
+        f"checkpointing {best.checkpointing}: {hours_text(best.hours)}, {usd_text(best.usd)} "
+        f"(range {hours_range_text(best.hours_range)}, {usd_range_text(best.usd_range)})".replace("$", "\\$")
     )
 if fastest is not None and fastest != best:
     st.success(

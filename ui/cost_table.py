@@ -6,6 +6,7 @@ import pandas as pd
 
 from calculators.cost.options import CostOption, pareto_front, ranked_and_set_apart
 from calculators.cost.prices import CloudPrice, prices_as_of
+from calculators.plan.figures import hours_range_text, usd_range_text
 
 FORMULAS = [
     "training FLOPs per token = 6 N + 12 L s h_attn (+ 2 N + attention forward with full checkpointing) "
@@ -103,8 +104,9 @@ def ranked_rows(options: list[CostOption]) -> pd.DataFrame:
             | {
                 "pricing": "on demand",
                 "hours": option.hours,
+                "hours range": hours_range_text(option.hours_range),
                 "usd": option.usd_on_demand,
-                "usd range": "",
+                "usd range": usd_range_text(option.usd_on_demand_range),
                 "usd per epoch": option.usd_per_epoch_on_demand,
                 "usd per M tokens": option.usd_per_million_tokens_on_demand,
                 "interruptions per hour": None,
@@ -118,17 +120,30 @@ def ranked_rows(options: list[CostOption]) -> pd.DataFrame:
                 | {
                     "pricing": "spot",
                     "hours": option.spot_hours_expected,
+                    "hours range": hours_range_text(option.spot_hours_range),
                     "usd": option.usd_spot_expected,
-                    "usd range": f"{option.usd_spot_low:,.0f} - {option.usd_spot_high:,.0f}",
+                    "usd range": usd_range_text(option.usd_spot_expected_range),
                     "usd per epoch": option.usd_per_epoch_spot,
                     "usd per M tokens": option.usd_per_million_tokens_spot,
                     "interruptions per hour": option.interruptions_per_hour,
                     "pareto": id(option) in front_spot,
-                    "note": "",
+                    "note": "; ".join(option.range_notes[1:]),
                 }
             )
     table = pd.DataFrame(rows)
     return table.sort_values("usd", kind="stable").reset_index(drop=True) if rows else table
+
+
+def range_lines(options: list[CostOption]) -> list[str]:
+    """What the table's ranges rest on, each line once: the time model's measured error per GPU
+    family (calculators.cost.ranges), interruptions at half and twice the rate, spot prices across
+    regions where the data has them."""
+    lines = dict.fromkeys(option.range_notes[0] for option in options if option.range_notes)
+    return [
+        *lines,
+        "spot ranges also take interruptions at half and twice the rate (calculators.cost.spot) and, where the "
+        "note says so, the spot price across regions",
+    ]
 
 
 def catalogue_dates(prices: list[CloudPrice], gpu_as_of: str) -> dict[str, str]:

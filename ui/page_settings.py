@@ -39,6 +39,15 @@ state.register(
     Setting("plan_providers", "providers", "Providers (all when empty)", kind=str, default=[], is_list=True),
     Setting("plan_spot", "spot", "Spot allowed", kind=bool, default=True),
     Setting("plan_owned", "owned", "Also price owning the GPUs", kind=bool, default=False),
+    Setting(
+        "plan_pessimistic",
+        "pessimistic",
+        "Judge on the high end of each range",
+        kind=bool,
+        default=False,
+        help="Meet the deadline and budget, and rank, with each plan's slowest and dearest figure: the time "
+        "model's largest measured error for the GPU family, more interruptions and dearer regions on spot",
+    ),
     # Compare GPUs
     Setting("cmp_vendors", "vendors", "Vendor (all when empty)", kind=str, default=[], is_list=True),
     Setting("cmp_categories", "categories", "Category (all when empty)", kind=str, default=[], is_list=True),

@@ -11,8 +11,9 @@ import streamlit as st
 from pydantic import ValidationError
 
 from calculators.interface.settings import all_settings
-from calculators.plan.figures import hours_text, usd_text
+from calculators.plan.figures import hours_range_text, hours_text, usd_range_text, usd_text
 from calculators.plan.search import Plan, PlanRequest, PlanResult, layout_update, plan_run
+from calculators.validation.error_band import time_band_for
 from calculators.workload.build import describe_workload_error
 from ui import state
 from ui.charts import hours_usd_layout
@@ -34,6 +35,7 @@ def plan_request(mode: str) -> tuple[PlanRequest | None, str | None]:
             providers=tuple(providers) if providers else None,
             allow_spot=state.value("plan_spot"),
             include_owned=state.value("plan_owned"),
+            rank_on="pessimistic" if state.value("plan_pessimistic") else "estimate",
         )
     except ValidationError as error:
         return None, describe_workload_error(error)
@@ -70,6 +72,7 @@ def run_search(
             prices,
             progress=report,
             measured_matmul_fraction=measured_matmul_fraction,
+            time_band=time_band_for,
         )
     finally:
         bar.empty()
@@ -94,7 +97,9 @@ def plans_table(plans: list[Plan]) -> pd.DataFrame:
                 "instance": plan.instance_type,
                 "pricing": plan.pricing,
                 "hours": plan.hours,
+                "hours range": hours_range_text(plan.hours_range),
                 "usd": plan.usd,
+                "usd range": usd_range_text(plan.usd_range),
                 "usd on demand": plan.usd_on_demand,
                 "usd spot": plan.usd_spot_expected,
                 "ZeRO": plan.zero,

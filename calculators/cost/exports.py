@@ -14,6 +14,7 @@ with IllegalCharacterError.
 from __future__ import annotations
 
 import io
+import json
 import re
 from collections.abc import Mapping, Sequence
 
@@ -30,8 +31,19 @@ XML_ILLEGAL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def models_frame(models: Sequence[BaseModel], columns: Sequence[str]) -> pd.DataFrame:
-    """One row per model, `columns` (its fields) as columns (an empty table keeps the columns)."""
-    return pd.DataFrame([model.model_dump() for model in models], columns=list(columns))
+    """One row per model, `columns` (its fields) as columns (an empty table keeps the columns). A
+    [low, high] range is written as in `--json` ("[67.8, 82.7]"), a list of notes joined by "; "."""
+    rows = [{name: _cell(value) for name, value in model.model_dump().items()} for model in models]
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+def _cell(value: object) -> object:
+    """A field's value as one table cell: a range as "[low, high]", notes as one text, else as is."""
+    if isinstance(value, tuple):
+        return json.dumps(list(value))
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return "; ".join(value)
+    return value
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:

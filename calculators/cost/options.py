@@ -29,8 +29,10 @@ from calculators.cost.energy import DEFAULT_PUE, EnergySettings, co2_kg, energy_
 from calculators.cost.grid import GridTable, grid_for, grid_unknown_reason, load_grid_intensity
 from calculators.cost.pareto import time_cost_front
 from calculators.cost.prices import CloudPrice
-from calculators.cost.pricing import price_run
+from calculators.cost.pricing import RunPrice, price_run
+from calculators.cost.ranges import NO_BAND, BandFor, TimeBand, scaled_range, spot_hours_range, spot_usd_range
 from calculators.cost.spot import DEFAULT_CHECKPOINT_WRITE_H, DEFAULT_RESTART_H, check_pause_hours
+from calculators.cost.spot_spread import SpotSaving, load_spot_savings, spot_price_range
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.models.spec import ModelSpec
@@ -94,6 +96,17 @@ class CostOption(BaseModel):
         default=None, description="grid intensity used: given, or the region's from data/grid_intensity.csv"
     )
     co2_unknown_reason: str | None = Field(default=None, description="why co2_kg is not known, in words")
+    hours_range: tuple[float, float] | None = Field(
+        default=None, description="[low, high] wall hours on demand from the time model's measured error"
+    )
+    usd_on_demand_range: tuple[float, float] | None = Field(default=None, description="[low, high] of usd_on_demand")
+    usd_spot_expected_range: tuple[float, float] | None = Field(
+        default=None, description="[low, high] of usd_spot_expected: time error, interruptions, regional spot prices"
+    )
+    spot_hours_range: tuple[float, float] | None = Field(
+        default=None, description="[low, high] of spot_hours_expected: time error and interruptions"
+    )
+    range_notes: list[str] = Field(default_factory=list, description="what the ranges rest on, in words")
 
 
 class GpuVerdict(NamedTuple):
@@ -162,9 +175,11 @@ def _option(
     checkpoint_write_h: float,
     restart_h: float,
     power: RunEnergy,
+    band: TimeBand = NO_BAND,
+    spot_savings: Sequence[SpotSaving] = (),
 ) -> CostOption:
     """Price one instance row for a time estimate (calculators.cost.pricing.price_run), with its
-    energy and carbon (`run_energy`)."""
+    energy and carbon (`run_energy`) and the ranges of calculators.cost.ranges."""
     hours = estimate.hours_total
     run = price_run(price, gpus, hours, checkpoint_write_h, restart_h)
     spot = run.spot
@@ -207,7 +222,25 @@ def _option(
         co2_kg=power.co2_kg,
         grid_gco2e_per_kwh=power.grid_gco2e_per_kwh,
         co2_unknown_reason=power.co2_unknown_reason,
+        **_ranges(price, run, hours, band, spot_savings),
     )
+
+
+def _ranges(price: CloudPrice, run: RunPrice, hours: float, band: TimeBand, spot_savings: Sequence[SpotSaving]) -> dict:
+    """An option's ranges (calculators.cost.ranges) and what they rest on."""
+    prices = spot_price_range(price, spot_savings)
+    spot = run.spot
+    return {
+        "hours_range": scaled_range(hours, band),
+        "usd_on_demand_range": scaled_range(run.usd, band),
+        "usd_spot_expected_range": spot_usd_range(
+            run.usd_spot_expected, run.usd_spot_low, run.usd_spot_high, band, price.spot_usd_per_hour, prices
+        ),
+        "spot_hours_range": None
+        if spot is None
+        else spot_hours_range(spot.expected_hours, spot.low_hours, spot.high_hours, band),
+        "range_notes": [band.assumption] + ([prices.note] if prices is not None and prices.note else []),
+    }
 
 
 def cost_options(
@@ -223,6 +256,8 @@ def cost_options(
     peak_gib: float | None = None,
     energy: EnergySettings | None = None,
     grid: GridTable | None = None,
+    time_band: BandFor | None = None,
+    spot_savings: Sequence[SpotSaving] | None = None,
 ) -> list[CostOption]:
     """Every priced instance with a time estimate: those that fit and can run first, each group
     cheapest on demand first.
@@ -238,12 +273,18 @@ def cost_options(
     a matmul fraction for all GPUs.
     Each option's energy and CO2 follow `energy` (default EnergySettings()) and the grid table
     `grid` (default data/grid_intensity.csv) for the on-demand hours.
+    `time_band(gpu, settings)` (calculators.validation.error_band.time_band_for from the command
+    line and the pages) gives each option's hours and cost ranges the time model's measured error;
+    without it the ranges are the estimate alone. `spot_savings` (default: data/aws_spot_savings.csv)
+    spreads the spot price across regions (calculators.cost.spot_spread).
     Raises ValueError for a checkpoint write or restart time that is negative, not finite, or
     over a week (calculators.cost.spot.check_pause_hours).
     """
     check_pause_hours(checkpoint_write_h, restart_h)
     energy = energy or EnergySettings()
     grid = load_grid_intensity() if grid is None else grid
+    savings = load_spot_savings() if spot_savings is None else spot_savings
+    bands: dict[str, TimeBand] = {}
     gpus_by_name = {gpu.name: gpu for gpu in catalogue}
     estimates: dict[tuple[str, int], TimeEstimate | None] = {}
     verdicts: dict[str, GpuVerdict] = {}
@@ -262,8 +303,20 @@ def cost_options(
             verdicts[gpu.name] = gpu_verdict(gpu, settings, memory_fits, peak_gib)
         verdict = verdicts[gpu.name]
         power = run_energy(gpu, price, settings.total_gpus, estimates[key].hours_total, energy, grid)
+        if gpu.name not in bands:
+            bands[gpu.name] = NO_BAND if time_band is None else time_band(gpu, settings)
         options.append(
-            _option(price, estimates[key], settings.total_gpus, verdict, checkpoint_write_h, restart_h, power)
+            _option(
+                price,
+                estimates[key],
+                settings.total_gpus,
+                verdict,
+                checkpoint_write_h,
+                restart_h,
+                power,
+                bands[gpu.name],
+                savings,
+            )
         )
     return sorted(options, key=lambda option: (option.excluded_reason is not None, option.usd_on_demand, option.hours))
 

@@ -39,10 +39,11 @@ from calculators.models.hub import fetch_hub_config
 from calculators.models.library import ModelNotFound, resolve_model, search_models
 from calculators.models.presets import load_presets
 from calculators.models.spec import ModelSpec
-from calculators.plan.figures import hours_text, usd_text
+from calculators.plan.figures import hours_range_text, hours_text, usd_range_text, usd_text
 from calculators.plan.search import DEFAULT_MAX_GPUS, PlanRequest, PlanResult, plan_run
 from calculators.timing.estimate import estimate_time
 from calculators.timing.settings import STEP_SETTING_FIELDS, TimeSettings
+from calculators.validation.error_band import time_band_for
 from calculators.workload.build import (
     ServeWorkload,
     TrainingWorkload,
@@ -404,6 +405,7 @@ def cost_command(args: argparse.Namespace) -> str:
         restart_h=args.restart_min / 60,
         peak_gib=peak,
         energy=EnergySettings(**values_for(EnergySettings, setting_values(args))),
+        time_band=time_band_for,
     )
     if args.fits_only:  # only what fits and whose software runs on the GPU
         options = [option for option in options if option.excluded_reason is None]
@@ -417,7 +419,9 @@ def cost_command(args: argparse.Namespace) -> str:
         spot = "-" if option.usd_spot_expected is None else f"${option.usd_spot_expected:,.0f}"
         lines.append(
             f"  {option.gpu:<24}{option.provider:<11}{option.instance_type:<26}{option.hours:>9.1f} h"
-            f"  on demand ${option.usd_on_demand:>12,.0f}  spot {spot:>12}  {_energy_text(option)}"
+            f"  on demand ${option.usd_on_demand:>12,.0f}  spot {spot:>12}"
+            + f"  range {hours_range_text(option.hours_range)}, {usd_range_text(option.usd_on_demand_range)}"
+            + f"  {_energy_text(option)}"
             + (f"  left out: {option.excluded_reason}" if option.excluded_reason else "")
         )
     return "\n".join(lines)
@@ -461,8 +465,9 @@ def plan_command(args: argparse.Namespace) -> str:
             include_owned=args.owned,
             checkpoint_write_h=args.checkpoint_write_min / 60,
             restart_h=args.restart_min / 60,
+            rank_on=args.rank_on,
         )
-        result = plan_run(spec, settings, request, catalogue, prices, time_settings)
+        result = plan_run(spec, settings, request, catalogue, prices, time_settings, time_band=time_band_for)
     except ValidationError as error:
         raise UsageError(describe_validation_error(error)) from None
     except ValueError as error:
@@ -483,14 +488,15 @@ def format_plan_table(result: PlanResult) -> str:
                         ("fastest within the limits", result.best_under_budget)):  # fmt: skip
         if plan is not None:
             lines.append(f"{label}: {plan.gpus} x {plan.gpu} on {plan.provider} {plan.instance_type} ({plan.pricing}), "
-                         f"{hours_text(plan.hours)}, {usd_text(plan.usd)}")  # fmt: skip
+                         f"{hours_text(plan.hours)}, {usd_text(plan.usd)} (range {hours_range_text(plan.hours_range)}, "
+                         f"{usd_range_text(plan.usd_range)})")  # fmt: skip
     for plan in result.plans:
         lines.append(
             f"  {plan.gpus:>5} x {plan.gpu:<26}{plan.provider:<11}{plan.pricing:<10}ZeRO-{plan.zero} "
             f"tp {plan.tensor_parallel} pp {plan.pipeline_parallel} ckpt {plan.checkpointing:<10}"
             f"{'offload ' if plan.offload_optimizer or plan.offload_parameters else ''}"
             f"mb {plan.micro_batch:>3} x ga {plan.grad_accum:<5}{plan.peak_gib:>7.1f} GiB{hours_text(plan.hours):>13}"
-            f"  {usd_text(plan.usd):>13}"
+            f"  {usd_text(plan.usd):>13}  range {hours_range_text(plan.hours_range)}, {usd_range_text(plan.usd_range)}"
         )
     return "\n".join(lines)
 
@@ -649,6 +655,13 @@ def build_parser() -> OneLineParser:
     plan_run_group.add_argument("--providers", nargs="+", help="only these providers (default: all)")
     plan_run_group.add_argument("--no-spot", action="store_true", help="leave spot (preemptible) pricing out")
     plan_run_group.add_argument("--owned", action="store_true", help="also price owning the GPUs")
+    plan_run_group.add_argument(
+        "--rank-on",
+        choices=("estimate", "pessimistic"),
+        default="estimate",
+        help="judge the deadline, budget and ranking on the estimates (default) or on the high end of each "
+        "plan's range (the time model's measured error, interruptions, regional spot prices)",
+    )
     plan_run_group.add_argument(
         "--global-batch-tokens",
         type=int,

@@ -34,3 +34,17 @@ def hours_text(hours: float, digits: int | None = 3) -> str:
 def usd_text(usd: float, digits: int | None = 2) -> str:
     """'$93', '$0.48', '$16,705,624': computed dollars to two significant figures, whole dollars kept."""
     return f"${figure_text(usd, digits)}"
+
+
+def hours_range_text(hours: tuple[float, float] | list[float] | None) -> str:
+    """'67.8-82.7 h' (each end as hours_text writes it); '' without a range."""
+    if hours is None:
+        return ""
+    return f"{figure_text(hours[0])}-{figure_text(hours[1])} h"
+
+
+def usd_range_text(usd: tuple[float, float] | list[float] | None) -> str:
+    """'$1,200-1,500' (each end to three significant figures, whole dollars kept); '' without a range."""
+    if usd is None:
+        return ""
+    return f"${figure_text(usd[0])}-{figure_text(usd[1])}"

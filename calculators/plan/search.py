@@ -40,7 +40,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,7 +49,9 @@ from calculators.cost.options import OwnershipSettings, owned_usd_per_gpu_hour
 from calculators.cost.pareto import time_cost_front
 from calculators.cost.prices import CloudPrice
 from calculators.cost.pricing import RunPrice, price_owned_run, price_run
+from calculators.cost.ranges import NO_BAND, BandFor, TimeBand, scaled_range, spot_hours_range, spot_usd_range
 from calculators.cost.spot import DEFAULT_CHECKPOINT_WRITE_H, DEFAULT_INTERRUPTIONS_PER_HOUR, DEFAULT_RESTART_H
+from calculators.cost.spot_spread import SpotSaving, load_spot_savings, spot_price_range
 from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit_matrix import gpu_memory_gib
@@ -68,6 +70,7 @@ from calculators.workload.modes import METHOD_OF_MODE
 from calculators.workload.training import TrainingSettings
 
 Pricing = Literal["on-demand", "spot", "owned"]
+RankOn = Literal["estimate", "pessimistic"]
 TRAINING_MODES: tuple[str, ...] = ("train", "finetune-lora", "finetune-qlora")
 DEFAULT_NODE_GPUS = 8  # an HGX-style server when no price row says how many GPUs an instance holds
 DEFAULT_MAX_GPUS = 256
@@ -143,6 +146,11 @@ class PlanRequest(BaseModel):
         description="host RAM an offloaded layout may use per GPU where the price row gives no host_ram_gib "
         "(and on owned servers)",
     )
+    rank_on: RankOn = Field(
+        default="estimate",
+        description="judge the deadline, the budget and the front on the estimate or on the high end of each "
+        "plan's range (calculators.cost.ranges)",
+    )
 
 
 class Plan(BaseModel):
@@ -188,6 +196,13 @@ class Plan(BaseModel):
     price_as_of: dt.date | None
     source: str
     reason: str = ""
+    hours_range: tuple[float, float] | None = Field(
+        default=None, description="[low, high] of hours: the time model's measured error (and interruptions on spot)"
+    )
+    usd_range: tuple[float, float] | None = Field(
+        default=None, description="[low, high] of usd: as hours_range, and spot prices across regions"
+    )
+    range_notes: list[str] = Field(default_factory=list, description="what the ranges rest on, in words")
 
     def training_settings(self, base: TrainingSettings) -> TrainingSettings:
         """The engine's settings of this plan over the workload it was planned for."""
@@ -302,13 +317,13 @@ def _precision_for(gpu: GpuSpec, precision: str) -> str | None:
     return precision
 
 
-def _row_plans(gpu: GpuSpec, layout: Layout, row: CloudPrice, request: PlanRequest) -> list[Plan]:
+def _row_plans(gpu: GpuSpec, layout: Layout, row: CloudPrice, request: PlanRequest, ranges: PlanRanges) -> list[Plan]:
     """One layout priced on one row (calculators.cost.pricing.price_run), on demand and, when
     allowed and worth it, on spot."""
     hours = layout.estimate.hours_total
     run = price_run(row, layout.settings.total_gpus, hours, request.checkpoint_write_h, request.restart_h)
     pricings: tuple[Pricing, ...] = ("on-demand", "spot") if request.allow_spot else ("on-demand",)
-    plans = [_plan(gpu, layout, pricing, row, run, request) for pricing in pricings]
+    plans = [_plan(gpu, layout, pricing, row, run, request, ranges) for pricing in pricings]
     return [plan for plan in plans if plan is not None]
 
 
@@ -319,6 +334,7 @@ def _plan(
     row: CloudPrice | None,
     run: RunPrice,
     request: PlanRequest,
+    ranges: PlanRanges,
 ) -> Plan | None:
     """One priced layout on one row (or owned servers, `row` None) under one pricing; None when spot
     is not worth it."""
@@ -348,7 +364,35 @@ def _plan(
         price_as_of=None if row is None else row.as_of,
         source="catalogue purchase price and TDP" if row is None else row.source,
         reason=layout.note,
+        **_plan_ranges(pricing, row, run, hours, ranges),
     )
+
+
+class PlanRanges(NamedTuple):
+    """What a GPU's plans' ranges rest on: the time band and the regional spot prices."""
+
+    band: TimeBand
+    spot_savings: Sequence[SpotSaving]
+
+
+def _plan_ranges(pricing: Pricing, row: CloudPrice | None, run: RunPrice, hours: float, ranges: PlanRanges) -> dict:
+    """A plan's hours and USD ranges (calculators.cost.ranges) and what they rest on."""
+    band = ranges.band
+    if pricing != "spot" or row is None or run.spot is None:
+        return {
+            "hours_range": scaled_range(hours, band),
+            "usd_range": scaled_range(run.usd, band),
+            "range_notes": [band.assumption],
+        }
+    prices = spot_price_range(row, ranges.spot_savings)
+    spot = run.spot
+    return {
+        "hours_range": spot_hours_range(spot.expected_hours, spot.low_hours, spot.high_hours, band),
+        "usd_range": spot_usd_range(
+            run.usd_spot_expected, run.usd_spot_low, run.usd_spot_high, band, row.spot_usd_per_hour, prices
+        ),
+        "range_notes": [band.assumption] + ([prices.note] if prices is not None and prices.note else []),
+    }
 
 
 def _layout_fields(gpu: GpuSpec, layout: Layout, row: CloudPrice | None, request: PlanRequest) -> dict:
@@ -371,32 +415,55 @@ def _layout_fields(gpu: GpuSpec, layout: Layout, row: CloudPrice | None, request
     }
 
 
-def pareto_plans(plans: Iterable[Plan]) -> list[Plan]:
-    """Plans no other plan beats on both hours and USD, fastest first (of exact ties, the first given)."""
-    return time_cost_front(plans, lambda plan: (plan.hours, plan.usd))
+def judged_hours(plan: Plan, rank_on: RankOn = "estimate") -> float:
+    """The hours a plan is judged by: its estimate, or the high end of its range."""
+    if rank_on == "pessimistic" and plan.hours_range is not None:
+        return plan.hours_range[1]
+    return plan.hours
 
 
-def _explain_front(front: list[Plan]) -> list[Plan]:
+def judged_usd(plan: Plan, rank_on: RankOn = "estimate") -> float:
+    """The USD a plan is judged by: its estimate, or the high end of its range."""
+    if rank_on == "pessimistic" and plan.usd_range is not None:
+        return plan.usd_range[1]
+    return plan.usd
+
+
+def pareto_plans(plans: Iterable[Plan], rank_on: RankOn = "estimate") -> list[Plan]:
+    """Plans no other plan beats on both hours and USD (as `rank_on` judges them), fastest first
+    (of exact ties, the first given)."""
+    return time_cost_front(plans, lambda plan: (judged_hours(plan, rank_on), judged_usd(plan, rank_on)))
+
+
+def _explain_front(front: list[Plan], rank_on: RankOn = "estimate") -> list[Plan]:
     """Each front plan with why it beats its neighbours: faster than the next cheaper plan, cheaper
-    than the next faster one."""
+    than the next faster one (at the high end of their ranges when ranked on it)."""
     explained = []
+    end = " at the high end of the ranges" if rank_on == "pessimistic" else ""
+
+    def hours(plan: Plan) -> float:
+        return judged_hours(plan, rank_on)
+
+    def usd(plan: Plan) -> float:
+        return judged_usd(plan, rank_on)
+
     for index, plan in enumerate(front):
         words = []
         if index + 1 < len(front):
             cheaper = front[index + 1]
             words.append(
-                f"{hours_text(cheaper.hours - plan.hours)} faster than the next cheaper plan "
+                f"{hours_text(hours(cheaper) - hours(plan))} faster than the next cheaper plan "
                 f"({cheaper.gpus} x {cheaper.gpu}, {cheaper.provider} {cheaper.pricing}) "
-                f"for {usd_text(plan.usd - cheaper.usd)} more"
+                f"for {usd_text(usd(plan) - usd(cheaper))} more{end}"
             )
         else:
             words.append("the cheapest plan found")
         if index > 0:
             faster = front[index - 1]
             words.append(
-                f"{usd_text(faster.usd - plan.usd)} cheaper than the next faster plan "
+                f"{usd_text(usd(faster) - usd(plan))} cheaper than the next faster plan "
                 f"({faster.gpus} x {faster.gpu}, {faster.provider} {faster.pricing}), "
-                f"{hours_text(plan.hours - faster.hours)} longer"
+                f"{hours_text(hours(plan) - hours(faster))} longer{end}"
             )
         else:
             words.append("the fastest plan found")
@@ -442,7 +509,8 @@ def _problems(
     best: Plan | None = None,
 ) -> list[str]:
     """What makes the ask impossible or implausible (`best`, the cheapest plan within the limits,
-    taking longer than a year), and what would make it possible."""
+    taking longer than a year), and what would make it possible. The limits are checked as
+    `request.rank_on` judges a plan (its estimate, or the high end of its range)."""
     if not plans:
         return [
             f"no GPU of those searched can run {spec.name} ({request.mode}) on up to {request.max_gpus} GPUs with a "
@@ -452,37 +520,50 @@ def _problems(
             "or fine-tune with LoRA/QLoRA"
         ]
     problems = []
-    if request.deadline_hours is not None and fastest.hours > request.deadline_hours:
+    rank_on = request.rank_on
+    end = " at the high end of its range" if rank_on == "pessimistic" else ""
+
+    def hours(plan: Plan) -> float:
+        return judged_hours(plan, rank_on)
+
+    def usd(plan: Plan) -> float:
+        return judged_usd(plan, rank_on)
+
+    if request.deadline_hours is not None and hours(fastest) > request.deadline_hours:
         problems.append(
             f"no plan meets the {hours_text(request.deadline_hours, None)} deadline: the fastest takes "
-            f"{hours_text(fastest.hours)} ({fastest.gpus} x {fastest.gpu}, {fastest.provider}); allow at least "
-            f"{hours_text(fastest.hours)}, more GPUs than {request.max_gpus}, or fewer tokens"
+            f"{hours_text(hours(fastest))}{end} ({fastest.gpus} x {fastest.gpu}, {fastest.provider}); allow at "
+            f"least {hours_text(hours(fastest))}, more GPUs than {request.max_gpus}, or fewer tokens"
         )
-    if request.budget_usd is not None and cheapest.usd > request.budget_usd:
+    if request.budget_usd is not None and usd(cheapest) > request.budget_usd:
         problems.append(
             f"no plan fits the {usd_text(request.budget_usd, None)} budget: the cheapest costs "
-            f"{usd_text(cheapest.usd)} ({cheapest.gpus} x {cheapest.gpu}, {cheapest.provider} {cheapest.pricing}); "
-            f"allow at least {usd_text(cheapest.usd)} or fewer tokens"
+            f"{usd_text(usd(cheapest))}{end} ({cheapest.gpus} x {cheapest.gpu}, {cheapest.provider} "
+            f"{cheapest.pricing}); allow at least {usd_text(usd(cheapest))} or fewer tokens"
         )
     if not problems and request.deadline_hours is not None and request.budget_usd is not None:
-        both = [p for p in plans if p.hours <= request.deadline_hours and p.usd <= request.budget_usd]
+        both = [p for p in plans if hours(p) <= request.deadline_hours and usd(p) <= request.budget_usd]
         if not both:
-            within = min((p for p in plans if p.hours <= request.deadline_hours), key=lambda p: p.usd)
+            within = min((p for p in plans if hours(p) <= request.deadline_hours), key=usd)
             problems.append(
                 f"no plan meets both the deadline and the budget: within {hours_text(request.deadline_hours, None)} "
-                f"the cheapest costs {usd_text(within.usd)}; raise the budget to that or relax the deadline"
+                f"the cheapest costs {usd_text(usd(within))}{end}; raise the budget to that or relax the deadline"
             )
     if not problems:
         problems += _too_long(request, fastest, best)
     return problems
 
 
-def _within(plans: list[Plan], deadline_hours: float | None, budget_usd: float | None) -> list[Plan]:
-    """The plans that end by the deadline and cost at most the budget (a limit not given holds)."""
+def _within(
+    plans: list[Plan], deadline_hours: float | None, budget_usd: float | None, rank_on: RankOn = "estimate"
+) -> list[Plan]:
+    """The plans that end by the deadline and cost at most the budget (a limit not given holds), as
+    `rank_on` judges them."""
     return [
         plan
         for plan in plans
-        if (deadline_hours is None or plan.hours <= deadline_hours) and (budget_usd is None or plan.usd <= budget_usd)
+        if (deadline_hours is None or judged_hours(plan, rank_on) <= deadline_hours)
+        and (budget_usd is None or judged_usd(plan, rank_on) <= budget_usd)
     ]
 
 
@@ -496,6 +577,8 @@ def plan_run(
     ownership: OwnershipSettings | None = None,
     progress: Callable[[float, str], None] | None = None,
     measured_matmul_fraction: dict[str, float] | None = None,
+    time_band: BandFor | None = None,
+    spot_savings: Sequence[SpotSaving] | None = None,
 ) -> PlanResult:
     """Search every GPU, count, layout, price row and pricing for `spec` trained as `request.mode`
     on `request.dataset_tokens` x epochs tokens; `base` gives the settings the search does not
@@ -504,8 +587,13 @@ def plan_run(
     `time_settings` gives the step assumptions (overlap, network, compile); its dataset is
     replaced by the request's. `measured_matmul_fraction` (GPU name -> fraction of dense peak, from a
     calibration, as calculators.cost.options.cost_options takes it) replaces the per-family default for
-    those GPUs when `time_settings.utilisation` is not given. Raises ValueError when the global
-    batch is shorter than one sequence or a measured matmul fraction is not in (0, 1].
+    those GPUs when `time_settings.utilisation` is not given. `time_band(gpu, settings)`
+    (calculators.validation.error_band.time_band_for from the command line and the pages) gives each
+    plan's hours and USD ranges; without it a range is the estimate alone. `spot_savings` (default:
+    data/aws_spot_savings.csv) spreads spot prices across regions. With `request.rank_on`
+    "pessimistic" the deadline, the budget and the front judge each plan by the high end of its
+    ranges. Raises ValueError when the global batch is shorter than one sequence or a measured
+    matmul fraction is not in (0, 1].
     """
     started = time.perf_counter()
     ownership = ownership or OwnershipSettings()
@@ -517,20 +605,26 @@ def plan_run(
     _check_measured_fractions(measured_matmul_fraction)
     search = LayoutSearch(spec, base, run_time, sequences, measured_matmul_fraction)
     prices = list(prices)
+    savings = load_spot_savings() if spot_savings is None else spot_savings
     gpus = [gpu for gpu in catalogue if request.gpus is None or gpu.name in request.gpus]
     candidates: list[Plan] = []
     for index, gpu in enumerate(gpus):
         if progress is not None:
             progress(index / max(len(gpus), 1), gpu.name)
-        candidates += _plans_for_gpu(search, gpu, prices, request, ownership)
+        candidates += _plans_for_gpu(search, gpu, prices, request, ownership, time_band, savings)
     if progress is not None:
         progress(1.0, "done")
-    front = _explain_front(pareto_plans(candidates))
+    rank_on = request.rank_on
+    front = _explain_front(pareto_plans(candidates, rank_on), rank_on)
     fastest = front[0] if front else None
     cheapest = front[-1] if front else None
-    within = _within(front, request.deadline_hours, request.budget_usd)  # the front holds both answers
-    best_deadline = min(within, key=lambda plan: (plan.usd, plan.hours), default=None)
-    best_budget = min(within, key=lambda plan: (plan.hours, plan.usd), default=None)
+    within = _within(front, request.deadline_hours, request.budget_usd, rank_on)  # the front holds both answers
+
+    def judged(plan: Plan) -> tuple[float, float]:
+        return judged_hours(plan, rank_on), judged_usd(plan, rank_on)
+
+    best_deadline = min(within, key=lambda plan: judged(plan)[::-1], default=None)
+    best_budget = min(within, key=judged, default=None)
     return PlanResult(
         model=spec.name,
         mode=request.mode,
@@ -549,7 +643,8 @@ def plan_run(
         searched=search.searched,
         seconds=time.perf_counter() - started,
         assumptions=_assumptions(request, ownership, sequences, base)
-        + _measured_assumptions(measured_matmul_fraction, run_time),
+        + _measured_assumptions(measured_matmul_fraction, run_time)
+        + _range_assumptions(front, rank_on),
     )
 
 
@@ -573,7 +668,13 @@ def _check_measured_fractions(measured_matmul_fraction: dict[str, float] | None)
 
 
 def _plans_for_gpu(
-    search: LayoutSearch, gpu: GpuSpec, prices: Sequence[CloudPrice], request: PlanRequest, ownership: OwnershipSettings
+    search: LayoutSearch,
+    gpu: GpuSpec,
+    prices: Sequence[CloudPrice],
+    request: PlanRequest,
+    ownership: OwnershipSettings,
+    time_band: BandFor | None = None,
+    spot_savings: Sequence[SpotSaving] = (),
 ) -> list[Plan]:
     """Every priced plan of one GPU type: the fastest layout per count and node size, on each row and pricing."""
     if training_stack_problem(gpu, search.base) is not None:
@@ -586,6 +687,9 @@ def _plans_for_gpu(
     if not all_rows and owned_usd is None:
         return []
     plans = []
+    instance_types = {row.instance_type for row in all_rows}  # read the savings table once per GPU, not per plan
+    savings = [saving for saving in spot_savings if saving.instance_type in instance_types]
+    ranges = PlanRanges(NO_BAND if time_band is None else time_band(gpu, search.base), savings)
     fallback = request.host_memory_gib_per_gpu
     layouts: LayoutCache = {}  # rows of a size differ in host RAM
     largest_node = max([row.gpu_count for row in all_rows] + [DEFAULT_NODE_GPUS if owned_usd else 1])
@@ -598,13 +702,13 @@ def _plans_for_gpu(
                 limit = host_limit_per_gpu(row, total, fallback)
                 layout = cached_best_layout(layouts, search, gpu, total, node_gpus, precision, limit)
                 if layout is not None:
-                    plans += _row_plans(gpu, layout, row, request)
+                    plans += _row_plans(gpu, layout, row, request, ranges)
             if owned_usd is not None and node_gpus == DEFAULT_NODE_GPUS:
                 limit = host_limit_per_gpu(None, total, fallback)
                 layout = cached_best_layout(layouts, search, gpu, total, node_gpus, precision, limit)
                 if layout is not None:
                     owned = price_owned_run(total, owned_usd, layout.estimate.hours_total, DEFAULT_NODE_GPUS)
-                    plans.append(_plan(gpu, layout, "owned", None, owned, request))
+                    plans.append(_plan(gpu, layout, "owned", None, owned, request, ranges))
     return plans
 
 
@@ -615,6 +719,17 @@ def _measured_assumptions(measured: dict[str, float] | None, time_settings: Time
         return []
     applied = ", ".join(f"{gpu} {fraction:.0%}" for gpu, fraction in sorted(measured.items()))
     return [f"calibrated matmul fraction of dense peak replaces mamf-finder's in each GEMM's roofline: {applied}"]
+
+
+def _range_assumptions(front: list[Plan], rank_on: RankOn) -> list[str]:
+    """What the plans' ranges rest on (each line once), and which end the limits and the front judge."""
+    judged = (
+        "deadline, budget and front judged at the high end of each plan's range (pessimistic)"
+        if rank_on == "pessimistic"
+        else "deadline, budget and front judged on the estimates; the ranges are shown beside them"
+    )
+    notes = dict.fromkeys(note for plan in front for note in plan.range_notes)
+    return [judged, *notes]
 
 
 def _provider_allowed(row: CloudPrice, request: PlanRequest) -> bool:
