@@ -165,8 +165,8 @@ def time_cost_figure(rows: pd.DataFrame) -> go.Figure:
 def hours_usd_layout(figure: go.Figure, height: int) -> None:
     """Axes of run hours against run cost for the points drawn, as the Time and cost and Plan pages
     draw them: log with $10, $100, $1k and 1 h, 10 h ticks, or linear when the points span little."""
-    hours = [x for trace in figure.data for x in (trace.x or ()) if isinstance(x, int | float)]
-    usd = [y for trace in figure.data for y in (trace.y or ()) if isinstance(y, int | float)]
+    hours = [float(x) for trace in figure.data if trace.x is not None for x in trace.x if isinstance(x, int | float)]
+    usd = [float(y) for trace in figure.data if trace.y is not None for y in trace.y if isinstance(y, int | float)]
     figure.update_layout(
         xaxis=axis(hours, "Hours (wall clock)", "hours"),
         yaxis=axis(usd, "USD for the run", "usd"),
