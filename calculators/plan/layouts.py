@@ -297,11 +297,11 @@ def host_link_note(search: LayoutSearch, gpu: GpuSpec, settings: TrainingSetting
     if settings.offload_parameters:
         streamed_gb = parameter_stream_bytes_per_micro(search.spec, settings) / 1e9
         words.append(
-            f"parameters offloaded to the CPU: 2 x {streamed_gb / 2:,.1f} GB over {link.name} "
+            f"the weights stream in, 2 x {streamed_gb / 2:,.1f} GB over {link.name} "
             f"(~{link.h2d_gbytes_per_s:.0f} GB/s) per micro-batch, {streamed_gb / link.h2d_gbytes_per_s:.2f} s"
         )
     if settings.offload_optimizer:
-        words.append(f"optimizer stepped on the CPU: {estimate.cpu_optimizer_s:.2f} s of CPU Adam per step")
+        words.append(f"the CPU steps the optimizer, {estimate.cpu_optimizer_s:.2f} s of CPU Adam per step")
     exposed_micro = estimate.host_exposed_s / m
     words.append(
         f"the host link and CPU add {estimate.host_exposed_s:.2f} s per step ({exposed_micro:.3f} s per "
