@@ -141,8 +141,9 @@ downloads[1].download_button(
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 )
 st.subheader("Launch settings for the chosen plan")
-launch = st.columns(4)
-for column, (name, text) in zip(launch, launch_files(chosen).items(), strict=True):
+chosen_files = launch_files(chosen)  # only the stacks that run on the chosen plan's accelerator
+launch = st.columns(len(chosen_files))
+for column, (name, text) in zip(launch, chosen_files.items(), strict=True):
     column.download_button(name, text.encode("utf-8"), name, "text/plain", key=f"launch_{name}")
 with st.expander("Assumptions"):
     for line in result.assumptions:

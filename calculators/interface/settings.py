@@ -478,6 +478,21 @@ def _declare() -> list[Setting]:
             flag="--matmul-fraction",
             zero_means_unset=True,
         ),
+        time(
+            "host_cores_per_gpu",
+            "host_cores",
+            "Host CPU cores per GPU (CPU offload's optimizer step)",
+            state="cost_host_cores",
+            flag="--host-cores-per-gpu",
+        ),
+        time(
+            "host_link_gbytes_per_s",
+            "host_gbs",
+            "Host link GB/s each way (0 = the GPU's PCIe or NVLink-C2C)",
+            state="cost_host_link_gbs",
+            flag="--host-link-gbs",
+            zero_means_unset=True,
+        ),
         run("checkpoint_write_min", "ckpt_min", "Checkpoint write (minutes)", state="cost_checkpoint_min"),
         run("restart_min", "restart_min", "Restart after an interruption (minutes)", state="cost_restart_min"),
         run(

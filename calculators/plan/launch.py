@@ -15,6 +15,12 @@ follow each project's documentation:
   seq_len; [parallelism] degrees; [activation_checkpoint] mode).
 - accelerate FSDP config: https://huggingface.co/docs/accelerate/usage_guides/fsdp
   (fsdp_sharding_strategy FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2, NO_SHARD = DDP).
+
+These four stacks run on CUDA and ROCm GPUs. A plan on another platform
+(calculators.workload.compatibility.software_platform) gets only what runs there: on Intel Gaudi
+the DeepSpeed config (Habana's DeepSpeed fork reads the same JSON) and a note; on Google TPUs and
+AWS Trainium a note naming the stack that trains there (PLATFORM_STACKS) and saying that the app
+writes no launch file for it.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import json
 import math
 
 from calculators.plan.search import Plan
+from calculators.workload.compatibility import GAUDI, PLATFORM_STACKS
 
 FSDP_SHARDING = {0: "NO_SHARD", 1: "SHARD_GRAD_OP", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"}
 
@@ -126,8 +133,30 @@ def accelerate_fsdp_yaml(plan: Plan) -> str:
     )
 
 
+def launch_note(plan: Plan) -> str:
+    """What launches a plan on a platform the app writes no (or not every) launch file for, in words."""
+    stack = PLATFORM_STACKS[plan.software_platform]
+    layout = (
+        f"the plan's layout: {plan.data_parallel} data-parallel x {plan.tensor_parallel} tensor x "
+        f"{plan.pipeline_parallel} pipeline parallel, ZeRO-{plan.zero}-style sharding, micro-batch {plan.micro_batch} "
+        f"x {plan.grad_accum} accumulation steps, checkpointing {plan.checkpointing}, {torch_dtype(plan.precision)}"
+    )
+    if plan.software_platform == GAUDI:
+        written = "deepspeed_config.json is written for it; torchtune, torchtitan and accelerate files are not"
+    else:
+        written = (
+            "the app writes no launch file for it (DeepSpeed, torchtune, torchtitan and accelerate do not run there)"
+        )
+    return f"{plan.gpu} ({plan.software_platform}) trains with {stack}: {written}.\n{layout}.\n"
+
+
 def launch_files(plan: Plan) -> dict[str, str]:
-    """File name -> text of every launch setting for a plan."""
+    """File name -> text of every launch setting for a plan that runs on its accelerator: all four
+    on CUDA and ROCm GPUs, the DeepSpeed config and a note on Gaudi, a note alone on TPUs and Trainium."""
+    if plan.software_platform == GAUDI:
+        return {"deepspeed_config.json": deepspeed_json(plan), "launch_note.txt": launch_note(plan)}
+    if plan.software_platform:
+        return {"launch_note.txt": launch_note(plan)}
     return {
         "deepspeed_config.json": deepspeed_json(plan),
         "torchtune_overrides.txt": torchtune_overrides(plan),

@@ -1,7 +1,9 @@
 """The fastest layout of N GPUs of one type that fits: the planner's layout search.
 
 A layout is the ZeRO stage, tensor and pipeline parallel degrees, checkpointing, micro-batch and
-gradient accumulation giving the global batch, and offload when nothing else fits. Only layouts whose
+gradient accumulation giving the global batch, and offload when nothing else fits and the accelerator's
+stack can offload (calculators.workload.compatibility.cpu_offload_problem: not on TPUs or Trainium); an
+offloaded layout's time includes its host link (calculators.timing.host_link). Only layouts whose
 peak fits the GPU by the memory engine (calculators.memory.engine.estimate_memory) and whose host RAM
 per GPU fits the limit are kept; the fastest by calculators.timing.estimate.estimate_time wins.
 calculators.plan.search prices it on every row; the pruning is described there.
@@ -19,7 +21,9 @@ from calculators.memory.fit import largest_passing
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.models.spec import ModelSpec
 from calculators.timing.estimate import TimeEstimate, estimate_time
+from calculators.timing.host_link import host_link, parameter_stream_bytes_per_micro
 from calculators.timing.settings import TimeSettings
+from calculators.workload.compatibility import cpu_offload_problem
 from calculators.workload.support import check_supported
 from calculators.workload.training import TrainingSettings
 
@@ -143,13 +147,19 @@ class LayoutSearch:
 
 
 def _layout_candidates(
-    search: LayoutSearch, capacity_gib: float, total: int, node_gpus: int, precision: str, host_limit_gib: float
+    search: LayoutSearch,
+    capacity_gib: float,
+    total: int,
+    node_gpus: int,
+    precision: str,
+    host_limit_gib: float,
+    can_offload: bool = True,
 ):
     """(layout fields, data-parallel GPUs, micro-batch, note) that fit `capacity_gib` on `total`
     GPUs and `host_limit_gib` of host RAM per GPU: plain data parallel first; tensor, pipeline
-    parallel and offload only when that fits nowhere."""
+    parallel and offload (where `can_offload`) only when that fits nowhere."""
     plain_dp_splits = search.sequences % total == 0
-    for stage in _stages(total, node_gpus):
+    for stage in _stages(total, node_gpus, can_offload):
         found = []
         for tp, pp, offload in stage:
             dp = total // (tp * pp)
@@ -203,17 +213,18 @@ def _least_recomputation(
     return None
 
 
-def _stages(total: int, node_gpus: int) -> list[list[tuple[int, int, str]]]:
-    """Escalating layout families: data parallel; + tensor parallel inside a node; + pipeline; + offload."""
+def _stages(total: int, node_gpus: int, can_offload: bool = True) -> list[list[tuple[int, int, str]]]:
+    """Escalating layout families: data parallel; + tensor parallel inside a node; + pipeline; + offload
+    (where the stack can offload)."""
     tps = [tp for tp in MODEL_PARALLEL_DEGREES if tp <= min(total, node_gpus) and total % tp == 0]
     widest_tp = max(tps, default=1)
     pps = [pp for pp in (2, 4, 8, 16) if total % (widest_tp * pp) == 0]
-    return [
+    stages = [
         [(1, 1, "none")],
         [(tp, 1, "none") for tp in tps],
         [(widest_tp, pp, "none") for pp in pps],
-        [(1, 1, "optimizer"), (1, 1, "parameters")],
     ]
+    return stages + [[(1, 1, "optimizer"), (1, 1, "parameters")]] if can_offload else stages
 
 
 def _zero_stages(dp: int, pp: int, offload: str) -> tuple[int, ...]:
@@ -254,7 +265,9 @@ def best_layout(
     per GPU (and so the cheapest for any price row with that much host RAM per GPU)."""
     capacity = gpu_memory_gib(gpu)
     best: Layout | None = None
-    for layout, dp, micro, note in _layout_candidates(search, capacity, total, node_gpus, precision, host_limit_gib):
+    can_offload = cpu_offload_problem(gpu) is None
+    candidates = _layout_candidates(search, capacity, total, node_gpus, precision, host_limit_gib, can_offload)
+    for layout, dp, micro, note in candidates:
         settings = search.settings(**layout, gpus=dp, micro_batch=micro, grad_accum=search.sequences // (dp * micro))
         if settings is None:
             continue
@@ -265,8 +278,36 @@ def best_layout(
         if estimate is None:
             continue
         if best is None or estimate.step_s < best.estimate.step_s:
+            note += host_link_note(search, gpu, settings, estimate)
             best = Layout(settings=settings, peak_gib=memory[0], estimate=estimate, note=note, host_gib=memory[1])
     return best
+
+
+def host_link_note(search: LayoutSearch, gpu: GpuSpec, settings: TrainingSettings, estimate: TimeEstimate) -> str:
+    """What an offloaded layout's host link costs, in words ('' without offload): the bytes each
+    micro-batch streams in and the time, the CPU step, and what the step waits for
+    (calculators.timing.host_link)."""
+    if not (settings.offload_optimizer or settings.offload_parameters or settings.activation_offload):
+        return ""
+    link = host_link(gpu, search.time_settings.host_link_gbytes_per_s)
+    if link is None:
+        return f"; {gpu.name} has no host link figure: offload traffic not timed"
+    words = []
+    m = settings.grad_accum
+    if settings.offload_parameters:
+        streamed_gb = parameter_stream_bytes_per_micro(search.spec, settings) / 1e9
+        words.append(
+            f"the weights stream in, 2 x {streamed_gb / 2:,.1f} GB over {link.name} "
+            f"(~{link.h2d_gbytes_per_s:.0f} GB/s) per micro-batch, {streamed_gb / link.h2d_gbytes_per_s:.2f} s"
+        )
+    if settings.offload_optimizer:
+        words.append(f"the CPU steps the optimizer, {estimate.cpu_optimizer_s:.2f} s of CPU Adam per step")
+    exposed_micro = estimate.host_exposed_s / m
+    words.append(
+        f"the host link and CPU add {estimate.host_exposed_s:.2f} s per step ({exposed_micro:.3f} s per "
+        f"micro-batch over {m}) not hidden under compute"
+    )
+    return "; " + "; ".join(words)
 
 
 def cached_best_layout(

@@ -65,7 +65,7 @@ from calculators.plan.layouts import (
     cached_best_layout,
 )
 from calculators.timing.settings import TimeSettings
-from calculators.workload.compatibility import training_stack_problem
+from calculators.workload.compatibility import software_platform, training_stack_problem
 from calculators.workload.modes import METHOD_OF_MODE
 from calculators.workload.training import TrainingSettings
 
@@ -203,6 +203,14 @@ class Plan(BaseModel):
         default=None, description="[low, high] of usd: as hours_range, and spot prices across regions"
     )
     range_notes: list[str] = Field(default_factory=list, description="what the ranges rest on, in words")
+    software_platform: str = Field(
+        default="",
+        description="the accelerator's non-CUDA, non-ROCm training stack (Google TPU, AWS Neuron, Intel Gaudi), "
+        "'' for CUDA and ROCm GPUs: which launch files apply",
+    )
+    host_link_s_per_step: float = Field(
+        default=0.0, description="host link traffic and CPU optimizer step the step waits for (offload), seconds"
+    )
 
     def training_settings(self, base: TrainingSettings) -> TrainingSettings:
         """The engine's settings of this plan over the workload it was planned for."""
@@ -412,6 +420,8 @@ def _layout_fields(gpu: GpuSpec, layout: Layout, row: CloudPrice | None, request
         "step_s": estimate.step_s,
         "tokens_per_s": estimate.tokens_per_s,
         "mfu": estimate.mfu,
+        "software_platform": software_platform(gpu) or "",
+        "host_link_s_per_step": estimate.host_exposed_s,
     }
 
 
@@ -749,8 +759,10 @@ def _assumptions(
         "no data loading, evaluation or checkpoint writes on demand",
         "on spot: expected hours with Young/Daly checkpoints, restarts and lost work (calculators.cost.spot), "
         f"{DEFAULT_INTERRUPTIONS_PER_HOUR} interruptions per instance-hour where the price row has no rate",
-        "offload only when nothing else fits, and only where the host RAM the engine puts offloaded states and "
-        "activations in (per GPU x the job's GPUs on one instance) fits the instance's host RAM from its price "
+        "offload only when nothing else fits and the accelerator's stack offers it (not on TPUs or Trainium), "
+        "timed over its host link (PCIe or NVLink-C2C) with the CPU optimizer step, and only where the host RAM "
+        "the engine puts offloaded states and activations in (per GPU x the job's GPUs on one instance) fits the "
+        "instance's host RAM from its price "
         f"row (host_ram_gib, from a public document); where the row gives none, and on owned servers, an assumed "
         f"{request.host_memory_gib_per_gpu:g} GiB per GPU; each plan's host_ram_basis says which was used",
         "bf16 precisions run as fp16 on GPUs without bf16 (V100, T4)",

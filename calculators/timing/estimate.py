@@ -5,10 +5,12 @@ The estimate for one optimizer step on one GPU of the busiest pipeline stage is
     step_s = compute (GEMMs, attention, bandwidth-bound ops, recomputation, optimizer)
              + exposed tensor-parallel, pipeline point-to-point and data-parallel traffic
              + the pipeline bubble
+             + host traffic and the CPU optimizer step of CPU offload not hidden under compute
 
-computed in calculators.timing.operations (per-operation roofline) and calculators.timing.communication
-(bytes per dimension, placement). With a given `utilisation` the compute is instead the
-FLOPs at that flat fraction of dense peak (a measured MFU, e.g. from calibration).
+computed in calculators.timing.operations (per-operation roofline), calculators.timing.communication
+(bytes per dimension, placement) and calculators.timing.host_link (the host link and the CPU step).
+With a given `utilisation` the compute is instead the FLOPs at that flat fraction of dense peak (a
+measured MFU, e.g. from calibration).
 
 One FLOP convention everywhere: model FLOPs per token = 6N (Kaplan et al. 2020, arXiv
 2001.08361, Sec. 2.1; 4N with a frozen base) + PaLM's attention term 12*L*s*(heads*head_dim)
@@ -26,7 +28,7 @@ from pydantic import BaseModel, Field
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.mllama import layers_skipped_without_images
 from calculators.models.spec import ModelSpec, extension
-from calculators.timing import communication
+from calculators.timing import communication, host_link
 from calculators.timing.communication import bubble_fraction
 from calculators.timing.flops import (
     matmul_flops_factor,
@@ -52,6 +54,7 @@ from calculators.timing.operations import (
 )
 from calculators.timing.rates import rate_and_format
 from calculators.timing.settings import TimeSettings
+from calculators.workload.compatibility import settings_offload
 from calculators.workload.training import TrainingSettings, decoder_settings, language_model_settings
 
 # --- the result -----------------------------------------------------------------------------
@@ -90,6 +93,14 @@ class TimeEstimate(BaseModel):
     hours_per_epoch: float
     hours_total: float
     assumptions: list[str]
+    host_link_gbytes_per_s: float | None = Field(
+        default=None, description="GB/s host to device of the GPU's host link; None: no host link figure"
+    )
+    host_transfer_s: float = Field(default=0.0, description="seconds of offload traffic on the host link per step")
+    cpu_optimizer_s: float = Field(default=0.0, description="the CPU's optimizer step with optimizer offload")
+    host_exposed_s: float = Field(
+        default=0.0, description="host traffic and CPU step not hidden under compute, part of step_s"
+    )
 
 
 # --- the estimate -------------------------------------------------------------------------
@@ -262,7 +273,9 @@ def estimate_time(
     m = language.grad_accum
     busy_s = compute_s + exposed_s["tp"] + exposed_s["pp"] + exposed_s["ep"]
     bubble_s = bubble_fraction(language.pipeline_parallel, m, time_settings.virtual_stages) * busy_s
-    step_s = busy_s + bubble_s + exposed_s["dp"]
+    link = host_link.host_link(gpu, time_settings.host_link_gbytes_per_s)
+    host = offload_seconds(spec, settings, time_settings, link, compute_s)
+    step_s = busy_s + bubble_s + exposed_s["dp"] + host.exposed_s
 
     tokens_per_step = language.micro_batch * language.seq_len * m * language.gpus
     tokens_per_s = tokens_per_step / step_s
@@ -303,8 +316,48 @@ def estimate_time(
         steps_per_epoch=steps_per_epoch,
         hours_per_epoch=hours_per_epoch,
         hours_total=hours_per_epoch * time_settings.epochs,
-        assumptions=_assumptions(gpu, language, time_settings, fmt, links),
+        assumptions=_assumptions(gpu, language, time_settings, fmt, links) + offload_assumptions(gpu, language, link),
+        host_link_gbytes_per_s=None if link is None else link.h2d_gbytes_per_s,
+        host_transfer_s=host.transfer_s,
+        cpu_optimizer_s=host.cpu_optimizer_s,
+        host_exposed_s=host.exposed_s,
     )
+
+
+def offload_seconds(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    time_settings: TimeSettings,
+    link: host_link.HostLink | None,
+    compute_s: float,
+) -> host_link.HostTime:
+    """The step's host traffic and CPU optimizer step (calculators.timing.host_link.host_seconds)
+    for the workload `settings`; none without offload or without a host link figure."""
+    language = language_model_settings(spec, settings)
+    if link is None or not settings_offload(language):
+        return host_link.HostTime(0.0, 0.0, 0.0)
+    ep = expert_parallel_of(spec, time_settings)
+    activations = host_link.activation_offload_bytes_per_micro(spec, settings)
+    per_micro = (host_link.parameter_stream_bytes_per_micro(spec, language, ep) + activations, activations)
+    per_step = host_link.optimizer_offload_bytes(spec, language, ep)
+    cpu_s = host_link.cpu_optimizer_seconds(spec, language, time_settings.host_cores_per_gpu, ep)
+    return host_link.host_seconds(link, per_micro, per_step, language.grad_accum, compute_s, cpu_s)
+
+
+def offload_assumptions(gpu: GpuSpec, settings: TrainingSettings, link: host_link.HostLink | None) -> list[str]:
+    """What the host traffic and the CPU step assume, in words (nothing without offload)."""
+    if not settings_offload(settings):
+        return []
+    if link is None:
+        return [f"{gpu.name} has no host link figure in the catalogue: CPU offload traffic is not timed"]
+    return [
+        f"host link {link.name}: {link.h2d_gbytes_per_s:.0f} GB/s host to device, {link.d2h_gbytes_per_s:.0f} GB/s "
+        "back (pinned copies: PCIe at 86% of the payload rate measured on an H200, NVLink-C2C as measured on "
+        "GH200 by Schieffer et al. 2024); offloaded parameters stream in for forward and again for backward every "
+        "micro-batch, hidden under its compute at best (ZeRO-Infinity, arXiv 2104.07857); gradients out once per "
+        "step under the last backward, DeepSpeed CPU Adam (5x torch's measured CPU AdamW) on the host cores, "
+        "updated parameters back, both waited for (ZeRO-Offload, arXiv 2101.06840; delayed parameter update off)"
+    ]
 
 
 class ScalingPoint(BaseModel):

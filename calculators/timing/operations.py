@@ -829,7 +829,10 @@ def recompute_seconds(
 
 def optimizer_seconds(spec: ModelSpec, settings: TrainingSettings, kernels: StepKernels) -> float:
     """The optimizer step over the rank's trainable parameters (its ZeRO shard of them from
-    ZeRO-1 on), bandwidth-bound (optimizer_bytes_per_parameter)."""
+    ZeRO-1 on), bandwidth-bound (optimizer_bytes_per_parameter); none on the GPU when the
+    optimizer is offloaded (the CPU steps it: calculators.timing.host_link.cpu_optimizer_seconds)."""
+    if settings.offload_optimizer:
+        return 0.0
     sharded = settings.gpus if settings.zero >= 1 else 1
     parameters = trainable_parameters_per_rank(spec, settings, kernels.expert_parallel) / sharded
     return parameters * optimizer_bytes_per_parameter(settings) / kernels.bytes_per_s

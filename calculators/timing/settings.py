@@ -16,6 +16,9 @@ Kernels = Literal["auto", "eager", "fused"]
 LossKernel = Literal["auto", "fused", "eager", "vocab-parallel"]
 
 
+# Host cores per GPU by default: an AWS p5.48xlarge has 192 vCPUs (2 per physical core) for 8 H100s
+# (https://aws.amazon.com/ec2/instance-types/p5/): 12 cores per GPU.
+DEFAULT_HOST_CORES_PER_GPU = 12.0
 DEFAULT_INTER_NODE_GBPS = 400.0  # Gb/s network per GPU (one 400G NIC per GPU, as HGX H100 nodes)
 
 
@@ -24,7 +27,7 @@ DEFAULT_INTER_NODE_GBPS = 400.0  # Gb/s network per GPU (one 400G NIC per GPU, a
 STEP_SETTING_FIELDS: tuple[str, ...] = (
     "gpus_per_node", "inter_node_gbps", "overlap_fraction", "tp_overlap_fraction", "pp_overlap_fraction",
     "virtual_stages", "compile", "kernels", "loss_kernel", "attention_kernel", "fp32_uses_tf32", "matmul_fraction",
-    "expert_parallel",
+    "expert_parallel", "host_cores_per_gpu", "host_link_gbytes_per_s",
 )  # fmt: skip
 
 
@@ -99,6 +102,20 @@ class TimeSettings(BaseModel):
     )
     fp32_uses_tf32: bool = Field(
         default=False, description="fp32 matmuls on TF32 tensor cores (PyTorch's default: off since 1.12)"
+    )
+    host_cores_per_gpu: float = Field(
+        default=DEFAULT_HOST_CORES_PER_GPU,
+        ge=0.5,
+        le=1024,
+        description="host CPU cores that step one GPU's offloaded optimizer (DeepSpeed CPU Adam); 12 = an AWS "
+        "p5.48xlarge's 96 physical cores over its 8 GPUs",
+    )
+    host_link_gbytes_per_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=10_000,
+        description="GB/s each way between a GPU and its host for CPU offload (a measured pinned copy); None = "
+        "PCIe x16 of the catalogue's generation at 86% of its payload rate, or NVLink-C2C on Grace superchips",
     )
     dataset_tokens: float | None = Field(default=None, ge=1, le=1e16, description="tokens per epoch (at least one)")
     dataset_samples: int | None = Field(

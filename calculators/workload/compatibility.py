@@ -18,6 +18,18 @@ that a vendor's stack lacks, and some chips only serve models. Each rule cites i
   NeuronCore-v2 is Trainium's, but no training path on Inf2 is documented. The catalogue marks
   such chips `inference_only`.
 
+- CPU offload (DeepSpeed ZeRO-Offload / ZeRO-Infinity, FSDP's CPUOffload, torchtune's
+  fsdp_cpu_offload) moves states between a CUDA or ROCm device and pinned host memory. Google TPUs
+  train through XLA (PyTorch/XLA FSDP and SPMD: https://pytorch.org/xla/release/r2.6/perf/fsdp.html
+  and https://pytorch.org/xla/release/r2.6/perf/spmd_basic.html; JAX) and AWS Trainium through
+  AWS Neuron's NeuronX Distributed (ZeRO-1 optimizer sharding, tensor and pipeline parallel:
+  https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/neuronx-distributed/index.html);
+  neither stack offers DeepSpeed's CPU offload, so no TPU or Trainium layout offloads. Intel Gaudi
+  runs Habana's DeepSpeed fork, whose validated configurations are ZeRO-1, ZeRO-2 and ZeRO-3
+  (https://docs.habana.ai/en/latest/PyTorch/DeepSpeed/DeepSpeed_User_Guide.html, "DeepSpeed Validated
+  Configurations"); no source known here rules CPU offload out on Gaudi, so it stays allowed
+  (an assumption: the host side, DeepSpeed's CPU Adam, is the same code).
+
 Only known contradictions are reported: any other accelerator (NVIDIA, AMD, an Intel GPU
 that is not Gaudi, one you added) is assumed to run the workload.
 """
@@ -34,6 +46,13 @@ NEURON = "AWS Neuron (Trainium, Inferentia)"
 GAUDI = "Intel Gaudi"
 NO_BITSANDBYTES_4BIT = (TPU, NEURON)
 NO_BITSANDBYTES_OPTIMIZERS = (TPU, NEURON, GAUDI)
+NO_CPU_OFFLOAD = (TPU, NEURON)
+# The training stack each non-CUDA platform runs, in words, for launch notes.
+PLATFORM_STACKS: dict[str, str] = {
+    TPU: "XLA: PyTorch/XLA FSDP or SPMD sharding (torch_xla), or JAX",
+    NEURON: "AWS Neuron: NeuronX Distributed (neuronx-distributed) on torch-neuronx",
+    GAUDI: "Habana's DeepSpeed fork (ZeRO-1/2/3) on the Intel Gaudi PyTorch bridge",
+}
 
 
 def software_platform(gpu: GpuSpec) -> str | None:
@@ -75,3 +94,17 @@ def stack_problem(gpu: GpuSpec, mode: str, optimizer: str | None = None) -> str 
 def training_stack_problem(gpu: GpuSpec, settings: TrainingSettings) -> str | None:
     """stack_problem for a training workload: its mode follows its method (full, LoRA, QLoRA)."""
     return stack_problem(gpu, MODE_OF_METHOD[settings.method], settings.optimizer)
+
+
+def cpu_offload_problem(gpu: GpuSpec) -> str | None:
+    """Why `gpu`'s training stack cannot offload states or activations to the CPU, in words, or
+    None when it can (CUDA, ROCm and Gaudi's DeepSpeed)."""
+    platform = software_platform(gpu)
+    if platform in NO_CPU_OFFLOAD:
+        return f"{gpu.name} trains through {PLATFORM_STACKS[platform]}, which has no CPU offload of this kind"
+    return None
+
+
+def settings_offload(settings: TrainingSettings) -> bool:
+    """Whether the settings put optimizer states, parameters or activations on the host."""
+    return settings.offload_optimizer or settings.offload_parameters or settings.activation_offload
