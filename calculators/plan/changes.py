@@ -130,7 +130,7 @@ _LABELS: dict[tuple[str, Any], str] = {
 def short_label(update: dict[str, Any], fallback: str) -> str:
     """A few words for one block, e.g. 'full checkpointing', 'ZeRO-3', 'micro-batch 2 x accumulation 4'."""
     if "offload_parameters" in update and "zero" in update:
-        return f"ZeRO-{update['zero']} + parameter offload"
+        return f"ZeRO-{update['zero']} with parameter offload"
     if "zero" in update:
         return f"ZeRO-{update['zero']}"
     if "micro_batch" in update:
@@ -316,11 +316,12 @@ class ChangeSearch:
         if combination.extra_gpus_to is not None:
             gpus = combination.extra_gpus_to
             steps.append(f"Shard over {gpus} data-parallel GPUs instead of {self.settings.gpus}")
-            zero = [i for i, word in enumerate(words) if word.startswith("ZeRO-")]
-            if zero:  # 'ZeRO-3 over 13 GPUs'
-                words[zero[0]] += f" over {gpus} GPUs"
+            stage = f"ZeRO-{combination.update.get('zero', self.settings.zero)}"
+            sharding = [i for i, word in enumerate(words) if stage in word]
+            if sharding:  # 'ZeRO-3 over 13 GPUs', 'ZeRO-3 over 6 GPUs with parameter offload'
+                words[sharding[0]] = words[sharding[0]].replace(stage, f"{stage} over {gpus} GPUs", 1)
             else:
-                words.append(f"ZeRO-{self.settings.zero} over {gpus} GPUs")
+                words.append(f"{stage} over {gpus} GPUs")
         return " + ".join(words), steps
 
 
