@@ -34,12 +34,8 @@ def show_changes(options: list[RankedChange], method: str, gpu_name: str) -> Non
     if not options:
         st.info("No combination of up to three changes fits; a GPU with more memory is needed.")
         return
-    st.dataframe(
-        changes_frame(best_few(options), method),
-        hide_index=True,
-        width="stretch",
-        column_config={"change": st.column_config.TextColumn(width="large")},
-    )
+    # a static table: its cells wrap, so no column is cut off on a narrow window (at most 5 rows)
+    st.table(changes_frame(best_few(options), method), hide_index=True)
     timed = "" if options[0].slowdown is not None else f" (no time model for {gpu_name}: not ranked by speed)"
     st.caption(
         "Combinations of up to three changes that fit, cheapest first"
