@@ -13,7 +13,9 @@ The search, bounded so the Memory page can run it on every change of a widget:
 3. every triple whose three pairs were tried, none fits and none is redundant (one change of the
    pair lowers no phase of the step below the other change alone: e.g. the fused AdamW kernel once
    an 8-bit optimizer replaced AdamW);
-4. more GPUs for the combinations of at most two changes that shard and do not fit.
+4. more GPUs for the current settings, each single change and each pair with a ZeRO stage that
+   do not fit (fewer GPUs than any of its parts needs; a micro-batch smaller than one that fits with
+   the same other changes is not tried).
 
 Only minimal combinations are kept: one that contains a combination that already fits is left out,
 so a single change that suffices is offered alone. What each costs is then read from the time model
@@ -200,6 +202,8 @@ class ChangeSearch:
     def __init__(self, spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float, gpu: GpuSpec | None):
         self.spec, self.settings, self.capacity_gib, self.gpu = spec, settings, gpu_memory_gib, gpu
         self.blocks = building_blocks(spec, settings, gpu_memory_gib)
+        micro_batches = [i for i, (_, update) in enumerate(self.blocks) if "micro_batch" in update]
+        self._larger_micro_batch = dict(zip(micro_batches[1:], micro_batches, strict=False))
         self.estimates = 0  # memory estimates made, for the bench and the tests of the bound
         self.base = self._estimate({})
         self._tried: dict[tuple[int, ...], _Combination | None] = {}
@@ -225,10 +229,24 @@ class ChangeSearch:
                     return None
                 update |= self.blocks[index][1]
             combination = None
-            if self._accepted(update):
+            if self._needlessly_small(indices):
+                pass
+            elif self._accepted(update):
                 combination = _Combination(indices=indices, update=update, estimate=self._estimate(update))
             self._tried[indices] = combination
         return self._tried[indices]
+
+    def _needlessly_small(self, indices: tuple[int, ...]) -> bool:
+        """A micro-batch smaller than one that already fits with the same other changes: more
+        accumulation steps of less work each, for memory not needed (the next larger micro-batch
+        comes first in the blocks, so its combination was tried before)."""
+        for position, index in enumerate(indices):
+            larger = self._larger_micro_batch.get(index)
+            if larger is not None and larger not in indices:
+                with_larger = tuple(sorted((*indices[:position], larger, *indices[position + 1 :])))
+                if self.fits(self._tried.get(with_larger)):
+                    return True
+        return False
 
     def fits(self, combination: _Combination | None) -> bool:
         return combination is not None and combination.estimate.peak_gib <= self.capacity_gib
@@ -272,8 +290,9 @@ class ChangeSearch:
         return fitting
 
     def _more_gpus(self, open_sets: list[_Combination | None], fitting: list[_Combination]) -> list[_Combination]:
-        """The fewest data-parallel GPUs (up to MAX_GPUS_OFFERED) at which a sharding combination fits,
-        leaving out one that a smaller combination already fits on no more GPUs."""
+        """The fewest data-parallel GPUs (up to MAX_GPUS_OFFERED) at which a sharding combination fits:
+        the current settings, each single change, and each pair with a ZeRO stage (the stage is what
+        makes more GPUs help). A combination is only kept on fewer GPUs than any of its parts needs."""
         found: list[_Combination] = []
         fitting_sets = [set(c.indices) for c in fitting]
         for combination in open_sets:
@@ -281,33 +300,31 @@ class ChangeSearch:
             update = {} if combination is None else combination.update
             if "gpus" in update or max(self.settings.zero, update.get("zero", 0)) == 0:
                 continue
-            if any(other <= set(indices) for other in fitting_sets):
+            if len(indices) > 1 and "zero" not in update or any(other <= set(indices) for other in fitting_sets):
                 continue
-            gpus = self._fewest_gpus(update)
+            parts_need = [c.extra_gpus_to for c in found if set(c.indices) < set(indices)]
+            gpus = self._fewest_gpus(update, min(parts_need, default=MAX_GPUS_OFFERED + 1) - 1)
             if gpus is None:
                 continue
-            if any(set(c.indices) <= set(indices) and c.extra_gpus_to <= gpus for c in found):
-                continue
-            found = [c for c in found if not (set(indices) <= set(c.indices) and gpus <= c.extra_gpus_to)]
             estimate = self._estimate(update | {"gpus": gpus})
             found.append(
                 _Combination(indices=indices, update=update | {"gpus": gpus}, estimate=estimate, extra_gpus_to=gpus)
             )
         return found
 
-    def _fewest_gpus(self, update: dict[str, Any]) -> int | None:
-        """Fewest data-parallel GPUs above the current count that fit, by bisection (memory falls as
-        ZeRO shards over more GPUs); None when even MAX_GPUS_OFFERED do not."""
+    def _fewest_gpus(self, update: dict[str, Any], most_gpus: int) -> int | None:
+        """Fewest data-parallel GPUs above the current count, up to `most_gpus`, that fit, by bisection
+        (memory falls as ZeRO shards over more GPUs); None when even `most_gpus` do not."""
         current = self.settings.gpus
-        if current >= MAX_GPUS_OFFERED or not self._accepted(update | {"gpus": MAX_GPUS_OFFERED}):
+        if most_gpus <= current or not self._accepted(update | {"gpus": most_gpus}):
             return None
 
         def fits(gpus: int) -> bool:
             return self._estimate(update | {"gpus": gpus}).peak_gib <= self.capacity_gib
 
-        if not fits(MAX_GPUS_OFFERED):
+        if not fits(most_gpus):
             return None
-        last_short = largest_passing(current, MAX_GPUS_OFFERED - 1, lambda gpus: not fits(gpus))
+        last_short = largest_passing(current, most_gpus - 1, lambda gpus: not fits(gpus))
         return current + 1 if last_short is None else last_short + 1
 
     def label(self, combination: _Combination) -> tuple[str, list[str]]:
