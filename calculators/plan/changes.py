@@ -232,7 +232,10 @@ class ChangeSearch:
             if self._needlessly_small(indices):
                 pass
             elif self._accepted(update):
-                combination = _Combination(indices=indices, update=update, estimate=self._estimate(update))
+                try:
+                    combination = _Combination(indices=indices, update=update, estimate=self._estimate(update))
+                except ValueError:  # a combination the engine refuses that check_supported let through
+                    combination = None
             self._tried[indices] = combination
         return self._tried[indices]
 
