@@ -9,9 +9,12 @@ from calculators.memory.engine import estimate_memory
 from calculators.memory.fit import check_fit, suggestions
 from calculators.memory.result import COMPONENT_LABEL
 from calculators.models.geometry import parameter_count
+from calculators.plan.changes import RANKING_TIME_SETTINGS, ranked_changes
 from calculators.workload.contradictions import workload_problems
 from calculators.workload.frameworks import FRAMEWORK_LABEL, framework_rows
 from calculators.workload.training import TrainingSettings
+from ui.calibration_state import measured_matmul_fraction
+from ui.changes_view import show_changes
 from ui.charts import phase_breakdown_figure
 from ui.serving_view import show_serving
 from ui.trace_view import trace_section
@@ -69,6 +72,17 @@ summary = (
     f"peak **{estimate.peak_gib:.1f} GiB** per GPU on **{workload.gpu_name}** "
     f"({workload.gpu_memory_gib:g} GiB): headroom {fit.headroom_gib:+.1f} GiB ({fit.headroom_fraction:+.0%})"
 )
+if estimate.host_memory_gib > 0:  # what it offloads must fit the host: part of the verdict
+    summary += f"; needs **{estimate.host_memory_gib:.0f} GiB of host RAM** per GPU for what it offloads"
+changes = []
+if fit.verdict == "does not fit":
+    chosen_gpu = next((g for g in list(load_gpu_catalogue()) + user_gpus() if g.name == workload.gpu_name), None)
+    time_settings = RANKING_TIME_SETTINGS.with_measured_matmul_fraction(
+        workload.gpu_name, measured_matmul_fraction(settings.precision)
+    )
+    changes = ranked_changes(spec, settings, workload.gpu_memory_gib, chosen_gpu, time_settings)
+    if changes:
+        summary += f". Cheapest change that fits: {changes[0].sentence()}"
 if fit.verdict == "fits":
     st.success(f"Fits: {summary}", icon=":material/check_circle:")
 elif fit.verdict == "tight":
@@ -98,6 +112,9 @@ col4.metric(
     help="Data-parallel GPUs with the chosen ZeRO stage. Without ZeRO every GPU holds a full copy, so more GPUs "
     "do not lower the per-GPU peak; 'none' means activations alone exceed the GPU.",
 )
+
+if fit.verdict == "does not fit":
+    show_changes(changes, settings.method, workload.gpu_name)
 
 st.plotly_chart(phase_breakdown_figure(estimate, workload.gpu_memory_gib), width="stretch")
 st.caption(f"The peak is the largest phase ({estimate.peak_phase}), not the sum of everything that ever exists.")
@@ -129,7 +146,7 @@ with left:
         + ", ".join(f"{name.replace('_', ' ')} {gib:.3f}" for name, gib in estimate.activations_per_layer_gib.items())
     )
 with right:
-    st.subheader("What to change")
+    st.subheader("Single changes")
     found = suggestions(spec, settings, workload.gpu_memory_gib)
     st.dataframe(
         pd.DataFrame(
@@ -138,6 +155,7 @@ with right:
         hide_index=True,
         width="stretch",
     )
+    st.caption("Each change alone, with the peak it leaves.")
 
 trace_section(spec, settings, estimate)
 

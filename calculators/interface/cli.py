@@ -25,7 +25,7 @@ from calculators.hardware.csv_rows import echo, one_line
 from calculators.interface.settings import Setting, SettingError, all_settings, build_workload, values_for
 from calculators.memory.engine import estimate_memory
 from calculators.memory.fit import check_fit, suggestions, verdict
-from calculators.memory.fit_matrix import fit_matrix
+from calculators.memory.fit_matrix import fit_matrix, gpu_memory_gib
 from calculators.memory.result import COMPONENT_LABEL
 from calculators.memory.serving import estimate_serving, max_concurrency, max_context_len, serving_table
 from calculators.models.geometry import active_parameters
@@ -39,6 +39,7 @@ from calculators.models.hub import fetch_hub_config
 from calculators.models.library import ModelNotFound, resolve_model, search_models
 from calculators.models.presets import load_presets
 from calculators.models.spec import ModelSpec
+from calculators.plan.changes import RANKING_TIME_SETTINGS, RankedChange, best_few, ranked_changes
 from calculators.plan.figures import hours_range_text, hours_text, usd_range_text, usd_text
 from calculators.plan.search import DEFAULT_MAX_GPUS, PlanRequest, PlanResult, plan_run
 from calculators.timing.estimate import estimate_time
@@ -256,12 +257,46 @@ def memory_command(args: argparse.Namespace) -> str:
     result |= estimate.model_dump() | {"warnings": workload_problems(workload)}
     result["active_parameters"] = active_parameters(spec)
     result["active_parameters_without_embedding"] = result["active_parameters"] - spec.vocab_size * spec.hidden_size
-    if args.gpu_memory_gib is not None:
-        result["fit"] = check_fit(spec, settings, args.gpu_memory_gib).model_dump()
-        result["suggestions"] = [s.model_dump() for s in suggestions(spec, settings, args.gpu_memory_gib)]
+    gpu = _named_gpu(args)
+    capacity_gib = args.gpu_memory_gib if args.gpu_memory_gib is not None or gpu is None else gpu_memory_gib(gpu)
+    if capacity_gib is not None:
+        result["fit"] = check_fit(spec, settings, capacity_gib).model_dump()
+        result["suggestions"] = [s.model_dump() for s in suggestions(spec, settings, capacity_gib)]
+        ranked = ranked_changes(spec, settings, capacity_gib, gpu, _ranking_time_settings(args))
+        result["changes"] = [option.model_dump() for option in ranked]
     if args.json:
         return json.dumps(result, indent=2)
     return format_memory_table(result)
+
+
+def _named_gpu(args: argparse.Namespace) -> GpuSpec | None:
+    """The catalogue GPU of --gpu, or None without the flag."""
+    if getattr(args, "gpu", None) is None:
+        return None
+    try:
+        return find_gpu(args.gpu)
+    except KeyError as error:
+        raise UsageError(str(error).strip("'\"")) from None
+
+
+def _ranking_time_settings(args: argparse.Namespace) -> TimeSettings:
+    """The step flags (placement, overlap, kernels) the time model ranks the changes with."""
+    step = {
+        item.name: getattr(args, _flag_dest(item.flag))
+        for item in all_settings()
+        if item.model is TimeSettings and item.name in STEP_SETTING_FIELDS
+    }
+    try:
+        return RANKING_TIME_SETTINGS.model_validate(RANKING_TIME_SETTINGS.model_dump() | step)
+    except ValidationError as error:
+        raise UsageError(describe_validation_error(error)) from None
+
+
+def _change_lines(options: list[RankedChange]) -> list[str]:
+    """The few combinations the Memory page shows, one sentence each."""
+    if not options:
+        return []
+    return ["Changes that fit, cheapest first:", *(f"  {option.sentence()}" for option in best_few(options))]
 
 
 def format_memory_table(result: dict) -> str:
@@ -282,8 +317,14 @@ def format_memory_table(result: dict) -> str:
         fit = result["fit"]
         largest = fit["max_micro_batch"] or "none (micro-batch 1 does not fit)"
         fewest = fit["min_gpus"] or "none (more GPUs do not lower the peak at this setting)"
-        lines.append(f"On {fit['gpu_memory_gib']:g} GiB: {fit['verdict']} (headroom {fit['headroom_gib']:.2f} GiB)")
+        host = f", needs {result['host_memory_gib']:.0f} GiB host RAM per GPU" if result.get("host_memory_gib") else ""
+        if fit["verdict"] == "does not fit" and result.get("changes"):
+            host = f"; cheapest change that fits: {RankedChange.model_validate(result['changes'][0]).sentence()}"
+        lines.append(
+            f"On {fit['gpu_memory_gib']:g} GiB: {fit['verdict']} (headroom {fit['headroom_gib']:.2f} GiB){host}"
+        )
         lines.append(f"  largest micro-batch that fits: {largest}; fewest GPUs that fit: {fewest}")
+        lines += _change_lines([RankedChange.model_validate(option) for option in result.get("changes", [])])
         lines.append("What to change:")
         for suggestion in result["suggestions"]:
             mark = "fits" if suggestion["fits"] else "    "
@@ -310,8 +351,16 @@ def fit_command(args: argparse.Namespace) -> str:
         return _serving_fit_output(workload, catalogue, args.json)
     spec, settings = workload.model, workload.training
     rows = fit_matrix(spec, settings, catalogue)
+    gpu = _named_gpu(args)
+    ranked = None
+    if gpu is not None:
+        ranked = ranked_changes(spec, settings, gpu_memory_gib(gpu), gpu, _ranking_time_settings(args))
     if args.json:
-        return json.dumps([row.model_dump() for row in rows], indent=2)
+        answer = [row.model_dump() for row in rows]
+        for row in answer:
+            if gpu is not None and row["gpu"] == gpu.name:
+                row["changes"] = [option.model_dump() for option in ranked]
+        return json.dumps(answer, indent=2)
     lines = [f"{spec.name}: peak {rows[0].peak_gib:.2f} GiB per GPU" if rows else spec.name]
     for row in rows:
         largest = row.max_micro_batch or "-"
@@ -320,6 +369,8 @@ def fit_command(args: argparse.Namespace) -> str:
             f"  {row.gpu:<32}{row.verdict:<14}headroom {row.headroom_gib:>8.1f} GiB  "
             f"max micro-batch {largest!s:>6}  fewest GPUs {fewest!s:>5}"
         )
+    if ranked:
+        lines += [f"On {gpu.name}:", *_change_lines(ranked)]
     return "\n".join(lines)
 
 
@@ -627,12 +678,16 @@ def build_parser() -> OneLineParser:
     memory = commands.add_parser("memory", help="peak memory of a training step")
     add_workload_arguments(memory)
     memory.add_argument("--gpu-memory-gib", type=float, help="GPU capacity for a fit verdict")
+    memory.add_argument(
+        "--gpu", help="a catalogue GPU: its capacity (unless --gpu-memory-gib) and the time model rank the changes"
+    )
     memory.set_defaults(handler=memory_command)
     gpus = commands.add_parser("gpus", help="list the GPU catalogue")
     gpus.add_argument("--json", action="store_true")
     gpus.set_defaults(handler=gpus_command)
     fit = commands.add_parser("fit", help="the workload on every GPU of the catalogue")
     add_workload_arguments(fit)
+    fit.add_argument("--gpu", help="a catalogue GPU: its row gains the changes that make the workload fit, ranked")
     fit.set_defaults(handler=fit_command)
     cost = commands.add_parser("cost", help="time and cost of the run on every priced cloud option")
     add_workload_arguments(cost)

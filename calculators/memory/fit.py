@@ -179,13 +179,17 @@ def check_fit(
     )
 
 
-def _candidate_changes(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float) -> list[tuple[str, dict]]:
+def _candidate_changes(
+    spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float, more_gpus: bool = True
+) -> list[tuple[str, dict]]:
     """Single changes that lower memory, each described as a user would do it, leaving out those
     the engine does not model for this model and stack (fp8 with op-selective checkpointing or
-    with adapters, a tensor-parallel degree that does not divide the heads: check_supported)."""
+    with adapters, a tensor-parallel degree that does not divide the heads: check_supported).
+    With `more_gpus` False a ZeRO stage stays on the current GPUs and no change adds GPUs (a search
+    that combines changes finds the GPU count per combination: calculators.plan.changes)."""
     return [
         (description, update)
-        for description, update in _possible_changes(spec, settings, gpu_memory_gib)
+        for description, update in _possible_changes(spec, settings, gpu_memory_gib, more_gpus)
         if _supported(spec, settings, update)
     ]
 
@@ -200,7 +204,9 @@ def _supported(spec: ModelSpec, settings: TrainingSettings, update: dict) -> boo
     return True
 
 
-def _possible_changes(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float) -> list[tuple[str, dict]]:
+def _possible_changes(
+    spec: ModelSpec, settings: TrainingSettings, gpu_memory_gib: float, more_gpus: bool = True
+) -> list[tuple[str, dict]]:
     changes: list[tuple[str, dict]] = []
     if settings.checkpointing != "full":
         changes.append(("Turn on full activation checkpointing", {"checkpointing": "full"}))
@@ -222,14 +228,17 @@ def _possible_changes(spec: ModelSpec, settings: TrainingSettings, gpu_memory_gi
                 {"micro_batch": half, "grad_accum": settings.grad_accum * 2},
             )
         )
-    if settings.zero > 0:
+    if settings.zero > 0 and more_gpus:
         needed = min_gpus(spec, settings, gpu_memory_gib)
         if needed is not None and needed > settings.gpus:
             changes.append(
                 (f"Shard ZeRO-{settings.zero} over {needed} GPUs instead of {settings.gpus}", {"gpus": needed})
             )
     for stage in range(settings.zero + 1, 4):
-        changes.append(_zero_change(spec, settings, gpu_memory_gib, stage))
+        if more_gpus:
+            changes.append(_zero_change(spec, settings, gpu_memory_gib, stage))
+        else:
+            changes.append((f"ZeRO-{stage} ({FSDP_NAME[stage]}) over the {settings.gpus} GPUs", {"zero": stage}))
     changes += _offload_changes(settings)
     tensor_parallel = _tensor_parallel_change(spec, settings, gpu_memory_gib)
     if tensor_parallel is not None:
