@@ -41,13 +41,13 @@ from calculators.workload.training import TrainingSettings
 # 8b/10b for 1-2, 128b/130b for 3-5, and 6.0's FLIT mode, 242 of every 256 bytes carrying data.
 PCIE_GT_PER_S: dict[int, float] = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0, 7: 128.0}
 PCIE_LANES = 16
-# Achievable share of the payload rate with pinned memory: measured in this project on a lent
-# NVIDIA H200 SXM (PCIe 5 x16, nvidia-smi pcie.link.gen.max 5, width 16), torch 2.11
-# Tensor.copy_(non_blocking=True) of a 1 GiB pinned buffer, 10 copies: 54.0 GB/s host-to-device,
-# 55.2 GB/s device-to-host; 54.0 / 63.02 = 0.857. NVIDIA's nvbandwidth host_to_device_memcpy_ce
+# Achievable share of the payload rate with pinned memory, measured on one NVIDIA H200 SXM host
+# (PCIe 5 x16; data/device_runs/2026-11-27-h200-measurements.json, bench/gpu_measurements.py):
+# torch Tensor.copy_(non_blocking=True) of a 1 GiB pinned buffer, 55.45 GB/s host-to-device and
+# 55.30 GB/s device-to-host; 55.45 / 63.02 = 0.880. NVIDIA's nvbandwidth host_to_device_memcpy_ce
 # gives 55.6 GB/s in the NVbandwidth blog's example (developer.nvidia.com/blog, "NVbandwidth").
 # The same share is assumed for every generation and for AMD's and Intel's cards.
-PCIE_ACHIEVABLE_FRACTION = 54.0 / 63.02
+PCIE_ACHIEVABLE_FRACTION = 55.45 / 63.02
 # NVLink-C2C between Grace and Hopper/Blackwell: 900 GB/s, 450 GB/s per direction (NVIDIA Grace
 # Hopper Superchip Architecture whitepaper, 2023). Measured with cudaMemcpy on GH200: 375 GB/s
 # host-to-device and 297 GB/s device-to-host (Schieffer et al., "Harnessing Integrated CPU-GPU
@@ -55,12 +55,14 @@ PCIE_ACHIEVABLE_FRACTION = 54.0 / 63.02
 NVLINK_C2C_GBYTES_PER_S = 450.0
 C2C_MEASURED_GBYTES_PER_S = (375.0, 297.0)  # (host to device, device to host)
 C2C_PREFIXES: tuple[str, ...] = ("GH200", "GB200")
-# DeepSpeed CPU Adam: "DeepSpeedCPUAdam is 5X-7X faster than the standard PyTorch implementation"
-# (https://www.deepspeed.ai/tutorials/zero-offload/); the low end over torch's CPU AdamW measured in
-# this project: torch 2.11 AdamW (foreach) on 200M fp32 parameters, 16 cores of the lent H200 host,
-# 0.28 s a step = 723M parameters/s, 45.2M per core.
-TORCH_CPU_ADAMW_PARAMS_PER_S_PER_CORE = 723e6 / 16
-DEEPSPEED_CPU_ADAM_SPEEDUP = 5.0
+# The CPU optimizer step: torch 2.11's fused AdamW (fused=True, the CPU kernel FSDP2's CPU offload
+# steps with) measured on the same host, 16 threads over 256M fp32 parameters: 4.106e9 parameters/s,
+# 256.6M per core (data/device_runs/2026-11-27-h200-measurements.json, "cpu_adamw"). DeepSpeed's
+# CPU Adam is "5X-7X faster than the standard PyTorch implementation" (deepspeed.ai/tutorials/
+# zero-offload/, measured against torch's unfused AdamW): on that host torch's foreach AdamW ran
+# 0.946e9 parameters/s, so DeepSpeed's claim puts it at 4.7-6.6e9, the same order as the fused
+# kernel's rate taken here.
+CPU_ADAM_PARAMS_PER_S_PER_CORE = 4.106e9 / 16
 
 
 class HostLink(NamedTuple):
@@ -99,9 +101,9 @@ def host_link(gpu: GpuSpec, given_gbytes_per_s: float | None = None) -> HostLink
 
 
 def cpu_optimizer_params_per_s(host_cores: float) -> float:
-    """Parameters DeepSpeed's CPU Adam updates per second on `host_cores` cores: the measured
-    torch CPU AdamW rate per core x DeepSpeed's documented 5x (the low end of 5-7x), linear in cores."""
-    return host_cores * TORCH_CPU_ADAMW_PARAMS_PER_S_PER_CORE * DEEPSPEED_CPU_ADAM_SPEEDUP
+    """Parameters a CPU Adam updates per second on `host_cores` cores: the fused AdamW rate per
+    core measured on an H200 host (CPU_ADAM_PARAMS_PER_S_PER_CORE), linear in cores."""
+    return host_cores * CPU_ADAM_PARAMS_PER_S_PER_CORE
 
 
 def _adamw_bytes_per_parameter(settings: TrainingSettings) -> float:

@@ -107,7 +107,7 @@ class TimeSettings(BaseModel):
         default=DEFAULT_HOST_CORES_PER_GPU,
         ge=0.5,
         le=1024,
-        description="host CPU cores that step one GPU's offloaded optimizer (DeepSpeed CPU Adam); 12 = an AWS "
+        description="host CPU cores that step one GPU's offloaded optimizer (a CPU Adam); 12 = an AWS "
         "p5.48xlarge's 96 physical cores over its 8 GPUs",
     )
     host_link_gbytes_per_s: float | None = Field(
@@ -115,7 +115,7 @@ class TimeSettings(BaseModel):
         gt=0,
         le=10_000,
         description="GB/s each way between a GPU and its host for CPU offload (a measured pinned copy); None = "
-        "PCIe x16 of the catalogue's generation at 86% of its payload rate, or NVLink-C2C on Grace superchips",
+        "PCIe x16 of the catalogue's generation at 88% of its payload rate, or NVLink-C2C on Grace superchips",
     )
     dataset_tokens: float | None = Field(default=None, ge=1, le=1e16, description="tokens per epoch (at least one)")
     dataset_samples: int | None = Field(
