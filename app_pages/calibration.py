@@ -28,6 +28,7 @@ from measure.calibration.store import (
 )
 from ui import state
 from ui.calibration_state import ACTIVE_KEY, USE_KEY, set_active
+from ui.messages import in_words
 
 STORE_PROBLEMS_KEY = "_calibration_store_problems"
 IMPORTED_KEY = "_calibration_imported"  # (sha256 of the imported result's JSON, what was said about it)
@@ -38,7 +39,7 @@ def save_to_store(store: CalibrationStore, result: CalibrationResult) -> bool:
     try:
         store.save(result)
     except CalibrationStoreError as error:
-        st.error(f"Not kept in the history: {error}")
+        st.error(f"Not kept in the history: {in_words(error)}")
         return False
     return True
 
@@ -71,7 +72,7 @@ def request_problem(usd_per_hour: float, budget_s: float) -> str | None:
         check_usd_per_hour(usd_per_hour)
         check_budget_s(budget_s)
     except CalibrationRequestError as error:
-        return str(error)
+        return in_words(error)
     return None
 
 
@@ -128,7 +129,7 @@ if st.button("Run benchmarks", disabled=not allowed or problem is not None, type
                 device=device, budget_s=float(budget_s), progress=report, usd_per_hour=usd_per_hour
             )
         except (CalibrationBusyError, CalibrationRequestError) as error:
-            status.update(label=f"Not started: {error}", state="error")
+            status.update(label=f"Not started: {in_words(error)}", state="error")
         else:
             set_active(result)
             save_to_store(store, result)
@@ -139,7 +140,7 @@ if uploaded is not None:
     try:
         imported = import_json(uploaded.getvalue())
     except CalibrationImportError as error:
-        st.error(f"Not imported: {error}")
+        st.error(f"Not imported: {in_words(error)}")
     else:
         import_message(store, imported)
         set_active(imported)
@@ -147,7 +148,7 @@ if uploaded is not None:
 try:
     history = store.history()
 except CalibrationStoreError as error:
-    st.error(f"History not shown: {error}")
+    st.error(f"History not shown: {in_words(error)}")
     history = []
 show_store_problems(store)
 active = st.session_state.get(ACTIVE_KEY)

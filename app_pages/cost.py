@@ -3,18 +3,18 @@
 import streamlit as st
 
 from calculators.cost.exports import options_csv_bytes, options_excel_bytes
-from calculators.cost.options import OwnershipSettings, buy_vs_rent, cheapest, cost_options
+from calculators.cost.options import OwnershipSettings, buy_vs_rent, cheapest, cost_options, purchase_usd_per_gpu
 from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.memory.engine import estimate_memory
 from calculators.timing.estimate import estimate_time
-from calculators.workload.build import describe_workload_error
 from calculators.workload.compatibility import stack_problem
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
 from ui.charts import time_cost_figure
 from ui.cost_inputs import cost_inputs
 from ui.cost_table import FORMULAS, catalogue_dates, escape_dollars, left_out_rows, ranked_rows, table_and_left_out
+from ui.messages import in_words
 from ui.step_view import step_view
 from ui.user_gpus import user_gpus
 from ui.workload import require_training
@@ -53,7 +53,7 @@ try:
         peak_gib=peak_gib,
     )
 except ValueError as error:
-    st.error(str(error))
+    st.error(in_words(error))
     st.stop()
 shown, left_out = table_and_left_out(options, inputs.fits_only)
 
@@ -84,7 +84,7 @@ if chosen_gpu is not None:
             chosen_time_settings = chosen_time_settings.model_copy(update={"utilisation": calibrated[chosen_gpu.name]})
         estimate = estimate_time(spec, settings, chosen_gpu, chosen_time_settings)
     except ValueError as error:
-        st.warning(str(error))
+        st.warning(in_words(error))
         estimate = None
     if estimate is not None:
         st.subheader(f"On {settings.gpus} x {chosen_gpu.name}")
@@ -170,17 +170,18 @@ right.download_button(
 
 st.subheader("Buy instead of rent?")
 gpu_names = sorted({option.gpu for option in shown})
-if state.value("cost_buy_gpu") not in gpu_names:
-    # the sidebar's GPU when it is priced here; a GPU the user named (a link's) is named in the warning
-    fallback = workload.gpu_name if workload.gpu_name in gpu_names else gpu_names[0]
-    if state.value("cost_buy_gpu"):
-        st.warning(
-            f"GPU to buy: {state.quoted(state.value('cost_buy_gpu'))} is not among the GPUs priced above; "
-            f"using `{fallback}` instead.",
-            icon=":material/warning:",
-        )
-    state.set_value("cost_buy_gpu", fallback)
-buy_gpu_name = state.choice(st, "cost_buy_gpu", options=gpu_names)
+priced_to_buy = [name for name in gpu_names if next(g for g in catalogue if g.name == name).price_usd]
+# until the user picks: the sidebar's GPU when it is priced here, else the cheapest that fits and has a catalogue price
+ranked_names = [o.gpu for o in sorted(shown, key=lambda o: (o.excluded_reason is not None, o.usd_on_demand))]
+page_default = next((name for name in [workload.gpu_name, *ranked_names] if name in priced_to_buy), gpu_names[0])
+if state.is_set("cost_buy_gpu") and state.value("cost_buy_gpu") not in gpu_names:
+    st.warning(
+        f"GPU to buy: {state.quoted(state.value('cost_buy_gpu'))} is not among the GPUs priced above; "
+        f"using `{page_default}` instead.",
+        icon=":material/warning:",
+    )
+    state.forget("cost_buy_gpu")  # the page's choice, until the user picks one
+buy_gpu_name = state.choice(st, "cost_buy_gpu", options=gpu_names, page_default=page_default)
 buy_gpu = next(gpu for gpu in catalogue if gpu.name == buy_gpu_name)
 rent = cheapest([o for o in shown if o.gpu == buy_gpu_name], fits_only=False)
 cols = st.columns(4)
@@ -190,20 +191,37 @@ pue = state.number(cols[2], "cost_buy_pue", step=0.1)
 kwh = state.number(cols[3], "cost_buy_kwh", step=0.01)
 try:
     ownership = OwnershipSettings(purchase_usd_per_gpu=purchase, years=years, pue=pue, electricity_usd_per_kwh=kwh)
-    rent_usd_per_hour = rent.instances * rent.on_demand_usd_per_hour
-    verdict = buy_vs_rent(buy_gpu, rent.instances * rent.gpus_per_instance, rent_usd_per_hour, rent.hours, ownership)
-except ValueError as error:  # pydantic's ValidationError is one: one line per problem, not its raw text
-    st.info(f"Buy vs rent not available: {describe_workload_error(error)}")
-else:
-    cols = st.columns(4)
-    cols[0].metric("Run, rented", f"${verdict.run_usd_rented:,.0f}", help=f"{rent.provider} {rent.instance_type}")
-    cols[1].metric("Run, owned", f"${verdict.run_usd_owned:,.0f}", help="amortised purchase + energy")
-    cols[2].metric("Owned, per hour", f"${verdict.owned_usd_per_hour:,.2f}", help=f"rented ${rent_usd_per_hour:,.2f}")
-    even = verdict.break_even_hours
-    cols[3].metric(
-        "Break-even", "never" if even is None else f"{even:,.0f} h", help="hours of use at which buying pays"
+except ValueError as error:
+    st.info(f"Buy vs rent not available: {in_words(error)}")
+    ownership = None
+if ownership is not None and purchase_usd_per_gpu(buy_gpu, ownership) is None:
+    others = f"pick one that has ({', '.join(priced_to_buy)})" if priced_to_buy else "none of these GPUs has one"
+    st.info(
+        f"{buy_gpu.name} has no purchase price in the GPU catalogue, so owning it cannot be priced: enter a price "
+        f"per GPU above, or {others}."
     )
-    st.caption(escape_dollars("; ".join(verdict.assumptions)))
+elif ownership is not None:
+    try:
+        rent_usd_per_hour = rent.instances * rent.on_demand_usd_per_hour
+        verdict = buy_vs_rent(
+            buy_gpu, rent.instances * rent.gpus_per_instance, rent_usd_per_hour, rent.hours, ownership
+        )
+    except ValueError as error:
+        st.info(f"Buy vs rent not available: {in_words(error)}")
+    else:
+        cols = st.columns(4)
+        cols[0].metric(
+            "Run, rented", f"${verdict.run_usd_rented:,.0f}", help=f"{rent.provider} {rent.instance_type}, on demand"
+        )
+        cols[1].metric("Run, owned", f"${verdict.run_usd_owned:,.0f}", help="amortised purchase + energy")
+        cols[2].metric(
+            "Owned, per hour", f"${verdict.owned_usd_per_hour:,.2f}", help=f"rented ${rent_usd_per_hour:,.2f}"
+        )
+        even = verdict.break_even_hours
+        cols[3].metric(
+            "Break-even", "never" if even is None else f"{even:,.0f} h", help="hours of use at which buying pays"
+        )
+        st.caption(escape_dollars("; ".join(verdict.assumptions)))
 
 with st.expander("Assumptions, formulas and sources"):
     if chosen_gpu is not None and estimate is not None:

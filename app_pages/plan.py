@@ -10,6 +10,7 @@ from calculators.plan.figures import hours_text, usd_text
 from calculators.plan.launch import launch_files
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
+from ui.messages import in_words
 from ui.plan_view import (
     RESULT_KEY,
     apply_plan,
@@ -66,7 +67,7 @@ if st.button("Find plans", type="primary"):
     try:
         result = run_search(spec, settings, request, catalogue, prices, calibrated)
     except ValueError as error:
-        st.error(str(error))
+        st.error(in_words(error))
         st.stop()
     st.session_state[RESULT_KEY] = (asked, result)
 kept = st.session_state.get(RESULT_KEY)

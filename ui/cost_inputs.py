@@ -12,9 +12,9 @@ from calculators.cost.options import adjusted_prices
 from calculators.cost.prices import CloudPrice, PriceCatalogueError, load_prices, parse_price_csv
 from calculators.cost.spot import DEFAULT_INTERRUPTIONS_PER_HOUR
 from calculators.hardware.catalogue import GpuSpec
-from calculators.models.hf_config import describe_validation_error
 from calculators.timing.settings import TimeSettings
 from ui import state
+from ui.messages import in_words
 
 UPLOAD_STATE_KEY = "user_prices"
 UPLOAD_ERROR_KEY = "user_prices_error"
@@ -96,7 +96,7 @@ def _on_price_upload(catalogue: list[GpuSpec]) -> None:
     try:
         st.session_state[UPLOAD_STATE_KEY] = parse_price_csv(upload.getvalue(), upload.name, catalogue)
     except PriceCatalogueError as error:
-        st.session_state[UPLOAD_ERROR_KEY] = str(error)
+        st.session_state[UPLOAD_ERROR_KEY] = in_words(error)
 
 
 def _price_controls(catalogue: list[GpuSpec]) -> tuple[list[CloudPrice], float, list[str]]:
@@ -137,7 +137,7 @@ def cost_inputs(catalogue: list[GpuSpec]) -> CostInputs:
     try:
         time_settings = TimeSettings(**dataset, **throughput, **step)
     except ValidationError as error:
-        errors.append(f"Time settings: {describe_validation_error(error)}")
+        errors.append(f"Time settings: {in_words(error)}")
         time_settings = None
     return CostInputs(
         time_settings=time_settings,

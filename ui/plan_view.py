@@ -13,9 +13,9 @@ from pydantic import ValidationError
 from calculators.interface.settings import all_settings
 from calculators.plan.figures import hours_text, usd_text
 from calculators.plan.search import Plan, PlanRequest, PlanResult, layout_update, plan_run
-from calculators.workload.build import describe_workload_error
 from ui import state
 from ui.charts import hours_usd_layout
+from ui.messages import in_words
 
 RESULT_KEY = "_plan_result"
 
@@ -36,7 +36,7 @@ def plan_request(mode: str) -> tuple[PlanRequest | None, str | None]:
             include_owned=state.value("plan_owned"),
         )
     except ValidationError as error:
-        return None, describe_workload_error(error)
+        return None, in_words(error)
     return request, None
 
 

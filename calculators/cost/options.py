@@ -351,7 +351,7 @@ def buy_vs_rent(
     ownership = ownership or OwnershipSettings()
     price = purchase_usd_per_gpu(gpu, ownership)
     if price is None:
-        raise ValueError(f"{gpu.name} has no price in the catalogue; give purchase_usd_per_gpu")
+        raise ValueError(f"{gpu.name} has no purchase price in the GPU catalogue: give a price per GPU")
     if gpu.tdp_w is None:
         raise ValueError(f"{gpu.name} has no TDP in the catalogue; its power cost is unknown")
     capex = capex_usd(gpus, price, ownership)
