@@ -224,13 +224,14 @@ def load_from_url() -> None:
     warnings = []
     params = st.query_params
     for item in known_settings():
-        if item.query not in params:
+        query = next((name for name in (item.query, *item.old_queries) if name in params), None)
+        if query is None:
             continue
-        raw = params[item.query]
+        raw = params[query]
         try:
             set_value(item.key, item.parse_shown(raw))
         except SettingError as error:
-            warnings.append(f"Ignored {quoted(f'{item.query}={raw}', limit=60)} from the link: {in_words(error)}.")
+            warnings.append(f"Ignored {quoted(f'{query}={raw}', limit=60)} from the link: {in_words(error)}.")
     st.session_state[URL_WARNINGS_KEY] = warnings
 
 
