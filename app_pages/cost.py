@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from calculators.cost.exports import options_csv_bytes, options_excel_bytes
+from calculators.cost.exports import csv_bytes, table_excel_bytes
 from calculators.cost.options import OwnershipSettings, buy_vs_rent, cheapest, cost_options, purchase_usd_per_gpu
 from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import load_gpu_catalogue
@@ -15,6 +15,7 @@ from ui.charts import time_cost_figure
 from ui.cost_inputs import cost_inputs
 from ui.cost_table import FORMULAS, catalogue_dates, escape_dollars, left_out_rows, ranked_rows, table_and_left_out
 from ui.messages import in_words
+from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
 from ui.step_view import step_view
 from ui.user_gpus import user_gpus
 from ui.workload import require_training
@@ -77,6 +78,9 @@ def show_left_out() -> None:
 
 
 chosen_gpu = next((gpu for gpu in catalogue if gpu.name == workload.gpu_name), None)
+chosen_stack_problem = None if chosen_gpu is None else stack_problem(chosen_gpu, workload.mode, settings.optimizer)
+sidebar_fits = peak_gib <= workload.gpu_memory_gib and chosen_stack_problem is None
+estimate = None
 if chosen_gpu is not None:
     try:
         chosen_time_settings = inputs.time_settings
@@ -85,33 +89,71 @@ if chosen_gpu is not None:
         estimate = estimate_time(spec, settings, chosen_gpu, chosen_time_settings)
     except ValueError as error:
         st.warning(in_words(error))
-        estimate = None
-    if estimate is not None:
-        st.subheader(f"On {settings.gpus} x {chosen_gpu.name}")
-        cols = st.columns(5)
-        cols[0].metric("Step", f"{estimate.step_s:.2f} s", help=f"compute {estimate.compute_s:.2f} s")
-        cols[1].metric("Tokens/s", f"{estimate.tokens_per_s:,.0f}")
-        cols[2].metric("Hours per epoch", f"{estimate.hours_per_epoch:,.1f}")
-        cols[3].metric("Hours in all", f"{estimate.hours_total:,.1f}")
-        cols[4].metric(
-            "MFU",
-            f"{estimate.mfu:.0%}",
-            help=f"of {estimate.peak_tflops:g} dense {estimate.compute_format} TFLOPS; HFU {estimate.hfu:.0%}",
+
+
+def show_sidebar_estimate() -> None:
+    """The step of the sidebar's GPU and layout, its hours on demand (no interruptions)."""
+    cols = st.columns(5)
+    cols[0].metric("Step", f"{estimate.step_s:.2f} s", help=f"compute {estimate.compute_s:.2f} s")
+    cols[1].metric("Tokens/s", f"{estimate.tokens_per_s:,.0f}")
+    cols[2].metric("Hours per epoch", f"{estimate.hours_per_epoch:,.1f} h")
+    cols[3].metric("Hours in all", f"{estimate.hours_total:,.1f} h")
+    cols[4].metric(
+        "MFU",
+        f"{estimate.mfu:.0%}",
+        help=f"of {estimate.peak_tflops:g} dense {estimate.compute_format} TFLOPS; HFU {estimate.hfu:.0%}",
+    )
+    st.caption(
+        "Hours of running without interruption, as on demand; spot's expected hours, with interruptions, restarts "
+        "and lost work, are in the spot rows below."
+    )
+    step_view(spec, settings, chosen_gpu, chosen_time_settings, estimate, inputs.prices)
+
+
+layout_name = f"{settings.total_gpus} x {workload.gpu_name}"
+if sidebar_fits and estimate is not None:
+    st.subheader(f"On {layout_name}")
+    show_sidebar_estimate()
+elif not sidebar_fits:
+    # what fits leads: the sidebar's layout is named as not fitting before any of its figures
+    if chosen_stack_problem is not None:
+        st.warning(f"{chosen_stack_problem}. Priced options below leave it out.")
+    else:
+        capacity = f"{chosen_gpu.memory_gb:g} GB" if chosen_gpu else f"{workload.gpu_memory_gib:g} GiB"
+        if inputs.fits_only:
+            where = "priced options below only include GPUs it fits"
+        else:
+            where = "priced options below on GPUs it does not fit say so in the fits column and come last"
+        st.warning(
+            f"Does not fit on {layout_name}: the workload needs {peak_gib:,.1f} GiB per GPU, the GPU has "
+            f"{capacity}; {where}."
         )
-        step_view(spec, settings, chosen_gpu, chosen_time_settings, estimate, inputs.prices)
-if peak_gib > workload.gpu_memory_gib:
-    if chosen_gpu is not None:
-        capacity = f"{chosen_gpu.name} has {chosen_gpu.memory_gb:g} GB"
-    else:
-        capacity = f"the custom GPU has {workload.gpu_memory_gib:g} GiB"
-    if inputs.fits_only:
-        where = "priced options below only include GPUs it fits"
-    else:
-        where = "priced options below on GPUs it does not fit say so in the fits column"
-    st.warning(f"The workload needs {peak_gib:,.0f} GiB per GPU; {capacity}: {where}.")
-chosen_stack_problem = None if chosen_gpu is None else stack_problem(chosen_gpu, workload.mode, settings.optimizer)
-if chosen_stack_problem is not None:
-    st.warning(f"{chosen_stack_problem}. Priced options below leave it out.")
+    fitting = None
+    if chosen_gpu is not None and chosen_stack_problem is None:
+        fitting = cheapest_fitting_layout(
+            workload.mode,
+            spec,
+            settings,
+            chosen_gpu,
+            catalogue,
+            inputs.prices,
+            inputs.time_settings,
+            (inputs.checkpoint_write_h, inputs.restart_h),
+            calibrated,
+        )
+    if fitting is not None:
+        st.markdown(escape_dollars(f"The cheapest layout that fits on {chosen_gpu.name}: {layout_text(fitting)}."))
+        if st.button("Use this layout", key="cost_use_fitting_layout"):
+            apply_plan(fitting, {gpu.name for gpu in catalogue})
+            st.rerun()
+    elif chosen_gpu is not None and chosen_stack_problem is None:
+        st.info(
+            f"No priced layout of up to {state.value('plan_max_gpus'):,} x {chosen_gpu.name} fits; the options "
+            "below are the GPUs it fits on (the Plan page searches every GPU and layout)."
+        )
+    if estimate is not None:
+        with st.expander(f"Step time of the sidebar's layout on {layout_name}, which does not fit"):
+            show_sidebar_estimate()
 
 st.subheader("Options, cheapest first")
 if not shown:
@@ -121,7 +163,7 @@ if not shown:
     )
     show_left_out()
     st.stop()
-best, best_spot = cheapest(shown, fits_only=inputs.fits_only), cheapest(shown, spot=True, fits_only=inputs.fits_only)
+best, best_spot = cheapest(shown), cheapest(shown, spot=True)  # the headline is always one that fits
 if best is not None:
     line = f"Cheapest on demand: **{best.gpu}** on {best.provider} ({best.instance_type}), {best.hours:,.1f} h, "
     line += f"**${best.usd_on_demand:,.0f}**."
@@ -132,6 +174,8 @@ if best is not None:
     elif any(option.spot_not_worth_reason for option in shown):
         line += " No option is worth running on spot with these interruptions: see the note column."
     st.markdown(escape_dollars(line))
+else:
+    st.warning("None of the priced options below fits the workload; they are listed for comparison.")
 rows = ranked_rows(shown)
 st.dataframe(
     rows,
@@ -160,10 +204,11 @@ assumptions = {
 gpu_dates = sorted(gpu.as_of.isoformat() for gpu in catalogue)
 dates = catalogue_dates(inputs.prices, f"{gpu_dates[0]} to {gpu_dates[-1]}")
 left, right = st.columns(2)
-left.download_button("Download CSV", options_csv_bytes(shown), "gpu-cost-options.csv", "text/csv")
+# the downloads are the table above: its rows, in its order, with its columns
+left.download_button("Download CSV", csv_bytes(rows), "gpu-cost-options.csv", "text/csv")
 right.download_button(
     "Download Excel",
-    options_excel_bytes(shown, assumptions, dates, FORMULAS),
+    table_excel_bytes(rows, shown, assumptions, dates, FORMULAS),
     "gpu-cost-options.xlsx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 )

@@ -4,7 +4,7 @@ deadline, within a budget."""
 import streamlit as st
 
 from calculators.hardware.catalogue import load_gpu_catalogue
-from calculators.plan.exports import plans_csv_bytes, plans_excel_bytes
+from calculators.plan.exports import plans_csv_bytes, plans_excel_bytes, plans_table
 from calculators.plan.figures import hours_text, usd_text
 from calculators.plan.launch import launch_files
 from ui import state
@@ -18,7 +18,6 @@ from ui.plan_view import (
     front_figure,
     plan_label,
     plan_request,
-    plans_table,
     price_basis,
     run_search,
     share_query,

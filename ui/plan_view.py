@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from pydantic import ValidationError
@@ -104,36 +103,6 @@ def plan_label(number: int, plan: Plan) -> str:
     )
 
 
-def plans_table(plans: list[Plan]) -> pd.DataFrame:
-    """The front as a table, fastest first."""
-    return pd.DataFrame(
-        [
-            {
-                "plan": number,
-                "gpu": plan.gpu,
-                "gpus": plan.gpus,
-                "provider": plan.provider,
-                "instance": plan.instance_type,
-                "pricing": plan.pricing,
-                "hours": plan.hours,
-                "usd": plan.usd,
-                "usd on demand": plan.usd_on_demand,
-                "usd spot": plan.usd_spot_expected,
-                "ZeRO": plan.zero,
-                "tp x pp": f"{plan.tensor_parallel} x {plan.pipeline_parallel}",
-                "checkpointing": plan.checkpointing,
-                "micro-batch x accumulation": f"{plan.micro_batch} x {plan.grad_accum}",
-                "peak GiB": plan.peak_gib,
-                "headroom GiB": plan.headroom_gib,
-                "step s": plan.step_s,
-                "price as of": plan.price_as_of,
-                "why": plan.reason,
-            }
-            for number, plan in enumerate(plans, start=1)
-        ]
-    )
-
-
 def front_figure(plans: list[Plan], chosen: Plan | None) -> go.Figure:
     """Hours against USD of the front, the chosen plan marked."""
     figure = go.Figure()
@@ -191,3 +160,51 @@ def price_basis(plan: Plan) -> str:
     if plan.pricing == "owned":
         return "owned GPUs: amortised purchase and power"
     return "on demand, no interruptions"
+
+
+def cheapest_fitting_layout(
+    mode: str,
+    spec,
+    settings,
+    gpu,
+    catalogue,
+    prices,
+    time_settings: TimeSettings,
+    pause_hours: tuple[float, float],
+    measured_matmul_fraction: dict[str, float] | None = None,
+) -> Plan | None:
+    """The cheapest layout on `gpu` that fits, on demand, found by the planner's own search
+    (calculators.plan.search.plan_run over that one GPU, up to the Plan page's most GPUs and its
+    global batch); None when none fits or nothing prices it."""
+    checkpoint_write_h, restart_h = pause_hours
+    try:
+        request = PlanRequest(
+            mode=mode,
+            dataset_tokens=time_settings.tokens_per_epoch(settings.seq_len),
+            epochs=time_settings.epochs,
+            global_batch_tokens=state.value("plan_global_batch") or None,
+            max_gpus=state.value("plan_max_gpus"),
+            allow_spot=False,
+            gpus=(gpu.name,),
+            checkpoint_write_h=checkpoint_write_h,
+            restart_h=restart_h,
+        )
+        result = plan_run(
+            spec, settings, request, catalogue, prices, time_settings, measured_matmul_fraction=measured_matmul_fraction
+        )
+    except ValueError:  # a global batch shorter than a sequence: the Plan page says so in words
+        return None
+    return result.cheapest
+
+
+def layout_text(plan: Plan) -> str:
+    """A plan's layout and figures in one line, with units."""
+    return (
+        f"**{plan.gpus} x {plan.gpu}** (data {plan.data_parallel} x tensor {plan.tensor_parallel} x pipeline "
+        f"{plan.pipeline_parallel}), ZeRO-{plan.zero}, checkpointing {plan.checkpointing}, micro-batch "
+        f"{plan.micro_batch} x {plan.grad_accum} accumulation steps"
+        + (", optimizer on the CPU" if plan.offload_optimizer else "")
+        + (", parameters on the CPU" if plan.offload_parameters else "")
+        + f": peak {plan.peak_gib:,.1f} GiB of {plan.gpu_memory_gib:,.1f} GiB per GPU, "
+        f"{hours_text(plan.hours)} and {usd_text(plan.usd)} on demand on {plan.provider} {plan.instance_type}"
+    )
