@@ -177,13 +177,16 @@ if best is not None:
 else:
     st.warning("None of the priced options below fits the workload; they are listed for comparison.")
 rows = ranked_rows(shown)
+# what a reader compares first leads, so a narrow window shows it without scrolling; the downloads keep this order
+LEADING_COLUMNS = ["gpu", "pricing", "hours", "usd", "usd range", "gpus", "provider"]
+rows = rows[[c for c in LEADING_COLUMNS if c in rows] + [c for c in rows.columns if c not in LEADING_COLUMNS]]
 st.dataframe(
     rows,
     hide_index=True,
     width="stretch",
     column_config={
         "hours": st.column_config.NumberColumn(format="%.1f"),
-        "usd": st.column_config.NumberColumn("USD", format="$%.0f"),
+        "usd": st.column_config.NumberColumn("USD", format="dollar"),
         "usd per epoch": st.column_config.NumberColumn(format="$%.0f"),
         "usd per M tokens": st.column_config.NumberColumn(format="$%.3f"),
         "interruptions per hour": st.column_config.NumberColumn(format="%.4f"),

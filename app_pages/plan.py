@@ -38,16 +38,18 @@ spec, settings = workload.spec, workload.settings
 catalogue = list(load_gpu_catalogue()) + user_gpus()
 gpu_names = {gpu.name for gpu in catalogue}
 prices = kept_prices()
-columns = st.columns(5)
-dataset_controls(columns[0], columns[1])  # the run's dataset and epochs: the same values as on Time and cost
-state.number(columns[2], "plan_deadline_hours")
-state.number(columns[3], "plan_budget_usd")
-state.number(columns[4], "plan_max_gpus")
-columns = st.columns([3, 1, 1, 2])
+# the run's dataset and epochs: the same kept values as on Time and cost
+columns = st.columns(3)
+dataset_controls(columns[1], columns[2], unit_column=columns[0])
+columns = st.columns(4)
+state.number(columns[0], "plan_deadline_hours")
+state.number(columns[1], "plan_budget_usd")
+state.number(columns[2], "plan_max_gpus")
+state.number(columns[3], "plan_global_batch")
+columns = st.columns([2, 1, 1])
 state.multiselect(columns[0], "plan_providers", sorted({price.provider for price in prices}))
 state.checkbox(columns[1], "plan_spot")
 state.checkbox(columns[2], "plan_owned")
-state.number(columns[3], "plan_global_batch")
 st.caption(
     "The step's assumptions (network, overlap, kernels, compiler), checkpoint and restart times, the discount, "
     "interruption rate and price sheet, and the cost of owning GPUs are the Time and cost page's: set them there."

@@ -32,11 +32,15 @@ class CostInputs:
     notes: list[str] = field(default_factory=list)
 
 
-def dataset_controls(size_column, epochs_column=None) -> dict:
+def dataset_controls(size_column, epochs_column=None, unit_column=None) -> dict:
     """The run's dataset (tokens or samples per epoch) and epochs: one set of kept values that the
     Plan and Time and cost pages both draw, so the run is the same on both."""
     unit = state.widget(
-        size_column.radio, "cost_dataset_unit", "Dataset size in", ("tokens", "samples"), horizontal=True
+        (unit_column or size_column).radio,
+        "cost_dataset_unit",
+        "Dataset size in",
+        ("tokens", "samples"),
+        horizontal=unit_column is not None,
     )
     if unit == "tokens":
         size = {"dataset_tokens": state.number(size_column, "cost_tokens_billion", step=1.0)}

@@ -30,7 +30,7 @@ state.register(
     ),  # fmt: skip
     Setting("plan_providers", "providers", "Providers (all when empty)", kind=str, default=[], is_list=True),
     Setting("plan_spot", "spot", "Spot allowed", kind=bool, default=True),
-    Setting("plan_owned", "owned", "Also price owning the GPUs", kind=bool, default=False),
+    Setting("plan_owned", "owned", "Owned GPUs too", kind=bool, default=False, help="also price owning the GPUs"),
     # the plan chosen on the front, 1 = fastest (0: none yet); a link with one searches on opening
     Setting("plan_chosen", "plan", "Plan", kind=int, default=0, low=0, high=100_000),
     # Compare GPUs

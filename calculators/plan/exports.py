@@ -18,13 +18,13 @@ PLAN_COLUMNS: tuple[str, ...] = tuple(Plan.model_fields)
 # the Plan page's table: its column -> the Plan field it shows (None: written from several fields)
 PAGE_COLUMNS: dict[str, str | None] = {
     "plan": None,
-    "gpu": "gpu",
     "gpus": "gpus",
-    "provider": "provider",
-    "instance": "instance_type",
+    "gpu": "gpu",
     "pricing": "pricing",
     "hours": "hours",
     "usd": "usd",
+    "provider": "provider",
+    "instance": "instance_type",
     "usd on demand": "usd_on_demand",
     "usd spot": "usd_spot_expected",
     "ZeRO": "zero",
