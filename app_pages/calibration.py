@@ -29,6 +29,7 @@ from measure.calibration.store import (
 )
 from ui import state
 from ui.calibration_state import ACTIVE_KEY, USE_KEY, set_active
+from ui.messages import in_words
 
 STORE_PROBLEMS_KEY = "_calibration_store_problems"
 IMPORTED_KEY = "_calibration_imported"  # (sha256 of the imported result's JSON, what was said about it)
@@ -39,7 +40,7 @@ def save_to_store(store: CalibrationStore, result: CalibrationResult) -> bool:
     try:
         store.save(result)
     except CalibrationStoreError as error:
-        st.error(f"Not kept in the history: {error}")
+        st.error(f"Not kept in the history: {in_words(error)}")
         return False
     return True
 
@@ -72,7 +73,7 @@ def request_problem(usd_per_hour: float, budget_s: float) -> str | None:
         check_usd_per_hour(usd_per_hour)
         check_budget_s(budget_s)
     except CalibrationRequestError as error:
-        return str(error)
+        return in_words(error)
     return None
 
 
@@ -129,7 +130,7 @@ if st.button("Run benchmarks", disabled=not allowed or problem is not None, type
                 device=device, budget_s=float(budget_s), progress=report, usd_per_hour=usd_per_hour
             )
         except (CalibrationBusyError, CalibrationRequestError) as error:
-            status.update(label=f"Not started: {error}", state="error")
+            status.update(label=f"Not started: {in_words(error)}", state="error")
         else:
             set_active(result)
             save_to_store(store, result)
@@ -140,7 +141,7 @@ if uploaded is not None:
     try:
         imported = import_json(uploaded.getvalue())
     except CalibrationImportError as error:
-        st.error(f"Not imported: {error}")
+        st.error(f"Not imported: {in_words(error)}")
     else:
         import_message(store, imported)
         set_active(imported)
@@ -148,7 +149,7 @@ if uploaded is not None:
 try:
     history = store.history()
 except CalibrationStoreError as error:
-    st.error(f"History not shown: {error}")
+    st.error(f"History not shown: {in_words(error)}")
     history = []
 show_store_problems(store)
 active = st.session_state.get(ACTIVE_KEY)

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from calculators.cost.exports import options_csv_bytes, options_excel_bytes
-from calculators.cost.options import OwnershipSettings, buy_vs_rent, cheapest, cost_options
+from calculators.cost.exports import csv_bytes, table_excel_bytes
+from calculators.cost.options import OwnershipSettings, buy_vs_rent, cheapest, cost_options, purchase_usd_per_gpu
 from calculators.cost.ranges import scaled_range
 from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import load_gpu_catalogue
@@ -11,7 +11,6 @@ from calculators.memory.engine import estimate_memory
 from calculators.plan.figures import hours_range_text, usd_range_text
 from calculators.timing.estimate import estimate_time
 from calculators.validation.error_band import time_band_for
-from calculators.workload.build import describe_workload_error
 from calculators.workload.compatibility import stack_problem
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
@@ -26,6 +25,8 @@ from ui.cost_table import (
     ranked_rows,
     table_and_left_out,
 )
+from ui.messages import in_words
+from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
 from ui.step_view import step_view
 from ui.user_gpus import user_gpus
 from ui.workload import require_training
@@ -66,7 +67,7 @@ try:
         time_band=time_band_for,
     )
 except ValueError as error:
-    st.error(str(error))
+    st.error(in_words(error))
     st.stop()
 shown, left_out = table_and_left_out(options, inputs.fits_only)
 
@@ -90,6 +91,9 @@ def show_left_out() -> None:
 
 
 chosen_gpu = next((gpu for gpu in catalogue if gpu.name == workload.gpu_name), None)
+chosen_stack_problem = None if chosen_gpu is None else stack_problem(chosen_gpu, workload.mode, settings.optimizer)
+sidebar_fits = peak_gib <= workload.gpu_memory_gib and chosen_stack_problem is None
+estimate = None
 if chosen_gpu is not None:
     try:
         chosen_time_settings = inputs.time_settings
@@ -97,39 +101,77 @@ if chosen_gpu is not None:
             chosen_time_settings = chosen_time_settings.model_copy(update={"utilisation": calibrated[chosen_gpu.name]})
         estimate = estimate_time(spec, settings, chosen_gpu, chosen_time_settings)
     except ValueError as error:
-        st.warning(str(error))
-        estimate = None
+        st.warning(in_words(error))
+
+
+def show_sidebar_estimate() -> None:
+    """The step of the sidebar's GPU and layout, its hours on demand (no interruptions)."""
+    cols = st.columns(5)
+    cols[0].metric("Step", f"{estimate.step_s:.2f} s", help=f"compute {estimate.compute_s:.2f} s")
+    cols[1].metric("Tokens/s", f"{estimate.tokens_per_s:,.0f}")
+    cols[2].metric("Hours per epoch", f"{estimate.hours_per_epoch:,.1f} h")
+    band = time_band_for(chosen_gpu, settings)
+    cols[3].metric(
+        "Hours in all",
+        f"{estimate.hours_total:,.1f} h",
+        help=f"range {hours_range_text(scaled_range(estimate.hours_total, band))}: {band.assumption}",
+    )
+    cols[4].metric(
+        "MFU",
+        f"{estimate.mfu:.0%}",
+        help=f"of {estimate.peak_tflops:g} dense {estimate.compute_format} TFLOPS; HFU {estimate.hfu:.0%}",
+    )
+    st.caption(
+        "Hours of running without interruption, as on demand; spot's expected hours, with interruptions, restarts "
+        "and lost work, are in the spot rows below."
+    )
+    step_view(spec, settings, chosen_gpu, chosen_time_settings, estimate, inputs.prices)
+
+
+layout_name = f"{settings.total_gpus} x {workload.gpu_name}"
+if sidebar_fits and estimate is not None:
+    st.subheader(f"On {layout_name}")
+    show_sidebar_estimate()
+elif not sidebar_fits:
+    # what fits leads: the sidebar's layout is named as not fitting before any of its figures
+    if chosen_stack_problem is not None:
+        st.warning(f"{chosen_stack_problem}. Priced options below leave it out.")
+    else:
+        capacity = f"{chosen_gpu.memory_gb:g} GB" if chosen_gpu else f"{workload.gpu_memory_gib:g} GiB"
+        if inputs.fits_only:
+            where = "priced options below only include GPUs it fits"
+        else:
+            where = "priced options below on GPUs it does not fit say so in the fits column and come last"
+        st.warning(
+            f"Does not fit on {layout_name}: the workload needs {peak_gib:,.1f} GiB per GPU, the GPU has "
+            f"{capacity}; {where}."
+        )
+    fitting = None
+    if chosen_gpu is not None and chosen_stack_problem is None:
+        fitting = cheapest_fitting_layout(
+            workload.mode,
+            spec,
+            settings,
+            chosen_gpu,
+            catalogue,
+            inputs.prices,
+            inputs.time_settings,
+            (inputs.checkpoint_write_h, inputs.restart_h),
+            calibrated,
+        )
+    if fitting is not None:
+        st.markdown(escape_dollars(f"The cheapest layout that fits on {chosen_gpu.name}: {layout_text(fitting)}."))
+        if st.button("Use this layout", key="cost_use_fitting_layout"):
+            apply_plan(fitting, {gpu.name for gpu in catalogue})
+            st.rerun()
+    elif chosen_gpu is not None and chosen_stack_problem is None:
+        st.info(
+            f"No priced layout of up to {state.value('plan_max_gpus'):,} x {chosen_gpu.name} fits; the options "
+            "below are the GPUs it fits on (the Plan page searches every GPU and layout)."
+        )
     if estimate is not None:
-        st.subheader(f"On {settings.gpus} x {chosen_gpu.name}")
-        cols = st.columns(5)
-        cols[0].metric("Step", f"{estimate.step_s:.2f} s", help=f"compute {estimate.compute_s:.2f} s")
-        cols[1].metric("Tokens/s", f"{estimate.tokens_per_s:,.0f}")
-        cols[2].metric("Hours per epoch", f"{estimate.hours_per_epoch:,.1f}")
-        band = time_band_for(chosen_gpu, settings)
-        cols[3].metric(
-            "Hours in all",
-            f"{estimate.hours_total:,.1f}",
-            help=f"range {hours_range_text(scaled_range(estimate.hours_total, band))}: {band.assumption}",
-        )
-        cols[4].metric(
-            "MFU",
-            f"{estimate.mfu:.0%}",
-            help=f"of {estimate.peak_tflops:g} dense {estimate.compute_format} TFLOPS; HFU {estimate.hfu:.0%}",
-        )
-        step_view(spec, settings, chosen_gpu, chosen_time_settings, estimate, inputs.prices)
-if peak_gib > workload.gpu_memory_gib:
-    if chosen_gpu is not None:
-        capacity = f"{chosen_gpu.name} has {chosen_gpu.memory_gb:g} GB"
-    else:
-        capacity = f"the custom GPU has {workload.gpu_memory_gib:g} GiB"
-    if inputs.fits_only:
-        where = "priced options below only include GPUs it fits"
-    else:
-        where = "priced options below on GPUs it does not fit say so in the fits column"
-    st.warning(f"The workload needs {peak_gib:,.0f} GiB per GPU; {capacity}: {where}.")
-chosen_stack_problem = None if chosen_gpu is None else stack_problem(chosen_gpu, workload.mode, settings.optimizer)
-if chosen_stack_problem is not None:
-    st.warning(f"{chosen_stack_problem}. Priced options below leave it out.")
+        with st.expander(f"Step time of the sidebar's layout on {layout_name}, which does not fit"):
+            show_sidebar_estimate()
 
 st.subheader("Options, cheapest first")
 if not shown:
@@ -139,7 +181,7 @@ if not shown:
     )
     show_left_out()
     st.stop()
-best, best_spot = cheapest(shown, fits_only=inputs.fits_only), cheapest(shown, spot=True, fits_only=inputs.fits_only)
+best, best_spot = cheapest(shown), cheapest(shown, spot=True)  # the headline is always one that fits
 if best is not None:
     line = f"Cheapest on demand: **{best.gpu}** on {best.provider} ({best.instance_type}), {best.hours:,.1f} h, "
     line += f"**${best.usd_on_demand:,.0f}** (range {usd_range_text(best.usd_on_demand_range)})."
@@ -150,14 +192,19 @@ if best is not None:
     elif any(option.spot_not_worth_reason for option in shown):
         line += " No option is worth running on spot with these interruptions: see the note column."
     st.markdown(escape_dollars(line))
+else:
+    st.warning("None of the priced options below fits the workload; they are listed for comparison.")
 rows = ranked_rows(shown)
+# what a reader compares first leads, so a narrow window shows it without scrolling; the downloads keep this order
+LEADING_COLUMNS = ["gpu", "pricing", "hours", "usd", "usd range", "gpus", "provider"]
+rows = rows[[c for c in LEADING_COLUMNS if c in rows] + [c for c in rows.columns if c not in LEADING_COLUMNS]]
 st.dataframe(
     rows,
     hide_index=True,
     width="stretch",
     column_config={
         "hours": st.column_config.NumberColumn(format="%.1f"),
-        "usd": st.column_config.NumberColumn("USD", format="$%.0f"),
+        "usd": st.column_config.NumberColumn("USD", format="dollar"),
         "usd per epoch": st.column_config.NumberColumn(format="$%.0f"),
         "usd per M tokens": st.column_config.NumberColumn(format="$%.3f"),
         "interruptions per hour": st.column_config.NumberColumn(format="%.4f"),
@@ -179,27 +226,29 @@ assumptions = {
 gpu_dates = sorted(gpu.as_of.isoformat() for gpu in catalogue)
 dates = catalogue_dates(inputs.prices, f"{gpu_dates[0]} to {gpu_dates[-1]}")
 left, right = st.columns(2)
-left.download_button("Download CSV", options_csv_bytes(shown), "gpu-cost-options.csv", "text/csv")
+# the downloads are the table above: its rows, in its order, with its columns
+left.download_button("Download CSV", csv_bytes(rows), "gpu-cost-options.csv", "text/csv")
 right.download_button(
     "Download Excel",
-    options_excel_bytes(shown, assumptions, dates, FORMULAS),
+    table_excel_bytes(rows, shown, assumptions, dates, FORMULAS),
     "gpu-cost-options.xlsx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 )
 
 st.subheader("Buy instead of rent?")
 gpu_names = sorted({option.gpu for option in shown})
-if state.value("cost_buy_gpu") not in gpu_names:
-    # the sidebar's GPU when it is priced here; a GPU the user named (a link's) is named in the warning
-    fallback = workload.gpu_name if workload.gpu_name in gpu_names else gpu_names[0]
-    if state.value("cost_buy_gpu"):
-        st.warning(
-            f"GPU to buy: {state.quoted(state.value('cost_buy_gpu'))} is not among the GPUs priced above; "
-            f"using `{fallback}` instead.",
-            icon=":material/warning:",
-        )
-    state.set_value("cost_buy_gpu", fallback)
-buy_gpu_name = state.choice(st, "cost_buy_gpu", options=gpu_names)
+priced_to_buy = [name for name in gpu_names if next(g for g in catalogue if g.name == name).price_usd]
+# until the user picks: the sidebar's GPU when it is priced here, else the cheapest that fits and has a catalogue price
+ranked_names = [o.gpu for o in sorted(shown, key=lambda o: (o.excluded_reason is not None, o.usd_on_demand))]
+page_default = next((name for name in [workload.gpu_name, *ranked_names] if name in priced_to_buy), gpu_names[0])
+if state.is_set("cost_buy_gpu") and state.value("cost_buy_gpu") not in gpu_names:
+    st.warning(
+        f"GPU to buy: {state.quoted(state.value('cost_buy_gpu'))} is not among the GPUs priced above; "
+        f"using `{page_default}` instead.",
+        icon=":material/warning:",
+    )
+    state.forget("cost_buy_gpu")  # the page's choice, until the user picks one
+buy_gpu_name = state.choice(st, "cost_buy_gpu", options=gpu_names, page_default=page_default)
 buy_gpu = next(gpu for gpu in catalogue if gpu.name == buy_gpu_name)
 rent = cheapest([o for o in shown if o.gpu == buy_gpu_name], fits_only=False)
 cols = st.columns(4)
@@ -209,21 +258,36 @@ pue = state.number(cols[2], "cost_buy_pue", step=0.1)
 kwh = state.number(cols[3], "cost_buy_kwh", step=0.01)
 try:
     ownership = OwnershipSettings(purchase_usd_per_gpu=purchase, years=years, pue=pue, electricity_usd_per_kwh=kwh)
-    rent_usd_per_hour = rent.instances * rent.on_demand_usd_per_hour
-    gpus_rented = rent.instances * rent.gpus_per_instance
-    verdict = buy_vs_rent(buy_gpu, gpus_rented, rent_usd_per_hour, rent.hours, ownership, inputs.energy)
-except ValueError as error:  # pydantic's ValidationError is one: one line per problem, not its raw text
-    st.info(f"Buy vs rent not available: {describe_workload_error(error)}")
-else:
-    cols = st.columns(4)
-    cols[0].metric("Run, rented", f"${verdict.run_usd_rented:,.0f}", help=f"{rent.provider} {rent.instance_type}")
-    cols[1].metric("Run, owned", f"${verdict.run_usd_owned:,.0f}", help="amortised purchase + energy")
-    cols[2].metric("Owned, per hour", f"${verdict.owned_usd_per_hour:,.2f}", help=f"rented ${rent_usd_per_hour:,.2f}")
-    even = verdict.break_even_hours
-    cols[3].metric(
-        "Break-even", "never" if even is None else f"{even:,.0f} h", help="hours of use at which buying pays"
+except ValueError as error:
+    st.info(f"Buy vs rent not available: {in_words(error)}")
+    ownership = None
+if ownership is not None and purchase_usd_per_gpu(buy_gpu, ownership) is None:
+    others = f"pick one that has ({', '.join(priced_to_buy)})" if priced_to_buy else "none of these GPUs has one"
+    st.info(
+        f"{buy_gpu.name} has no purchase price in the GPU catalogue, so owning it cannot be priced: enter a price "
+        f"per GPU above, or {others}."
     )
-    st.caption(escape_dollars("; ".join(verdict.assumptions)))
+elif ownership is not None:
+    try:
+        rent_usd_per_hour = rent.instances * rent.on_demand_usd_per_hour
+        gpus_rented = rent.instances * rent.gpus_per_instance
+        verdict = buy_vs_rent(buy_gpu, gpus_rented, rent_usd_per_hour, rent.hours, ownership, inputs.energy)
+    except ValueError as error:
+        st.info(f"Buy vs rent not available: {in_words(error)}")
+    else:
+        cols = st.columns(4)
+        cols[0].metric(
+            "Run, rented", f"${verdict.run_usd_rented:,.0f}", help=f"{rent.provider} {rent.instance_type}, on demand"
+        )
+        cols[1].metric("Run, owned", f"${verdict.run_usd_owned:,.0f}", help="amortised purchase + energy")
+        cols[2].metric(
+            "Owned, per hour", f"${verdict.owned_usd_per_hour:,.2f}", help=f"rented ${rent_usd_per_hour:,.2f}"
+        )
+        even = verdict.break_even_hours
+        cols[3].metric(
+            "Break-even", "never" if even is None else f"{even:,.0f} h", help="hours of use at which buying pays"
+        )
+        st.caption(escape_dollars("; ".join(verdict.assumptions)))
 
 with st.expander("Assumptions, formulas and sources"):
     if chosen_gpu is not None and estimate is not None:

@@ -3,13 +3,14 @@ deadline, within a budget."""
 
 import streamlit as st
 
-from calculators.cost.prices import load_prices
 from calculators.hardware.catalogue import load_gpu_catalogue
-from calculators.plan.exports import plans_csv_bytes, plans_excel_bytes
+from calculators.plan.exports import plans_csv_bytes, plans_excel_bytes, plans_table
 from calculators.plan.figures import hours_range_text, hours_text, usd_range_text, usd_text
 from calculators.plan.launch import launch_files
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
+from ui.cost_inputs import dataset_controls, kept_ownership, kept_prices
+from ui.messages import in_words
 from ui.plan_view import (
     RESULT_KEY,
     apply_plan,
@@ -17,7 +18,7 @@ from ui.plan_view import (
     front_figure,
     plan_label,
     plan_request,
-    plans_table,
+    price_basis,
     run_search,
     share_query,
 )
@@ -36,20 +37,28 @@ require_training(workload, "Plans", "plan a run")
 spec, settings = workload.spec, workload.settings
 catalogue = list(load_gpu_catalogue()) + user_gpus()
 gpu_names = {gpu.name for gpu in catalogue}
-prices = load_prices()
+prices = kept_prices()
+# the run's dataset and epochs: the same kept values as on Time and cost
+columns = st.columns(3)
+dataset_controls(columns[1], columns[2], unit_column=columns[0])
 columns = st.columns(4)
-state.number(columns[0], "plan_tokens_billion")
-state.number(columns[1], "plan_deadline_hours")
-state.number(columns[2], "plan_budget_usd")
-state.number(columns[3], "plan_max_gpus")
-columns = st.columns([3, 1, 1, 2])
+state.number(columns[0], "plan_deadline_hours")
+state.number(columns[1], "plan_budget_usd")
+state.number(columns[2], "plan_max_gpus")
+state.number(columns[3], "plan_global_batch")
+columns = st.columns([2, 1, 1])
 state.multiselect(columns[0], "plan_providers", sorted({price.provider for price in prices}))
 state.checkbox(columns[1], "plan_spot")
 state.checkbox(columns[2], "plan_owned")
-state.number(columns[3], "plan_global_batch")
 state.checkbox(st, "plan_pessimistic")
+st.caption(
+    "The step's assumptions (network, overlap, kernels, compiler), checkpoint and restart times, the discount, "
+    "interruption rate and price sheet, and the cost of owning GPUs are the Time and cost page's: set them there."
+)
 
-request, problem = plan_request(workload.mode)
+request, time_settings, problem = plan_request(workload.mode, settings.seq_len)
+ownership, ownership_problem = kept_ownership()
+problem = problem or ownership_problem
 if problem:
     st.error(f"Check the plan's settings: {problem}")
     st.stop()
@@ -60,18 +69,30 @@ asked = (
     spec.model_dump_json(),
     settings.model_dump_json(),
     request.model_dump_json(),
+    time_settings.model_dump_json(),
+    ownership.model_dump_json(),
+    hash(tuple(price.model_dump_json() for price in prices)),
     len(catalogue),
     tuple(sorted(calibrated.items())),
 )
-if st.button("Find plans", type="primary"):
-    try:
-        result = run_search(spec, settings, request, catalogue, prices, calibrated)
-    except ValueError as error:
-        st.error(str(error))
-        st.stop()
-    st.session_state[RESULT_KEY] = (asked, result)
 kept = st.session_state.get(RESULT_KEY)
-if kept is None or kept[0] != asked:
+if kept is not None and kept[0] != asked:
+    # the ask changed since the search: its plans, and the plan chosen among them, are no longer the answer
+    st.session_state.pop(RESULT_KEY)
+    state.forget("plan_chosen")
+    kept = None
+pressed = st.button("Find plans", type="primary")
+linked = kept is None and state.value("plan_chosen") > 0  # a link names a plan: search as its sender did
+if pressed or linked:
+    try:
+        result = run_search(spec, settings, request, catalogue, prices, time_settings, ownership, calibrated)
+    except ValueError as error:
+        st.error(in_words(error))
+        st.stop()
+    st.session_state[RESULT_KEY] = kept = (asked, result)
+    if pressed:
+        state.forget("plan_chosen")  # a new search starts at its cheapest plan within the limits
+if kept is None:
     st.info("Press **Find plans** to search.")
     st.stop()
 result = kept[1]
@@ -86,34 +107,55 @@ if result.unpriced:
 best = result.best_under_deadline
 fastest = result.best_under_budget
 if best is not None:
+    ranges = f"range {hours_range_text(best.hours_range)}, {usd_range_text(best.usd_range)}"
     st.success(
-        f"Cheapest within the limits: **{best.gpus} x {best.gpu}** on {best.provider} {best.instance_type} "
-        f"({best.pricing}), ZeRO-{best.zero}, micro-batch {best.micro_batch} x {best.grad_accum}, "
+        f"Cheapest within the limits: **{best.gpus} x {best.gpu}** on {best.provider} {best.instance_type}, "
+        f"ZeRO-{best.zero}, micro-batch {best.micro_batch} x {best.grad_accum}, "
         f"checkpointing {best.checkpointing}: {hours_text(best.hours)}, {usd_text(best.usd)} "
-        f"(range {hours_range_text(best.hours_range)}, {usd_range_text(best.usd_range)})".replace("$", "\\$")
+        f"({ranges}; {price_basis(best)})".replace("$", "\\$")
     )
 if fastest is not None and fastest != best:
     st.success(
-        f"Fastest within the limits: **{fastest.gpus} x {fastest.gpu}** on {fastest.provider} "
-        f"({fastest.pricing}): {hours_text(fastest.hours)}, {usd_text(fastest.usd)}".replace("$", "\\$")
+        f"Fastest within the limits: **{fastest.gpus} x {fastest.gpu}** on {fastest.provider}: "
+        f"{hours_text(fastest.hours)}, {usd_text(fastest.usd)} ({price_basis(fastest)})".replace("$", "\\$")
     )
 if not result.plans:
     st.stop()
 
 labels = [plan_label(number, plan) for number, plan in enumerate(result.plans, start=1)]
-start = result.plans.index(best) if best in result.plans else 0
-chosen_label = st.selectbox("Plan", labels, index=start, key="plan_chosen")
-chosen = result.plans[labels.index(chosen_label)]
+numbers = list(range(1, len(result.plans) + 1))
+best_number = result.plans.index(best) + 1 if best in result.plans else 1
+if state.value("plan_chosen") not in numbers:
+    if state.value("plan_chosen") > 0:
+        st.warning(
+            f"Plan {state.value('plan_chosen')} from the link is not on this front of {len(numbers)} plans; "
+            f"showing plan {best_number}, the cheapest within the limits.",
+            icon=":material/warning:",
+        )
+    state.set_value("plan_chosen", best_number)
+chosen_number = state.widget(
+    st.selectbox,
+    "plan_chosen",
+    "Plan",
+    labels,
+    to_widget=lambda number: labels[number - 1],
+    from_widget=lambda label: labels.index(label) + 1,
+)
+chosen = result.plans[chosen_number - 1]
 st.plotly_chart(front_figure(result.plans, chosen), width="stretch")
 st.markdown(f"**Why this plan:** {chosen.reason}".replace("$", "\\$"))
+st.caption(
+    f"Plan {chosen_number}: {hours_text(chosen.hours)}, {usd_text(chosen.usd)} ({price_basis(chosen)}). The Time and "
+    "cost page heads with the hours on demand and lists spot's expected hours beside them."
+)
 left, middle, right = st.columns(3)
 if left.button("Open on the Memory page", key="plan_open_memory"):
-    apply_plan(chosen, request.dataset_tokens, gpu_names)
+    apply_plan(chosen, gpu_names)
     st.switch_page("app_pages/memory.py")
 if middle.button("Open on the Time and cost page", key="plan_open_cost"):
-    apply_plan(chosen, request.dataset_tokens, gpu_names)
+    apply_plan(chosen, gpu_names)
     st.switch_page("app_pages/cost.py")
-query = share_query(chosen, request.dataset_tokens, gpu_names, dict(st.query_params))
+query = share_query(chosen, gpu_names, dict(st.query_params))
 right.markdown(f"Links: [Memory](./memory?{query}) · [Time and cost](./cost?{query})")
 
 st.dataframe(

@@ -353,7 +353,7 @@ def test_renting_cheaper_than_power_never_breaks_even():
 
 
 def test_buy_vs_rent_needs_a_price():
-    with pytest.raises(ValueError, match="purchase_usd_per_gpu"):
+    with pytest.raises(ValueError, match="A100-SXM4-80GB has no purchase price in the GPU catalogue"):
         buy_vs_rent(find_gpu("A100-SXM4-80GB"), 8, 20.0, 10.0)
 
 

@@ -90,7 +90,9 @@ def test_a_dropout_the_box_does_not_offer_is_named():
 def test_an_unknown_gpu_to_buy_is_named():
     app = open_app("app_pages/cost.py", buy_gpu="B999-1TB")
     assert "GPU to buy: `B999-1TB` is not among the GPUs priced above; using `" in warnings_of(app)
-    assert kept(app, "cost_buy_gpu") != "B999-1TB"
+    # the page's own choice is used, not kept: the link no longer carries the unknown GPU
+    assert state.VALUE_PREFIX + "cost_buy_gpu" not in app.session_state
+    assert "buy_gpu" not in app.query_params
 
 
 def test_a_page_that_stops_early_still_writes_its_settings_to_the_link():

@@ -9,13 +9,14 @@ import streamlit as st
 from pydantic import ValidationError
 
 from calculators.cost.energy import EnergySettings
-from calculators.cost.options import adjusted_prices
+from calculators.cost.options import OwnershipSettings, adjusted_prices
 from calculators.cost.prices import CloudPrice, PriceCatalogueError, load_prices, parse_price_csv
 from calculators.cost.spot import DEFAULT_INTERRUPTIONS_PER_HOUR
 from calculators.hardware.catalogue import GpuSpec
-from calculators.models.hf_config import describe_validation_error
+from calculators.interface.settings import settings_of, values_for
 from calculators.timing.settings import TimeSettings
 from ui import state
+from ui.messages import in_words
 
 UPLOAD_STATE_KEY = "user_prices"
 UPLOAD_ERROR_KEY = "user_prices_error"
@@ -33,13 +34,58 @@ class CostInputs:
     energy: EnergySettings = field(default_factory=EnergySettings)
 
 
-def _dataset_controls(column) -> dict:
-    unit = state.widget(column.radio, "cost_dataset_unit", "Dataset size in", ("tokens", "samples"))
+def dataset_controls(size_column, epochs_column=None, unit_column=None) -> dict:
+    """The run's dataset (tokens or samples per epoch) and epochs: one set of kept values that the
+    Plan and Time and cost pages both draw, so the run is the same on both."""
+    unit = state.widget(
+        (unit_column or size_column).radio,
+        "cost_dataset_unit",
+        "Dataset size in",
+        ("tokens", "samples"),
+        horizontal=unit_column is not None,
+    )
     if unit == "tokens":
-        size = {"dataset_tokens": state.number(column, "cost_tokens_billion", step=1.0)}
+        size = {"dataset_tokens": state.number(size_column, "cost_tokens_billion", step=1.0)}
     else:
-        size = {"dataset_samples": state.number(column, "cost_samples", step=1000)}
-    return size | {"epochs": state.number(column, "cost_epochs", step=1.0)}
+        size = {"dataset_samples": state.number(size_column, "cost_samples", step=1000)}
+    return size | {"epochs": state.number(epochs_column or size_column, "cost_epochs", step=1.0)}
+
+
+def kept_time_settings() -> tuple[TimeSettings | None, str | None]:
+    """The run's time settings as the user set them (on whichever page), without drawing a widget:
+    (settings, None), or (None, the problem in words)."""
+    values = {item.key: state.value(item.key) for item in settings_of(TimeSettings)}
+    fields = values_for(TimeSettings, values)
+    dropped = "dataset_samples" if state.value("cost_dataset_unit") == "tokens" else "dataset_tokens"
+    fields.pop(dropped, None)
+    try:
+        return TimeSettings(**fields), None
+    except ValueError as error:
+        return None, f"Time settings: {in_words(error)}"
+
+
+def kept_pause_hours() -> tuple[float, float]:
+    """(checkpoint write, restart after an interruption) in hours, as the user set them in minutes."""
+    return state.value("cost_checkpoint_min") / 60, state.value("cost_restart_min") / 60
+
+
+def kept_prices() -> list[CloudPrice]:
+    """The prices the Time and cost page uses: the catalogue and the user's sheet (or only theirs),
+    with the discount and the interruption rate the user set."""
+    uploaded = st.session_state.get(UPLOAD_STATE_KEY) or []
+    only_mine = bool(uploaded) and state.value("cost_only_mine")
+    prices = list(uploaded) if only_mine else list(load_prices()) + list(uploaded)
+    rate = state.value("cost_interruptions_per_hour") if state.value("cost_override_rate") else None
+    return adjusted_prices(prices, state.value("cost_discount_pct") / 100, rate)
+
+
+def kept_ownership() -> tuple[OwnershipSettings | None, str | None]:
+    """Owning the GPUs as the user set it under Buy instead of rent, or the problem in words."""
+    fields = {item.name: state.value(item.key) for item in settings_of(OwnershipSettings)}
+    try:
+        return OwnershipSettings(**fields), None
+    except ValueError as error:
+        return None, f"Buy vs rent: {in_words(error)}"
 
 
 def _throughput_controls(column) -> dict:
@@ -110,7 +156,7 @@ def _on_price_upload(catalogue: list[GpuSpec]) -> None:
     try:
         st.session_state[UPLOAD_STATE_KEY] = parse_price_csv(upload.getvalue(), upload.name, catalogue)
     except PriceCatalogueError as error:
-        st.session_state[UPLOAD_ERROR_KEY] = str(error)
+        st.session_state[UPLOAD_ERROR_KEY] = in_words(error)
 
 
 def _price_controls(catalogue: list[GpuSpec]) -> tuple[list[CloudPrice], float, list[str]]:
@@ -141,7 +187,7 @@ def _price_controls(catalogue: list[GpuSpec]) -> tuple[list[CloudPrice], float, 
 def cost_inputs(catalogue: list[GpuSpec]) -> CostInputs:
     """Draw the controls and return what the cost calculators need."""
     left, middle, right = st.columns(3)
-    dataset = _dataset_controls(left)
+    dataset = dataset_controls(left)
     throughput = _throughput_controls(middle)
     write_h, restart_h, rate = _spot_controls(right)
     step = _step_controls()
@@ -152,12 +198,12 @@ def cost_inputs(catalogue: list[GpuSpec]) -> CostInputs:
     try:
         energy = EnergySettings(**energy_values)
     except ValidationError as error:
-        errors.append(f"Energy settings: {describe_validation_error(error)}; the defaults are used")
+        errors.append(f"Energy settings: {in_words(error)}; the defaults are used")
         energy = EnergySettings()
     try:
         time_settings = TimeSettings(**dataset, **throughput, **step)
     except ValidationError as error:
-        errors.append(f"Time settings: {describe_validation_error(error)}")
+        errors.append(f"Time settings: {in_words(error)}")
         time_settings = None
     return CostInputs(
         time_settings=time_settings,

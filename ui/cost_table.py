@@ -81,7 +81,7 @@ def left_out_rows(options: list[CostOption]) -> pd.DataFrame:
 
 
 def ranked_rows(options: list[CostOption]) -> pd.DataFrame:
-    """One row per option and pricing (on demand, spot), cheapest first. An option not worth
+    """One row per option and pricing (on demand, spot), those that fit first, each cheapest first. An option not worth
     running on spot has no spot row; its on-demand row says why in "note"."""
     front_on_demand = {id(option) for option in pareto_front(options)}
     front_spot = {id(option) for option in pareto_front(options, spot=True)}
@@ -131,7 +131,15 @@ def ranked_rows(options: list[CostOption]) -> pd.DataFrame:
                 }
             )
     table = pd.DataFrame(rows)
-    return table.sort_values("usd", kind="stable").reset_index(drop=True) if rows else table
+    if not rows:
+        return table
+    # what fits ranks first (options not checked count as fitting), then the cheapest
+    return (
+        table.assign(_left_behind=table["fits"].eq(False))
+        .sort_values(["_left_behind", "usd"], kind="stable")
+        .drop(columns="_left_behind")
+        .reset_index(drop=True)
+    )
 
 
 def range_lines(options: list[CostOption]) -> list[str]:

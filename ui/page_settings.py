@@ -12,16 +12,8 @@ from ui import state
 COMPARE_DEFAULT_PICK = ["H100-SXM5-80GB", "A100-SXM4-80GB"]
 
 state.register(
-    # Plan a run (0 for the deadline, budget or global batch: none given)
-    Setting(
-        "plan_tokens_billion",
-        "plan_tokens_b",
-        "Tokens to train on (billions)",
-        kind=float,
-        default=20.0,
-        low=1e-6,
-        high=1e7,
-    ),  # fmt: skip
+    # Plan a run (0 for the deadline, budget or global batch: none given). Its tokens and epochs are the
+    # run's dataset settings, shared with Time and cost (calculators.interface.settings: tokens_b, epochs).
     Setting(
         "plan_deadline_hours", "deadline_h", "Deadline (hours, 0 = none)", kind=float, default=72.0, low=0, high=1e6
     ),  # fmt: skip
@@ -38,7 +30,7 @@ state.register(
     ),  # fmt: skip
     Setting("plan_providers", "providers", "Providers (all when empty)", kind=str, default=[], is_list=True),
     Setting("plan_spot", "spot", "Spot allowed", kind=bool, default=True),
-    Setting("plan_owned", "owned", "Also price owning the GPUs", kind=bool, default=False),
+    Setting("plan_owned", "owned", "Owned GPUs too", kind=bool, default=False, help="also price owning the GPUs"),
     Setting(
         "plan_pessimistic",
         "pessimistic",
@@ -48,6 +40,8 @@ state.register(
         help="Meet the deadline and budget, and rank, with each plan's slowest and dearest figure: the time "
         "model's largest measured error for the GPU family, more interruptions and dearer regions on spot",
     ),
+    # the plan chosen on the front, 1 = fastest (0: none yet); a link with one searches on opening
+    Setting("plan_chosen", "plan", "Plan", kind=int, default=0, low=0, high=100_000),
     # Compare GPUs
     Setting("cmp_vendors", "vendors", "Vendor (all when empty)", kind=str, default=[], is_list=True),
     Setting("cmp_categories", "categories", "Category (all when empty)", kind=str, default=[], is_list=True),

@@ -5,29 +5,38 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from pydantic import ValidationError
 
+from calculators.cost.options import OwnershipSettings
 from calculators.interface.settings import all_settings
-from calculators.plan.figures import hours_range_text, hours_text, usd_range_text, usd_text
+from calculators.plan.figures import hours_text, usd_text
 from calculators.plan.search import Plan, PlanRequest, PlanResult, layout_update, plan_run
+from calculators.timing.settings import TimeSettings
 from calculators.validation.error_band import time_band_for
-from calculators.workload.build import describe_workload_error
 from ui import state
 from ui.charts import hours_usd_layout
+from ui.cost_inputs import kept_pause_hours, kept_time_settings
+from ui.messages import in_words
 
 RESULT_KEY = "_plan_result"
 
 
-def plan_request(mode: str) -> tuple[PlanRequest | None, str | None]:
-    """The request from the page's kept settings, or the reason it is not valid."""
+def plan_request(mode: str, seq_len: int) -> tuple[PlanRequest | None, TimeSettings | None, str | None]:
+    """The request and the run's time settings from the kept settings (the dataset, epochs, step
+    assumptions, checkpoint and restart times are the Time and cost page's, the same values), or
+    the reason they are not valid."""
+    time_settings, problem = kept_time_settings()
+    if time_settings is None:
+        return None, None, problem
     providers = state.value("plan_providers")
+    checkpoint_write_h, restart_h = kept_pause_hours()
     try:
         request = PlanRequest(
             mode=mode,
-            dataset_tokens=state.value("plan_tokens_billion") * 1e9,
+            dataset_tokens=time_settings.tokens_per_epoch(seq_len),
+            epochs=time_settings.epochs,
             global_batch_tokens=state.value("plan_global_batch") or None,
             deadline_hours=state.value("plan_deadline_hours") or None,
             budget_usd=state.value("plan_budget_usd") or None,
@@ -36,10 +45,12 @@ def plan_request(mode: str) -> tuple[PlanRequest | None, str | None]:
             allow_spot=state.value("plan_spot"),
             include_owned=state.value("plan_owned"),
             rank_on="pessimistic" if state.value("plan_pessimistic") else "estimate",
+            checkpoint_write_h=checkpoint_write_h,
+            restart_h=restart_h,
         )
     except ValidationError as error:
-        return None, describe_workload_error(error)
-    return request, None
+        return None, None, in_words(error)
+    return request, time_settings, None
 
 
 def calibration_caption(calibrated: dict[str, float]) -> str | None:
@@ -54,10 +65,18 @@ def calibration_caption(calibrated: dict[str, float]) -> str | None:
 
 
 def run_search(
-    spec, settings, request: PlanRequest, catalogue, prices, measured_matmul_fraction: dict[str, float] | None = None
+    spec,
+    settings,
+    request: PlanRequest,
+    catalogue,
+    prices,
+    time_settings: TimeSettings,
+    ownership: OwnershipSettings | None,
+    measured_matmul_fraction: dict[str, float] | None = None,
 ) -> PlanResult:
-    """The search with a progress bar that is removed when it ends; `measured_matmul_fraction` (GPU
-    name -> fraction, from the active calibration) replaces mamf-finder's in those GPUs' GEMMs."""
+    """The search with a progress bar that is removed when it ends; `time_settings` and `ownership` are
+    the Time and cost page's (kept settings), `measured_matmul_fraction` (GPU name -> fraction, from
+    the active calibration) replaces mamf-finder's in those GPUs' GEMMs."""
     bar = st.progress(0.0, text="Searching GPUs, counts and layouts")
 
     def report(fraction: float, gpu: str) -> None:
@@ -70,6 +89,8 @@ def run_search(
             request,
             catalogue,
             prices,
+            time_settings=time_settings,
+            ownership=ownership,
             progress=report,
             measured_matmul_fraction=measured_matmul_fraction,
             time_band=time_band_for,
@@ -82,38 +103,6 @@ def plan_label(number: int, plan: Plan) -> str:
     return (
         f"{number}. {plan.gpus} x {plan.gpu} · {plan.provider} {plan.pricing} · {hours_text(plan.hours)} · "
         f"{usd_text(plan.usd)}"
-    )
-
-
-def plans_table(plans: list[Plan]) -> pd.DataFrame:
-    """The front as a table, fastest first."""
-    return pd.DataFrame(
-        [
-            {
-                "plan": number,
-                "gpu": plan.gpu,
-                "gpus": plan.gpus,
-                "provider": plan.provider,
-                "instance": plan.instance_type,
-                "pricing": plan.pricing,
-                "hours": plan.hours,
-                "hours range": hours_range_text(plan.hours_range),
-                "usd": plan.usd,
-                "usd range": usd_range_text(plan.usd_range),
-                "usd on demand": plan.usd_on_demand,
-                "usd spot": plan.usd_spot_expected,
-                "ZeRO": plan.zero,
-                "tp x pp": f"{plan.tensor_parallel} x {plan.pipeline_parallel}",
-                "checkpointing": plan.checkpointing,
-                "micro-batch x accumulation": f"{plan.micro_batch} x {plan.grad_accum}",
-                "peak GiB": plan.peak_gib,
-                "headroom GiB": plan.headroom_gib,
-                "step s": plan.step_s,
-                "price as of": plan.price_as_of,
-                "why": plan.reason,
-            }
-            for number, plan in enumerate(plans, start=1)
-        ]
     )
 
 
@@ -137,27 +126,88 @@ def front_figure(plans: list[Plan], chosen: Plan | None) -> go.Figure:
     return figure
 
 
-def plan_values(plan: Plan, tokens: float, gpu_names: set[str]) -> dict[str, object]:
-    """The kept settings (by key) that put a plan on the other pages; `tokens` per epoch."""
+def plan_values(plan: Plan, gpu_names: set[str]) -> dict[str, object]:
+    """The kept settings (by key) that put a plan on the other pages: its layout and GPU (the
+    dataset, epochs and step assumptions are already the same kept values on every page)."""
     # the layout's settings keep their TrainingSettings names as their keys (calculators.interface.settings)
     values: dict[str, object] = layout_update(plan)
-    values["cost_tokens_billion"] = tokens
     if plan.gpu in gpu_names:
         values["gpu"] = plan.gpu
     return values
 
 
-def apply_plan(plan: Plan, tokens: float, gpu_names: set[str]) -> None:
+def apply_plan(plan: Plan, gpu_names: set[str]) -> None:
     """Make the plan's settings the user's (the sidebar and the other pages read them)."""
-    for key, value in plan_values(plan, tokens, gpu_names).items():
+    for key, value in plan_values(plan, gpu_names).items():
         state.set_value(key, value)
 
 
-def share_query(plan: Plan, tokens: float, gpu_names: set[str], current: dict[str, str]) -> str:
+def share_query(plan: Plan, gpu_names: set[str], current: dict[str, str]) -> str:
     """The link's query: the current one with the plan's settings, keys as calculators.interface.settings declares."""
     declared = {item.key: item for item in state.known_settings()} | {item.key: item for item in all_settings()}
     query = dict(current)
-    for key, value in plan_values(plan, tokens, gpu_names).items():
+    for key, value in plan_values(plan, gpu_names).items():
         item = declared[key]
         query[item.query] = item.format_shown(value)
     return urlencode(query)
+
+
+def price_basis(plan: Plan) -> str:
+    """Which price and hours a plan's figures are, in words: spot's expected hours include
+    interruptions, restarts and lost work, so they are longer than the same plan on demand."""
+    if plan.pricing == "spot":
+        return (
+            "on spot: expected hours with interruptions, restarts and lost work; "
+            f"{hours_text(plan.hours_on_demand)} on demand"
+        )
+    if plan.pricing == "owned":
+        return "owned GPUs: amortised purchase and power"
+    return "on demand, no interruptions"
+
+
+def cheapest_fitting_layout(
+    mode: str,
+    spec,
+    settings,
+    gpu,
+    catalogue,
+    prices,
+    time_settings: TimeSettings,
+    pause_hours: tuple[float, float],
+    measured_matmul_fraction: dict[str, float] | None = None,
+) -> Plan | None:
+    """The cheapest layout on `gpu` that fits, on demand, found by the planner's own search
+    (calculators.plan.search.plan_run over that one GPU, up to the Plan page's most GPUs and its
+    global batch); None when none fits or nothing prices it."""
+    checkpoint_write_h, restart_h = pause_hours
+    try:
+        request = PlanRequest(
+            mode=mode,
+            dataset_tokens=time_settings.tokens_per_epoch(settings.seq_len),
+            epochs=time_settings.epochs,
+            global_batch_tokens=state.value("plan_global_batch") or None,
+            max_gpus=state.value("plan_max_gpus"),
+            allow_spot=False,
+            gpus=(gpu.name,),
+            checkpoint_write_h=checkpoint_write_h,
+            restart_h=restart_h,
+        )
+        result = plan_run(
+            spec, settings, request, catalogue, prices, time_settings, measured_matmul_fraction=measured_matmul_fraction
+        )
+    except ValueError:  # a global batch shorter than a sequence: the Plan page says so in words
+        return None
+    return result.cheapest
+
+
+def layout_text(plan: Plan) -> str:
+    """A plan's layout and figures in one line, with units."""
+    return (
+        f"**{plan.gpus} x {plan.gpu}** (data {plan.data_parallel} x tensor {plan.tensor_parallel} x pipeline "
+        f"{plan.pipeline_parallel}), ZeRO-{plan.zero}, checkpointing {plan.checkpointing}, micro-batch "
+        f"{plan.micro_batch} x {plan.grad_accum} accumulation steps"
+        + (", optimizer on the CPU" if plan.offload_optimizer else "")
+        + (", parameters on the CPU" if plan.offload_parameters else "")
+        + f": peak {plan.peak_gib:,.1f} GiB of {plan.gpu_memory_gib:,.1f} GiB per GPU, "
+        f"{hours_text(plan.hours)} and {usd_text(plan.usd)} on demand on {plan.provider} {plan.instance_type}"
+    )

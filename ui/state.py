@@ -19,6 +19,7 @@ from typing import Any
 import streamlit as st
 
 from calculators.interface.settings import Setting, SettingError, all_settings
+from ui.messages import in_words
 
 VALUE_PREFIX = "_value_"
 URL_WARNINGS_KEY = "_url_warnings"
@@ -54,6 +55,11 @@ def set_value(key: str, new_value: Any) -> None:
 
 def is_set(key: str) -> bool:
     return VALUE_PREFIX + key in st.session_state
+
+
+def forget(key: str) -> None:
+    """Back to the declared default: the user has not set `key`."""
+    st.session_state.pop(VALUE_PREFIX + key, None)
 
 
 def _keep_change(key: str, from_widget) -> None:
@@ -144,15 +150,27 @@ def _replaced(label: str, what: str, used: str, notes=None) -> None:
     (notes or st).warning(f"{label}: {what}; using {used} instead.", icon=":material/warning:")
 
 
-def choice(container, key: str, label: str | None = None, options: Iterable | None = None, **kwargs) -> Any:
+def choice(
+    container, key: str, label: str | None = None, options: Iterable | None = None, page_default: Any = None, **kwargs
+) -> Any:
     """A select box over the declared choices (or `options`). A kept value that is not among
     them (a link's unknown GPU, a dropout the box does not offer) is named in a warning with
-    the option used instead."""
+    the option used instead.
+
+    `page_default` is what the box shows until the user picks (a choice that depends on the
+    page, such as the cheapest GPU): it is shown, never kept, so it never enters the link."""
     item = _declared(key)
     options = list(options if options is not None else item.choices)
+    if page_default is not None and page_default in options and not is_set(key):
+        set_value(key, page_default)
+        try:
+            return choice(container, key, label, options, **kwargs)
+        finally:
+            forget(key)
     kept = value(key)
     if options and kept not in options:
-        used = item.start_value if item.start_value in options else options[0]
+        used = page_default if page_default in options else item.start_value
+        used = used if used in options else options[0]
         if is_set(key):
             format_func = kwargs.get("format_func")
             _replaced(label or item.label, f"{_shown(kept)} is not one of the choices", _shown(used, format_func))
@@ -206,13 +224,14 @@ def load_from_url() -> None:
     warnings = []
     params = st.query_params
     for item in known_settings():
-        if item.query not in params:
+        query = next((name for name in (item.query, *item.old_queries) if name in params), None)
+        if query is None:
             continue
-        raw = params[item.query]
+        raw = params[query]
         try:
             set_value(item.key, item.parse_shown(raw))
         except SettingError as error:
-            warnings.append(f"Ignored {quoted(f'{item.query}={raw}', limit=60)} from the link: {error}.")
+            warnings.append(f"Ignored {quoted(f'{query}={raw}', limit=60)} from the link: {in_words(error)}.")
     st.session_state[URL_WARNINGS_KEY] = warnings
 
 

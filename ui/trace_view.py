@@ -13,6 +13,7 @@ from calculators.models.spec import ModelSpec
 from calculators.workload.training import TrainingSettings
 from measure.trace.result import TraceError
 from measure.trace.runner import run_trace
+from ui.messages import in_words
 
 RESULT_KEY = "trace_result"
 BIG_MODEL_LAYERS = 8  # above this, trace 3-5 layers and extend exactly (checked by the tracer)
@@ -35,7 +36,7 @@ def trace_section(spec: ModelSpec, settings: TrainingSettings, estimate: MemoryE
             try:
                 traced = run_trace(spec, settings, timeout_s=120, extrapolate=spec.n_layers > BIG_MODEL_LAYERS)
             except TraceError as error:
-                st.session_state[RESULT_KEY] = (key, str(error))
+                st.session_state[RESULT_KEY] = (key, in_words(error))
                 status.update(label="Could not trace", state="error")
             else:
                 st.session_state[RESULT_KEY] = (key, traced)

@@ -9,6 +9,7 @@ import datetime as dt
 import streamlit as st
 
 from calculators.hardware.catalogue import COLUMNS, CatalogueError, GpuSpec, parse_gpu_csv, parse_gpu_rows
+from ui.messages import in_words
 
 STATE_KEY = "user_gpus"
 UPLOAD_ERROR_KEY = "user_gpu_upload_error"
@@ -46,7 +47,7 @@ def _on_upload(catalogue_names: set[str]) -> None:
     try:
         gpus = parse_gpu_csv(upload.getvalue(), origin=upload.name)
     except CatalogueError as error:
-        st.session_state[UPLOAD_ERROR_KEY] = str(error)
+        st.session_state[UPLOAD_ERROR_KEY] = in_words(error)
         return
     st.session_state[UPLOAD_ERROR_KEY] = _store(gpus, catalogue_names)
 
@@ -94,7 +95,7 @@ def user_gpu_controls(catalogue: list[GpuSpec]) -> None:
                     gpus = parse_gpu_rows([_row_from_form(name, values)], origin="your GPU")
                     problem = _store(gpus, catalogue_names)
                 except CatalogueError as error:
-                    problem = str(error)
+                    problem = in_words(error)
                 if problem:
                     st.error(problem)
                 else:

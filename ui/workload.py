@@ -20,7 +20,6 @@ from calculators.interface.settings import Setting, all_settings, build_workload
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.models.hf_config import (
     ModelInputError,
-    describe_validation_error,
     spec_from_hf_config,
     spec_from_parameter_count,
 )
@@ -35,7 +34,7 @@ from calculators.models.library import (
 )
 from calculators.models.presets import load_presets
 from calculators.models.spec import ModelSpec
-from calculators.workload.build import GpuTarget, Workload, describe_workload_error
+from calculators.workload.build import GpuTarget, Workload
 from calculators.workload.config_fields import FrameworkConfigError
 from calculators.workload.framework_files import (
     describe_unknown,
@@ -61,6 +60,7 @@ from calculators.workload.training import (
 )
 from ui import page_settings, state
 from ui.calibration_state import active_calibration
+from ui.messages import in_words
 from ui.user_gpus import user_gpus
 
 MODEL_SOURCES = ("Preset", "Custom architecture", "config.json", "Parameter count")
@@ -129,7 +129,7 @@ def _named_model(name: str) -> tuple[ModelSpec | None, list[str], list[str]]:
     except ModelNotFound as error:
         return None, [error.for_page()], []
     except ModelInputError as error:
-        return None, [str(error)], []
+        return None, [in_words(error)], []
     spelled = bundled_spelling(name)
     if spelled is not None and spelled != name and name not in load_presets() and library_model(name) is None:
         name = spelled
@@ -175,7 +175,7 @@ def _parameter_count_model() -> tuple[ModelSpec | None, list[str], list[str]]:
     try:
         spec = spec_from_parameter_count(billions * 1e9)
     except ModelInputError as error:
-        return None, [str(error)], []
+        return None, [in_words(error)], []
     note = (
         f"Assumed a Llama-style shape for {billions:g}B parameters: {spec.n_layers} layers, hidden "
         f"{spec.hidden_size}, {spec.n_heads} heads, FFN {spec.ffn_hidden_size}, vocab {spec.vocab_size}."
@@ -198,7 +198,7 @@ def _uploaded_model() -> tuple[ModelSpec | None, list[str], list[str]]:
     try:
         return spec_from_hf_config(data, name), [], [f"Model from the uploaded {name} (kept for this session)."]
     except ModelInputError as error:
-        return None, [str(error)], []
+        return None, [in_words(error)], []
 
 
 def _custom_architecture(start_from: ModelSpec) -> tuple[ModelSpec | None, list[str], list[str]]:
@@ -222,7 +222,7 @@ def _custom_architecture(start_from: ModelSpec) -> tuple[ModelSpec | None, list[
     try:
         spec = ModelSpec(name=f"custom (from {start_from.name})", **fields)
     except ValidationError as error:
-        return None, [f"Custom architecture: {describe_validation_error(error)}"], []
+        return None, [f"Custom architecture: {in_words(error)}"], []
     return spec, [], []
 
 
@@ -340,7 +340,7 @@ def apply_stack_file(data: bytes, name: str, session: MutableMapping[str, Any]) 
     try:
         config = read_framework_config(data, name)  # bytes: the size is checked before decoding
     except FrameworkConfigError as error:
-        return StackFileReport(name, error=str(error))
+        return StackFileReport(name, error=in_words(error))
     declared = {item.name: item for item in all_settings() if item.model is TrainingSettings}
     report = StackFileReport(name, warning=describe_unknown(config, name))
     for name_, value in setting_fields(config).items():
@@ -445,7 +445,7 @@ def _built(mode: str, spec: ModelSpec, gpu: GpuTarget, errors: list[str]) -> Wor
     try:
         return build_workload(mode, spec, values, gpu)
     except ValueError as error:  # pydantic's ValidationError is one
-        errors.append(f"{label}: {describe_workload_error(error)}")
+        errors.append(f"{label}: {in_words(error)}")
     return None
 
 

@@ -2,7 +2,10 @@
 
 The workbook has two sheets, both plain tables that pandas reads back:
 
-- "options": one row per CostOption, columns in CostOption field order.
+- "options": one row per CostOption, columns in CostOption field order (`options_excel_bytes`); the
+  page's download (`table_excel_bytes`) writes its own table here instead (one row per option and
+  pricing, in the page's order, with the page's columns) and the CostOption fields, in the same
+  order, on "option details".
 - "assumptions": columns kind, name, value; kind is "assumption", "catalogue date" or
   "formula" (formulas are numbered from 1 in `name`).
 
@@ -25,6 +28,7 @@ from calculators.cost.options import CostOption
 
 OPTIONS_SHEET = "options"
 ASSUMPTIONS_SHEET = "assumptions"
+DETAILS_SHEET = "option details"
 ASSUMPTION_COLUMNS: tuple[str, ...] = ("kind", "name", "value")
 OPTION_COLUMNS: tuple[str, ...] = tuple(CostOption.model_fields)
 XML_ILLEGAL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
@@ -86,6 +90,34 @@ def options_excel_bytes(
         ASSUMPTIONS_SHEET: assumptions_frame(assumptions, catalogue_dates, formulas),
     }
     return workbook_bytes(sheets)
+
+
+def page_order(options: Sequence[CostOption], table: pd.DataFrame) -> list[CostOption]:
+    """`options` in the order a page's table first lists them (by gpu, provider, instance and
+    region); options the table does not list are left out."""
+    keys = [(option.gpu, option.provider, option.instance_type, option.region) for option in options]
+    listed = table[["gpu", "provider", "instance", "region"]].itertuples(index=False, name=None) if len(table) else []
+    order = list(dict.fromkeys(tuple(row) for row in listed))
+    return [options[keys.index(key)] for key in order if key in keys]
+
+
+def table_excel_bytes(
+    table: pd.DataFrame,
+    options: Sequence[CostOption],
+    assumptions: Mapping[str, str],
+    catalogue_dates: Mapping[str, str],
+    formulas: Sequence[str],
+) -> bytes:
+    """The page's download: sheet "options" is the page's table (its rows in its order, its columns:
+    one row per option and pricing), "option details" every CostOption field in the same order,
+    and "assumptions" as options_excel_bytes writes it."""
+    return workbook_bytes(
+        {
+            OPTIONS_SHEET: table,
+            DETAILS_SHEET: options_frame(page_order(options, table)),
+            ASSUMPTIONS_SHEET: assumptions_frame(assumptions, catalogue_dates, formulas),
+        }
+    )
 
 
 def workbook_bytes(sheets: Mapping[str, pd.DataFrame]) -> bytes:

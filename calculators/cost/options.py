@@ -484,7 +484,7 @@ def buy_vs_rent(
     energy = energy or EnergySettings()
     price = purchase_usd_per_gpu(gpu, ownership)
     if price is None:
-        raise ValueError(f"{gpu.name} has no price in the catalogue; give purchase_usd_per_gpu")
+        raise ValueError(f"{gpu.name} has no purchase price in the GPU catalogue: give a price per GPU")
     watts = owned_facility_w_per_gpu(gpu, ownership, energy)
     if watts is None:
         raise ValueError(f"{gpu.name} has no TDP in the catalogue; its power cost is unknown")

@@ -61,6 +61,7 @@ class Setting:
     modes: tuple[str, ...] = MODES
     app_default: Any = None  # the app's starting value where the model's default is "not given"
     zero_means_unset: bool = False  # the widget's 0 stands for None (the model's own default)
+    old_queries: tuple[str, ...] = ()  # URL keys older links used for this setting, still read
 
     # --- what the declaration says ---------------------------------------------------
 
@@ -404,6 +405,7 @@ def _declare() -> list[Setting]:
             flag="--dataset-tokens",
             help="tokens in one pass over the data",
             app_default=1e9,
+            old_queries=("plan_tokens_b",),  # the Plan page's own token count, now this one setting
         ),
         time(
             "dataset_samples",

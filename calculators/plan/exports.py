@@ -9,15 +9,59 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from calculators.cost.exports import ASSUMPTION_COLUMNS, ASSUMPTIONS_SHEET, csv_bytes, models_frame, workbook_bytes
+from calculators.plan.figures import hours_range_text, usd_range_text
 from calculators.plan.search import Plan, PlanResult
 
 PLANS_SHEET = "plans"
 PLAN_COLUMNS: tuple[str, ...] = tuple(Plan.model_fields)
 
 
+# the Plan page's table: its column -> the Plan field it shows (None: written from several fields)
+PAGE_COLUMNS: dict[str, str | None] = {
+    "plan": None,
+    "gpus": "gpus",
+    "gpu": "gpu",
+    "pricing": "pricing",
+    "hours": "hours",
+    "hours range": None,
+    "usd": "usd",
+    "usd range": None,
+    "provider": "provider",
+    "instance": "instance_type",
+    "usd on demand": "usd_on_demand",
+    "usd spot": "usd_spot_expected",
+    "ZeRO": "zero",
+    "tp x pp": None,
+    "checkpointing": "checkpointing",
+    "micro-batch x accumulation": None,
+    "peak GiB": "peak_gib",
+    "headroom GiB": "headroom_gib",
+    "step s": "step_s",
+    "price as of": "price_as_of",
+    "why": "reason",
+}
+
+
+def plans_table(plans: Sequence[Plan]) -> pd.DataFrame:
+    """The Plan page's table: the front, fastest first, numbered as the page numbers its plans."""
+    rows = []
+    for number, plan in enumerate(plans, start=1):
+        row = {column: getattr(plan, field) for column, field in PAGE_COLUMNS.items() if field is not None}
+        row["plan"] = number
+        row["tp x pp"] = f"{plan.tensor_parallel} x {plan.pipeline_parallel}"
+        row["micro-batch x accumulation"] = f"{plan.micro_batch} x {plan.grad_accum}"
+        row["hours range"] = hours_range_text(plan.hours_range)
+        row["usd range"] = usd_range_text(plan.usd_range)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(PAGE_COLUMNS))
+
+
 def plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
-    """One row per plan, Plan fields as columns (an empty table keeps the columns)."""
-    return models_frame(plans, PLAN_COLUMNS)
+    """The download: the page's table (its rows in its order, its columns first), then every Plan
+    field the page does not show (an empty table keeps the columns)."""
+    shown = set(PAGE_COLUMNS) | {field for field in PAGE_COLUMNS.values() if field}
+    rest = [column for column in PLAN_COLUMNS if column not in shown]
+    return pd.concat([plans_table(plans), models_frame(plans, rest)], axis=1)
 
 
 def plan_assumptions_frame(result: PlanResult, request: Mapping[str, object]) -> pd.DataFrame:
