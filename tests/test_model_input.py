@@ -177,3 +177,33 @@ def test_bare_parameter_count_assumes_a_llama_shape():
 def test_absurd_parameter_counts_are_refused(count):
     with pytest.raises(ModelInputError, match="between 1 million and 100 trillion"):
         spec_from_parameter_count(count)
+
+
+@pytest.mark.parametrize(
+    ("count", "shape"),
+    [
+        # L layers of width 128 L: 2 layers x 256 hold 2 x 32,000 x 256 = 16.4M of embeddings and head
+        # plus 2 x (4 x 256^2 + 3 x 256 x 768) = 1.7M of layers: 18.1M, the nearest to 20M
+        (20e6, (2, 256)),
+        (125e6, (7, 896)),
+        (70e9, (71, 9088)),
+    ],
+)
+def test_a_parameter_count_gets_the_nearest_llama_shape(count, shape):
+    spec = spec_from_parameter_count(count)
+    assert (spec.n_layers, spec.hidden_size) == shape
+
+
+@pytest.mark.parametrize("count", [1e6, 5e6, 12e6])
+def test_a_parameter_count_no_shape_comes_near_is_refused_in_words(count):
+    # 12M falls between 1 layer x 128 (8.4M) and 2 layers x 256 (18.1M), both more than 25% off
+    with pytest.raises(ModelInputError, match="more than 25% off") as caught:
+        spec_from_parameter_count(count)
+    assert "vision model" in str(caught.value) and "no stand-in transformer is built" in str(caught.value)
+
+
+def test_an_image_models_config_is_refused_in_words_not_built_as_a_transformer():
+    resnet = {"model_type": "resnet", "hidden_sizes": [256, 512, 1024, 2048], "depths": [3, 4, 6, 3]}
+    with pytest.raises(ModelInputError, match="'resnet' is an image model") as caught:
+        spec_from_hf_config(json.dumps(resnet))
+    assert "not modelled yet" in str(caught.value)

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from calculators.models.geometry import (
     clip_vision_params,
     mllama_vision_params,
+    parameter_count,
     qwen25_merger_params,
     qwen25_vision_params,
     siglip_vision_params,
@@ -214,11 +215,27 @@ def _explicit_head_dim(fields: _Fields, hidden: int, heads: int) -> int | None:
     return head_dim
 
 
+# Hugging Face model_types of image models (transformers/models/<type>/configuration_*.py): convolutional
+# networks and vision transformers without a language model, which this reader cannot describe as one.
+VISION_MODEL_TYPES = frozenset(
+    {"resnet", "convnext", "convnextv2", "efficientnet", "mobilenet_v1", "mobilenet_v2", "mobilevit", "regnet",
+     "vit", "deit", "beit", "swin", "swinv2", "dinov2", "levit", "poolformer", "segformer", "van", "bit",
+     "upernet", "mask2former", "detr", "yolos", "dpt", "vit_mae", "vit_msn", "cvt", "focalnet", "hiera"}
+)  # fmt: skip
+NOT_A_LANGUAGE_MODEL = (
+    "this app sizes transformer language models (and vision-language models with a language model); image "
+    "classifiers and segmentation networks such as ResNet, ViT, ConvNeXt or U-Net are not modelled yet, and "
+    "no stand-in transformer is built for them"
+)
+
+
 def _require(name: str, model_type: str = "", **sizes: int | None) -> None:
     """Refuse a config lacking the sizes that have no sensible default, naming them all."""
     missing = [key for key, value in sizes.items() if value is None]
     if not missing:
         return
+    if model_type in VISION_MODEL_TYPES:
+        raise ModelInputError(f"{name}: model_type {model_type!r} is an image model: {NOT_A_LANGUAGE_MODEL}")
     if model_type and model_type not in KNOWN_MODEL_TYPES:
         raise ModelInputError(
             f"{name}: model_type {model_type!r} is not one this app reads; it lacks {', '.join(missing)}. "
@@ -791,12 +808,41 @@ def spec_from_parameter_count(parameters: float, vocab_size: int = 32000) -> Mod
     """
     if not math.isfinite(parameters) or parameters < 1e6 or parameters > 1e14:
         raise ModelInputError("parameter count must be between 1 million and 100 trillion")
-    hidden = 128.0
-    for _ in range(50):  # fixed-point iteration on h with L = h / 128
-        layer_params = parameters - 2 * vocab_size * hidden
-        hidden = max(128.0, (max(layer_params, 1.0) * 128 / 12) ** (1 / 3))
-    hidden_size = max(128, int(round(hidden / 128)) * 128)
-    layers = max(1, round(hidden_size / 128))
+    spec = _llama_shape_for(parameters, vocab_size)
+    built = parameter_count(spec).total
+    if not PARAMETER_COUNT_TOLERANCE[0] <= built / parameters <= PARAMETER_COUNT_TOLERANCE[1]:
+        raise ModelInputError(
+            f"{parameters / 1e6:,.1f}M parameters: the nearest Llama-style shape this assumes (L layers of width "
+            f"128 x L, a {vocab_size:,}-token vocabulary) holds {built / 1e6:,.1f}M, more than 25% off. Describe "
+            f"the architecture by hand or upload its config.json; if this is a vision model (ResNet-50 has 25.6M), "
+            f"{NOT_A_LANGUAGE_MODEL}"
+        )
+    return spec
+
+
+# A shape is only offered for a count it comes near (within 25%): below about 6.3M parameters even one layer
+# of width 128 with a 32,000-token vocabulary holds too many, and small counts can fall between two shapes.
+PARAMETER_COUNT_TOLERANCE = (0.75, 1.25)
+
+
+def _llama_shape_for(parameters: float, vocab_size: int) -> ModelSpec:
+    """The Llama-style shape whose parameters come closest to `parameters`: L layers of width
+    h = 128 x L (see spec_from_parameter_count). L is first solved from 12 h^2 L + 2 V h = N by
+    bisection, then the layer counts around it are counted exactly."""
+    low, high = 1, 1024
+    while low < high:  # the largest L whose approximate count stays within N
+        middle = (low + high + 1) // 2
+        hidden = 128 * middle
+        if 12 * hidden**2 * middle + 2 * vocab_size * hidden <= parameters:
+            low = middle
+        else:
+            high = middle - 1
+    shapes = [_llama_shape(parameters, layers, vocab_size) for layers in range(max(1, low - 1), low + 3)]
+    return min(shapes, key=lambda shape: abs(parameter_count(shape).total - parameters))
+
+
+def _llama_shape(parameters: float, layers: int, vocab_size: int) -> ModelSpec:
+    hidden_size = 128 * layers
     ffn = int(round(8 * hidden_size / 3 / 256)) * 256 or 256
     return ModelSpec(
         name=f"{parameters / 1e9:g}B (assumed Llama-style shape)",
