@@ -180,8 +180,8 @@ def test_moe_serving_reads_dense_layers_whole():
 
 
 def test_unknown_model_type_names_missing_fields():
-    with pytest.raises(ModelInputError, match=r"model_type 'resnet'.*lacks hidden_size, num_attention_heads"):
-        spec({"model_type": "resnet", "num_hidden_layers": 4})
+    with pytest.raises(ModelInputError, match=r"model_type 'rwkv'.*lacks hidden_size, num_attention_heads"):
+        spec({"model_type": "rwkv", "num_hidden_layers": 4})
 
 
 def test_serving_estimate_reports_active_parameters():

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from calculators.models.spec import ModelSpec, extension
 
@@ -168,7 +168,10 @@ def factored_matrices(spec: ModelSpec, tensor_parallel: int = 1, dense: bool = F
 
 
 class ParameterCount(BaseModel):
-    """Parameters by place in the model; `matmul` counts weights used in matmuls."""
+    """Parameters by place in the model; `matmul` counts weights used in matmuls. Frozen: one
+    count is shared by every caller that asks for the same model's (parameter_count)."""
+
+    model_config = ConfigDict(frozen=True)
 
     embedding: int
     per_layer: int
@@ -277,6 +280,25 @@ def encoder_decoder_extra_params(spec: ModelSpec) -> int:
 
 
 def parameter_count(spec: ModelSpec) -> ParameterCount:
+    """parameter_count of `spec`, remembered by its field values: the planner asks for the same
+    model's count thousands of times per search (a spec holding unhashable parts is counted afresh)."""
+    try:
+        key = (type(spec), tuple(spec.__dict__.items()))
+        counted = _COUNTED.get(key)
+    except TypeError:
+        return _count_parameters(spec)
+    if counted is None:
+        if len(_COUNTED) >= _COUNTED_MAX:
+            _COUNTED.clear()
+        counted = _COUNTED[key] = _count_parameters(spec)
+    return counted
+
+
+_COUNTED: dict[tuple, ParameterCount] = {}
+_COUNTED_MAX = 256
+
+
+def _count_parameters(spec: ModelSpec) -> ParameterCount:
     """Count parameters module by module, as Hugging Face models build them. A mixture of experts
     may keep dense MLPs in some layers (DeepSeek-V3 `first_k_dense_replace`, Qwen-MoE
     `mlp_only_layers`); `extra_params` (a vision tower) is added to the total."""
