@@ -158,22 +158,40 @@ def _vision_step(model, optimizer, images, labels, dtype):
     optimizer.step()
 
 
-def vision_models() -> list[dict[str, Any]]:
+VISION_CASES = [
+    ("resnet50", 128, torch.bfloat16, True, "sgd"),
+    ("resnet50", 128, None, True, "sgd"),
+    ("resnet50", 256, torch.bfloat16, True, "sgd"),
+    ("resnet50", 128, torch.bfloat16, False, "sgd"),
+    ("vit_b_16", 128, torch.bfloat16, False, "adamw"),
+    ("resnet18", 256, torch.bfloat16, True, "sgd"),
+]
+# The vision library's models (issue: vision and convolutional training), batch 64 at 224 x 224,
+# fp32 and bf16 autocast: real peaks and images/s for the engine to be checked against.
+LIBRARY_MODELS = [
+    ("resnet18", "sgd"), ("resnet34", "sgd"), ("resnet101", "sgd"), ("resnet152", "sgd"),
+    ("resnext50_32x4d", "sgd"), ("wide_resnet50_2", "sgd"), ("efficientnet_b0", "sgd"), ("efficientnet_b4", "sgd"),
+    ("mobilenet_v3_large", "sgd"), ("regnet_y_8gf", "sgd"), ("convnext_tiny", "adamw"), ("swin_t", "adamw"),
+    ("vit_l_16", "adamw"), ("efficientnet_v2_s", "sgd"),
+]  # fmt: skip
+LIBRARY_CASES = [
+    (name, 64, dtype, name not in ("swin_t", "vit_l_16"), optimizer)
+    for name, optimizer in LIBRARY_MODELS
+    for dtype in (None, torch.bfloat16)
+]
+
+
+def vision_models(cases: list | None = None, steps: int = 20) -> list[dict[str, Any]]:
     """torchvision models trained on random 224 x 224 images: images/s, peak memory and power."""
     import torchvision
 
-    cases = [
-        ("resnet50", 128, torch.bfloat16, True, "sgd"),
-        ("resnet50", 128, None, True, "sgd"),
-        ("resnet50", 256, torch.bfloat16, True, "sgd"),
-        ("resnet50", 128, torch.bfloat16, False, "sgd"),
-        ("vit_b_16", 128, torch.bfloat16, False, "adamw"),
-        ("resnet18", 256, torch.bfloat16, True, "sgd"),
-    ]
+    cases = VISION_CASES if cases is None else cases
     rows = []
     for name, batch, dtype, channels_last, optimizer_name in cases:
-        row: dict[str, Any] = {"model": name, "batch": batch, "autocast": str(dtype), "channels_last": channels_last,
-                               "optimizer": optimizer_name, "torchvision": torchvision.__version__}  # fmt: skip
+        row: dict[str, Any] = {
+            "model": name, "batch": batch, "image_size": 224, "autocast": str(dtype), "channels_last": channels_last,
+            "optimizer": optimizer_name, "torchvision": torchvision.__version__,
+        }  # fmt: skip
         try:
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
@@ -192,7 +210,6 @@ def vision_models() -> list[dict[str, Any]]:
             torch.cuda.synchronize()
             meter = EnergyMeter(nvml_index(torch.device("cuda")))
             meter.start()
-            steps = 20
             start_s = time.perf_counter()
             for _ in range(steps):
                 _vision_step(model, optimizer, images, labels, dtype)
@@ -237,10 +254,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--quick", action="store_true", help="a small CPU optimizer only (for a CPU host)")
+    parser.add_argument("--parts", help="comma-separated parts to run (default: all but vision_library)")
     args = parser.parse_args()
     parts = {"cpu_adamw": lambda: cpu_adamw(16 if args.quick else 256)}
     if torch.cuda.is_available():
         parts = {"host_link": host_link} | parts | {"reference_models": reference_models, "vision": vision_models}
+        parts["vision_library"] = lambda: vision_models(LIBRARY_CASES, steps=10)
+    wanted = args.parts.split(",") if args.parts else [name for name in parts if name != "vision_library"]
+    parts = {name: part for name, part in parts.items() if name in wanted}
     results: dict[str, Any] = {"environment": environment(), "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ")}
     for name, part in parts.items():
         started_s = time.perf_counter()
