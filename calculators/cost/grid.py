@@ -14,16 +14,14 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calculators import DATA_DIR
+from calculators.cost.prices import Text
 from calculators.hardware import csv_rows
 
 DEFAULT_GRID_PATH = DATA_DIR / "grid_intensity.csv"
-
-Text = Annotated[str, Field(min_length=1, max_length=500)]
 
 
 class GridIntensity(BaseModel):
