@@ -33,8 +33,14 @@ else:
     st.sidebar.caption("The workload settings are on Plan, Memory, Compare and Time and cost; they are kept.")
 for warning in state.url_warnings():
     st.warning(warning)
-state.save_to_url()  # at the top, before a page can st.stop(): a link always holds every setting
+# The link is written at the top, before the page runs: a user's change reaches the kept values in its
+# widget's callback, before this run, so this write carries it whatever the page does next. It must come
+# first because a page that calls st.stop() (Memory and Compare in Serve, Plan before a search, a page
+# with a sidebar error) sends nothing more: streamlit handles the pending stop at the next message, so
+# the write in `finally` raises before it reaches the browser. That second write is for pages that run
+# to the end and set a value themselves (the plan chosen after a search, a link's unknown GPU replaced).
+state.save_to_url()
 try:
     navigation.run()
 finally:
-    state.save_to_url()  # again after the page (st.stop() included), so its own controls are in the link too
+    state.save_to_url()
