@@ -91,3 +91,17 @@ def test_calibration_and_validation_draw_no_workload_and_keep_it():
         assert app.query_params["mb"] == "3" and app.query_params["rank"] == "8"
         app.switch_page("app_pages/memory.py").run()
         assert app.number_input(key="micro_batch").value == 3 and app.number_input(key="lora_rank").value == 8
+
+
+def test_a_select_box_left_on_its_default_shows_it_not_a_placeholder():
+    """Streamlit reads a None value as nothing chosen ("Choose an option", seen in Chromium); the
+    framework left unset shows "none (plain PyTorch)" and the loss "framework default", and picking
+    one and going back keeps None (nothing enters the link)."""
+    app = open_app()
+    for key, shown in (("framework", "none (plain PyTorch)"), ("loss", "framework default")):
+        box = app.selectbox(key=key)
+        assert box.index is not None and box.options[box.index] == shown
+    app.selectbox(key="framework").select("torchtitan").run()
+    assert kept(app, "framework") == "torchtitan" and app.query_params["fw"] == "torchtitan"
+    app.selectbox(key="framework").select_index(0).run()
+    assert kept(app, "framework") is None and "fw" not in app.query_params
