@@ -619,7 +619,7 @@ def values_for(model: type[BaseModel], values: dict[str, Any], mode: str | None 
 def applicable_values(values: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
     """`values` (keyed by setting key) without the settings that mean nothing for `spec`: the images a
     user set for a vision-language model stay kept, but do not reach a text-only model, whose own
-    default applies (the app hides those controls; the command line refuses them instead)."""
+    default applies (the app hides those controls; the command line refuses them or names them ignored)."""
     return {
         key: value for key, value in values.items() if key not in _settings_by_key() or setting(key).applies_to(spec)
     }
