@@ -106,6 +106,7 @@ def test_settings_of_hidden_modes_are_kept(page, app_url):
 
     expect(sidebar(page).get_by_label("Micro-batch", exact=True)).to_have_value("2")
     expect(sidebar(page).get_by_label("Sequence length", exact=True)).to_have_value("2048")
+    open_stack(page)  # collapsed again: Serve does not draw it
     expect(selected(page, "ZeRO stage")).to_have_value(re.compile("ZeRO-3"))
     expect(selected(page, "Precision")).to_have_value(re.compile("BF16 mixed"))
     expect(selected(page, "Attention")).to_have_value(re.compile("fused"))
