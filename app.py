@@ -1,7 +1,9 @@
 """GPU sizing and cost: the entry point (`streamlit run app.py`).
 
-The sidebar holds the workload shared by every page; pages live in app_pages/
-(not pages/, which streamlit would also run on its own for a deep link).
+The sidebar holds the workload shared by the pages that answer for one (Plan, Memory, Compare,
+Time and cost); Calibration and Validation do not use it, so it is not drawn there (its values
+stay kept, and in the link). Pages live in app_pages/ (not pages/, which streamlit would also
+run on its own for a deep link).
 """
 
 import streamlit as st
@@ -10,6 +12,9 @@ from ui import state
 from ui.workload import workload_sidebar
 
 st.set_page_config(page_title="GPU sizing and cost", page_icon=":material/memory:", layout="wide")
+
+# url_path -> whether the page reads the sidebar's workload
+WORKLOAD_PAGES = {"": True, "memory": True, "compare": True, "cost": True, "calibration": False, "validation": False}
 
 navigation = st.navigation(
     [
@@ -21,11 +26,21 @@ navigation = st.navigation(
         st.Page("app_pages/validation.py", title="Validation", icon=":material/fact_check:", url_path="validation"),
     ]
 )
-st.session_state["workload"] = workload_sidebar()
+state.load_from_url()  # on whichever page a link opens, the workload's settings included
+if WORKLOAD_PAGES.get(navigation.url_path, True):
+    st.session_state["workload"] = workload_sidebar()
+else:
+    st.sidebar.caption("The workload settings are on Plan, Memory, Compare and Time and cost; they are kept.")
 for warning in state.url_warnings():
     st.warning(warning)
-state.save_to_url()  # at the top, before a page can st.stop(): a link always holds every setting
+# The link is written at the top, before the page runs: a user's change reaches the kept values in its
+# widget's callback, before this run, so this write carries it whatever the page does next. It must come
+# first because a page that calls st.stop() (Memory and Compare in Serve, Plan before a search, a page
+# with a sidebar error) sends nothing more: streamlit handles the pending stop at the next message, so
+# the write in `finally` raises before it reaches the browser. That second write is for pages that run
+# to the end and set a value themselves (the plan chosen after a search, a link's unknown GPU replaced).
+state.save_to_url()
 try:
     navigation.run()
 finally:
-    state.save_to_url()  # again after the page (st.stop() included), so its own controls are in the link too
+    state.save_to_url()

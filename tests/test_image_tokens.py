@@ -7,6 +7,7 @@ from calculators.interface.cli import main
 from calculators.memory.engine import estimate_memory
 from calculators.models.presets import get_preset
 from calculators.workload.training import TrainingSettings, image_tokens_per_image, language_model_settings
+from ui import state
 
 
 def llava_like():
@@ -65,10 +66,15 @@ def test_text_models_refuse_images(capsys):
     assert "has no vision tower" in capsys.readouterr().err
 
 
-def test_sidebar_images_show_the_reason_and_keep_the_value():
-    at = open_app()
-    images = next(n for n in at.sidebar.number_input if n.label == "Images per sample")
-    images.set_value(2).run()
-    assert any("has no vision tower" in error.value for error in at.error)
-    assert next(n for n in at.sidebar.number_input if n.label == "Images per sample").value == 2
+def test_sidebar_images_are_kept_when_a_text_model_hides_them():
+    """Changed on purpose (issue 36): a text-only model no longer shows the images controls, so its
+    refusal is the command line's; the app keeps the count a vision model was given, unused."""
+    at = open_app(model="Qwen/Qwen2.5-VL-3B-Instruct")
+    at.number_input(key="images_per_sample").set_value(2).run()
+    at.selectbox(key="preset").set_value("llama-2-7b").run()
+    assert not any(n.label == "Images per sample" for n in at.sidebar.number_input)
+    assert not any("has no vision tower" in error.value for error in at.error)
+    assert at.session_state[state.VALUE_PREFIX + "images_per_sample"] == 2 and at.query_params["imgs"] == "2"
+    at.selectbox(key="preset").set_value("Qwen/Qwen2.5-VL-3B-Instruct").run()
+    assert at.number_input(key="images_per_sample").value == 2
     assert not at.exception

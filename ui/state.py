@@ -176,7 +176,32 @@ def choice(
             _replaced(label or item.label, f"{_shown(kept)} is not one of the choices", _shown(used, format_func))
         set_value(key, used)
     kwargs.setdefault("help", item.help_text or None)
+    if None in options:
+        return _choice_with_none(container, key, label or item.label, options, **kwargs)
     return widget(container.selectbox, key, label or item.label, options, **kwargs)
+
+
+NONE_OPTION = "\u2063none"  # stands for the option None in a select box (an invisible separator: no one types it)
+
+
+def _choice_with_none(container, key: str, label: str, options: list, format_func=str, **kwargs) -> Any:
+    """A select box offering None ("framework default"): streamlit reads a None value as nothing
+    chosen and shows its placeholder ("Choose an option"), so None travels as a stand-in option."""
+    shown = [NONE_OPTION if option is None else option for option in options]
+
+    def named(option):
+        return format_func(None if option == NONE_OPTION else option)
+
+    return widget(
+        container.selectbox,
+        key,
+        label,
+        shown,
+        to_widget=lambda kept: NONE_OPTION if kept is None else kept,
+        from_widget=lambda picked: None if picked in (None, NONE_OPTION) else picked,
+        format_func=named,
+        **kwargs,
+    )
 
 
 def multiselect(

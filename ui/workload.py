@@ -16,7 +16,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from calculators.hardware.catalogue import GpuSpec, load_gpu_catalogue
-from calculators.interface.settings import Setting, all_settings, build_workload
+from calculators.interface.settings import Setting, all_settings, applicable_values, build_workload
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.models.hf_config import (
     ModelInputError,
@@ -41,6 +41,7 @@ from calculators.workload.framework_files import (
     read_framework_config,
     setting_fields,
 )
+from calculators.workload.frameworks import FRAMEWORK_LABEL
 from calculators.workload.modes import MODE_LABEL
 from calculators.workload.serving import ServingSettings
 from calculators.workload.training import (
@@ -237,64 +238,106 @@ def state_field(key: str) -> str:
 # --- the workload settings ---------------------------------------------------------------
 
 
-def _training_controls(mode: str) -> None:
+def _training_controls(mode: str, spec: ModelSpec | None) -> None:
+    """The settings that decide a training answer first; the stack (sharding, offload, kernels, the
+    framework) in a collapsed section whose title says what it assumes. A control that means nothing
+    for the model (images for a text-only one) is not drawn; its kept value stays for the next model."""
     sidebar = st.sidebar
-    sidebar.subheader("Training")
+    state.choice(sidebar, "precision", format_func=PRECISION_LABEL.get)
     col1, col2 = sidebar.columns(2)
     state.number(col1, "micro_batch")
     state.number(col2, "seq_len")
-    state.number(col1, "grad_accum")
+    state.number(col1, "grad_accum", label="Grad. accum.")  # a column's width: the full label wraps
     state.number(col2, "gpus")
-    with sidebar.expander("Images (vision-language models)"):
-        col1, col2 = st.columns(2)
-        state.number(col1, "images_per_sample", help="each image adds its tokens to the sample's sequence")
-        state.number(col2, "image_tokens", help="0 = the model's own count (fixed-resolution towers)")
+    state.choice(sidebar, "checkpointing")
+    state.choice(sidebar, "optimizer")
+    if mode != "train":
+        col1, col2 = sidebar.columns(2)
+        state.number(col1, "lora_rank")
+        state.choice(col2, "lora_targets", help="; ".join(LORA_TARGET_LABEL.values()))
+    if applies("images_per_sample", spec):
+        state.number(sidebar, "images_per_sample", help="each image adds its tokens to the sample's sequence")
+        state.number(sidebar, "image_tokens", help="0 = the model's own count (fixed-resolution towers)")
         if mode == "train":
             state.checkbox(
-                st,
+                sidebar,
                 "freeze_vision_tower",
                 help="LLaVA and Qwen2.5-VL's fine-tuning script freeze the image encoder; HF Trainer trains it. "
                 "LoRA and QLoRA always keep it frozen.",
             )
-    with sidebar.expander("Target length (encoder-decoder models)"):
+    if applies("target_len", spec):
         state.number(
-            st, "target_len", help="T5's decoder and LM head run on the target's tokens; 0 = as many as the input"
+            sidebar, "target_len", help="T5's decoder and LM head run on the target's tokens; 0 = as many as the input"
         )
-    state.choice(sidebar, "precision", format_func=PRECISION_LABEL.get)
-    state.choice(sidebar, "optimizer")
+    report = st.session_state.get(STACK_REPORT_KEY)
+    with sidebar.expander(stack_summary(mode), expanded=report is not None, key="stack_expander"):
+        _parallel_controls(mode)
+        _kernel_controls(mode)
+        _stack_controls(report)
+
+
+def applies(key: str, spec: ModelSpec | None) -> bool:
+    """Whether the setting under `key` means anything for the model (its `needs`)."""
+    return _setting(key).applies_to(spec)
+
+
+def stack_summary(mode: str) -> str:
+    """The stack section's title: what the estimate assumes about sharding, offload and the framework."""
+    value = state.value
+    parts = [f"ZeRO-{value('zero')}"]
+    tp, pp = value("tensor_parallel"), value("pipeline_parallel")
+    if tp > 1 or pp > 1:
+        parts.append(f"TP {tp} x PP {pp}")
+    offloaded = [
+        what
+        for key, what in (
+            ("offload_optimizer", "optimizer"),
+            ("offload_parameters", "parameters"),
+            ("activation_offload", "activations"),
+        )
+        if value(key)
+    ]
+    parts.append(f"{' + '.join(offloaded)} on the CPU" if offloaded else "no offload")
+    framework = value("framework")
+    parts.append(FRAMEWORK_LABEL[framework] if framework else "plain PyTorch")
+    if mode == "train" and value("frozen_layers"):
+        parts.append(f"{value('frozen_layers')} frozen layers")
+    return "Training stack: " + ", ".join(parts)
+
+
+def _parallel_controls(mode: str) -> None:
+    st.markdown("**Sharding and offload**")
+    state.choice(st, "zero", format_func=lambda z: f"ZeRO-{z} · FSDP {FSDP_NAME[z]}")
+    col1, col2 = st.columns(2)
+    state.number(col1, "tensor_parallel")
+    state.number(col2, "pipeline_parallel")
+    state.checkbox(st, "offload_optimizer")
+    state.checkbox(st, "offload_parameters")
+    if mode == "train":
+        state.number(st, "frozen_layers")
+
+
+def _kernel_controls(mode: str) -> None:
+    st.markdown("**Kernels and implementation**")
+    attention_label = {"eager": "eager", "fused": "fused (SDPA/flash)"}
+    state.choice(st, "attention", format_func=attention_label.get)
     state.choice(
-        sidebar,
+        st,
         "optimizer_impl",
         options=[None, *OPTIMIZER_IMPLS],
         format_func=lambda impl: impl or "framework default (foreach)",
         help="torch AdamW: foreach (default on CUDA) holds one extra copy of the states during step(); "
         "fused updates in place; for-loop holds one tensor's worth.",
     )
-    state.choice(sidebar, "zero", format_func=lambda z: f"ZeRO-{z} · FSDP {FSDP_NAME[z]}")
-    state.choice(sidebar, "checkpointing")
-    attention_label = {"eager": "eager", "fused": "fused (SDPA/flash)"}
-    state.choice(sidebar, "attention", format_func=attention_label.get)
-    if mode != "train":
-        col1, col2 = sidebar.columns(2)
-        state.number(col1, "lora_rank")
-        state.choice(col2, "lora_targets", help="; ".join(LORA_TARGET_LABEL.values()))
-        unset = {"format_func": framework_default_label}
-        state.choice(sidebar, "lora_dropout", options=[None, 0.0, 0.05, 0.1], **unset)
-        if mode == "finetune-qlora":
-            backends = [None, "bitsandbytes", "torchao"]
-            state.choice(sidebar, "quant_backend", options=backends, **unset)
-            col1, col2 = sidebar.columns(2)
-            state.choice(col1, "nf4_scales", options=[None, *Nf4Scales.__args__], **unset)
-            state.choice(col2, "quantised_linears", options=[None, *QuantisedLinears.__args__], **unset)
-    with sidebar.expander("Parallelism, offload, frozen layers"):
+    if mode == "train":
+        return
+    unset = {"format_func": framework_default_label}
+    state.choice(st, "lora_dropout", options=[None, 0.0, 0.05, 0.1], **unset)
+    if mode == "finetune-qlora":
+        state.choice(st, "quant_backend", options=[None, "bitsandbytes", "torchao"], **unset)
         col1, col2 = st.columns(2)
-        state.number(col1, "tensor_parallel")
-        state.number(col2, "pipeline_parallel")
-        state.checkbox(st, "offload_optimizer")
-        state.checkbox(st, "offload_parameters")
-        if mode == "train":
-            state.number(st, "frozen_layers")
-    _stack_controls(sidebar)
+        state.choice(col1, "nf4_scales", options=[None, *Nf4Scales.__args__], **unset)
+        state.choice(col2, "quantised_linears", options=[None, *QuantisedLinears.__args__], **unset)
 
 
 def framework_default_label(value) -> str:
@@ -302,25 +345,24 @@ def framework_default_label(value) -> str:
     return "framework default" if value is None else str(value)
 
 
-def _stack_controls(sidebar) -> None:
+def _stack_controls(report: StackFileReport | None) -> None:
     """The training stack: its framework's defaults fill the loss and the AdamW implementation
     left on 'framework default'; the stack's own config file sets them all at once."""
-    report = st.session_state.get(STACK_REPORT_KEY)
-    with sidebar.expander("Training stack", expanded=report is not None):
-        _stack_file_controls(report)
-        state.choice(st, "framework", options=[None, *FRAMEWORKS], format_func=lambda f: f or "none (plain PyTorch)")
-        framework_default = {"format_func": framework_default_label}
-        state.choice(st, "loss", options=[None, *LOSSES], **framework_default)
-        state.number(st, "loss_chunks")
-        state.choice(st, "checkpoint_unit", options=[None, *CheckpointUnit.__args__], **framework_default)
-        state.choice(st, "logits_in_backward", options=[None, *LogitsInBackward.__args__], **framework_default)
-        state.choice(st, "sharding_impl", options=[None, *ShardingImpl.__args__], **framework_default)
-        state.choice(st, "qkv_projection", options=[None, *QkvProjection.__args__], **framework_default)
-        state.checkbox(st, "liger")
-        state.checkbox(st, "optimizer_in_backward")
-        state.checkbox(st, "activation_offload")
-        state.checkbox(st, "load_whole_model")
-        st.caption("torch.compile: the run's compile switch (--compile) also changes the memory estimate.")
+    st.markdown("**Framework**")
+    _stack_file_controls(report)
+    state.choice(st, "framework", options=[None, *FRAMEWORKS], format_func=lambda f: f or "none (plain PyTorch)")
+    framework_default = {"format_func": framework_default_label}
+    state.choice(st, "loss", options=[None, *LOSSES], **framework_default)
+    state.number(st, "loss_chunks")
+    state.choice(st, "checkpoint_unit", options=[None, *CheckpointUnit.__args__], **framework_default)
+    state.choice(st, "logits_in_backward", options=[None, *LogitsInBackward.__args__], **framework_default)
+    state.choice(st, "sharding_impl", options=[None, *ShardingImpl.__args__], **framework_default)
+    state.choice(st, "qkv_projection", options=[None, *QkvProjection.__args__], **framework_default)
+    state.checkbox(st, "liger")
+    state.checkbox(st, "optimizer_in_backward")
+    state.checkbox(st, "activation_offload")
+    state.checkbox(st, "load_whole_model")
+    st.caption("torch.compile: the run's compile switch (--compile) also changes the memory estimate.")
 
 
 @dataclass
@@ -390,15 +432,16 @@ WEIGHT_PRECISION_LABEL = {
 }
 
 
-def _serving_controls() -> None:
+def _serving_controls(spec: ModelSpec | None) -> None:
     sidebar = st.sidebar
-    sidebar.subheader("Serving")
     col1, col2 = sidebar.columns(2)
     state.choice(col1, "s_weight_precision", format_func=WEIGHT_PRECISION_LABEL.get)
     state.choice(col2, "s_kv_precision")
     state.number(col1, "s_context_len", step=1024)
-    state.number(col2, "s_concurrency")
+    state.number(col2, "s_concurrency", label="Concurrency", help="sequences served at once")
     state.number(sidebar, "s_tensor_parallel")
+    if not applies("s_images", spec):
+        return
     state.number(
         sidebar,
         "s_images",
@@ -409,7 +452,6 @@ def _serving_controls() -> None:
 
 def _gpu_controls(catalogue: list[GpuSpec]) -> GpuTarget:
     names = [gpu.name for gpu in catalogue] + [CUSTOM_GPU]
-    st.sidebar.subheader("GPU")
     name = state.choice(st.sidebar, "gpu", options=names)
     if name == CUSTOM_GPU:
         return GpuTarget(name=name, memory_gib=state.number(st.sidebar, "gpu_memory_gib"))
@@ -418,17 +460,17 @@ def _gpu_controls(catalogue: list[GpuSpec]) -> GpuTarget:
 
 
 def workload_sidebar() -> SidebarWorkload:
-    """Draw the shared controls and return the workload they describe."""
+    """Draw the shared controls, model and GPU first, and return the workload they describe."""
     state.load_from_url()
     presets = load_presets()
     catalogue = list(load_gpu_catalogue()) + user_gpus()
-    mode = state.choice(st.sidebar, "mode", format_func=MODE_LABEL.get)
     spec, errors, notes = _model_controls(presets)
-    if mode == "inference":
-        _serving_controls()
-    else:
-        _training_controls(mode)
     gpu = _gpu_controls(catalogue)
+    mode = state.choice(st.sidebar, "mode", format_func=MODE_LABEL.get)
+    if mode == "inference":
+        _serving_controls(spec)
+    else:
+        _training_controls(mode, spec)
     workload = None
     if spec is not None:
         workload = _built(mode, spec, gpu, errors)
@@ -440,7 +482,8 @@ def workload_sidebar() -> SidebarWorkload:
 
 
 def _built(mode: str, spec: ModelSpec, gpu: GpuTarget, errors: list[str]) -> Workload | None:
-    values = {item.key: state.value(item.key) for item in all_settings()}
+    # a kept setting the model does not take (images on a text-only model) stays kept, unused
+    values = applicable_values({item.key: state.value(item.key) for item in all_settings()}, spec)
     label = "Serving settings" if mode == "inference" else "Training settings"
     try:
         return build_workload(mode, spec, values, gpu)

@@ -25,12 +25,13 @@ from calculators.cost.energy import EnergySettings
 from calculators.cost.options import OwnershipSettings
 from calculators.cost.run_inputs import RunInputs
 from calculators.cost.spot import DEFAULT_INTERRUPTIONS_PER_HOUR
-from calculators.models.spec import ModelSpec
+from calculators.models.spec import ModelSpec, extension
 from calculators.timing.settings import TimeSettings
 from calculators.workload.build import WORKLOAD_OF_MODE, GpuTarget, ServeWorkload, Workload, workload_from_fields
 from calculators.workload.modes import MODES
 from calculators.workload.serving import ServingSettings
 from calculators.workload.training import TrainingSettings
+from calculators.workload.vision import vision_tower
 
 
 class SettingError(ValueError):
@@ -62,6 +63,7 @@ class Setting:
     app_default: Any = None  # the app's starting value where the model's default is "not given"
     zero_means_unset: bool = False  # the widget's 0 stands for None (the model's own default)
     old_queries: tuple[str, ...] = ()  # URL keys older links used for this setting, still read
+    needs: str = ""  # the model feature the setting applies to (MODEL_FEATURES), '' = every model
 
     # --- what the declaration says ---------------------------------------------------
 
@@ -142,6 +144,11 @@ class Setting:
     def start_value(self) -> Any:
         """What the app starts from: `app_default` where declared, else the default."""
         return self.app_default if self.app_default is not None else self.default_value
+
+    def applies_to(self, spec: ModelSpec | None) -> bool:
+        """Whether the setting means anything for `spec` (images for a model that reads them, a
+        target length for an encoder-decoder); every setting applies while no model is known."""
+        return not self.needs or spec is None or MODEL_FEATURES[self.needs](spec)
 
     # --- checking a value -------------------------------------------------------------
 
@@ -280,6 +287,29 @@ def _number_from_text(raw: str, name: str) -> float | int:
     raise SettingError(f"{name}: expected a number, got {raw[:40]!r}")
 
 
+def _reads_images(spec: ModelSpec) -> bool:
+    return vision_tower(spec) is not None
+
+
+def _cross_attends_to_images(spec: ModelSpec) -> bool:
+    """Llama 3.2 Vision: images reach the language model as cross-attention keys and values."""
+    tower = vision_tower(spec)
+    return tower is not None and tower.cross_attention_layers > 0
+
+
+def _has_decoder(spec: ModelSpec) -> bool:
+    """T5: decoder layers with cross-attention to the encoder, run on the target's tokens."""
+    return extension(spec, "cross_attention_layers") > 0
+
+
+# what a setting's `needs` names: the model feature without which the setting changes nothing
+MODEL_FEATURES = {
+    "images": _reads_images,
+    "image_cross_attention": _cross_attends_to_images,
+    "decoder": _has_decoder,
+}
+
+
 def training(name: str, query: str, label: str, **extra) -> Setting:
     return Setting(name, query, label, model=TrainingSettings, flag=extra.pop("flag", _flag(name)), **extra)
 
@@ -328,14 +358,20 @@ def _declare() -> list[Setting]:
             "Target length (encoder-decoder; 0 = as the input)",
             unit="tokens",
             zero_means_unset=True,
+            needs="decoder",
             **train_only,
         ),
         training("grad_accum", "ga", "Grad. accumulation", **train_only),
-        training("images_per_sample", "imgs", "Images per sample", **train_only),
+        training("images_per_sample", "imgs", "Images per sample", needs="images", **train_only),
         training(
-            "image_tokens", "img_tokens", "Tokens per image (0 = the model's)", zero_means_unset=True, **train_only
+            "image_tokens",
+            "img_tokens",
+            "Tokens per image (0 = the model's)",
+            zero_means_unset=True,
+            needs="images",
+            **train_only,
         ),
-        training("freeze_vision_tower", "freeze_vt", "Freeze the vision tower", modes=("train",)),
+        training("freeze_vision_tower", "freeze_vt", "Freeze the vision tower", modes=("train",), needs="images"),
         training("gpus", "gpus", "Data-parallel GPUs", **train_only),
         training("precision", "prec", "Precision", **train_only),
         training("optimizer", "opt", "Optimizer", **train_only),
@@ -384,6 +420,7 @@ def _declare() -> list[Setting]:
             "Images per sequence (cross-attention)",
             state="s_images",
             flag="--images-per-sequence",
+            needs="image_cross_attention",
         ),
         serving(
             "max_batched_tokens",
@@ -576,6 +613,15 @@ def values_for(model: type[BaseModel], values: dict[str, Any], mode: str | None 
         item.name: values[item.key]
         for item in settings_of(model)
         if item.key in values and (mode is None or mode in item.modes)
+    }
+
+
+def applicable_values(values: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
+    """`values` (keyed by setting key) without the settings that mean nothing for `spec`: the images a
+    user set for a vision-language model stay kept, but do not reach a text-only model, whose own
+    default applies (the app hides those controls; the command line refuses them or names them ignored)."""
+    return {
+        key: value for key, value in values.items() if key not in _settings_by_key() or setting(key).applies_to(spec)
     }
 
 
