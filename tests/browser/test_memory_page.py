@@ -58,8 +58,11 @@ def test_cost_page_ranks_options_and_downloads_a_csv(page, app_url):
     path = download_info.value.path()
     options = pd.read_csv(path)
     assert len(options) > 10
-    assert {"gpu", "provider", "hours", "usd_on_demand", "usd_spot_expected"} <= set(options.columns)
-    assert list(options["usd_on_demand"]) == sorted(options["usd_on_demand"])
+    # the download is the page's table: spot and on-demand rows apart, fitting first, then the cheapest
+    assert {"gpu", "pricing", "provider", "hours", "usd", "usd range", "fits"} <= set(options.columns)
+    assert set(options["pricing"]) == {"on demand", "spot"}
+    fitting = options[options["fits"] != False]  # noqa: E712 - a column of True, False and empty
+    assert list(fitting["usd"]) == sorted(fitting["usd"])
 
 
 def test_inference_mode_shows_the_serving_answers(page, app_url):
