@@ -25,6 +25,7 @@ from ui.cost_table import (
     ranked_rows,
     table_and_left_out,
 )
+from ui.memo import frame_key, json_key, remembered
 from ui.messages import in_words
 from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
 from ui.step_view import step_view
@@ -44,7 +45,7 @@ for note in inputs.notes:
 if inputs.time_settings is None:
     st.stop()
 
-peak_gib = estimate_memory(spec, settings).peak_gib
+peak_gib = remembered("cost_peak", json_key(spec, settings), lambda: estimate_memory(spec, settings).peak_gib)
 calibrated = measured_matmul_fraction(settings.precision)
 if calibrated:
     st.caption(
@@ -52,19 +53,30 @@ if calibrated:
         + ", ".join(f"{gpu} {value:.0%}" for gpu, value in calibrated.items())
         + " of dense peak (measured here; each GEMM's roofline uses it instead of mamf-finder's)."
     )
+# the options and the cheapest fitting layout are pure functions of the page's inputs: a
+# rerun that did not change them (a click below, a setting changed back) reuses them
+asked = json_key(spec, settings, inputs.time_settings, inputs.prices, catalogue, inputs.energy) + (
+    inputs.checkpoint_write_h,
+    inputs.restart_h,
+    tuple(sorted(calibrated.items())),
+)
 try:
-    options = cost_options(
-        spec,
-        settings,
-        inputs.time_settings,
-        inputs.prices,
-        catalogue,
-        checkpoint_write_h=inputs.checkpoint_write_h,
-        restart_h=inputs.restart_h,
-        measured_matmul_fraction=calibrated,
-        peak_gib=peak_gib,
-        energy=inputs.energy,
-        time_band=time_band_for,
+    options = remembered(
+        "cost_options",
+        asked,
+        lambda: cost_options(
+            spec,
+            settings,
+            inputs.time_settings,
+            inputs.prices,
+            catalogue,
+            checkpoint_write_h=inputs.checkpoint_write_h,
+            restart_h=inputs.restart_h,
+            measured_matmul_fraction=calibrated,
+            peak_gib=peak_gib,
+            energy=inputs.energy,
+            time_band=time_band_for,
+        ),
     )
 except ValueError as error:
     st.error(in_words(error))
@@ -99,7 +111,11 @@ if chosen_gpu is not None:
         chosen_time_settings = inputs.time_settings
         if chosen_gpu.name in calibrated and chosen_time_settings.utilisation is None:
             chosen_time_settings = chosen_time_settings.model_copy(update={"utilisation": calibrated[chosen_gpu.name]})
-        estimate = estimate_time(spec, settings, chosen_gpu, chosen_time_settings)
+        estimate = remembered(
+            "cost_step",
+            json_key(spec, settings, chosen_gpu, chosen_time_settings),
+            lambda: estimate_time(spec, settings, chosen_gpu, chosen_time_settings),
+        )
     except ValueError as error:
         st.warning(in_words(error))
 
@@ -148,16 +164,20 @@ elif not sidebar_fits:
         )
     fitting = None
     if chosen_gpu is not None and chosen_stack_problem is None:
-        fitting = cheapest_fitting_layout(
-            workload.mode,
-            spec,
-            settings,
-            chosen_gpu,
-            catalogue,
-            inputs.prices,
-            inputs.time_settings,
-            (inputs.checkpoint_write_h, inputs.restart_h),
-            calibrated,
+        fitting = remembered(
+            "cost_fitting_layout",
+            (*asked, workload.mode, chosen_gpu.name, state.value("plan_global_batch"), state.value("plan_max_gpus")),
+            lambda: cheapest_fitting_layout(
+                workload.mode,
+                spec,
+                settings,
+                chosen_gpu,
+                catalogue,
+                inputs.prices,
+                inputs.time_settings,
+                (inputs.checkpoint_write_h, inputs.restart_h),
+                calibrated,
+            ),
         )
     if fitting is not None:
         st.markdown(escape_dollars(f"The cheapest layout that fits on {chosen_gpu.name}: {layout_text(fitting)}."))
@@ -210,7 +230,9 @@ st.dataframe(
         "interruptions per hour": st.column_config.NumberColumn(format="%.4f"),
     },
 )
-st.plotly_chart(time_cost_figure(rows), width="stretch")
+figure_columns = ["pricing", "gpu", "provider", "instance", "hours", "usd", "pareto"]
+figure = remembered("cost_figure", frame_key(rows, figure_columns), lambda: time_cost_figure(rows))
+st.plotly_chart(figure, width="stretch")
 st.caption("Dotted lines join the Pareto front: options that nothing else beats on both time and cost.")
 st.caption(escape_dollars("Ranges: " + "; ".join(range_lines(shown))))
 show_left_out()
@@ -227,12 +249,14 @@ gpu_dates = sorted(gpu.as_of.isoformat() for gpu in catalogue)
 dates = catalogue_dates(inputs.prices, f"{gpu_dates[0]} to {gpu_dates[-1]}")
 left, right = st.columns(2)
 # the downloads are the table above: its rows, in its order, with its columns
-left.download_button("Download CSV", csv_bytes(rows), "gpu-cost-options.csv", "text/csv")
+# built when clicked, not on every rerun: the Excel sheet alone took a third of a second
+left.download_button("Download CSV", lambda: csv_bytes(rows), "gpu-cost-options.csv", "text/csv", on_click="ignore")
 right.download_button(
     "Download Excel",
-    table_excel_bytes(rows, shown, assumptions, dates, FORMULAS),
+    lambda: table_excel_bytes(rows, shown, assumptions, dates, FORMULAS),
     "gpu-cost-options.xlsx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    on_click="ignore",
 )
 
 st.subheader("Buy instead of rent?")

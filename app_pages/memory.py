@@ -16,6 +16,7 @@ from calculators.workload.training import TrainingSettings
 from ui.calibration_state import measured_matmul_fraction
 from ui.changes_view import show_changes
 from ui.charts import phase_breakdown_figure
+from ui.memo import json_key, remembered
 from ui.serving_view import show_serving
 from ui.trace_view import trace_section
 from ui.user_gpus import user_gpus
@@ -59,9 +60,12 @@ if workload.is_inference:
     st.stop()
 
 spec, settings = workload.spec, workload.settings
+# pure functions of the workload: a rerun that did not change it (a setting changed back, a click on the page)
+# reuses them instead of working out the estimate, the verdict and the ranked changes again
+asked = json_key(spec, settings) + (workload.gpu_memory_gib, workload.gpu_name)
 params = parameter_count(spec)
-estimate = estimate_memory(spec, settings)
-fit = check_fit(spec, settings, workload.gpu_memory_gib)
+estimate = remembered("memory_estimate", asked, lambda: estimate_memory(spec, settings))
+fit = remembered("memory_fit", asked, lambda: check_fit(spec, settings, workload.gpu_memory_gib))
 
 st.caption(
     f"**{spec.name}**: {params.total / 1e9:.3g}B parameters, {spec.n_layers} layers, hidden {spec.hidden_size}, "
@@ -80,7 +84,11 @@ if fit.verdict == "does not fit":
     time_settings = RANKING_TIME_SETTINGS.with_measured_matmul_fraction(
         workload.gpu_name, measured_matmul_fraction(settings.precision)
     )
-    changes = ranked_changes(spec, settings, workload.gpu_memory_gib, chosen_gpu, time_settings)
+    changes = remembered(
+        "memory_changes",
+        (*asked, json_key(chosen_gpu, time_settings)),
+        lambda: ranked_changes(spec, settings, workload.gpu_memory_gib, chosen_gpu, time_settings),
+    )
     if changes:
         summary += f". Cheapest change that fits: {changes[0].sentence()}"
 if fit.verdict == "fits":
@@ -116,7 +124,8 @@ col4.metric(
 if fit.verdict == "does not fit":
     show_changes(changes, settings.method, workload.gpu_name)
 
-st.plotly_chart(phase_breakdown_figure(estimate, workload.gpu_memory_gib), width="stretch")
+figure = remembered("memory_figure", asked, lambda: phase_breakdown_figure(estimate, workload.gpu_memory_gib))
+st.plotly_chart(figure, width="stretch")
 st.caption(f"The peak is the largest phase ({estimate.peak_phase}), not the sum of everything that ever exists.")
 details = [f"trainable parameters: {estimate.trainable_parameters:,} of {estimate.parameters:,}"]
 if estimate.host_memory_gib > 0:
@@ -147,7 +156,7 @@ with left:
     )
 with right:
     st.subheader("Single changes")
-    found = suggestions(spec, settings, workload.gpu_memory_gib)
+    found = remembered("memory_suggestions", asked, lambda: suggestions(spec, settings, workload.gpu_memory_gib))
     st.dataframe(
         pd.DataFrame(
             [{"change": s.change, "peak GiB": round(s.peak_gib, 2), "fits": "yes" if s.fits else "no"} for s in found]

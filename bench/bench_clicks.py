@@ -159,9 +159,11 @@ def open_page(browser, url: str, sidebar: bool):
     return context, page, runs, number_input
 
 
-def time_pages(app_url: str, reference_url: str, pages: list[str], clicks: int) -> dict[str, list[tuple]]:
+def time_pages(app_url: str, reference_url: str, pages: list[str], clicks: int, fresh: bool) -> dict[str, list[tuple]]:
     """Per page and for the reference: `clicks` timed changes, the page and the reference
-    alternating so that load from other processes falls on both alike."""
+    alternating so that load from other processes falls on both alike. The micro-batch goes
+    1, 2, 1, 2 (a change and its undo, as a person trying a value does), or with `fresh` 3, 4,
+    5, ...: values the session has not seen, so nothing the page kept from an earlier run applies."""
     from playwright.sync_api import sync_playwright
 
     times: dict[str, list[tuple[float, float]]] = {"reference": []}
@@ -176,7 +178,7 @@ def time_pages(app_url: str, reference_url: str, pages: list[str], clicks: int) 
             one_click_s(page, runs, number_input, 2)  # warm-up: first-use imports and caches
             times[name] = []
             for click in range(clicks):
-                value = 1 + click % 2  # 1, 2, 1, 2: each click a real change
+                value = click + 3 if fresh else 1 + click % 2  # each click a real change
                 times[name].append(one_click_s(page, runs, number_input, value))
                 times["reference"].append(one_click_s(ref_page, ref_runs, ref_input, value))
             context.close()
@@ -202,6 +204,7 @@ def report(times: dict[str, list[tuple[float, float]]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clicks", type=int, default=8, help="timed changes per page (default 8)")
+    parser.add_argument("--fresh", action="store_true", help="a micro-batch never used before on each change")
     parser.add_argument("--pages", default=",".join(PAGES), help="comma-separated: memory,compare,cost,plan")
     args = parser.parse_args()
     pages = [name for name in args.pages.split(",") if name]
@@ -214,12 +217,13 @@ def main() -> None:
         app, app_url = start_server(REPO_ROOT / "app.py", REPO_ROOT)
         reference, reference_url = start_server(script, Path(folder))
         try:
-            times = time_pages(app_url, reference_url, pages, args.clicks)
+            times = time_pages(app_url, reference_url, pages, args.clicks, args.fresh)
         finally:
             for process in (app, reference):
                 process.terminate()
                 process.wait(timeout=20)
-    print(f"{args.clicks} changes of the micro-batch per page, Chromium 1400 x 1000, {os.cpu_count()} CPUs")
+    values = "fresh values" if args.fresh else "1, 2, 1, 2"
+    print(f"{args.clicks} changes of the micro-batch ({values}) per page, Chromium 1400 x 1000, {os.cpu_count()} CPUs")
     print(report(times))
 
 
