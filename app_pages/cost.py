@@ -25,6 +25,7 @@ from ui.cost_table import (
     ranked_rows,
     table_and_left_out,
 )
+from ui.layout import wrapping_row
 from ui.memo import frame_key, json_key, remembered
 from ui.messages import in_words
 from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
@@ -122,20 +123,22 @@ if chosen_gpu is not None:
 
 def show_sidebar_estimate() -> None:
     """The step of the sidebar's GPU and layout, its hours on demand (no interruptions)."""
-    cols = st.columns(5)
-    cols[0].metric("Step", f"{estimate.step_s:.2f} s", help=f"compute {estimate.compute_s:.2f} s")
-    cols[1].metric("Tokens/s", f"{estimate.tokens_per_s:,.0f}")
-    cols[2].metric("Hours per epoch", f"{estimate.hours_per_epoch:,.1f} h")
+    row = wrapping_row()
+    row.metric("Step", f"{estimate.step_s:.2f} s", help=f"compute {estimate.compute_s:.2f} s", width="content")
+    row.metric("Tokens/s", f"{estimate.tokens_per_s:,.0f}", width="content")
+    row.metric("Hours per epoch", f"{estimate.hours_per_epoch:,.1f} h", width="content")
     band = time_band_for(chosen_gpu, settings)
-    cols[3].metric(
+    row.metric(
         "Hours in all",
         f"{estimate.hours_total:,.1f} h",
         help=f"range {hours_range_text(scaled_range(estimate.hours_total, band))}: {band.assumption}",
+        width="content",
     )
-    cols[4].metric(
+    row.metric(
         "MFU",
         f"{estimate.mfu:.0%}",
         help=f"of {estimate.peak_tflops:g} dense {estimate.compute_format} TFLOPS; HFU {estimate.hfu:.0%}",
+        width="content",
     )
     st.caption(
         "Hours of running without interruption, as on demand; spot's expected hours, with interruptions, restarts "
@@ -299,18 +302,15 @@ elif ownership is not None:
     except ValueError as error:
         st.info(f"Buy vs rent not available: {in_words(error)}")
     else:
-        cols = st.columns(4)
-        cols[0].metric(
-            "Run, rented", f"${verdict.run_usd_rented:,.0f}", help=f"{rent.provider} {rent.instance_type}, on demand"
-        )
-        cols[1].metric("Run, owned", f"${verdict.run_usd_owned:,.0f}", help="amortised purchase + energy")
-        cols[2].metric(
-            "Owned, per hour", f"${verdict.owned_usd_per_hour:,.2f}", help=f"rented ${rent_usd_per_hour:,.2f}"
-        )
+        row = wrapping_row()
+        rented_help = f"{rent.provider} {rent.instance_type}, on demand"
+        row.metric("Run, rented", f"${verdict.run_usd_rented:,.0f}", help=rented_help, width="content")
+        row.metric("Run, owned", f"${verdict.run_usd_owned:,.0f}", help="amortised purchase + energy", width="content")
+        owned_help = f"rented ${rent_usd_per_hour:,.2f}"
+        row.metric("Owned, per hour", f"${verdict.owned_usd_per_hour:,.2f}", help=owned_help, width="content")
         even = verdict.break_even_hours
-        cols[3].metric(
-            "Break-even", "never" if even is None else f"{even:,.0f} h", help="hours of use at which buying pays"
-        )
+        even_text = "never" if even is None else f"{even:,.0f} h"
+        row.metric("Break-even", even_text, help="hours of use at which buying pays", width="content")
         st.caption(escape_dollars("; ".join(verdict.assumptions)))
 
 with st.expander("Assumptions, formulas and sources"):

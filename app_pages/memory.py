@@ -16,6 +16,7 @@ from calculators.workload.training import TrainingSettings
 from ui.calibration_state import measured_matmul_fraction
 from ui.changes_view import show_changes
 from ui.charts import phase_breakdown_figure
+from ui.layout import wrapping_row
 from ui.memo import json_key, remembered
 from ui.serving_view import show_serving
 from ui.trace_view import trace_section
@@ -104,19 +105,24 @@ elif settings.zero == 0:
     fewest_gpus = "needs ZeRO"
 else:
     fewest_gpus = "none"
-col1, col2, col3, col4 = st.columns(4)
-col1.metric(
-    "Peak (device)", f"{estimate.peak_gib:.2f} GiB", help=f"At {estimate.peak_phase}, as nvidia-smi would show it"
+row = wrapping_row()
+row.metric(
+    "Peak (device)",
+    f"{estimate.peak_gib:.2f} GiB",
+    help=f"At {estimate.peak_phase}, as nvidia-smi would show it",
+    width="content",
 )
-col2.metric(
+row.metric(
     "Allocated",
     f"{estimate.allocated_gib:.1f} GiB",
     help=f"torch.cuda.max_memory_allocated; reserved by the caching allocator: {estimate.reserved_gib:.1f} GiB",
+    width="content",
 )
-col3.metric("Largest micro-batch", fit.max_micro_batch if fit.max_micro_batch else "none fits")
-col4.metric(
+row.metric("Largest micro-batch", fit.max_micro_batch if fit.max_micro_batch else "none fits", width="content")
+row.metric(
     "Fewest GPUs",
     fewest_gpus,
+    width="content",
     help="Data-parallel GPUs with the chosen ZeRO stage. Without ZeRO every GPU holds a full copy, so more GPUs "
     "do not lower the per-GPU peak; 'none' means activations alone exceed the GPU.",
 )
