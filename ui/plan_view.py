@@ -237,7 +237,8 @@ def plans_display(table):
     for column, absent in (("usd spot", "- (not spot)"), ("usd on demand", "- (owned)")):
         if column in table:
             table[column] = [absent if value is None or value != value else usd_text(value) for value in table[column]]
-    for column in [name for name in table.columns if not pd.api.types.is_numeric_dtype(table[name])]:  # text columns only: a number column keeps its type
+    # text columns only: a number column keeps its type
+    for column in [name for name in table.columns if not pd.api.types.is_numeric_dtype(table[name])]:
         table[column] = table[column].where(table[column].notna(), "-")
     leading = [column for column in PLAN_LEADING_COLUMNS if column in table]
     return table[leading + [column for column in table.columns if column not in leading]]
