@@ -156,7 +156,7 @@ elif not sidebar_fits:
     if chosen_stack_problem is not None:
         st.warning(f"{chosen_stack_problem}. Priced options below leave it out.")
     else:
-        capacity = f"{chosen_gpu.memory_gb:g} GB" if chosen_gpu else f"{workload.gpu_memory_gib:g} GiB"
+        capacity = f"{workload.gpu_memory_gib:g} GiB"  # in GiB, as the Memory page's verdict reads the GPU
         if inputs.fits_only:
             where = "priced options below only include GPUs it fits"
         else:
