@@ -165,7 +165,8 @@ with right:
     found = remembered("memory_suggestions", asked, lambda: suggestions(spec, settings, workload.gpu_memory_gib))
     st.dataframe(
         pd.DataFrame(
-            [{"change": s.change, "peak GiB": round(s.peak_gib, 2), "fits": "yes" if s.fits else "no"} for s in found]
+            # the verdict and the peak first: a narrow column would cut the long change text, not them
+            [{"fits": "yes" if s.fits else "no", "peak GiB": round(s.peak_gib, 2), "change": s.change} for s in found]
         ),
         hide_index=True,
         width="stretch",
