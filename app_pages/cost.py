@@ -314,9 +314,8 @@ elif ownership is not None:
         st.caption(escape_dollars("; ".join(verdict.assumptions)))
 
 with st.expander("Assumptions, formulas and sources"):
+    # one element per list, not one per line: each element is a message to the browser on every rerun
     if chosen_gpu is not None and estimate is not None:
-        for line in estimate.assumptions:
-            st.markdown(escape_dollars(f"- {line}"))
-    for number, formula in enumerate(FORMULAS, start=1):
-        st.markdown(escape_dollars(f"{number}. {formula}"))
+        st.markdown(escape_dollars("\n".join(f"- {line}" for line in estimate.assumptions)))
+    st.markdown(escape_dollars("\n".join(f"{number}. {formula}" for number, formula in enumerate(FORMULAS, start=1))))
     st.markdown("Catalogue dates: " + "; ".join(f"{k}: {v}" for k, v in dates.items()))

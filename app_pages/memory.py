@@ -176,5 +176,4 @@ with right:
 trace_section(spec, settings, estimate)
 
 with st.expander("Assumptions and sources", expanded=False):
-    for assumption in estimate.assumptions:
-        st.markdown(f"- {assumption}")
+    st.markdown("\n".join(f"- {assumption}" for assumption in estimate.assumptions))  # one element, not one a line

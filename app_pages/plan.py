@@ -193,5 +193,4 @@ launch = st.columns(len(chosen_files))
 for column, (name, text) in zip(launch, chosen_files.items(), strict=True):
     column.download_button(name, text.encode("utf-8"), name, "text/plain", key=f"launch_{name}", wrap=True)
 with st.expander("Assumptions"):
-    for line in result.assumptions:
-        st.markdown(f"- {line}")
+    st.markdown("\n".join(f"- {line}" for line in result.assumptions))  # one element, not one a line

@@ -61,8 +61,7 @@ for stack in stacks:
         for row in rows:
             st.markdown(f"**{row.id}**: {row.model} on {row.gpu}; measured {row.what_was_measured} ({row.unit})")
             st.caption(f"{row.setup}. Source: {row.source}")
-            for assumption in row.assumptions:
-                st.markdown(f"- {assumption}")
+            st.markdown("\n".join(f"- {assumption}" for assumption in row.assumptions))
             st.code(row.command, language="bash", wrap_lines=True)
 
 st.subheader("All rows")

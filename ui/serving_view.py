@@ -95,8 +95,7 @@ def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
         pd.DataFrame([{"part": k, "GiB": round(v, 3)} for k, v in parts.items()]), hide_index=True, width="content"
     )
     with st.expander("Assumptions and sources"):
-        for line in estimate.assumptions:
-            st.markdown(f"- {line}")
+        st.markdown("\n".join(f"- {line}" for line in estimate.assumptions))  # one element, not one a line
 
 
 def _show_changes(spec: ModelSpec, settings: ServingSettings, capacity_gib: float) -> None:
