@@ -193,8 +193,10 @@ elif not sidebar_fits:
             "below are the GPUs it fits on (the Plan page searches every GPU and layout)."
         )
     if estimate is not None:
-        with st.expander(f"Step time of the sidebar's layout on {layout_name}, which does not fit"):
-            show_sidebar_estimate()
+        label = f"Step time of the sidebar's layout on {layout_name}, which does not fit"
+        with st.expander(label, key="cost_unfit_step_open", on_change="rerun") as section:
+            if section.open:  # drawn only while open, like any section a reader may never open
+                show_sidebar_estimate()
 
 st.subheader("Options, cheapest first")
 if not shown:

@@ -30,7 +30,10 @@ def step_view(
     prices: list[CloudPrice],
 ) -> None:
     """The step as a stacked bar, and tokens/s per GPU, hours and cost against the GPU count."""
-    with st.expander("Step breakdown and scaling", expanded=False):
+    # drawn only while open: closed, its two figures and ten time estimates cost every rerun nothing
+    with st.expander("Step breakdown and scaling", key="cost_step_open", on_change="rerun") as section:
+        if not section.open:
+            return
         left, right = st.columns(2)
         # built again only when the step they draw changes (ten time estimates and two figures)
         asked = json_key(spec, settings, gpu, time_settings, estimate)
