@@ -9,7 +9,15 @@ from calculators.timing.roofline import matmul_format, roofline_point, workload_
 from calculators.workload.serving import serving_problem
 from ui import state
 from ui.charts import memory_bandwidth_figure, roofline_figure, tflops_price_figure
-from ui.gpu_table import FIELD_LABEL, FIT_COLUMNS, SERVING_COLUMNS, gpu_table, serving_fit_rows, side_by_side
+from ui.gpu_table import (
+    FIELD_LABEL,
+    FIT_COLUMNS,
+    SERVING_COLUMNS,
+    gpu_table,
+    readable_fits,
+    serving_fit_rows,
+    side_by_side,
+)
 from ui.host_gpus import detected_gpu_names
 from ui.memo import frame_key, json_key, remembered
 from ui.user_gpus import user_gpu_controls, user_gpus
@@ -70,6 +78,7 @@ if fits is not None:
 if fits_only and fits is not None:
     shown = shown[(shown["verdict"] != "does not fit") & shown["stack_problem"].isna()]
 st.caption(f"{len(shown)} of {len(table)} GPUs. Click a column header to sort. Tensor TFLOPS are dense (no sparsity).")
+shown = readable_fits(shown)  # "none fits" and "-" rather than "None" in the fit columns
 fit_fields = [] if fits is None else list(SERVING_COLUMNS if workload.is_inference else FIT_COLUMNS)
 columns = ["name", *fit_fields, *SPEC_FIELDS, "detected", "yours"]
 number_formats = {"headroom_gib": "%.1f", "decode_tokens_per_s": "%.0f", "price_usd": "$%d"}
