@@ -1,7 +1,5 @@
 """AppTest of the Compare GPUs page: table, fit matrix, side by side, user GPUs."""
 
-import pandas as pd
-
 from calculators.hardware.catalogue import find_gpu, load_gpu_catalogue
 from calculators.memory.fit_matrix import fit_matrix
 from calculators.models.presets import get_preset
