@@ -49,11 +49,11 @@ state.number(columns[0], "plan_deadline_hours")
 state.number(columns[1], "plan_budget_usd")
 state.number(columns[2], "plan_max_gpus")
 state.number(columns[3], "plan_global_batch")
-columns = st.columns([2, 1, 1])
-state.multiselect(columns[0], "plan_providers", sorted({price.provider for price in prices}))
-state.checkbox(columns[1], "plan_spot")
-state.checkbox(columns[2], "plan_owned")
-state.checkbox(st, "plan_pessimistic")
+state.multiselect(st, "plan_providers", sorted({price.provider for price in prices}))
+switches = wrapping_row()  # each as wide as its label, wrapping on a narrow window rather than cut
+state.checkbox(switches, "plan_spot")
+state.checkbox(switches, "plan_owned")
+state.checkbox(switches, "plan_pessimistic")
 st.caption(
     "The step's assumptions (network, overlap, kernels, compiler), checkpoint and restart times, the discount, "
     "interruption rate and price sheet, and the cost of owning GPUs are the Time and cost page's: set them there."
