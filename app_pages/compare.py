@@ -9,8 +9,17 @@ from calculators.timing.roofline import matmul_format, roofline_point, workload_
 from calculators.workload.serving import serving_problem
 from ui import state
 from ui.charts import memory_bandwidth_figure, roofline_figure, tflops_price_figure
-from ui.gpu_table import FIELD_LABEL, FIT_COLUMNS, SERVING_COLUMNS, gpu_table, serving_fit_rows, side_by_side
+from ui.gpu_table import (
+    FIELD_LABEL,
+    FIT_COLUMNS,
+    SERVING_COLUMNS,
+    gpu_table,
+    readable_fits,
+    serving_fit_rows,
+    side_by_side,
+)
 from ui.host_gpus import detected_gpu_names
+from ui.memo import frame_key, json_key, remembered
 from ui.user_gpus import user_gpu_controls, user_gpus
 
 SPEC_FIELDS = [
@@ -40,7 +49,8 @@ elif workload.is_inference:
     else:
         fits = serving_fit_rows(workload.spec, workload.serving, gpus)
 else:
-    fits = fit_matrix(workload.spec, workload.settings, gpus)
+    fit_asked = json_key(workload.spec, workload.settings, gpus)
+    fits = remembered("compare_fits", fit_asked, lambda: fit_matrix(workload.spec, workload.settings, gpus))
 table = gpu_table(gpus, fits, detected, {gpu.name for gpu in user_gpus()})
 
 filter_notes = st.container()  # above the filter row, which a warning inside it would squeeze
@@ -68,6 +78,7 @@ if fits is not None:
 if fits_only and fits is not None:
     shown = shown[(shown["verdict"] != "does not fit") & shown["stack_problem"].isna()]
 st.caption(f"{len(shown)} of {len(table)} GPUs. Click a column header to sort. Tensor TFLOPS are dense (no sparsity).")
+shown = readable_fits(shown)  # "none fits" and "-" rather than "None" in the fit columns
 fit_fields = [] if fits is None else list(SERVING_COLUMNS if workload.is_inference else FIT_COLUMNS)
 columns = ["name", *fit_fields, *SPEC_FIELDS, "detected", "yours"]
 number_formats = {"headroom_gib": "%.1f", "decode_tokens_per_s": "%.0f", "price_usd": "$%d"}
@@ -96,14 +107,30 @@ st.subheader("Charts")
 fmt = matmul_format(workload.settings.precision) if workload.ready and not workload.is_inference else "bf16"
 tflops_column = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp32": "fp32_tflops"}[fmt]
 left, right = st.columns(2)
-left.plotly_chart(memory_bandwidth_figure(shown, picked), width="stretch")
-right.plotly_chart(tflops_price_figure(shown, tflops_column, fmt.upper(), picked), width="stretch")
+# each figure is built again only when the columns it draws change, not on every change of the workload
+memory_columns = ["name", "vendor", "memory_gb", "memory_bandwidth_tbps", "detected"]
+memory_key = (frame_key(shown, memory_columns), tuple(picked))
+left.plotly_chart(
+    remembered("compare_memory_figure", memory_key, lambda: memory_bandwidth_figure(shown, picked)), width="stretch"
+)
+price_key = (frame_key(shown, ["name", "vendor", "price_usd", tflops_column]), tflops_column, tuple(picked))
+right.plotly_chart(
+    remembered(
+        "compare_price_figure", price_key, lambda: tflops_price_figure(shown, tflops_column, fmt.upper(), picked)
+    ),
+    width="stretch",
+)
 if workload.ready and not workload.is_inference:
     intensity = workload_intensity_flops_per_byte(workload.spec, workload.settings)
     roofline_gpus = [gpu for gpu in gpus if gpu.name in picked]
     points = [p for p in (roofline_point(gpu, fmt, intensity) for gpu in roofline_gpus) if p is not None]
     if points:
-        st.plotly_chart(roofline_figure(points, intensity, fmt.upper()), width="stretch")
+        roofline = remembered(
+            "compare_roofline",
+            (json_key(points), intensity, fmt),
+            lambda: roofline_figure(points, intensity, fmt.upper()),
+        )
+        st.plotly_chart(roofline, width="stretch")
         st.dataframe(pd.DataFrame([p.model_dump() for p in points]).round(2), hide_index=True, width="stretch")
     st.caption(
         f"Roofline (Williams et al. 2009) of the GPUs picked above. The workload's intensity is that of its largest "

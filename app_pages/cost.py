@@ -25,6 +25,8 @@ from ui.cost_table import (
     ranked_rows,
     table_and_left_out,
 )
+from ui.layout import wrapping_row
+from ui.memo import frame_key, json_key, remembered
 from ui.messages import in_words
 from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
 from ui.step_view import step_view
@@ -44,7 +46,7 @@ for note in inputs.notes:
 if inputs.time_settings is None:
     st.stop()
 
-peak_gib = estimate_memory(spec, settings).peak_gib
+peak_gib = remembered("cost_peak", json_key(spec, settings), lambda: estimate_memory(spec, settings).peak_gib)
 calibrated = measured_matmul_fraction(settings.precision)
 if calibrated:
     st.caption(
@@ -52,19 +54,30 @@ if calibrated:
         + ", ".join(f"{gpu} {value:.0%}" for gpu, value in calibrated.items())
         + " of dense peak (measured here; each GEMM's roofline uses it instead of mamf-finder's)."
     )
+# the options and the cheapest fitting layout are pure functions of the page's inputs: a
+# rerun that did not change them (a click below, a setting changed back) reuses them
+asked = json_key(spec, settings, inputs.time_settings, inputs.prices, catalogue, inputs.energy) + (
+    inputs.checkpoint_write_h,
+    inputs.restart_h,
+    tuple(sorted(calibrated.items())),
+)
 try:
-    options = cost_options(
-        spec,
-        settings,
-        inputs.time_settings,
-        inputs.prices,
-        catalogue,
-        checkpoint_write_h=inputs.checkpoint_write_h,
-        restart_h=inputs.restart_h,
-        measured_matmul_fraction=calibrated,
-        peak_gib=peak_gib,
-        energy=inputs.energy,
-        time_band=time_band_for,
+    options = remembered(
+        "cost_options",
+        asked,
+        lambda: cost_options(
+            spec,
+            settings,
+            inputs.time_settings,
+            inputs.prices,
+            catalogue,
+            checkpoint_write_h=inputs.checkpoint_write_h,
+            restart_h=inputs.restart_h,
+            measured_matmul_fraction=calibrated,
+            peak_gib=peak_gib,
+            energy=inputs.energy,
+            time_band=time_band_for,
+        ),
     )
 except ValueError as error:
     st.error(in_words(error))
@@ -99,27 +112,33 @@ if chosen_gpu is not None:
         chosen_time_settings = inputs.time_settings
         if chosen_gpu.name in calibrated and chosen_time_settings.utilisation is None:
             chosen_time_settings = chosen_time_settings.model_copy(update={"utilisation": calibrated[chosen_gpu.name]})
-        estimate = estimate_time(spec, settings, chosen_gpu, chosen_time_settings)
+        estimate = remembered(
+            "cost_step",
+            json_key(spec, settings, chosen_gpu, chosen_time_settings),
+            lambda: estimate_time(spec, settings, chosen_gpu, chosen_time_settings),
+        )
     except ValueError as error:
         st.warning(in_words(error))
 
 
 def show_sidebar_estimate() -> None:
     """The step of the sidebar's GPU and layout, its hours on demand (no interruptions)."""
-    cols = st.columns(5)
-    cols[0].metric("Step", f"{estimate.step_s:.2f} s", help=f"compute {estimate.compute_s:.2f} s")
-    cols[1].metric("Tokens/s", f"{estimate.tokens_per_s:,.0f}")
-    cols[2].metric("Hours per epoch", f"{estimate.hours_per_epoch:,.1f} h")
+    row = wrapping_row()
+    row.metric("Step", f"{estimate.step_s:.2f} s", help=f"compute {estimate.compute_s:.2f} s", width="content")
+    row.metric("Tokens/s", f"{estimate.tokens_per_s:,.0f}", width="content")
+    row.metric("Hours per epoch", f"{estimate.hours_per_epoch:,.1f} h", width="content")
     band = time_band_for(chosen_gpu, settings)
-    cols[3].metric(
+    row.metric(
         "Hours in all",
         f"{estimate.hours_total:,.1f} h",
         help=f"range {hours_range_text(scaled_range(estimate.hours_total, band))}: {band.assumption}",
+        width="content",
     )
-    cols[4].metric(
+    row.metric(
         "MFU",
         f"{estimate.mfu:.0%}",
         help=f"of {estimate.peak_tflops:g} dense {estimate.compute_format} TFLOPS; HFU {estimate.hfu:.0%}",
+        width="content",
     )
     st.caption(
         "Hours of running without interruption, as on demand; spot's expected hours, with interruptions, restarts "
@@ -137,7 +156,7 @@ elif not sidebar_fits:
     if chosen_stack_problem is not None:
         st.warning(f"{chosen_stack_problem}. Priced options below leave it out.")
     else:
-        capacity = f"{chosen_gpu.memory_gb:g} GB" if chosen_gpu else f"{workload.gpu_memory_gib:g} GiB"
+        capacity = f"{workload.gpu_memory_gib:g} GiB"  # in GiB, as the Memory page's verdict reads the GPU
         if inputs.fits_only:
             where = "priced options below only include GPUs it fits"
         else:
@@ -148,16 +167,20 @@ elif not sidebar_fits:
         )
     fitting = None
     if chosen_gpu is not None and chosen_stack_problem is None:
-        fitting = cheapest_fitting_layout(
-            workload.mode,
-            spec,
-            settings,
-            chosen_gpu,
-            catalogue,
-            inputs.prices,
-            inputs.time_settings,
-            (inputs.checkpoint_write_h, inputs.restart_h),
-            calibrated,
+        fitting = remembered(
+            "cost_fitting_layout",
+            (*asked, workload.mode, chosen_gpu.name, state.value("plan_global_batch"), state.value("plan_max_gpus")),
+            lambda: cheapest_fitting_layout(
+                workload.mode,
+                spec,
+                settings,
+                chosen_gpu,
+                catalogue,
+                inputs.prices,
+                inputs.time_settings,
+                (inputs.checkpoint_write_h, inputs.restart_h),
+                calibrated,
+            ),
         )
     if fitting is not None:
         st.markdown(escape_dollars(f"The cheapest layout that fits on {chosen_gpu.name}: {layout_text(fitting)}."))
@@ -170,8 +193,10 @@ elif not sidebar_fits:
             "below are the GPUs it fits on (the Plan page searches every GPU and layout)."
         )
     if estimate is not None:
-        with st.expander(f"Step time of the sidebar's layout on {layout_name}, which does not fit"):
-            show_sidebar_estimate()
+        label = f"Step time of the sidebar's layout on {layout_name}, which does not fit"
+        with st.expander(label, key="cost_unfit_step_open", on_change="rerun") as section:
+            if section.open:  # drawn only while open, like any section a reader may never open
+                show_sidebar_estimate()
 
 st.subheader("Options, cheapest first")
 if not shown:
@@ -210,7 +235,9 @@ st.dataframe(
         "interruptions per hour": st.column_config.NumberColumn(format="%.4f"),
     },
 )
-st.plotly_chart(time_cost_figure(rows), width="stretch")
+figure_columns = ["pricing", "gpu", "provider", "instance", "hours", "usd", "pareto"]
+figure = remembered("cost_figure", frame_key(rows, figure_columns), lambda: time_cost_figure(rows))
+st.plotly_chart(figure, width="stretch")
 st.caption("Dotted lines join the Pareto front: options that nothing else beats on both time and cost.")
 st.caption(escape_dollars("Ranges: " + "; ".join(range_lines(shown))))
 show_left_out()
@@ -227,12 +254,14 @@ gpu_dates = sorted(gpu.as_of.isoformat() for gpu in catalogue)
 dates = catalogue_dates(inputs.prices, f"{gpu_dates[0]} to {gpu_dates[-1]}")
 left, right = st.columns(2)
 # the downloads are the table above: its rows, in its order, with its columns
-left.download_button("Download CSV", csv_bytes(rows), "gpu-cost-options.csv", "text/csv")
+# built when clicked, not on every rerun: the Excel sheet alone took a third of a second
+left.download_button("Download CSV", lambda: csv_bytes(rows), "gpu-cost-options.csv", "text/csv", on_click="ignore")
 right.download_button(
     "Download Excel",
-    table_excel_bytes(rows, shown, assumptions, dates, FORMULAS),
+    lambda: table_excel_bytes(rows, shown, assumptions, dates, FORMULAS),
     "gpu-cost-options.xlsx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    on_click="ignore",
 )
 
 st.subheader("Buy instead of rent?")
@@ -275,24 +304,20 @@ elif ownership is not None:
     except ValueError as error:
         st.info(f"Buy vs rent not available: {in_words(error)}")
     else:
-        cols = st.columns(4)
-        cols[0].metric(
-            "Run, rented", f"${verdict.run_usd_rented:,.0f}", help=f"{rent.provider} {rent.instance_type}, on demand"
-        )
-        cols[1].metric("Run, owned", f"${verdict.run_usd_owned:,.0f}", help="amortised purchase + energy")
-        cols[2].metric(
-            "Owned, per hour", f"${verdict.owned_usd_per_hour:,.2f}", help=f"rented ${rent_usd_per_hour:,.2f}"
-        )
+        row = wrapping_row()
+        rented_help = f"{rent.provider} {rent.instance_type}, on demand"
+        row.metric("Run, rented", f"${verdict.run_usd_rented:,.0f}", help=rented_help, width="content")
+        row.metric("Run, owned", f"${verdict.run_usd_owned:,.0f}", help="amortised purchase + energy", width="content")
+        owned_help = f"rented ${rent_usd_per_hour:,.2f}"
+        row.metric("Owned, per hour", f"${verdict.owned_usd_per_hour:,.2f}", help=owned_help, width="content")
         even = verdict.break_even_hours
-        cols[3].metric(
-            "Break-even", "never" if even is None else f"{even:,.0f} h", help="hours of use at which buying pays"
-        )
+        even_text = "never" if even is None else f"{even:,.0f} h"
+        row.metric("Break-even", even_text, help="hours of use at which buying pays", width="content")
         st.caption(escape_dollars("; ".join(verdict.assumptions)))
 
 with st.expander("Assumptions, formulas and sources"):
+    # one element per list, not one per line: each element is a message to the browser on every rerun
     if chosen_gpu is not None and estimate is not None:
-        for line in estimate.assumptions:
-            st.markdown(escape_dollars(f"- {line}"))
-    for number, formula in enumerate(FORMULAS, start=1):
-        st.markdown(escape_dollars(f"{number}. {formula}"))
+        st.markdown(escape_dollars("\n".join(f"- {line}" for line in estimate.assumptions)))
+    st.markdown(escape_dollars("\n".join(f"{number}. {formula}" for number, formula in enumerate(FORMULAS, start=1))))
     st.markdown("Catalogue dates: " + "; ".join(f"{k}: {v}" for k, v in dates.items()))

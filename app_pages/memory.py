@@ -16,6 +16,8 @@ from calculators.workload.training import TrainingSettings
 from ui.calibration_state import measured_matmul_fraction
 from ui.changes_view import show_changes
 from ui.charts import phase_breakdown_figure
+from ui.layout import wrapping_row
+from ui.memo import json_key, remembered
 from ui.serving_view import show_serving
 from ui.trace_view import trace_section
 from ui.user_gpus import user_gpus
@@ -59,9 +61,12 @@ if workload.is_inference:
     st.stop()
 
 spec, settings = workload.spec, workload.settings
+# pure functions of the workload: a rerun that did not change it (a setting changed back, a click on the page)
+# reuses them instead of working out the estimate, the verdict and the ranked changes again
+asked = json_key(spec, settings) + (workload.gpu_memory_gib, workload.gpu_name)
 params = parameter_count(spec)
-estimate = estimate_memory(spec, settings)
-fit = check_fit(spec, settings, workload.gpu_memory_gib)
+estimate = remembered("memory_estimate", asked, lambda: estimate_memory(spec, settings))
+fit = remembered("memory_fit", asked, lambda: check_fit(spec, settings, workload.gpu_memory_gib))
 
 st.caption(
     f"**{spec.name}**: {params.total / 1e9:.3g}B parameters, {spec.n_layers} layers, hidden {spec.hidden_size}, "
@@ -80,7 +85,11 @@ if fit.verdict == "does not fit":
     time_settings = RANKING_TIME_SETTINGS.with_measured_matmul_fraction(
         workload.gpu_name, measured_matmul_fraction(settings.precision)
     )
-    changes = ranked_changes(spec, settings, workload.gpu_memory_gib, chosen_gpu, time_settings)
+    changes = remembered(
+        "memory_changes",
+        (*asked, json_key(chosen_gpu, time_settings)),
+        lambda: ranked_changes(spec, settings, workload.gpu_memory_gib, chosen_gpu, time_settings),
+    )
     if changes:
         summary += f". Cheapest change that fits: {changes[0].sentence()}"
 if fit.verdict == "fits":
@@ -96,19 +105,24 @@ elif settings.zero == 0:
     fewest_gpus = "needs ZeRO"
 else:
     fewest_gpus = "none"
-col1, col2, col3, col4 = st.columns(4)
-col1.metric(
-    "Peak (device)", f"{estimate.peak_gib:.2f} GiB", help=f"At {estimate.peak_phase}, as nvidia-smi would show it"
+row = wrapping_row()
+row.metric(
+    "Peak (device)",
+    f"{estimate.peak_gib:.2f} GiB",
+    help=f"At {estimate.peak_phase}, as nvidia-smi would show it",
+    width="content",
 )
-col2.metric(
+row.metric(
     "Allocated",
     f"{estimate.allocated_gib:.1f} GiB",
     help=f"torch.cuda.max_memory_allocated; reserved by the caching allocator: {estimate.reserved_gib:.1f} GiB",
+    width="content",
 )
-col3.metric("Largest micro-batch", fit.max_micro_batch if fit.max_micro_batch else "none fits")
-col4.metric(
+row.metric("Largest micro-batch", fit.max_micro_batch if fit.max_micro_batch else "none fits", width="content")
+row.metric(
     "Fewest GPUs",
     fewest_gpus,
+    width="content",
     help="Data-parallel GPUs with the chosen ZeRO stage. Without ZeRO every GPU holds a full copy, so more GPUs "
     "do not lower the per-GPU peak; 'none' means activations alone exceed the GPU.",
 )
@@ -116,7 +130,8 @@ col4.metric(
 if fit.verdict == "does not fit":
     show_changes(changes, settings.method, workload.gpu_name)
 
-st.plotly_chart(phase_breakdown_figure(estimate, workload.gpu_memory_gib), width="stretch")
+figure = remembered("memory_figure", asked, lambda: phase_breakdown_figure(estimate, workload.gpu_memory_gib))
+st.plotly_chart(figure, width="stretch")
 st.caption(f"The peak is the largest phase ({estimate.peak_phase}), not the sum of everything that ever exists.")
 details = [f"trainable parameters: {estimate.trainable_parameters:,} of {estimate.parameters:,}"]
 if estimate.host_memory_gib > 0:
@@ -147,10 +162,11 @@ with left:
     )
 with right:
     st.subheader("Single changes")
-    found = suggestions(spec, settings, workload.gpu_memory_gib)
+    found = remembered("memory_suggestions", asked, lambda: suggestions(spec, settings, workload.gpu_memory_gib))
     st.dataframe(
         pd.DataFrame(
-            [{"change": s.change, "peak GiB": round(s.peak_gib, 2), "fits": "yes" if s.fits else "no"} for s in found]
+            # the verdict and the peak first: a narrow column would cut the long change text, not them
+            [{"fits": "yes" if s.fits else "no", "peak GiB": round(s.peak_gib, 2), "change": s.change} for s in found]
         ),
         hide_index=True,
         width="stretch",
@@ -160,5 +176,4 @@ with right:
 trace_section(spec, settings, estimate)
 
 with st.expander("Assumptions and sources", expanded=False):
-    for assumption in estimate.assumptions:
-        st.markdown(f"- {assumption}")
+    st.markdown("\n".join(f"- {assumption}" for assumption in estimate.assumptions))  # one element, not one a line

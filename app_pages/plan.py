@@ -10,14 +10,17 @@ from calculators.plan.launch import launch_files
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
 from ui.cost_inputs import dataset_controls, kept_ownership, kept_prices
+from ui.layout import wrapping_row
 from ui.messages import in_words
 from ui.plan_view import (
     RESULT_KEY,
     apply_plan,
+    batch_text,
     calibration_caption,
     front_figure,
     plan_label,
     plan_request,
+    plans_display,
     price_basis,
     run_search,
     share_query,
@@ -46,11 +49,11 @@ state.number(columns[0], "plan_deadline_hours")
 state.number(columns[1], "plan_budget_usd")
 state.number(columns[2], "plan_max_gpus")
 state.number(columns[3], "plan_global_batch")
-columns = st.columns([2, 1, 1])
-state.multiselect(columns[0], "plan_providers", sorted({price.provider for price in prices}))
-state.checkbox(columns[1], "plan_spot")
-state.checkbox(columns[2], "plan_owned")
-state.checkbox(st, "plan_pessimistic")
+state.multiselect(st, "plan_providers", sorted({price.provider for price in prices}))
+switches = wrapping_row()  # each as wide as its label, wrapping on a narrow window rather than cut
+state.checkbox(switches, "plan_spot")
+state.checkbox(switches, "plan_owned")
+state.checkbox(switches, "plan_pessimistic")
 st.caption(
     "The step's assumptions (network, overlap, kernels, compiler), checkpoint and restart times, the discount, "
     "interruption rate and price sheet, and the cost of owning GPUs are the Time and cost page's: set them there."
@@ -110,7 +113,7 @@ if best is not None:
     ranges = f"range {hours_range_text(best.hours_range)}, {usd_range_text(best.usd_range)}"
     st.success(
         f"Cheapest within the limits: **{best.gpus} x {best.gpu}** on {best.provider} {best.instance_type}, "
-        f"ZeRO-{best.zero}, micro-batch {best.micro_batch} x {best.grad_accum}, "
+        f"ZeRO-{best.zero}, {batch_text(best)}, "
         f"checkpointing {best.checkpointing}: {hours_text(best.hours)}, {usd_text(best.usd)} "
         f"({ranges}; {price_basis(best)})".replace("$", "\\$")
     )
@@ -148,45 +151,46 @@ st.caption(
     f"Plan {chosen_number}: {hours_text(chosen.hours)}, {usd_text(chosen.usd)} ({price_basis(chosen)}). The Time and "
     "cost page heads with the hours on demand and lists spot's expected hours beside them."
 )
-left, middle, right = st.columns(3)
-if left.button("Open on the Memory page", key="plan_open_memory"):
+actions = wrapping_row()  # buttons as wide as their labels, wrapping on a narrow window rather than cut
+if actions.button("Open on the Memory page", key="plan_open_memory"):
     apply_plan(chosen, gpu_names)
     st.switch_page("app_pages/memory.py")
-if middle.button("Open on the Time and cost page", key="plan_open_cost"):
+if actions.button("Open on the Time and cost page", key="plan_open_cost"):
     apply_plan(chosen, gpu_names)
     st.switch_page("app_pages/cost.py")
 query = share_query(chosen, gpu_names, dict(st.query_params))
-right.markdown(f"Links: [Memory](./memory?{query}) · [Time and cost](./cost?{query})")
+actions.markdown(f"Links: [Memory](./memory?{query}) · [Time and cost](./cost?{query})", width="content")
 
 st.dataframe(
-    plans_table(result.plans),
+    plans_display(plans_table(result.plans)),
     hide_index=True,
     width="stretch",
     column_config={
         # not "%.1f" / "$%.0f": a plan of minutes or cents must not read 0.0 h or $0
         "hours": st.column_config.NumberColumn(format="localized"),
         "usd": st.column_config.NumberColumn(format="dollar"),
-        "usd on demand": st.column_config.NumberColumn(format="dollar"),
-        "usd spot": st.column_config.NumberColumn(format="dollar"),
         "peak GiB": st.column_config.NumberColumn(format="%.1f"),
         "headroom GiB": st.column_config.NumberColumn(format="%.1f"),
         "step s": st.column_config.NumberColumn(format="%.3f"),
     },
 )
 request_row = {"model": spec.name} | request.model_dump(mode="json")
-downloads = st.columns(2)
-downloads[0].download_button("Plans (CSV)", plans_csv_bytes(result.plans), "plans.csv", "text/csv")
-downloads[1].download_button(
+downloads = wrapping_row()
+# built when clicked, not on every rerun
+downloads.download_button(
+    "Plans (CSV)", lambda: plans_csv_bytes(result.plans), "plans.csv", "text/csv", on_click="ignore"
+)
+downloads.download_button(
     "Plans, request, assumptions and price dates (Excel)",
-    plans_excel_bytes(result, request_row),
+    lambda: plans_excel_bytes(result, request_row),
     "plans.xlsx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    on_click="ignore",
 )
 st.subheader("Launch settings for the chosen plan")
 chosen_files = launch_files(chosen)  # only the stacks that run on the chosen plan's accelerator
 launch = st.columns(len(chosen_files))
 for column, (name, text) in zip(launch, chosen_files.items(), strict=True):
-    column.download_button(name, text.encode("utf-8"), name, "text/plain", key=f"launch_{name}")
+    column.download_button(name, text.encode("utf-8"), name, "text/plain", key=f"launch_{name}", wrap=True)
 with st.expander("Assumptions"):
-    for line in result.assumptions:
-        st.markdown(f"- {line}")
+    st.markdown("\n".join(f"- {line}" for line in result.assumptions))  # one element, not one a line

@@ -7,6 +7,7 @@ from calculators.interface.validation import validation_table
 from calculators.validation.peak_memory import error_summary
 from calculators.workload.frameworks import FRAMEWORK_DEFAULTS, FRAMEWORK_LABEL
 from ui.charts import validation_figure
+from ui.layout import wrapping_row
 from ui.throughput_view import throughput_section
 
 TARGET = 0.10
@@ -30,11 +31,11 @@ def measured_table() -> list:
 table = measured_table()
 median, worst = error_summary(table)
 within = sum(abs(row.error_fraction) <= TARGET for row in table)
-columns = st.columns(4)
-columns[0].metric("Rows", len(table))
-columns[1].metric("Within 10%", f"{within} of {len(table)}")
-columns[2].metric("Median error", f"{median:.1%}", help="Target: within 5%")
-columns[3].metric("Largest error", f"{worst:.1%}", help="Target: within 10% on every row")
+summary_row = wrapping_row()
+summary_row.metric("Rows", len(table), width="content")
+summary_row.metric("Within 10%", f"{within} of {len(table)}", width="content")
+summary_row.metric("Median error", f"{median:.1%}", help="Target: within 5%", width="content")
+summary_row.metric("Largest error", f"{worst:.1%}", help="Target: within 10% on every row", width="content")
 
 stacks = list(dict.fromkeys(row.stack for row in table))
 for stack in stacks:
@@ -60,8 +61,7 @@ for stack in stacks:
         for row in rows:
             st.markdown(f"**{row.id}**: {row.model} on {row.gpu}; measured {row.what_was_measured} ({row.unit})")
             st.caption(f"{row.setup}. Source: {row.source}")
-            for assumption in row.assumptions:
-                st.markdown(f"- {assumption}")
+            st.markdown("\n".join(f"- {assumption}" for assumption in row.assumptions))
             st.code(row.command, language="bash", wrap_lines=True)
 
 st.subheader("All rows")

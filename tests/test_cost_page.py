@@ -61,7 +61,7 @@ def test_no_interruptions_make_spot_cost_the_plain_spot_price():
 def test_downloads_are_offered_and_read_back():
     app = open_cost(model="gpt2")
     labels = [button.label for button in app.get("download_button")]
-    assert labels == ["Download CSV", "Download Excel"]
+    assert labels == ["Price-sheet template (CSV)", "Download CSV", "Download Excel"]
 
 
 def test_a_malformed_price_sheet_is_explained_and_the_page_keeps_working():
@@ -130,7 +130,7 @@ def test_a_workload_too_big_for_the_sidebar_gpu_is_warned_about_and_the_rest_lef
     app = open_cost(model="llama-3.1-8b", gpu="H100-SXM5-80GB")
     (warning,) = [w.value for w in app.warning if w.value.startswith("Does not fit")]
     found = re.fullmatch(
-        r"Does not fit on 1 x H100-SXM5-80GB: the workload needs ([\d.]+) GiB per GPU, the GPU has 80 GB; "
+        r"Does not fit on 1 x H100-SXM5-80GB: the workload needs ([\d.]+) GiB per GPU, the GPU has 80 GiB; "
         r"priced options below only include GPUs it fits\.",
         warning,
     )

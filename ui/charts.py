@@ -74,7 +74,7 @@ def memory_bandwidth_figure(table: pd.DataFrame, picked: Collection[str] = ()) -
             marker=dict(
                 size=11, color=vendor_colour(str(vendor)), symbol=["star" if d else "circle" for d in rows["detected"]]
             ),
-            hovertemplate="%{text}<br>%{x:g} GB, %{y:.2f} TB/s<extra></extra>",
+            hovertemplate="%{text}<br>%{x:g} GB memory, %{y:.2f} TB/s bandwidth<extra></extra>",
             **_picked_markers(rows, picked),
         )
     figure.update_layout(xaxis_title="Memory (GB)", yaxis_title="Bandwidth (TB/s)", height=420, margin=MARGIN)
@@ -178,7 +178,8 @@ def hours_usd_layout(figure: go.Figure, height: int) -> None:
 def throughput_ratio_figure(ids: list[str], ratios: list[float]) -> go.Figure:
     """Estimate / measured tokens per second per GPU per published run, with the +-20% band."""
     figure = go.Figure()
-    figure.add_bar(x=ids, y=ratios, name="estimate / measured", hovertemplate="%{x}: %{y:.2f}<extra></extra>")
+    hover = "%{x}: estimate %{y:.2f}x the measured tokens/s<extra></extra>"
+    figure.add_bar(x=ids, y=ratios, name="estimate / measured", hovertemplate=hover)
     figure.add_hrect(y0=0.8, y1=1.2, fillcolor="green", opacity=0.1, line_width=0)
     figure.add_hline(y=1.0, line_dash="dash")
     figure.update_layout(yaxis_title="estimate / measured", height=380, margin=MARGIN)

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from dataclasses import dataclass, field
 
 import streamlit as st
 from pydantic import ValidationError
 
+from calculators import DATA_DIR
 from calculators.cost.energy import EnergySettings
 from calculators.cost.options import OwnershipSettings, adjusted_prices
 from calculators.cost.prices import CloudPrice, PriceCatalogueError, load_prices, parse_price_csv
@@ -159,16 +162,54 @@ def _on_price_upload(catalogue: list[GpuSpec]) -> None:
         st.session_state[UPLOAD_ERROR_KEY] = in_words(error)
 
 
+# one example row of a price sheet, in the columns of data/cloud_prices.csv: an 8 x H100 instance at a
+# made-up $24.00 per hour, which the user replaces with their own quote
+TEMPLATE_EXAMPLE = {
+    "provider": "My cloud",
+    "instance_type": "8x-h100-example",
+    "gpu": "H100-SXM5-80GB",
+    "gpu_count": "8",
+    "host_ram_gib": "2048",
+    "region": "eu-west",
+    "on_demand_usd_per_hour": "24.00",
+    "spot_usd_per_hour": "",
+    "interruptions_per_hour": "",
+    "source": "quote from my provider",
+    "as_of": "2026-11-01",
+    "notes": "example row: replace it with your own prices; gpu is a name from the Compare page",
+}
+
+
+def price_sheet_template() -> bytes:
+    """A CSV with the header of data/cloud_prices.csv (read from the file, so it follows it) and
+    one example row; a column the example does not know is left empty."""
+    with open(DATA_DIR / "cloud_prices.csv", newline="", encoding="utf-8") as sheet:
+        header = next(csv.reader(sheet))
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerow([TEMPLATE_EXAMPLE.get(column, "") for column in header])
+    return text.getvalue().encode("utf-8")
+
+
 def _price_controls(catalogue: list[GpuSpec]) -> tuple[list[CloudPrice], float, list[str]]:
     notes = []
     with st.expander("Prices: discount and your own price sheet"):
         discount_pct = state.number(st, "cost_discount_pct", step=5.0)
         st.file_uploader(
-            "Upload a price sheet (CSV with the columns of data/cloud_prices.csv)",
+            "Upload a price sheet (CSV in the columns of the template below)",
             type=["csv"],
             key="price_upload",
             on_change=_on_price_upload,
             args=(catalogue,),
+        )
+        st.download_button(
+            "Price-sheet template (CSV)",
+            price_sheet_template,
+            "price-sheet-template.csv",
+            "text/csv",
+            on_click="ignore",
+            help="The columns of data/cloud_prices.csv and one example row to overwrite",
         )
         if st.session_state.get(UPLOAD_ERROR_KEY):
             st.error(f"Price sheet not used: {st.session_state[UPLOAD_ERROR_KEY]}")

@@ -118,3 +118,23 @@ def side_by_side(table: pd.DataFrame, names: list[str], fields: list[str]) -> pd
     """Chosen GPUs as columns, one row per field, each row named for a person."""
     chosen = table.set_index("name").loc[names, fields]
     return chosen.T.map(_cell_text).rename(index=lambda field: FIELD_LABEL.get(field, field))
+
+
+# what an empty fit cell means: a GPU the workload does not fit has no largest micro-batch
+EMPTY_FIT_TEXT = {"max_micro_batch": "none fits", "min_gpus": "-", "stack_problem": "-"}
+
+
+def _fit_text(value: object, empty: str) -> str:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return empty
+    return f"{int(value):,}" if isinstance(value, int | float) and float(value).is_integer() else str(value)
+
+
+def readable_fits(table: pd.DataFrame) -> pd.DataFrame:
+    """The fit columns for reading: an empty cell says what it means ("none fits", "-") instead of
+    "None". They become text; the catalogue's own columns keep their numbers (and their sorting)."""
+    table = table.copy()
+    for column, empty in EMPTY_FIT_TEXT.items():
+        if column in table:
+            table[column] = [_fit_text(value, empty) for value in table[column]]
+    return table

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from pydantic import ValidationError
@@ -200,14 +201,44 @@ def cheapest_fitting_layout(
     return result.cheapest
 
 
+def batch_text(plan: Plan) -> str:
+    """The batch in the one wording every page uses: micro-batch x accumulation x data-parallel =
+    global batch, in sequences."""
+    sequences = plan.micro_batch * plan.grad_accum * plan.data_parallel
+    return (
+        f"micro-batch {plan.micro_batch} x {plan.grad_accum} accumulation x {plan.data_parallel} data-parallel "
+        f"= {sequences:,} sequences per step"
+    )
+
+
 def layout_text(plan: Plan) -> str:
     """A plan's layout and figures in one line, with units."""
     return (
         f"**{plan.gpus} x {plan.gpu}** (data {plan.data_parallel} x tensor {plan.tensor_parallel} x pipeline "
-        f"{plan.pipeline_parallel}), ZeRO-{plan.zero}, checkpointing {plan.checkpointing}, micro-batch "
-        f"{plan.micro_batch} x {plan.grad_accum} accumulation steps"
+        f"{plan.pipeline_parallel}), ZeRO-{plan.zero}, checkpointing {plan.checkpointing}, {batch_text(plan)}"
         + (", optimizer on the CPU" if plan.offload_optimizer else "")
         + (", parameters on the CPU" if plan.offload_parameters else "")
         + f": peak {plan.peak_gib:,.1f} GiB of {plan.gpu_memory_gib:,.1f} GiB per GPU, "
         f"{hours_text(plan.hours)} and {usd_text(plan.usd)} on demand on {plan.provider} {plan.instance_type}"
     )
+
+
+# what a reader compares first, so a 1400 px window shows the layout beside the hours and dollars;
+# the rest scroll (the downloads keep the exports' own order)
+PLAN_LEADING_COLUMNS = [
+    "plan", "gpus", "gpu", "pricing", "hours", "usd", "tp x pp", "ZeRO", "micro-batch x accumulation", "checkpointing",
+]  # fmt: skip
+
+
+def plans_display(table):
+    """The Plan page's table for reading: the key columns first, and the dollar columns that do
+    not apply to a plan (spot's expected cost of an on-demand plan) as "-" rather than "None"."""
+    table = table.copy()
+    for column, absent in (("usd spot", "- (not spot)"), ("usd on demand", "- (owned)")):
+        if column in table:
+            table[column] = [absent if value is None or value != value else usd_text(value) for value in table[column]]
+    # text columns only: a number column keeps its type
+    for column in [name for name in table.columns if not pd.api.types.is_numeric_dtype(table[name])]:
+        table[column] = table[column].where(table[column].notna(), "-")
+    leading = [column for column in PLAN_LEADING_COLUMNS if column in table]
+    return table[leading + [column for column in table.columns if column not in leading]]

@@ -19,6 +19,7 @@ from calculators.memory.serving_changes import serving_changes
 from calculators.models.spec import ModelSpec
 from calculators.workload.serving import ServingSettings, context_beyond_training, serving_problem
 from ui.charts import MARGIN
+from ui.layout import wrapping_row
 from ui.palette import SERVING_PART_COLOUR
 
 
@@ -62,24 +63,26 @@ def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
     if result == "does not fit":
         _show_changes(spec, settings, capacity)
 
-    cols = st.columns(4)
-    cols[0].metric("KV cache per sequence", f"{estimate.kv_cache_per_sequence_gib:.3f} GiB")
-    cols[1].metric("Most sequences that fit", max_concurrency(spec, settings, capacity))
+    row = wrapping_row()
+    row.metric("KV cache per sequence", f"{estimate.kv_cache_per_sequence_gib:.3f} GiB", width="content")
+    row.metric("Most sequences that fit", max_concurrency(spec, settings, capacity), width="content")
     longest, binds = context_limit(spec, settings, capacity)
-    cols[2].metric(
+    row.metric(
         f"Longest context ({binds})",
         f"{longest:,} tokens",
         help="The longest prompt + answer per sequence at this concurrency: limited by the GPU's memory, "
         "or by the positions the model was trained on (max_position_embeddings), whichever comes first.",
+        width="content",
     )
     fewest = min_tensor_parallel(spec, settings, capacity)
-    cols[3].metric("Fewest GPUs (tensor parallel)", fewest if fewest else "over 8")
+    row.metric("Fewest GPUs (tensor parallel)", fewest if fewest else "over 8", width="content")
     if gpu is not None and result != "does not fit":
         speed = decode_tokens_per_s(spec, settings, gpu, settings.concurrent_sequences)
-        cols = st.columns(3)
-        cols[0].metric("Decode tokens/s per sequence", f"{speed.tokens_per_s_per_sequence:,.0f}")
-        cols[1].metric("Decode tokens/s in all", f"{speed.tokens_per_s_aggregate:,.0f}")
-        cols[2].metric("Bound by", speed.bound, help=f"step {speed.step_time_s * 1000:.2f} ms at the full context")
+        row = wrapping_row()
+        row.metric("Decode tokens/s per sequence", f"{speed.tokens_per_s_per_sequence:,.0f}", width="content")
+        row.metric("Decode tokens/s in all", f"{speed.tokens_per_s_aggregate:,.0f}", width="content")
+        step_ms = speed.step_time_s * 1000
+        row.metric("Bound by", speed.bound, help=f"step {step_ms:.2f} ms at the full context", width="content")
 
     parts = {
         "Weights": estimate.weights_gib,
@@ -92,8 +95,7 @@ def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
         pd.DataFrame([{"part": k, "GiB": round(v, 3)} for k, v in parts.items()]), hide_index=True, width="content"
     )
     with st.expander("Assumptions and sources"):
-        for line in estimate.assumptions:
-            st.markdown(f"- {line}")
+        st.markdown("\n".join(f"- {line}" for line in estimate.assumptions))  # one element, not one a line
 
 
 def _show_changes(spec: ModelSpec, settings: ServingSettings, capacity_gib: float) -> None:

@@ -12,6 +12,7 @@ from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 from ui.charts import scaling_figure, step_breakdown_figure
 from ui.cost_table import escape_dollars
+from ui.memo import json_key, remembered
 
 
 def _usd_per_gpu_hour(gpu: GpuSpec, prices: list[CloudPrice]) -> float | None:
@@ -29,21 +30,32 @@ def step_view(
     prices: list[CloudPrice],
 ) -> None:
     """The step as a stacked bar, and tokens/s per GPU, hours and cost against the GPU count."""
-    with st.expander("Step breakdown and scaling", expanded=False):
+    # drawn only while open: closed, its two figures and ten time estimates cost every rerun nothing
+    with st.expander("Step breakdown and scaling", key="cost_step_open", on_change="rerun") as section:
+        if not section.open:
+            return
         left, right = st.columns(2)
-        left.plotly_chart(
-            step_breakdown_figure(estimate.compute_by_class_s, estimate.comm_exposed_by_dimension_s, estimate.bubble_s),
-            width="stretch",
+        # built again only when the step they draw changes (ten time estimates and two figures)
+        asked = json_key(spec, settings, gpu, time_settings, estimate)
+        breakdown = remembered(
+            "step_breakdown_figure",
+            asked,
+            lambda: step_breakdown_figure(
+                estimate.compute_by_class_s, estimate.comm_exposed_by_dimension_s, estimate.bubble_s
+            ),
         )
-        points = scaling_points(spec, settings, gpu, time_settings)
-        right.plotly_chart(
-            scaling_figure(
+        left.plotly_chart(breakdown, width="stretch")
+        points = remembered("step_scaling_points", asked, lambda: scaling_points(spec, settings, gpu, time_settings))
+        scaling = remembered(
+            "step_scaling_figure",
+            asked,
+            lambda: scaling_figure(
                 [point.gpus for point in points],
                 [point.tokens_per_s_per_gpu for point in points],
                 [point.hours_total for point in points],
             ),
-            width="stretch",
         )
+        right.plotly_chart(scaling, width="stretch")
         rate = _usd_per_gpu_hour(gpu, prices)
         if rate is not None:
             costs = ", ".join(f"{point.gpus} GPUs ${point.hours_total * point.gpus * rate:,.0f}" for point in points)

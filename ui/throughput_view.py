@@ -7,6 +7,7 @@ import streamlit as st
 
 from calculators.validation.throughput import summary, throughput_table
 from ui.charts import throughput_ratio_figure
+from ui.layout import wrapping_row
 
 
 def throughput_section() -> None:
@@ -36,10 +37,10 @@ def throughput_section() -> None:
         ).set_index("id")
     )
     figures = summary(table)
-    left, middle, right = st.columns(3)
-    left.metric("Median estimate / measured", f"{figures['median_ratio']:.2f}")
-    middle.metric("Worst row", f"{figures['worst_ratio']:.2f}")
-    right.metric("Rows within ±20%", f"{figures['share_within_20pct']:.0%}")
+    figures_row = wrapping_row()
+    figures_row.metric("Median estimate / measured", f"{figures['median_ratio']:.2f}", width="content")
+    figures_row.metric("Worst row", f"{figures['worst_ratio']:.2f}", width="content")
+    figures_row.metric("Rows within ±20%", f"{figures['share_within_20pct']:.0%}", width="content")
     st.plotly_chart(throughput_ratio_figure([row.id for row in table], [row.ratio for row in table]), width="stretch")
     with st.expander("Throughput rows: assumptions and sources"):
         for row in table:

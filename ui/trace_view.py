@@ -13,6 +13,7 @@ from calculators.models.spec import ModelSpec
 from calculators.workload.training import TrainingSettings
 from measure.trace.result import TraceError
 from measure.trace.runner import run_trace
+from ui.layout import wrapping_row
 from ui.messages import in_words
 
 RESULT_KEY = "trace_result"
@@ -48,14 +49,17 @@ def trace_section(spec: ModelSpec, settings: TrainingSettings, estimate: MemoryE
         st.error(traced)
         return
     error = estimate.allocated_gib / traced.allocated_gib - 1
-    cols = st.columns(3)
-    cols[0].metric(
-        "Traced peak (allocated)", f"{traced.allocated_gib:.3f} GiB", help=f"op at the peak: {traced.peak_op}"
+    row = wrapping_row()
+    peak_help = f"op at the peak: {traced.peak_op}"
+    row.metric("Traced peak (allocated)", f"{traced.allocated_gib:.3f} GiB", help=peak_help, width="content")
+    row.metric(
+        "Estimate (allocated)",
+        f"{estimate.allocated_gib:.3f} GiB",
+        delta=f"{error:+.2%}",
+        delta_color="off",
+        width="content",
     )
-    cols[1].metric(
-        "Estimate (allocated)", f"{estimate.allocated_gib:.3f} GiB", delta=f"{error:+.2%}", delta_color="off"
-    )
-    cols[2].metric("FLOPs per token", f"{traced.flops_per_token:.3g}")
+    row.metric("FLOPs per token", f"{traced.flops_per_token:.3g}", width="content")
     phases = sorted(set(traced.phases_gib) | set(estimate.phases_gib))
     st.dataframe(
         pd.DataFrame(

@@ -249,7 +249,9 @@ def _layout_note(
         parts.append(f"tensor x pipeline parallel {tp} x {pp}: {why}")
     if offload != "none":
         parts.append(f"{offload} offloaded to the CPU: nothing else fits")
-    parts.append(f"micro-batch {micro} of {share} sequences per replica")
+    # the batch in the pages' one wording: micro-batch x accumulation = the sequences of one data-parallel replica
+    accumulation = f" x {share // micro} accumulation" if share % micro == 0 else ""
+    parts.append(f"micro-batch {micro}{accumulation} = {share} sequences per data-parallel replica")
     return "; ".join(parts)
 
 

@@ -1,0 +1,231 @@
+"""Times a sidebar change in a real browser: from the change of the micro-batch until the page is
+idle again, on Memory, Compare, Time and cost and Plan, against a one-widget Streamlit page
+measured in the same run on the same machine.
+
+Goal (issue 36): every page within 2x the one-widget page. Run from the repository root:
+
+    HF_HUB_OFFLINE=1 python bench/bench_clicks.py [--clicks 8] [--pages memory,cost]
+
+It starts two servers (the app and a one-number-input page written to a temp folder), drives
+Debian's Chromium (/usr/bin/chromium) headless with Playwright, and prints the median and max
+per page and the ratio of each median to the reference's.
+
+The idle signal, in two parts. (1) The server's own word: each page's websocket is watched and
+its protobuf messages read with Streamlit's ForwardMsg; the rerun the change asked for is over
+when a "script finished" message arrives (the root element's `data-test-script-state` alone
+proved unreliable: a short rerun can go from "notRunning" to "notRunning" with no "running"
+rendered in between, so a watcher of it waits for ever). (2) The browser's share: then, in the
+page, until no element is marked stale (`data-stale="true"`: drawn by the previous run and not
+yet redrawn), the status widget's running icon is gone and the script state is not "running",
+and after that two requestAnimationFrame callbacks in a row: they run only once the main thread
+is free of the React and Plotly work the rerun caused, so laying out tables and drawing figures
+count. The time is from just before the Enter key that commits the number to that second frame.
+Each page is brought to the front before its change: a page behind another gets no frames.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_PATH = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+PAGES = {"memory": "Memory", "compare": "Compare", "cost": "Time and cost", "plan": "Plan"}
+URL_PATH = {"memory": "memory", "compare": "compare", "cost": "cost", "plan": ""}  # Plan is the landing page
+REFERENCE_SCRIPT = 'import streamlit as st\n\nst.number_input("Micro-batch", min_value=1, value=1)\n'
+STARTUP_TIMEOUT_S = 90
+IDLE_TIMEOUT_MS = 60_000
+
+# after the server's "script finished": resolves once nothing is stale and two frames have run
+SETTLED_JS = """
+() => new Promise((resolve) => {
+  const busy = () =>
+    document.querySelector('[data-testid="stApp"]').getAttribute('data-test-script-state') === 'running' ||
+    document.querySelector('[data-stale="true"]') !== null ||
+    document.querySelector('[data-testid="stStatusWidgetRunningIcon"]') !== null;
+  const again = () => {
+    if (busy()) { requestAnimationFrame(again); return; }
+    requestAnimationFrame(() => requestAnimationFrame(() => (busy() ? again() : resolve())));
+  };
+  again();
+})
+"""
+
+
+class ScriptRuns:
+    """Counts the server's "script finished" messages on a page's websocket (Streamlit's protobuf
+    ForwardMsg): the server's own word that the rerun a change asked for has ended."""
+
+    def __init__(self, page) -> None:
+        self.finished = 0
+        self.finished_at_s = 0.0  # time.perf_counter() when the last one arrived
+        page.on("websocket", lambda socket: socket.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        if isinstance(payload, str):
+            return
+        try:
+            message = ForwardMsg.FromString(payload)
+        except Exception:  # not a ForwardMsg: nothing to count
+            return
+        if message.WhichOneof("type") == "script_finished":
+            self.finished += 1
+            self.finished_at_s = time.perf_counter()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(script: Path, cwd: Path) -> tuple[subprocess.Popen, str]:
+    """`streamlit run script` headless on a free port; returns the process and its address once healthy."""
+    port = free_port()
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
+        "--server.port", str(port), "--server.address", "127.0.0.1",
+        "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+    ]  # fmt: skip
+    env = os.environ | {"HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit run {script} exited with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return process, url
+        except OSError:
+            time.sleep(0.3)
+    process.terminate()
+    raise RuntimeError(f"streamlit run {script} did not answer within {STARTUP_TIMEOUT_S} s")
+
+
+def wait_idle(page) -> None:
+    """Until the first load (or a change) has finished: not running, nothing stale."""
+    page.wait_for_function(
+        """() => {
+          const root = document.querySelector('[data-testid="stApp"]');
+          return root && root.getAttribute('data-test-script-state') === 'notRunning'
+            && document.querySelector('[data-stale="true"]') === null;
+        }""",
+        timeout=IDLE_TIMEOUT_MS,
+    )
+
+
+def one_click_s(page, runs: ScriptRuns, number_input, value: int) -> tuple[float, float]:
+    """Seconds from committing `value` in the number input until the page is idle, and until the
+    server's "script finished" arrived (the rest is the browser's)."""
+    page.bring_to_front()  # a page behind another gets no animation frames, and the idle signal waits on them
+    number_input.fill(str(value))
+    seen = runs.finished
+    start_s = time.perf_counter()
+    number_input.press("Enter")
+    deadline_s = start_s + IDLE_TIMEOUT_MS / 1000
+    while runs.finished == seen:  # websocket events are handled while Playwright waits
+        if time.perf_counter() > deadline_s:
+            raise RuntimeError(f"{page.url}: no rerun finished within {IDLE_TIMEOUT_MS / 1000:.0f} s of the change")
+        page.wait_for_timeout(5)
+    page.evaluate(SETTLED_JS)
+    return time.perf_counter() - start_s, runs.finished_at_s - start_s
+
+
+def open_page(browser, url: str, sidebar: bool):
+    """A fresh 1400 x 1000 page at `url`, idle, its script-run counter and its micro-batch input."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    runs = ScriptRuns(page)
+    page.goto(url)
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=IDLE_TIMEOUT_MS)
+    scope = page.get_by_test_id("stSidebar") if sidebar else page.get_by_test_id("stMain")
+    number_input = scope.get_by_label("Micro-batch", exact=True)
+    number_input.wait_for(timeout=IDLE_TIMEOUT_MS)
+    wait_idle(page)
+    page.wait_for_timeout(500)  # let late figures finish drawing before the first change
+    return context, page, runs, number_input
+
+
+def time_pages(app_url: str, reference_url: str, pages: list[str], clicks: int, fresh: bool) -> dict[str, list[tuple]]:
+    """Per page and for the reference: `clicks` timed changes, the page and the reference
+    alternating so that load from other processes falls on both alike. The micro-batch goes
+    1, 2, 1, 2 (a change and its undo, as a person trying a value does), or with `fresh` 3, 4,
+    5, ...: values the session has not seen, so nothing the page kept from an earlier run applies."""
+    from playwright.sync_api import sync_playwright
+
+    times: dict[str, list[tuple[float, float]]] = {"reference": []}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, headless=True, args=CHROMIUM_ARGS)
+        ref_context, ref_page, ref_runs, ref_input = open_page(browser, reference_url, sidebar=False)
+        one_click_s(ref_page, ref_runs, ref_input, 2)  # warm-up, not counted
+        for name in pages:
+            print(f"timing {PAGES[name]} ...", file=sys.stderr, flush=True)
+            url = f"{app_url}/{URL_PATH[name]}?model=llama-2-7b"
+            context, page, runs, number_input = open_page(browser, url, sidebar=True)
+            one_click_s(page, runs, number_input, 2)  # warm-up: first-use imports and caches
+            times[name] = []
+            for click in range(clicks):
+                value = click + 3 if fresh else 1 + click % 2  # each click a real change
+                times[name].append(one_click_s(page, runs, number_input, value))
+                times["reference"].append(one_click_s(ref_page, ref_runs, ref_input, value))
+            context.close()
+        ref_context.close()
+        browser.close()
+    return times
+
+
+def report(times: dict[str, list[tuple[float, float]]]) -> str:
+    """Per page: median and max seconds to idle, the median of those till the server's "script
+    finished", and the ratio of the median to the one-widget page's."""
+    reference = statistics.median(total for total, _ in times["reference"])
+    lines = [f"{'page':<14} {'median s':>9} {'max s':>7} {'server s':>9} {'x reference':>12}"]
+    for name, values in times.items():
+        label = "one widget" if name == "reference" else PAGES[name]
+        totals = [total for total, _ in values]
+        median = statistics.median(totals)
+        server = statistics.median(server for _, server in values)
+        lines.append(f"{label:<14} {median:>9.3f} {max(totals):>7.3f} {server:>9.3f} {median / reference:>12.1f}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clicks", type=int, default=8, help="timed changes per page (default 8)")
+    parser.add_argument("--fresh", action="store_true", help="a micro-batch never used before on each change")
+    parser.add_argument("--pages", default=",".join(PAGES), help="comma-separated: memory,compare,cost,plan")
+    args = parser.parse_args()
+    pages = [name for name in args.pages.split(",") if name]
+    unknown = [name for name in pages if name not in PAGES]
+    if unknown:
+        parser.error(f"unknown page {', '.join(unknown)}; choose from {', '.join(PAGES)}")
+    with tempfile.TemporaryDirectory() as folder:
+        script = Path(folder) / "one_widget.py"
+        script.write_text(REFERENCE_SCRIPT)
+        app, app_url = start_server(REPO_ROOT / "app.py", REPO_ROOT)
+        reference, reference_url = start_server(script, Path(folder))
+        try:
+            times = time_pages(app_url, reference_url, pages, args.clicks, args.fresh)
+        finally:
+            for process in (app, reference):
+                process.terminate()
+                process.wait(timeout=20)
+    values = "fresh values" if args.fresh else "1, 2, 1, 2"
+    print(f"{args.clicks} changes of the micro-batch ({values}) per page, Chromium 1400 x 1000, {os.cpu_count()} CPUs")
+    print(report(times))
+
+
+if __name__ == "__main__":
+    main()
