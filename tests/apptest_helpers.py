@@ -8,9 +8,17 @@ APP_PATH = str(Path(__file__).resolve().parent.parent / "app.py")
 MEMORY_PAGE = "app_pages/memory.py"
 
 
-def open_app(page: str | None = None, timeout_s: float = 30, **query: str) -> AppTest:
+# The collapsible sections whose controls are drawn only while open (ui.state.section): the page
+# tests open them, as a user does before changing what is inside; tests of the closed state pass
+# open_sections=False.
+SECTIONS = ("stack_expander", "cost_step_section", "cost_energy_section")
+
+
+def open_app(page: str | None = None, timeout_s: float = 30, open_sections: bool = True, **query: str) -> AppTest:
     """Run the app with `query` in the URL on `page` (the Memory page by default), and check nothing raised."""
     app = AppTest.from_file(APP_PATH, default_timeout=timeout_s)
+    for key in SECTIONS if open_sections else ():
+        app.session_state[key] = True
     for key, value in query.items():
         app.query_params[key] = value
     app.switch_page(page or MEMORY_PAGE).run()  # the Plan page is the landing page

@@ -105,3 +105,15 @@ def test_a_select_box_left_on_its_default_shows_it_not_a_placeholder():
     assert kept(app, "framework") == "torchtitan" and app.query_params["fw"] == "torchtitan"
     app.selectbox(key="framework").select_index(0).run()
     assert kept(app, "framework") is None and "fw" not in app.query_params
+
+
+def test_a_closed_stack_section_draws_no_controls_and_its_kept_values_still_count():
+    """ZeRO-3 from a link, stack section closed: no ZeRO box is drawn, yet the estimate is ZeRO-3's
+    (the same peak as with the section open) and the link keeps zero=3."""
+    closed = open_app(open_sections=False, zero="3", gpus="8")
+    assert "zero" not in {box.key for box in closed.selectbox}
+    opened = open_app(zero="3", gpus="8")
+    assert "zero" in {box.key for box in opened.selectbox}
+    headline = [element.value for kind in ("error", "success", "warning") for element in getattr(closed, kind)]
+    assert headline == [element.value for kind in ("error", "success", "warning") for element in getattr(opened, kind)]
+    assert closed.query_params["zero"] == "3"

@@ -107,7 +107,7 @@ def _throughput_controls(column) -> dict:
 
 def _step_controls() -> dict:
     """Placement, per-dimension overlap, pipeline schedule and compiler of the step."""
-    with st.expander("Step: placement, overlap, schedule, compiler"):
+    with state.section(st, "Step: placement, overlap, schedule, compiler", key="cost_step_section"):
         left, middle, right = st.columns(3)
         return {
             "gpus_per_node": state.number(left, "cost_gpus_per_node", step=1),
@@ -141,7 +141,7 @@ def _spot_controls(column) -> tuple[float, float, float | None]:
 
 def _energy_controls() -> dict:
     """What the energy and carbon columns assume: the GPUs' share of TDP, the host, PUE, the grid."""
-    with st.expander("Energy and carbon: GPU and host power, PUE, grid intensity"):
+    with state.section(st, "Energy and carbon: GPU and host power, PUE, grid intensity", key="cost_energy_section"):
         left, middle, right, last = st.columns(4)
         return {
             "gpu_share_of_tdp": state.number(left, "cost_gpu_share_pct", step=5.0),

@@ -12,8 +12,10 @@ with the same `Setting` type, so that a link read on any page knows them all.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import streamlit as st
@@ -69,14 +71,41 @@ def _keep_change(key: str, from_widget) -> None:
     set_value(key, from_widget(shown) if from_widget else shown)
 
 
+# True while the widgets of a closed section are read, not drawn (see `section`); a context variable,
+# since each browser session's script runs in its own thread.
+_NOT_DRAWN: contextvars.ContextVar[bool] = contextvars.ContextVar("not_drawn", default=False)
+
+
+@contextlib.contextmanager
+def section(container, label: str, key: str, expanded: bool = False) -> Iterator[Any]:
+    """A collapsible section whose widgets are drawn only while it is open: closed, each control
+    in it returns its kept value without drawing, so a rerun sends the browser a few elements
+    instead of every hidden widget. Opening or closing it reruns the page (streamlit's expander
+    state, on_change="rerun"); the values are kept either way (`value`)."""
+    box = container.expander(label, expanded=expanded, key=key, on_change="rerun")
+    token = _NOT_DRAWN.set(box.open is False)
+    try:
+        with box:
+            yield box
+    finally:
+        _NOT_DRAWN.reset(token)
+
+
+def drawn() -> bool:
+    """Whether the controls being declared now are drawn (False inside a closed section)."""
+    return not _NOT_DRAWN.get()
+
+
 def widget(draw: Callable[..., Any], key: str, *args, to_widget=None, from_widget=None, **kwargs) -> Any:
     """Draw a widget for `key` showing the kept value, and keep what it returns.
     `to_widget`/`from_widget` convert between the kept value and the widget's (per cent,
-    billions). The value is returned as kept.
+    billions). The value is returned as kept; inside a closed `section` nothing is drawn.
 
     The kept value is written into the widget's state on every run, not only when the widget
     is new: a browser that dropped a hidden widget would otherwise show the widget's default
     when it comes back, and send that default with the next change."""
+    if not drawn():
+        return value(key)
     kept = value(key)
     st.session_state[key] = to_widget(kept) if to_widget else kept
     shown = draw(*args, key=key, on_change=_keep_change, args=(key, from_widget), **kwargs)

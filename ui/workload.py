@@ -270,7 +270,7 @@ def _training_controls(mode: str, spec: ModelSpec | None) -> None:
             sidebar, "target_len", help="T5's decoder and LM head run on the target's tokens; 0 = as many as the input"
         )
     report = st.session_state.get(STACK_REPORT_KEY)
-    with sidebar.expander(stack_summary(mode), expanded=report is not None, key="stack_expander"):
+    with state.section(sidebar, stack_summary(mode), key="stack_expander", expanded=report is not None):
         _parallel_controls(mode)
         _kernel_controls(mode)
         _stack_controls(report)
