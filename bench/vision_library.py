@@ -213,25 +213,49 @@ def versions() -> dict[str, str]:
     return {"torchvision": torchvision_module().__version__.split("+")[0], "timm": timm_module().__version__}
 
 
-def build(keys: list[str], out: Path) -> None:
+def build(keys: list[str], out: Path, resume: bool = False) -> None:
+    """Trace every model and write the table after each (so a failure keeps what was traced);
+    `resume` keeps the rows already in `out` and traces the others."""
     found = versions()
     as_of = dt.date.today().isoformat()
-    rows, layer_rows, problems = [], [], []
+    stem = out.stem.replace("library", "layers") if "library" in out.stem else out.stem + "_layers"
+    layers_out = out.with_name(stem + out.suffix)
+    rows, layer_rows = _kept_rows(out, layers_out, keys) if resume else ({}, {})
     for key in keys:
+        if key in rows:
+            continue
         start = time.perf_counter()
         entry = BY_KEY[key]
-        problems += check_aliases(entry)
-        row, layers = library_row(entry, found, as_of)
-        rows.append(row)
-        layer_rows.append(layers)
-        fp32 = row["variants"]["fp32"]
+        problems = check_aliases(entry)
+        if problems:
+            raise SystemExit("alias mismatch:\n" + "\n".join(problems))
+        rows[key], layer_rows[key] = library_row(entry, found, as_of)
+        fp32 = rows[key]["variants"]["fp32"]
         print(
-            f"{key:32s} {row['parameters']:>12,d} params {row['forward_flops_per_image'] / 1e9:7.2f} GFLOP "
+            f"{key:32s} {rows[key]['parameters']:>12,d} params {rows[key]['forward_flops_per_image'] / 1e9:7.2f} GFLOP "
             f"{fp32['saved_bytes_per_image'] / 2**20:8.1f} MiB/img ({time.perf_counter() - start:.0f} s)",
             flush=True,
         )
-    if problems:
-        raise SystemExit("alias mismatch:\n" + "\n".join(problems))
+        _write(
+            out,
+            layers_out,
+            found,
+            as_of,
+            [rows[k] for k in keys if k in rows],
+            [layer_rows[k] for k in keys if k in layer_rows],
+        )
+    print(f"wrote {out} and {layers_out}")
+
+
+def _kept_rows(out: Path, layers_out: Path, keys: list[str]) -> tuple[dict, dict]:
+    if not out.exists() or not layers_out.exists():
+        return {}, {}
+    rows = {row["key"]: row for row in json.loads(out.read_text())["models"] if row["key"] in keys}
+    layers = {row["key"]: row for row in json.loads(layers_out.read_text())["models"] if row["key"] in rows}
+    return {key: rows[key] for key in layers}, layers
+
+
+def _write(out: Path, layers_out: Path, found: dict, as_of: str, rows: list, layer_rows: list) -> None:
     document = {
         "about": "Vision models traced under fake tensors (bench/vision_library.py, measure/vision/trace.py).",
         "torch": _torch_version(),
@@ -239,10 +263,7 @@ def build(keys: list[str], out: Path) -> None:
         "models": rows,
     }
     out.write_text(json.dumps(document, indent=1) + "\n")
-    stem = out.stem.replace("library", "layers") if "library" in out.stem else out.stem + "_layers"
-    layers_out = out.with_name(stem + out.suffix)
     layers_out.write_text(json.dumps({"as_of": as_of, "models": layer_rows}, separators=(",", ":")) + "\n")
-    print(f"wrote {out} and {layers_out}")
 
 
 def _torch_version() -> str:
@@ -325,6 +346,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "data" / "vision_library.json")
     parser.add_argument("--check", action="store_true", help="compare the engine with fresh traces")
     parser.add_argument("--json", type=Path, help="--check: also write the rows here")
+    parser.add_argument("--resume", action="store_true", help="keep the rows already in --out")
     args = parser.parse_args(argv)
     keys = args.only.split(",") if args.only else [entry.key for entry in ENTRIES]
     unknown = [key for key in keys if key not in BY_KEY]
@@ -336,7 +358,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.json:
             args.json.write_text(json.dumps(rows, indent=1) + "\n")
     else:
-        build(keys, args.out)
+        build(keys, args.out, args.resume)
 
 
 if __name__ == "__main__":

@@ -12,13 +12,20 @@ def build_vision_model(entry: VisionEntry, image_size: int, builder: str | None 
     """The model of `entry` on the meta device (shapes only: `materialize` gives it fake
     storage), for `image_size` square images. Built outside FakeTensorMode because timm reads
     values at construction (`calculate_drop_path_rates` calls `.item()` on a CPU linspace).
+    torchvision's RegNet computes its widths with tensors on the default device and reads them
+    (`BlockParams.from_init_params`, `.tolist()`), which meta tensors cannot give: it is built on
+    the CPU with real (randomly initialised) weights instead.
 
     timm's ViTs and Swins size their position embedding (and Swin its attention masks) for one
     image size, given here as `img_size`; convolutional networks take any size."""
     import torch
 
-    with fake_safe_init(), torch.device("meta"):
-        return _build(entry, image_size, builder)
+    with fake_safe_init():
+        try:
+            with torch.device("meta"):
+                return _build(entry, image_size, builder)
+        except NotImplementedError:  # torchvision's RegNet reads tensor values it makes on the default device
+            return _build(entry, image_size, builder)
 
 
 @contextlib.contextmanager

@@ -161,10 +161,6 @@ def make_optimizer(params, optimizer: str) -> torch.optim.Optimizer:
     return torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=1e-4, foreach=True)
 
 
-def _loss(entry: VisionEntry, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(logits, labels)
-
-
 def _inputs(entry: VisionEntry, micro_batch: int, image_size: int, channels_last: bool):
     images = torch.randn(micro_batch, 3, image_size, image_size)
     if channels_last:
@@ -210,7 +206,7 @@ class VisionStep:
         with self._autocast():
             logits = self.model(images)
             tracker.flops = None  # forward FLOPs only
-            loss = _loss(self.entry, logits, labels)
+            loss = F.cross_entropy(logits, labels)  # per image, or per pixel for the U-Net
             del logits
             tracker.mark("end of forward")
         tracker.set_phase("backward")
