@@ -43,6 +43,12 @@ VARIANTS = {  # name: (precision, channels_last)
     "amp-bf16-channels-last": ("amp-bf16", True),
 }
 STRIDE = {"cnn": 32, "unet": 16, "swin": 224, "vit": 16}
+LAYER_COLUMNS = ["name", "type", "output_shape", "forward_flops", "saved_bytes"]
+LAYERS_ABOUT = (
+    "Per module of each model at its reference resolution, fp32, one image: output shape without the batch, "
+    "forward FLOPs, and the bytes it made that are still live at the end of forward (kept for backward). "
+    "Modules with neither FLOPs nor saved bytes are left out."
+)
 MODULE_FILES = {
     "resnet": "resnet.py",
     "resnext": "resnet.py",
@@ -180,14 +186,15 @@ def library_row(entry: VisionEntry, versions: dict[str, str], as_of: str) -> tup
         "as_of": as_of,
     }
     layers = [
-        {
-            "name": layer.name,
-            "type": layer.type,
-            "output_shape": layer.output_shape[1:],
-            "forward_flops_per_image": layer.forward_flops / BATCH,
-            "saved_bytes_per_image": layer.saved_bytes / BATCH,
-        }
+        [
+            layer.name,
+            layer.type,
+            layer.output_shape[1:],
+            round(layer.forward_flops / BATCH),
+            round(layer.saved_bytes / BATCH),
+        ]  # noqa: E501
         for layer in ref_fp32.layers
+        if layer.forward_flops or layer.saved_bytes
     ]
     return row, {"key": entry.key, "resolution": entry.reference_resolution, "layers": layers}
 
@@ -263,7 +270,8 @@ def _write(out: Path, layers_out: Path, found: dict, as_of: str, rows: list, lay
         "models": rows,
     }
     out.write_text(json.dumps(document, indent=1) + "\n")
-    layers_out.write_text(json.dumps({"as_of": as_of, "models": layer_rows}, separators=(",", ":")) + "\n")
+    layers = {"about": LAYERS_ABOUT, "columns": LAYER_COLUMNS, "as_of": as_of, "models": layer_rows}
+    layers_out.write_text(json.dumps(layers, separators=(",", ":")) + "\n")
 
 
 def _torch_version() -> str:
@@ -278,13 +286,13 @@ CHECK_PRECISIONS = ("fp32", "amp-fp16")
 CHECK_BATCH = 64
 
 
-def check(keys: list[str]) -> list[dict]:
+def check(keys: list[str], library_path: Path) -> list[dict]:
     """Engine vs trace at two resolutions x two precisions, CHECK_BATCH images, SGD momentum."""
     from calculators.memory.vision_training import VisionTrainingInput, estimate_vision_memory
     from calculators.models.vision_library import load_vision_library
     from measure.vision.trace import trace_vision_step
 
-    library = {model.key: model for model in load_vision_library()}
+    library = {model.key: model for model in load_vision_library(library_path)}
     rows = []
     for key in keys:
         entry, model = BY_KEY[key], library[key]
@@ -343,7 +351,9 @@ def summarize(rows: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated library keys (default: all)")
-    parser.add_argument("--out", type=Path, default=ROOT / "data" / "vision_library.json")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "data" / "vision_library.json", help="the table (or what --check reads)"
+    )
     parser.add_argument("--check", action="store_true", help="compare the engine with fresh traces")
     parser.add_argument("--json", type=Path, help="--check: also write the rows here")
     parser.add_argument("--resume", action="store_true", help="keep the rows already in --out")
@@ -353,7 +363,7 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         raise SystemExit(f"not in the library: {', '.join(unknown)}")
     if args.check:
-        rows = check(keys)
+        rows = check(keys, args.out)
         summarize(rows)
         if args.json:
             args.json.write_text(json.dumps(rows, indent=1) + "\n")
