@@ -2,9 +2,9 @@
 
 `trace_vision_step(entry, image_size, precision, channels_last, micro_batch)` builds the real
 module definition under `torch._subclasses.fake_tensor.FakeTensorMode` (no tensor memory is
-allocated, so ViT-L or EfficientNet-B7 at 600 pixels trace on a laptop), runs two training
-steps (forward, cross-entropy, backward, optimizer step, `zero_grad(set_to_none=True)`: the
-second has optimizer states) and records the second with the transformer trace's
+allocated, so ViT-L or EfficientNet-B7 at 600 pixels trace on a laptop), runs one training
+step (forward, cross-entropy, backward, optimizer step, `zero_grad(set_to_none=True)`) after
+the optimizer's states exist (`make_optimizer_states`) and records it with the transformer trace's
 `measure.trace.tracking.LiveStorageTracker` (every storage's bytes from allocation to free):
 
 - parameters and buffers (BatchNorm's running mean and variance and its int64 step counter);
@@ -217,9 +217,17 @@ class VisionStep:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         tracker.kind = "activations"
-        if not recorded:
-            states = [v for s in self.optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
-            tracker.adopt(states, "optimizer_states")
+
+    def make_optimizer_states(self) -> None:
+        """The states a first step leaves (momentum; AdamW's moments and step counts), made by one
+        optimizer step on zero gradients: the recorded step then runs as the second of a run does,
+        without tracing a whole warm-up step."""
+        for param in self.params:
+            param.grad = torch.zeros_like(param)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        states = [v for s in self.optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
+        self.tracker.adopt(states, "optimizer_states")
 
 
 def _layers(step: VisionStep, saved_by_module: dict[str, int]) -> list[LayerRecord]:
@@ -265,10 +273,10 @@ def trace_vision_step(
         with step.tracker:
             step.tracker.kind = "inputs"
             images, labels = _inputs(entry, micro_batch, image_size, channels_last)
-            for index in range(2):
-                gc.collect()
-                step.tracker.peaks, step.tracker.marks = {}, {}
-                step.run(images, labels, recorded=index == 1)
+            step.make_optimizer_states()
+            gc.collect()
+            step.tracker.peaks, step.tracker.marks = {}, {}
+            step.run(images, labels, recorded=True)
         return _result(step, entry, image_size, precision, channels_last, micro_batch, optimizer, images, labels)
 
 
