@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from calculators.models.vision_library import VisionModel, VisionVariant
 from calculators.units import GIB
@@ -59,11 +59,6 @@ class VisionTrainingInput(BaseModel):
     channels_last: bool = False
     optimizer: Optimizer = "sgd"
     cudnn_workspace_gib: float = Field(default=DEFAULT_CUDNN_WORKSPACE_GIB, ge=0)
-
-    @model_validator(mode="after")
-    def _size_fits_the_model(self) -> VisionTrainingInput:
-        check_image_size(self.model, self.resolution)
-        return self
 
     @property
     def resolution(self) -> int:
@@ -205,8 +200,10 @@ def input_bytes(model: VisionModel, micro_batch: int, image_size: int) -> float:
 
 
 def estimate_vision_memory(run: VisionTrainingInput) -> VisionMemoryResult:
-    """The components, the three phases and the peak, in GiB."""
+    """The components, the three phases and the peak, in GiB. An image size the model cannot take
+    raises VisionInputError, whose message names the bound."""
     model, size = run.model, run.resolution
+    check_image_size(model, size)
     variant = variant_of(model, run.precision, run.channels_last)
     parameters = parameters_at(model, size)
     parts = {
