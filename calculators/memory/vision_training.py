@@ -1,0 +1,253 @@
+"""Peak GPU memory of one training step of an image model of the vision library.
+
+One step is forward, cross-entropy, backward and the optimizer step, then
+`zero_grad(set_to_none=True)` (PyTorch's default since 2.0, torch/optim/optimizer.py), so no
+gradient is alive during forward. The step passes through three phases and its peak is the
+largest:
+
+- end of forward: weights, BatchNorm buffers, optimizer states, the images and labels, the
+  autocast weight copies, the activations autograd keeps for backward, and cuDNN's workspace;
+- backward: the same plus the backward's transient above what forward kept (the gradients of the
+  largest feature maps, measured by the trace);
+- optimizer step: weights, buffers, states, inputs, every gradient, and the step's temporaries.
+
+The per-image activation figures come from data/vision_library.json (calculators.models.vision_library),
+which traced the real torchvision/timm modules; everything else is counted from the parameter
+count. `bench/vision_library.py --check` compares this engine with fresh traces. Pure: no torch.
+
+Left out, and said in the result's assumptions: activation checkpointing (torchvision's and timm's
+convolutional networks have no per-block checkpointing switch in their training recipes, and the
+table holds no per-block figures yet), the allocator's fragmentation and the CUDA context, and the
+backward's gradients of early layers at micro-batches so small that gradients outweigh activations.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from calculators.models.vision_library import VisionModel, VisionVariant
+from calculators.units import GIB
+
+Precision = Literal["fp32", "amp-bf16", "amp-fp16"]
+Optimizer = Literal["sgd", "adamw", "lamb"]
+
+FP32_BYTES = 4
+LABEL_BYTES = 8  # int64 class indices, what torch.nn.functional.cross_entropy takes
+# Optimizer states per parameter, in fp32 values.
+STATES_PER_PARAMETER = {"sgd": 1, "adamw": 2, "lamb": 2}
+# 512 MiB: PaddlePaddle's default cap on a cuDNN convolution's workspace
+# (FLAGS_conv_workspace_size_limit, https://www.paddlepaddle.org.cn/documentation/docs/en/guides/flags/cudnn_en.html).
+# PyTorch sets no cap (cuDNN's algorithm search takes what is free), so this is an assumption a user can change.
+DEFAULT_CUDNN_WORKSPACE_GIB = 0.5
+MAX_IMAGE_SIZE = 4096
+MAX_MICRO_BATCH = 1_000_000
+
+
+class VisionInputError(ValueError):
+    """A vision workload the engine cannot take; the message names the bound."""
+
+
+class VisionTrainingInput(BaseModel):
+    """One training step of a library image model."""
+
+    model: VisionModel
+    micro_batch: int = Field(gt=0, le=MAX_MICRO_BATCH)  # images per GPU per step
+    image_size: int | None = None  # pixels per side, square; None: the model's reference resolution
+    precision: Precision = "fp32"
+    channels_last: bool = False
+    optimizer: Optimizer = "sgd"
+    cudnn_workspace_gib: float = Field(default=DEFAULT_CUDNN_WORKSPACE_GIB, ge=0)
+
+    @property
+    def resolution(self) -> int:
+        return self.image_size or self.model.reference_resolution
+
+
+class VisionMemoryResult(BaseModel):
+    """GiB by component, the phases and the peak."""
+
+    weights_gib: float
+    buffers_gib: float
+    gradients_gib: float
+    optimizer_states_gib: float
+    optimizer_step_temporaries_gib: float
+    autocast_weight_copies_gib: float
+    activations_gib: float
+    backward_transient_gib: float
+    inputs_gib: float
+    cudnn_workspace_gib: float
+    phases_gib: dict[str, float]
+    peak_phase: str
+    peak_gib: float
+    parameters: int
+    assumptions: list[str]
+
+
+def image_size_bound(model: VisionModel) -> int:
+    """What a side must be a multiple of: the patch for a ViT (its patch embedding is a
+    convolution of that stride), 224 for Swin (four stages halving a 56-token side, each split into
+    7 x 7 windows: timm's SwinTransformer, swin_transformer.py), 16 for the U-Net (four 2 x 2 poolings,
+    arXiv:1505.04597 Fig. 1); a convolutional network takes any size of at least its stride."""
+    if model.kind == "vit":
+        return model.patch_size
+    if model.kind == "swin":
+        return 224
+    if model.kind == "unet":
+        return model.stride
+    return 1
+
+
+def check_image_size(model: VisionModel, image_size: int) -> None:
+    """Refuse a size the model cannot take, naming the bound."""
+    multiple = image_size_bound(model)
+    if not model.stride <= image_size <= MAX_IMAGE_SIZE and model.kind == "cnn":
+        raise VisionInputError(f"image size must be {model.stride} to {MAX_IMAGE_SIZE} pixels for {model.key}")
+    if not 0 < image_size <= MAX_IMAGE_SIZE or image_size % multiple:
+        raise VisionInputError(
+            f"image size for {model.key} must be a multiple of {multiple} pixels, up to {MAX_IMAGE_SIZE}"
+        )
+
+
+def parameters_at(model: VisionModel, image_size: int) -> int:
+    """Parameters at `image_size`: the table's exact count, plus a ViT's position embedding,
+    which holds one vector per token (timm vision_transformer.py `pos_embed`), grown by the traced
+    parameters per token."""
+    grown = model.parameters_per_unit * (model.size_unit(image_size) - model.size_unit(model.reference_resolution))
+    return model.parameters + round(grown)
+
+
+def weight_bytes(parameters: int) -> float:
+    """fp32 weights: torch.autocast keeps the parameters in fp32 and casts them per op
+    (https://pytorch.org/docs/stable/amp.html; Micikevicius et al. 2018, arXiv:1710.03740 Sec. 3.1,
+    the fp32 master copy)."""
+    return FP32_BYTES * parameters
+
+
+def gradient_bytes(parameters: int) -> float:
+    """One gradient per parameter, in the parameter's dtype (fp32 under autocast: the backward of
+    the cast accumulates into the fp32 leaf)."""
+    return FP32_BYTES * parameters
+
+
+def optimizer_state_bytes(parameters: int, optimizer: str) -> float:
+    """fp32 states per parameter: SGD with momentum keeps `momentum_buffer` (torch/optim/sgd.py);
+    AdamW keeps `exp_avg` and `exp_avg_sq` (torch/optim/adamw.py, Loshchilov and Hutter 2019,
+    arXiv:1711.05101 Algorithm 2); LAMB the same two moments (You et al. 2020, arXiv:1904.00962
+    Algorithm 2). AdamW's per-tensor `step` scalars (4 bytes per tensor) are left out."""
+    return FP32_BYTES * STATES_PER_PARAMETER[optimizer] * parameters
+
+
+def optimizer_step_temporary_bytes(parameters: int) -> float:
+    """The foreach optimizer step (CUDA's default implementation) makes one parameter-sized list:
+    SGD's weight decay `torch._foreach_add(grads, params, alpha=weight_decay)` returns new gradients
+    (torch/optim/sgd.py `_multi_tensor_sgd`), AdamW's `torch._foreach_sqrt(exp_avg_sq)` a new
+    denominator (torch/optim/adam.py `_multi_tensor_adam`); the trace measures exactly one
+    parameter-sized fp32 list for both. LAMB is assumed to be the same (apex's FusedLAMB computes its
+    update in place per chunk, so this is an upper bound there)."""
+    return FP32_BYTES * parameters
+
+
+def variant_of(model: VisionModel, precision: str, channels_last: bool) -> VisionVariant:
+    """The traced variant for a precision and memory format. fp16 autocast reads the bf16 row:
+    CUDA autocast casts the same ops to either half dtype (torch/csrc/autograd ... autocast_mode.h,
+    one op list for both), so the bytes are the same; `--check` traces fp16 against it."""
+    base = "fp32" if precision == "fp32" else "amp-bf16"
+    return model.variants[f"{base}-channels-last" if channels_last else base]
+
+
+def _grown(at_reference: float, per_unit: float, per_unit_squared: float, model: VisionModel, size: int) -> float:
+    """A per-image value at `size` from its traced value at the reference resolution and its traced
+    growth per size unit (pixel or token) and per unit squared."""
+    unit, reference = model.size_unit(size), model.size_unit(model.reference_resolution)
+    return at_reference + per_unit * (unit - reference) + per_unit_squared * (unit * unit - reference * reference)
+
+
+def activation_bytes(model: VisionModel, variant: VisionVariant, micro_batch: int, image_size: int) -> float:
+    """What autograd keeps for backward: per image from the table (grown to `image_size`) times the
+    micro-batch. Convolutional features grow with pixels; a ViT's with tokens (its fused attention
+    keeps the log-sum-exp per token, not the scores, so the traced squared term is about zero)."""
+    per_image = _grown(
+        variant.saved_bytes_per_image,
+        variant.saved_bytes_per_unit,
+        variant.saved_bytes_per_unit_squared,
+        model,
+        image_size,
+    )
+    return micro_batch * per_image
+
+
+def backward_transient_bytes(model: VisionModel, variant: VisionVariant, micro_batch: int, image_size: int) -> float:
+    """The backward's live bytes above what forward kept: per image, the gradients flowing back
+    through the feature maps, and, whatever the batch, the parameter gradients made by then. Both
+    from the trace (two micro-batches at the reference resolution separate them)."""
+    per_image = _grown(
+        variant.backward_extra_bytes_per_image,
+        variant.backward_extra_bytes_per_unit,
+        variant.backward_extra_bytes_per_unit_squared,
+        model,
+        image_size,
+    )
+    return max(micro_batch * per_image + variant.backward_extra_fixed_bytes, 0.0)
+
+
+def input_bytes(model: VisionModel, micro_batch: int, image_size: int) -> float:
+    """fp32 images (3 channels) and int64 labels: one per image, one per pixel for the U-Net."""
+    images = micro_batch * 3 * image_size * image_size * FP32_BYTES
+    labels = micro_batch * (image_size * image_size if model.kind == "unet" else 1) * LABEL_BYTES
+    return images + labels
+
+
+def estimate_vision_memory(run: VisionTrainingInput) -> VisionMemoryResult:
+    """The components, the three phases and the peak, in GiB. An image size the model cannot take
+    raises VisionInputError, whose message names the bound."""
+    model, size = run.model, run.resolution
+    check_image_size(model, size)
+    variant = variant_of(model, run.precision, run.channels_last)
+    parameters = parameters_at(model, size)
+    parts = {
+        "weights": weight_bytes(parameters),
+        "buffers": float(model.buffer_bytes),
+        "gradients": gradient_bytes(parameters),
+        "optimizer_states": optimizer_state_bytes(parameters, run.optimizer),
+        "optimizer_step_temporaries": optimizer_step_temporary_bytes(parameters),
+        "autocast_weight_copies": float(variant.autocast_copy_bytes) if run.precision != "fp32" else 0.0,
+        "activations": activation_bytes(model, variant, run.micro_batch, size),
+        "backward_transient": backward_transient_bytes(model, variant, run.micro_batch, size),
+        "inputs": input_bytes(model, run.micro_batch, size),
+        "cudnn_workspace": run.cudnn_workspace_gib * GIB,
+    }
+    phases = step_phases(parts)
+    peak_phase = max(phases, key=phases.get)
+    return VisionMemoryResult(
+        **{f"{name}_gib": value / GIB for name, value in parts.items()},
+        phases_gib={name: value / GIB for name, value in phases.items()},
+        peak_phase=peak_phase,
+        peak_gib=phases[peak_phase] / GIB,
+        parameters=parameters,
+        assumptions=assumptions(run),
+    )
+
+
+def step_phases(parts: dict[str, float]) -> dict[str, float]:
+    """Bytes live in each phase (module docstring)."""
+    held = parts["weights"] + parts["buffers"] + parts["optimizer_states"] + parts["inputs"]
+    forward = held + parts["autocast_weight_copies"] + parts["activations"] + parts["cudnn_workspace"]
+    return {
+        "end of forward": forward,
+        "backward": forward + parts["backward_transient"],
+        "optimizer step": held + parts["gradients"] + parts["optimizer_step_temporaries"],
+    }
+
+
+def assumptions(run: VisionTrainingInput) -> list[str]:
+    lines = [
+        "Activations from tracing the real torchvision/timm module (data/vision_library.json), "
+        f"{run.model.source}, as of {run.model.as_of}.",
+        f"cuDNN workspace {run.cudnn_workspace_gib:g} GiB (PaddlePaddle's default cap; PyTorch sets none).",
+        "No activation checkpointing; allocator fragmentation and the CUDA context are not counted.",
+    ]
+    if run.precision == "amp-fp16":
+        lines.append("fp16 autocast reads the bf16 trace (same op lists and element size); loss scaling is a scalar.")
+    return lines

@@ -1,0 +1,136 @@
+"""The bundled library of vision models (data/vision_library.json) and their names.
+
+Each row was measured by tracing the real torchvision/timm module definition (or our U-Net,
+measure/vision/unet.py) through one training step under PyTorch fake tensors
+(`bench/vision_library.py`, `measure/vision/trace.py`): exact parameters and BatchNorm buffers,
+forward FLOPs per image, and per variant (fp32 or bf16 autocast, channels-last or not) the bytes
+autograd keeps for backward per image, the backward's transient above them, and the autocast
+weight copies. How each grows with the image size is stored as coefficients per size unit (pixels
+for convolutional networks, Swin and the U-Net; tokens for ViT, with a tokens-squared term),
+fitted through traces at resolutions that are multiples of the network's stride. Each row names
+its source (library, version and module file) and the date it was traced. Nothing here imports
+torch.
+
+Names: the library key (torchvision's name where there is one), the timm name with or without a
+`timm/` prefix, the torchvision name and the Hugging Face Hub ids of the same architecture all
+resolve offline (`vision_model`).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from calculators import DATA_DIR
+
+DEFAULT_VISION_LIBRARY_PATH = DATA_DIR / "vision_library.json"
+VARIANT_NAMES = ("fp32", "fp32-channels-last", "amp-bf16", "amp-bf16-channels-last")
+
+
+class VisionLibraryError(ValueError):
+    """The vision library file is malformed; the message names the model and the field."""
+
+
+class VisionVariant(BaseModel):
+    """What one precision and memory format keeps, per image at the reference resolution, and
+    how it grows per size unit (pixel or token) and per unit squared."""
+
+    saved_bytes_per_image: float = Field(gt=0)
+    saved_bytes_per_unit: float
+    saved_bytes_per_unit_squared: float = 0.0
+    backward_extra_bytes_per_image: float
+    backward_extra_fixed_bytes: float = 0.0
+    backward_extra_bytes_per_unit: float = 0.0
+    backward_extra_bytes_per_unit_squared: float = 0.0
+    autocast_copy_bytes: int = Field(ge=0)
+
+
+class VisionModel(BaseModel):
+    """One model of the vision library, as its row in data/vision_library.json reads."""
+
+    key: str
+    kind: Literal["cnn", "vit", "swin", "unet"]
+    torchvision_name: str | None = None
+    timm_name: str | None = None
+    hub_ids: list[str] = []
+    reference_resolution: int = Field(gt=0)
+    stride: int = Field(gt=0)
+    num_classes: int = Field(gt=0)
+    patch_size: int | None = None
+    prefix_tokens: int = Field(default=0, ge=0)
+    parameters: int = Field(gt=0)
+    parameters_per_unit: float = 0.0  # a ViT's position embedding grows with its tokens
+    buffers: int = Field(ge=0)
+    buffer_bytes: int = Field(ge=0)
+    forward_flops_per_image: float = Field(gt=0)
+    forward_flops_per_unit: float
+    forward_flops_per_unit_squared: float = 0.0
+    traced_micro_batch: int = Field(gt=0)
+    variants: dict[str, VisionVariant]
+    source: str = Field(min_length=8)
+    as_of: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+
+    @model_validator(mode="after")
+    def _complete(self) -> VisionModel:
+        missing = [name for name in VARIANT_NAMES if name not in self.variants]
+        if missing:
+            raise ValueError(f"variants missing: {', '.join(missing)}")
+        if self.kind == "vit" and not self.patch_size:
+            raise ValueError("a ViT needs its patch_size")
+        return self
+
+    def size_unit(self, image_size: int) -> int:
+        """What activations grow with at `image_size` (square): tokens for a ViT (patches plus
+        class tokens), pixels otherwise."""
+        if self.kind == "vit":
+            return (image_size // self.patch_size) ** 2 + self.prefix_tokens
+        return image_size * image_size
+
+    def names(self) -> list[str]:
+        return [name for name in (self.key, self.torchvision_name, self.timm_name, *self.hub_ids) if name]
+
+
+@lru_cache(maxsize=4)
+def load_vision_library(path: Path | None = None) -> tuple[VisionModel, ...]:
+    """Every model of the library, validated; VisionLibraryError names the bad row and field."""
+    path = path or DEFAULT_VISION_LIBRARY_PATH
+    document = json.loads(Path(path).read_text())
+    models = []
+    for index, row in enumerate(document.get("models", [])):
+        try:
+            models.append(VisionModel.model_validate(row))
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise VisionLibraryError(f"{path.name} model {row.get('key', index)}: {where}: {first['msg']}") from None
+    return tuple(models)
+
+
+def _fold(name: str) -> str:
+    """Case and separators do not matter: resnet-50, ResNet50 and resnet_50 are one name."""
+    name = name.strip().lower().removeprefix("timm/").removeprefix("torchvision/")
+    return "".join(ch for ch in name if ch.isalnum() or ch == "/")
+
+
+@lru_cache(maxsize=4)
+def _by_name(path: Path | None = None) -> dict[str, VisionModel]:
+    names: dict[str, VisionModel] = {}
+    for model in load_vision_library(path):
+        for name in model.names():
+            names.setdefault(_fold(name), model)
+    return names
+
+
+def vision_model(name: str, path: Path | None = None) -> VisionModel | None:
+    """The library model a name stands for (its key, torchvision or timm name, `timm/` prefixed
+    or not, or a Hub id of the same model), or None. Offline: only the bundled table is read."""
+    return _by_name(path).get(_fold(name))
+
+
+def vision_model_names(path: Path | None = None) -> list[str]:
+    """Every name the library answers to, for a search box."""
+    return sorted({name for model in load_vision_library(path) for name in model.names()})
