@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from calculators.plan.changes import RankedChange, best_few
+from calculators.plan.changes import RankedChange, best_few, slowdown_text
 
 METHOD_TRAINS = {"full": "all weights", "lora": "LoRA adapters", "qlora": "QLoRA adapters (4-bit base)"}
 
@@ -19,7 +19,7 @@ def changes_frame(options: list[RankedChange], method: str) -> pd.DataFrame:
             {
                 "change": option.change,
                 "fits at": f"{option.peak_gib:.1f} GiB",
-                "slower by": "-" if option.slowdown is None else f"{option.slowdown:.2f}x",
+                "speed": "-" if option.slowdown is None else slowdown_text(option.slowdown).lstrip("~"),
                 "host RAM": f"{option.host_memory_gib:.0f} GiB" if option.host_memory_gib > 0 else "none",
                 "GPUs": gpus,
                 "trains": METHOD_TRAINS.get(option.update.get("method", method), option.update.get("method", method)),
@@ -40,7 +40,7 @@ def show_changes(options: list[RankedChange], method: str, gpu_name: str) -> Non
     st.caption(
         "Combinations of up to three changes that fit, cheapest first"
         f"{timed}: every weight trained on the current GPUs, then on more GPUs, then LoRA/QLoRA (they change "
-        "what is trained). Slower by: step time per token against the current setup from the time model "
-        "(below 1x is faster, e.g. on more GPUs); ranked by GPU-hours per token, then host RAM, then fewer "
-        "changes. Host RAM: per GPU, for what is offloaded."
+        "what is trained). Speed: wall-clock time per token against the current setup, from the time model "
+        "(faster on more GPUs, or with a cheaper optimizer step); ranked by GPU-hours per token, then host RAM, "
+        "then fewer changes. Host RAM: per GPU, for what is offloaded."
     )

@@ -50,7 +50,14 @@ state.register(
     Setting("cmp_pick", "pick", "Pick 2 to 4 GPUs", kind=str, default=COMPARE_DEFAULT_PICK, is_list=True),
     # Time and cost
     Setting("cost_dataset_unit", "unit", "Dataset size in", kind=str, default="tokens", options=("tokens", "samples")),
-    Setting("cost_override_rate", "rate_set", "Set the interruption rate myself", kind=bool, default=False),
+    Setting(
+        "cost_override_rate",
+        "rate_set",
+        "My own rate",
+        kind=bool,
+        default=False,
+        help="Set the spot interruption rate below yourself instead of the price sheet's",
+    ),
     Setting("cost_fits_only", "fits_only", "Only GPUs the workload fits on", kind=bool, default=True),
     Setting("cost_only_mine", "only_mine", "Use only my price sheet", kind=bool, default=False),
     # Calibration (the budget and price are checked again by the runner before a run)
