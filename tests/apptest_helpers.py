@@ -19,6 +19,7 @@ def open_app(page: str | None = None, timeout_s: float = 30, open_sections: bool
     app = AppTest.from_file(APP_PATH, default_timeout=timeout_s)
     for key in SECTIONS if open_sections else ():
         app.session_state[key] = True
+        app.session_state[f"_section_open_{key}"] = True
     for key, value in query.items():
         app.query_params[key] = value
     app.switch_page(page or MEMORY_PAGE).run()  # the Plan page is the landing page

@@ -81,14 +81,27 @@ def section(container, label: str, key: str, expanded: bool = False) -> Iterator
     """A collapsible section whose widgets are drawn only while it is open: closed, each control
     in it returns its kept value without drawing, so a rerun sends the browser a few elements
     instead of every hidden widget. Opening or closing it reruns the page (streamlit's expander
-    state, on_change="rerun"); the values are kept either way (`value`)."""
-    box = container.expander(label, expanded=expanded, key=key, on_change="rerun")
+    state); the values are kept either way (`value`).
+
+    Whether it is open is kept under its own key: streamlit forgets an expander's state when its
+    label changes (a title that says what the section holds changes with what is chosen inside),
+    which would close it under the user's hand. `expanded` opens it when it turns True."""
+    open_key, asked_key = f"_section_open_{key}", f"_section_asked_{key}"
+    if expanded and not st.session_state.get(asked_key):
+        st.session_state[open_key] = True
+    st.session_state[asked_key] = expanded
+    is_open = st.session_state.setdefault(open_key, False)
+    box = container.expander(label, expanded=is_open, key=key, on_change=_keep_open, args=(key, open_key))
     token = _NOT_DRAWN.set(box.open is False)
     try:
         with box:
             yield box
     finally:
         _NOT_DRAWN.reset(token)
+
+
+def _keep_open(key: str, open_key: str) -> None:
+    st.session_state[open_key] = bool(st.session_state.get(key))
 
 
 def drawn() -> bool:
