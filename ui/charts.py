@@ -34,9 +34,11 @@ def phase_breakdown_figure(estimate: MemoryEstimate, capacity_gib: float) -> go.
     figure.update_layout(
         barmode="stack",
         yaxis_title="GiB per GPU",
-        height=420,
+        height=520,
         margin=MARGIN,
-        legend=dict(orientation="h", y=-0.2),
+        # below the phase names, which a narrow chart writes at a slant: the legend must not cover them
+        legend=dict(orientation="h", yanchor="top", y=-0.32),
+        xaxis=dict(automargin=True, tickangle=-30),
     )
     return figure
 
