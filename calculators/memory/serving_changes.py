@@ -14,6 +14,8 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from calculators.memory.serving import (
+    KV_BYTES,
+    WEIGHT_BITS,
     budget_gib,
     max_concurrency,
     max_context_len,
@@ -22,10 +24,6 @@ from calculators.memory.serving import (
 )
 from calculators.models.spec import ModelSpec
 from calculators.workload.serving import ServingSettings
-
-# Bytes per element of each precision, to offer only the changes that store fewer bytes.
-_KV_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
-_WEIGHT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5, "nf4": 0.5}
 
 
 class ServingChange(BaseModel):
@@ -45,12 +43,12 @@ def _storage_changes(settings: ServingSettings) -> list[tuple[str, dict, str]]:
     """(label, settings update, cost) for the KV-cache and weight precisions that store fewer bytes,
     the least lossy first."""
     changes = []
-    if _KV_BYTES[settings.kv_cache_precision] > 1:
+    if KV_BYTES[settings.kv_cache_precision] > 1:
         changes.append(("KV cache in fp8", {"kv_cache_precision": "fp8"}, "small accuracy loss (scaled fp8 KV)"))
-    weight_bytes = _WEIGHT_BYTES[settings.weight_precision]
-    if weight_bytes > 1:
+    weight_bits = WEIGHT_BITS[settings.weight_precision]
+    if weight_bits > 8:
         changes.append(("weights in fp8", {"weight_precision": "fp8"}, "an fp8 checkpoint, near-lossless"))
-    if weight_bytes > 0.5:
+    if weight_bits > 4:
         int4_cost = "a quantised checkpoint, some accuracy loss"
         changes.append(("weights in int4 (AWQ/GPTQ)", {"weight_precision": "int4"}, int4_cost))
     return changes
