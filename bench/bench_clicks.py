@@ -27,16 +27,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from tests.browser.streamlit_server import start_streamlit, stop_streamlit  # noqa: E402
+
 CHROMIUM_PATH = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 PAGES = {"memory": "Memory", "compare": "Compare", "cost": "Time and cost", "plan": "Plan"}
@@ -82,37 +83,6 @@ class ScriptRuns:
         if message.WhichOneof("type") == "script_finished":
             self.finished += 1
             self.finished_at_s = time.perf_counter()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_server(script: Path, cwd: Path) -> tuple[subprocess.Popen, str]:
-    """`streamlit run script` headless on a free port; returns the process and its address once healthy."""
-    port = free_port()
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
-        "--server.port", str(port), "--server.address", "127.0.0.1",
-        "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-    ]  # fmt: skip
-    env = os.environ | {"HF_HUB_OFFLINE": "1"}
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit run {script} exited with code {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return process, url
-        except OSError:
-            time.sleep(0.3)
-    process.terminate()
-    raise RuntimeError(f"streamlit run {script} did not answer within {STARTUP_TIMEOUT_S} s")
 
 
 def wait_idle(page) -> None:
@@ -214,14 +184,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "one_widget.py"
         script.write_text(REFERENCE_SCRIPT)
-        app, app_url = start_server(REPO_ROOT / "app.py", REPO_ROOT)
-        reference, reference_url = start_server(script, Path(folder))
+        offline = {"HF_HUB_OFFLINE": "1"}
+        app, app_url = start_streamlit(REPO_ROOT / "app.py", REPO_ROOT, STARTUP_TIMEOUT_S, offline)
+        reference, reference_url = start_streamlit(script, Path(folder), STARTUP_TIMEOUT_S, offline)
         try:
             times = time_pages(app_url, reference_url, pages, args.clicks, args.fresh)
         finally:
             for process in (app, reference):
-                process.terminate()
-                process.wait(timeout=20)
+                stop_streamlit(process)
     values = "fresh values" if args.fresh else "1, 2, 1, 2"
     print(f"{args.clicks} changes of the micro-batch ({values}) per page, Chromium 1400 x 1000, {os.cpu_count()} CPUs")
     print(report(times))

@@ -6,14 +6,11 @@ Under CI=true the tests must run: a missing browser is a failure, not a skip.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.browser.streamlit_server import start_streamlit, stop_streamlit
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_PATH = "/usr/bin/chromium"
@@ -28,42 +25,13 @@ CHROMIUM_ARGS = [
 STARTUP_TIMEOUT_S = 60
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_until_healthy(url: str, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError(f"streamlit did not answer within {STARTUP_TIMEOUT_S} s")
-
-
 @pytest.fixture(scope="session")
 def app_url():
-    port = _free_port()
-    command = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
-        "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-        "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-    ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    process, url = start_streamlit("app.py", REPO_ROOT, STARTUP_TIMEOUT_S)
     try:
-        _wait_until_healthy(url, process)
         yield url
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        stop_streamlit(process)
 
 
 @pytest.fixture(scope="session")

@@ -20,14 +20,17 @@ def settled(page) -> None:
     expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=30_000)
 
 
-def choose(page, label: str, option: str, where=None) -> None:
+def choose(page, label: str, option: str, where=None, typed: bool = False) -> None:
     """Pick `option` in the select box labelled `label`, again if a click that lands while the
-    page is redrawn is lost (the list does not open, or the pick does not stay)."""
+    page is redrawn is lost (the list does not open, or the pick does not stay). `typed`: type the
+    option first, for a long list that draws only the options in view."""
     box = (where or sidebar(page)).get_by_role("combobox", name=label, exact=True)
     wanted = page.get_by_role("option", name=option, exact=True)
     for _ in range(5):
         settled(page)
         box.click()
+        if typed:
+            box.fill(option)
         try:
             wanted.wait_for(timeout=3_000)
             wanted.click(timeout=3_000)  # a redraw can close the list under the pointer

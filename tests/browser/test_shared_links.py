@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from tests.browser.test_settings_survive import (
@@ -34,25 +33,6 @@ SNAPSHOT_JS = """() => {
 def snapshot(page) -> dict:
     settled(page)
     return page.evaluate(SNAPSHOT_JS)
-
-
-def choose_typed(page, label: str, option: str) -> None:
-    """Pick `option` in a long select box by typing it first (the list draws only the options in view)."""
-    box = sidebar(page).get_by_role("combobox", name=label, exact=True)
-    for _ in range(5):
-        settled(page)
-        box.click()
-        box.fill(option)
-        wanted = page.get_by_role("option", name=option, exact=True)
-        try:
-            wanted.click(timeout=3_000)
-        except PlaywrightTimeout:
-            page.keyboard.press("Escape")
-            continue
-        settled(page)
-        if option in (box.input_value() or ""):
-            return
-    expect(box).to_have_value(re.compile(re.escape(option)))
 
 
 def go_to(page, title: str) -> None:
@@ -92,8 +72,8 @@ def same_in_a_fresh_browser(browser, page, wanted_in_url: str) -> None:
 def test_serve_settings_survive_a_shared_link(page, browser, app_url):
     page.goto(f"{app_url}/memory")
     wait_for_app(page)
-    choose_typed(page, MODEL_BOX, "llama-2-7b")
-    choose_typed(page, "GPU for the verdict", "RTX-4090-24GB")
+    choose(page, MODEL_BOX, "llama-2-7b", typed=True)
+    choose(page, "GPU for the verdict", "RTX-4090-24GB", typed=True)
     choose(page, "Mode", "Serve (inference)")
     type_number(page, "Concurrency", "4")
     choose(page, "KV cache", "fp8")
