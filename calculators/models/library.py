@@ -164,10 +164,11 @@ def model_names() -> list[str]:
     return [*load_presets(), *load_library()]
 
 
-def fold_name(name: str) -> str:
+def fold_name(name: str, keep: str = "") -> str:
     """A name with case and punctuation folded away: Llama-2-7B, llama2 7b and LLAMA_2_7B all read
-    "llama27b", so a person need not type a model's exact spelling."""
-    return re.sub(r"[^0-9a-z]", "", name.casefold())
+    "llama27b", so a person need not type a model's exact spelling. `keep`: punctuation that
+    stays (a Hub id's "/")."""
+    return re.sub(f"[^0-9a-z{re.escape(keep)}]", "", name.casefold())
 
 
 @lru_cache(maxsize=1)

@@ -26,6 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from calculators import DATA_DIR
+from calculators.models.library import fold_name
 
 DEFAULT_VISION_LIBRARY_PATH = DATA_DIR / "vision_library.json"
 VARIANT_NAMES = ("fp32", "fp32-channels-last", "amp-bf16", "amp-bf16-channels-last")
@@ -112,8 +113,7 @@ def load_vision_library(path: Path | None = None) -> tuple[VisionModel, ...]:
 
 def _fold(name: str) -> str:
     """Case and separators do not matter: resnet-50, ResNet50 and resnet_50 are one name."""
-    name = name.strip().lower().removeprefix("timm/").removeprefix("torchvision/")
-    return "".join(ch for ch in name if ch.isalnum() or ch == "/")
+    return fold_name(name.strip().lower().removeprefix("timm/").removeprefix("torchvision/"), keep="/")
 
 
 @lru_cache(maxsize=4)
