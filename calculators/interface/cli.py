@@ -672,6 +672,40 @@ def models_command(args: argparse.Namespace) -> str:
     return "\n".join(names)
 
 
+MLPERF_KEYS = (
+    "benchmark", "round", "submitter", "system", "accelerator", "accelerators", "nodes", "global_batch_size",
+    "minutes_published", "minutes_predicted", "why_not", "ratio", "usd_to_reproduce", "source",
+)  # fmt: skip
+
+
+def mlperf_command(args: argparse.Namespace) -> str:
+    """Every MLPerf Training result (of --benchmark, on the catalogue GPU --accelerator) with the
+    time model's prediction, the ratio and the cost to reproduce it on rented GPUs."""
+    from calculators.validation.mlperf import mlperf_table  # the MLPerf data is read only by this command
+
+    try:
+        rows = mlperf_table(args.benchmark, args.accelerator)
+    except KeyError as error:
+        raise UsageError(str(error).strip("'\"")) from None
+    if args.json:
+        return json.dumps([{key: getattr(row, key) for key in MLPERF_KEYS} | {"id": row.id} for row in rows], indent=2)
+
+    def minutes(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    lines = [
+        f"{'benchmark':<16}{'round':<6}{'accelerator':<22}{'GPUs':>6}"
+        f"{'published min':>15}{'predicted min':>15}{'ratio':>7}"
+    ]
+    for row in rows:
+        ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
+        lines.append(
+            f"{row.benchmark:<16}{row.round:<6}{(row.accelerator or '-')[:21]:<22}{row.accelerators:>6}"
+            f"{minutes(row.minutes_published):>15}{minutes(row.minutes_predicted):>15}{ratio:>7}"
+        )
+    return "\n".join(lines)
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="python -m calculators", description="GPU memory and cost estimates")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -751,6 +785,11 @@ def build_parser() -> OneLineParser:
     models.add_argument("--limit", type=int, default=50)
     models.add_argument("--json", action="store_true")
     models.set_defaults(handler=models_command)
+    mlperf = commands.add_parser("mlperf", help="MLPerf Training results beside the time model's prediction")
+    mlperf.add_argument("--benchmark", help="one benchmark, e.g. llama2_70b_lora")
+    mlperf.add_argument("--accelerator", help="one catalogue GPU, e.g. H100-SXM5-80GB")
+    mlperf.add_argument("--json", action="store_true")
+    mlperf.set_defaults(handler=mlperf_command)
     return parser
 
 
