@@ -546,25 +546,28 @@ def why_not_predicted(result: MlperfResult, gpu: GpuSpec | None) -> str | None:
 
 
 @lru_cache(maxsize=4096)
-def _cheapest_rental(gpu_name: str, gpus: int) -> tuple[float, str] | None:
-    """(USD per hour, instance) of the cheapest on-demand instances holding `gpus` of `gpu_name`."""
+def _cheapest_rental(gpu_name: str, gpus: int, gpus_per_node: int) -> tuple[float, str] | None:
+    """(USD per hour, instance) of the cheapest on-demand instances holding `gpus` of `gpu_name`,
+    each with at least the submitted system's GPUs per node (the same links inside a node)."""
     options = [
         (
             instances_needed(gpus, price.gpu_count) * price.on_demand_usd_per_hour,
             f"{price.provider} {price.instance_type}",
         )
         for price in load_prices()
-        if price.gpu == gpu_name
+        if price.gpu == gpu_name and price.gpu_count >= min(gpus_per_node, gpus)
     ]
     return min(options, default=None)
 
 
-def usd_to_reproduce(gpu: GpuSpec | None, gpus: int, minutes: float) -> tuple[float, str] | tuple[None, None]:
+def usd_to_reproduce(
+    gpu: GpuSpec | None, gpus: int, gpus_per_node: int, minutes: float
+) -> tuple[float, str] | tuple[None, None]:
     """Hours x instances x price of the cheapest on-demand option (calculators.cost.pricing);
-    (None, None) without a catalogue GPU or a price for it."""
+    (None, None) without a catalogue GPU or a price for it in nodes as large as the system's."""
     if gpu is None:
         return None, None
-    rental = _cheapest_rental(gpu.name, gpus)
+    rental = _cheapest_rental(gpu.name, gpus, gpus_per_node)
     if rental is None:
         return None, None
     usd_per_hour, where = rental
@@ -583,7 +586,11 @@ def mlperf_row(result: MlperfResult) -> MlperfRow:
         except (NotImplementedError, ValueError, KeyError) as error:
             why_not = str(error)
     published = result.time_to_train_min
-    usd, where = (None, None) if published is None else usd_to_reproduce(gpu, result.accelerators_total, published)
+    usd, where = (
+        (None, None)
+        if published is None
+        else usd_to_reproduce(gpu, result.accelerators_total, result.accelerators_per_node, published)
+    )
     minutes = None if prediction is None else prediction.minutes
     return MlperfRow(
         id=result.id,
@@ -662,3 +669,30 @@ def ratio_groups(rows: list[MlperfRow]) -> list[RatioGroup]:
             )
         )
     return summary
+
+
+class BestResult(BaseModel):
+    """The fastest published result of one benchmark on one GPU at one scale."""
+
+    benchmark: str
+    accelerator: str
+    scale: str = Field(description="'8 accelerators' or 'largest scale'")
+    row: MlperfRow
+
+
+def best_results(rows: list[MlperfRow], accelerator: str) -> list[BestResult]:
+    """Per benchmark, the shortest published time-to-train on `accelerator` (a catalogue name) with
+    8 accelerators, and the shortest at the largest accelerator count submitted."""
+    best = []
+    scored = [row for row in rows if row.accelerator == accelerator and row.minutes_published is not None]
+    for benchmark in sorted({row.benchmark for row in scored}):
+        runs = [row for row in scored if row.benchmark == benchmark]
+        largest = max(row.accelerators for row in runs)
+        at_eight = [row for row in runs if row.accelerators == 8]
+        if at_eight:
+            fastest = min(at_eight, key=lambda row: row.minutes_published)
+            best.append(BestResult(benchmark=benchmark, accelerator=accelerator, scale="8 accelerators", row=fastest))
+        if largest != 8:
+            fastest = min((row for row in runs if row.accelerators == largest), key=lambda row: row.minutes_published)
+            best.append(BestResult(benchmark=benchmark, accelerator=accelerator, scale="largest scale", row=fastest))
+    return best
