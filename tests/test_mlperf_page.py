@@ -34,3 +34,11 @@ def test_gpus_without_results_get_a_hint():
     app = open_app("app_pages/compare.py")
     app.multiselect(key="cmp_pick").set_value(["V100-SXM2-16GB", "T4-16GB"]).run()
     assert any("MLPerf Training result" in info.value for info in app.info)
+
+
+def test_validation_page_groups_the_ratios_by_benchmark_and_accelerator():
+    app = open_app("app_pages/validation.py")
+    grouped = next(frame.value for frame in app.dataframe if "median predicted / published" in frame.value.columns)
+    lora_h100 = grouped[(grouped["benchmark"] == "Llama 2 70B LoRA") & (grouped["accelerator"] == "H100-SXM5-80GB")]
+    assert len(lora_h100) == 1 and float(lora_h100.iloc[0]["median predicted / published"]) > 0
+    assert "MLPerf Training time-to-train" in [header.value for header in app.header]

@@ -7,7 +7,14 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from calculators.validation.mlperf import BENCHMARK_LABEL, RESULTS_SITE, MlperfRow, best_results, mlperf_table
+from calculators.validation.mlperf import (
+    BENCHMARK_LABEL,
+    RESULTS_SITE,
+    MlperfRow,
+    best_results,
+    mlperf_table,
+    ratio_groups,
+)
 from ui.axes import axis
 from ui.palette import vendor_colour
 
@@ -110,3 +117,64 @@ def mlperf_section(gpu_names: list[str], vendors: dict[str, str]) -> None:
     )
     picked_rows = [row for row in rows if row.benchmark == chosen]
     st.plotly_chart(scaling_figure(picked_rows, with_results, vendors), width="stretch")
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def mlperf_validation_section() -> None:
+    """The Validation page's MLPerf section: predicted / published time-to-train grouped by
+    benchmark and accelerator (median, lowest, highest), and every row with its assumptions."""
+    st.header("MLPerf Training time-to-train")
+    st.write(
+        "Each language-model result of MLPerf Training v3.1 to v5.1 predicted as (sequences to converge at its "
+        "global batch, from the reference convergence points) / global batch x the time model's step on the "
+        "submitted GPUs in the layout NVIDIA's NeMo submissions use, plus the evaluations the rules run. No "
+        "coefficient is fitted to these results. Targets: Llama 2 70B LoRA on 8 GPUs within ±30% each, "
+        "median within 15%. BERT-large and ResNet-50 wait for a vision and encoder time model."
+    )
+    rows = _all_rows()
+    groups = ratio_groups(rows)
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "benchmark": BENCHMARK_LABEL.get(group.benchmark, group.benchmark),
+                    "accelerator": group.accelerator,
+                    "results": group.results,
+                    "predicted": group.predicted,
+                    "median predicted / published": _ratio(group.median_ratio),
+                    "lowest": _ratio(group.low_ratio),
+                    "highest": _ratio(group.high_ratio),
+                }
+                for group in groups
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+    for benchmark in sorted({row.benchmark for row in rows}):
+        members = [row for row in rows if row.benchmark == benchmark]
+        with st.expander(f"{BENCHMARK_LABEL.get(benchmark, benchmark)}: {len(members)} results, assumptions"):
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {
+                            "id": row.id,
+                            "round": row.round,
+                            "system": f"{row.submitter}: {row.system}",
+                            "accelerator": row.accelerator or row.accelerator_published,
+                            "accelerators": row.accelerators,
+                            "published (min)": _minutes(row.minutes_published),
+                            "predicted (min)": _minutes(row.minutes_predicted),
+                            "predicted / published": _ratio(row.ratio),
+                            "not predicted because": row.why_not or "",
+                            "assumptions": "; ".join(row.assumptions),
+                        }
+                        for row in members
+                    ]
+                ),
+                hide_index=True,
+                width="stretch",
+            )
