@@ -364,6 +364,31 @@ def precision_for(gpu: GpuSpec) -> str:
     return "fp8" if gpu.fp8_tflops else "bf16-mixed"
 
 
+class Submission(BaseModel):
+    """What a prediction reads of a result: results on the same system share one (and its cached
+    prediction), whoever submitted them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    benchmark: str
+    round: str
+    accelerators_total: int
+    accelerators_per_node: int
+    global_batch_size: int
+    deepspeed: bool = Field(description="the framework named is DeepSpeed (Juniper's v4.0 LoRA rows)")
+
+
+def submission_of(result: MlperfResult) -> Submission:
+    return Submission(
+        benchmark=result.benchmark,
+        round=result.round,
+        accelerators_total=result.accelerators_total,
+        accelerators_per_node=result.accelerators_per_node,
+        global_batch_size=result.global_batch_size,
+        deepspeed="deepspeed" in result.framework.lower(),
+    )
+
+
 class Workload(BaseModel):
     """One result as this app's workload: the model, the step's settings and the run's."""
 
@@ -375,7 +400,7 @@ class Workload(BaseModel):
     assumptions: list[str]
 
 
-def workload_for(result: MlperfResult, gpu: GpuSpec) -> Workload:
+def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
     """The result's benchmark on its GPUs. Context parallelism (not a setting of this app) is
     taken as data parallelism over sequences cut into CP pieces: the same tokens per GPU, the
     attention's quadratic term counted on the shorter piece (an undercount, stated)."""
@@ -398,7 +423,7 @@ def workload_for(result: MlperfResult, gpu: GpuSpec) -> Workload:
     seq_len = SEQ_LEN[benchmark] // cp
     grad_accum = batch * cp // replicas // layout.micro_batch or 1
     lora = benchmark == "llama2_70b_lora"
-    if is_deepspeed(result):
+    if result.deepspeed:
         return deepspeed_workload(result, gpu, spec)
     settings = TrainingSettings(
         micro_batch=layout.micro_batch,
@@ -436,12 +461,7 @@ def workload_for(result: MlperfResult, gpu: GpuSpec) -> Workload:
     return Workload(spec=spec, settings=settings, time_settings=time_settings, assumptions=assumptions)
 
 
-def is_deepspeed(result: MlperfResult) -> bool:
-    """A submission whose framework names DeepSpeed (Juniper's v4.0 Llama 2 70B LoRA rows)."""
-    return "deepspeed" in result.framework.lower()
-
-
-def deepspeed_workload(result: MlperfResult, gpu: GpuSpec, spec: ModelSpec) -> Workload:
+def deepspeed_workload(result: Submission, gpu: GpuSpec, spec: ModelSpec) -> Workload:
     """DeepSpeed as its Llama 2 70B LoRA recipes run it: ZeRO-3 over every GPU, bf16 with fp32
     master weights (DeepSpeed has no FP8 linears of its own), full activation checkpointing
     (the HF/PEFT + DeepSpeed examples set gradient_checkpointing), micro-batch 1."""
@@ -498,13 +518,14 @@ class Prediction(BaseModel):
     assumptions: list[str]
 
 
-def vision_prediction(result: MlperfResult, gpu: GpuSpec) -> Prediction:
+def vision_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
     """Hook for BERT-large and ResNet-50: no image or encoder time model is on main yet (the vision
     time model is being built); when it lands, time these here from samples_to_converge."""
     raise NotImplementedError(f"{BENCHMARK_LABEL[result.benchmark]}: no time model for it in this app yet")
 
 
-def language_prediction(result: MlperfResult, gpu: GpuSpec) -> Prediction:
+@lru_cache(maxsize=1024)
+def language_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
     """(samples / global batch) x step time + evaluations x eval samples x forward time per sample;
     a forward is 2 of the step's matmul_flops_factor FLOPs per weight (Kaplan et al. 2020 Sec. 2.1:
     2N forward of 6N; 2N of 4N with a frozen base), so it takes that share of a sample's step time."""
@@ -582,7 +603,7 @@ def mlperf_row(result: MlperfResult) -> MlperfRow:
     prediction = None
     if why_not is None:
         try:
-            prediction = PREDICTORS[result.benchmark](result, gpu)
+            prediction = PREDICTORS[result.benchmark](submission_of(result), gpu)
         except (NotImplementedError, ValueError, KeyError) as error:
             why_not = str(error)
     published = result.time_to_train_min
