@@ -23,7 +23,7 @@ import statistics
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from calculators import DATA_DIR
 from calculators.cost.prices import load_prices
@@ -375,7 +375,18 @@ class Submission(BaseModel):
     accelerators_total: int
     accelerators_per_node: int
     global_batch_size: int
-    deepspeed: bool = Field(description="the framework named is DeepSpeed (Juniper's v4.0 LoRA rows)")
+    stack: str = Field(description="nemo (the NVIDIA and AMD stacks), deepspeed or maxtext (Google's TPU runs)")
+
+
+def stack_of(framework: str) -> str:
+    """DeepSpeed where the framework names it (Juniper's v4.0 LoRA rows), MaxText for Google's
+    JAX stacks (maxtext, PAX), NeMo/Megatron-style otherwise."""
+    lowered = framework.lower()
+    if "deepspeed" in lowered:
+        return "deepspeed"
+    if "maxtext" in lowered or lowered == "pax":
+        return "maxtext"
+    return "nemo"
 
 
 def submission_of(result: MlperfResult) -> Submission:
@@ -385,7 +396,7 @@ def submission_of(result: MlperfResult) -> Submission:
         accelerators_total=result.accelerators_total,
         accelerators_per_node=result.accelerators_per_node,
         global_batch_size=result.global_batch_size,
-        deepspeed="deepspeed" in result.framework.lower(),
+        stack=stack_of(result.framework),
     )
 
 
@@ -398,6 +409,7 @@ class Workload(BaseModel):
     settings: TrainingSettings
     time_settings: TimeSettings
     assumptions: list[str]
+    gpu: GpuSpec | None = Field(default=None, description="the GPU as the run uses it, where not the catalogue's")
 
 
 def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
@@ -423,8 +435,10 @@ def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
     seq_len = SEQ_LEN[benchmark] // cp
     grad_accum = batch * cp // replicas // layout.micro_batch or 1
     lora = benchmark == "llama2_70b_lora"
-    if result.deepspeed:
+    if result.stack == "deepspeed":
         return deepspeed_workload(result, gpu, spec)
+    if result.stack == "maxtext":
+        return maxtext_workload(result, gpu, spec)
     settings = TrainingSettings(
         micro_batch=layout.micro_batch,
         seq_len=seq_len,
@@ -481,6 +495,45 @@ def deepspeed_workload(result: Submission, gpu: GpuSpec, spec: ModelSpec) -> Wor
     return Workload(spec=spec, settings=settings, time_settings=time_settings, assumptions=assumptions)
 
 
+# Chips joined by the inter-chip interconnect (ICI) in one TPU pod; beyond it slices talk over
+# the data-centre network: v5e and v6e 256, v5p 8,960 (https://cloud.google.com/tpu/docs/v5e,
+# /v6e, /v5p "System architecture").
+TPU_POD_CHIPS = {"TPU-v5e": 256, "TPU-v6e": 256, "TPU-v5p": 8960}
+
+
+def maxtext_workload(result: Submission, gpu: GpuSpec, spec: ModelSpec) -> Workload:
+    """Google's MaxText GPT-3 runs, as its v4.1 configs set them (taken for v3.1 PAX and v4.0 too;
+    training_results_v4.1 Google/benchmarks/gpt3/implementations/
+    maxtext/cloud-tpu-v5p/v5p-4096.sh and cloud-tpu-trillium/trillium-512.sh): FSDP (ZeRO-3) over
+    the slice, tensor parallel 8 on v5p (ici_tensor_parallelism=8) and none on Trillium,
+    remat_policy=full on Trillium and save_dot_except_mlpwi on v5p (taken as op-selective: matmul
+    outputs kept), the whole per-device batch in one micro-batch. Their matmuls run in int8
+    (quantization=int8: AQT, forward and backward): timed as this app's 8-bit linears (fp8) at the
+    catalogue's int8 rate."""
+    chips = result.accelerators_total
+    batch = result.global_batch_size
+    # fewer sequences than chips (v5e's 4,096 chips at batch 2,048): the rest split each sequence's
+    # layers by tensor parallelism, as a chip needs a whole sequence otherwise
+    tp = 8 if gpu.name == "TPU-v5p" else max(1, chips // batch)
+    replicas = chips // tp
+    if (batch * tp) % chips:
+        raise ValueError(f"global batch {batch} does not split over {replicas} data-parallel replicas")
+    settings = TrainingSettings(
+        micro_batch=batch // replicas, seq_len=SEQ_LEN[result.benchmark], gpus=replicas, tensor_parallel=tp,
+        precision="fp8", zero=3, checkpointing="op-selective" if tp > 1 else "full",
+    )  # fmt: skip
+    # the time model takes at most 1,024 GPUs in one fast domain (TimeSettings.gpus_per_node)
+    per_pod = min(TPU_POD_CHIPS.get(gpu.name, result.accelerators_per_node), chips, 1024)
+    time_settings = TimeSettings(dataset_samples=1, gpus_per_node=per_pod, kernels="fused")
+    assumptions = [
+        f"MaxText: FSDP (ZeRO-3) over {replicas} replicas, TP{tp}, {settings.checkpointing} recomputation, "
+        f"{settings.micro_batch} sequences per chip; ICI across {per_pod} chips, the data-centre network beyond",
+        f"int8 matmuls (quantization=int8) as 8-bit linears at the catalogue's int8 rate, {gpu.int8_tops:g} TOPS",
+    ]
+    int8 = gpu.model_copy(update={"fp8_tflops": gpu.int8_tops}) if gpu.int8_tops else None
+    return Workload(spec=spec, settings=settings, time_settings=time_settings, assumptions=assumptions, gpu=int8)
+
+
 # --- the prediction ---------------------------------------------------------------------------
 
 
@@ -530,7 +583,7 @@ def language_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
     a forward is 2 of the step's matmul_flops_factor FLOPs per weight (Kaplan et al. 2020 Sec. 2.1:
     2N forward of 6N; 2N of 4N with a frozen base), so it takes that share of a sample's step time."""
     work = workload_for(result, gpu)
-    estimate = estimate_time(work.spec, work.settings, gpu, work.time_settings)
+    estimate = estimate_time(work.spec, work.settings, work.gpu or gpu, work.time_settings)
     batch = result.global_batch_size
     samples = samples_to_converge(result.benchmark, batch)
     train_s = samples / batch * estimate.step_s
@@ -604,8 +657,11 @@ def mlperf_row(result: MlperfResult) -> MlperfRow:
     if why_not is None:
         try:
             prediction = PREDICTORS[result.benchmark](submission_of(result), gpu)
+        except ValidationError as error:  # a setting out of the time model's range: named in one line
+            first = error.errors()[0]
+            why_not = f"the time model cannot take this layout: {first['loc'][0]} {first['msg'].lower()}"
         except (NotImplementedError, ValueError, KeyError) as error:
-            why_not = str(error)
+            why_not = str(error).strip("'")
     published = result.time_to_train_min
     usd, where = (
         (None, None)
