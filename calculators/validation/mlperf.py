@@ -364,6 +364,19 @@ def precision_for(gpu: GpuSpec) -> str:
     return "fp8" if gpu.fp8_tflops else "bf16-mixed"
 
 
+FP8_RECIPE_WORDS = {
+    "delayed": "Transformer Engine's delayed scaling, fp8 weights cached per step",
+    "dynamic": "the app's default dynamic scaling, the stack's FP8 recipe not found in its sources",
+}
+
+
+def fp8_recipe_for(gpu: GpuSpec) -> str:
+    """Transformer Engine's delayed scaling on NVIDIA GPUs: NVIDIA's NeMo configs set its recipe
+    (FP8_AMAX_ALGO=max, FP8_AMAX_HISTORY=32 in config_DGXH100_1x8x4xtp4pp1cp1.sh); the app's
+    default elsewhere (no FP8 recipe stated in the other stacks' sources read)."""
+    return "delayed" if gpu.vendor == "NVIDIA" else "dynamic"
+
+
 class Submission(BaseModel):
     """What a prediction reads of a result: results on the same system share one (and its cached
     prediction), whoever submitted them."""
@@ -455,14 +468,19 @@ def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
         lora_targets="attention",
     )
     per_node = NVLINK_DOMAIN.get(gpu.name, result.accelerators_per_node)
+    recipe = fp8_recipe_for(gpu)
     time_settings = TimeSettings(
-        dataset_samples=1, gpus_per_node=per_node, virtual_stages=layout.virtual_stages, kernels="fused"
+        dataset_samples=1,
+        gpus_per_node=per_node,
+        virtual_stages=layout.virtual_stages,
+        kernels="fused",
+        fp8_recipe=recipe,
     )
     assumptions = [
         layout.why + (f"; CP{cp} taken as data parallel over {seq_len}-token pieces" if cp > 1 else ""),
         f"{settings.precision} matmuls"
         + (
-            " (FP8=True in the submission configs)"
+            f" (FP8=True in the submission configs; {FP8_RECIPE_WORDS[recipe]})"
             if settings.precision == "fp8"
             else " (no FP8 rate in the catalogue)"
         ),
