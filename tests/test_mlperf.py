@@ -59,9 +59,10 @@ def test_evaluations_follow_the_benchmark_rules():
 def test_the_prediction_is_steps_times_step_time_plus_forward_only_evaluations():
     row = next(row for row in mlperf_table("llama2_70b_lora") if row.id == "M141")  # NVIDIA Eos, 8 H100, v4.0
     assert row.accelerator == "H100-SXM5-80GB" and row.global_batch_size == 8
-    # (3,178.7 / 8 steps + 6 evaluations x 173 sequences / 8 per step x 1/2: a forward is 2N of a
-    # frozen base's 4N FLOPs per weight) x the step time
-    expected_s = (57216 / 18 / 8 + 6 * 173 / 8 / 2) * row.step_s
+    # TP4 on 8 GPUs: 2 replicas of 4 micro-batches a step. 3,178.7 / 8 steps, and 6 evaluations of
+    # ceil(173 / 2) = 87 sequences per replica, each a micro-batch's quarter of the step x 1/2 (a
+    # forward is 2N of a frozen base's 4N FLOPs per weight)
+    expected_s = (57216 / 18 / 8 + 6 * 87 / 4 / 2) * row.step_s
     assert row.minutes_predicted == pytest.approx(expected_s / 60)
     assert row.ratio == pytest.approx(row.minutes_predicted / 28.163)
     assert any("TP4" in line for line in row.assumptions) and any("fp8" in line for line in row.assumptions)

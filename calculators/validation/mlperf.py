@@ -597,17 +597,24 @@ def vision_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
 
 @lru_cache(maxsize=1024)
 def language_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
-    """(samples / global batch) x step time + evaluations x eval samples x forward time per sample;
-    a forward is 2 of the step's matmul_flops_factor FLOPs per weight (Kaplan et al. 2020 Sec. 2.1:
-    2N forward of 6N; 2N of 4N with a frozen base), so it takes that share of a sample's step time."""
+    """(samples / global batch) x step time + evaluations x the forward passes of one replica.
+
+    An evaluation splits its sequences (or a context-parallel run's pieces of them) over the
+    data-parallel replicas, each running ceil(pieces / replicas) of them, one micro-batch's share of
+    the step each: a forward is 2 of the step's matmul_flops_factor FLOPs per weight (Kaplan et al.
+    2020 Sec. 2.1: 2N forward of 6N; 2N of 4N with a frozen base). With fewer pieces than replicas
+    the evaluation takes one forward, not a fraction of one."""
     work = workload_for(result, gpu)
     estimate = estimate_time(work.spec, work.settings, work.gpu or gpu, work.time_settings)
     batch = result.global_batch_size
     samples = samples_to_converge(result.benchmark, batch)
     train_s = samples / batch * estimate.step_s
     schedule = eval_schedule(result.benchmark, result.round, batch)
-    forward_share = 2 / matmul_flops_factor(work.settings)
-    eval_s = evaluations(samples, schedule) * schedule.eval_samples * estimate.step_s / batch * forward_share
+    settings = work.settings
+    pieces = schedule.eval_samples * SEQ_LEN[result.benchmark] // settings.seq_len
+    piece_s = estimate.step_s / (settings.grad_accum * settings.micro_batch)
+    forward_share = 2 / matmul_flops_factor(settings)
+    eval_s = evaluations(samples, schedule) * math.ceil(pieces / settings.gpus) * piece_s * forward_share
     notes = work.assumptions + [
         f"{samples:,.0f} sequences to converge at global batch {batch} (RCP olympic mean, interpolated)",
         f"{evaluations(samples, schedule)} evaluations of {schedule.eval_samples:,} sequences, forward only",
