@@ -6,7 +6,9 @@ targets: every Llama 2 70B LoRA result on 8 H100, H200, B200, MI300X or MI325X w
 their median |ratio - 1| within 15%; at least 80% of the Llama 3.1 8B, 405B and GPT-3 results
 on catalogue GPUs predicted. Run from the repository root:
 
-    python bench/bench_mlperf.py
+    python bench/bench_mlperf.py [--rows]
+
+--rows also prints every Llama 3.1 8B, Llama 3.1 405B and GPT-3 result with its ratio.
 """
 
 from __future__ import annotations
@@ -69,6 +71,18 @@ def main() -> None:
                 f"{group.benchmark:<18}{group.accelerator:<36}{group.results:>8}{group.predicted:>10}"
                 f"{group.median_ratio:>8.2f}{group.low_ratio:>7.2f}{group.high_ratio:>7.2f}"
             )
+    if "--rows" in sys.argv:
+        print(
+            f"\n{'id':<6}{'benchmark':<14}{'round':<6}{'accelerator':<22}{'GPUs':>6}{'published':>11}{'predicted':>11}{'ratio':>7}"
+        )
+        for row in rows:
+            if row.benchmark in ("llama31_8b", "llama31_405b", "gpt3") and row.accelerator is not None:
+                predicted = "-" if row.minutes_predicted is None else f"{row.minutes_predicted:.1f}"
+                ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
+                print(
+                    f"{row.id:<6}{row.benchmark:<14}{row.round:<6}{row.accelerator[:21]:<22}{row.accelerators:>6}"
+                    f"{row.minutes_published:>11.1f}{predicted:>11}{ratio:>7}"
+                )
 
 
 if __name__ == "__main__":
