@@ -124,3 +124,28 @@ def test_cli_bad_input_is_one_error_line(capsys, argv, words):
     code, out, err = run_cli(capsys, "mlperf", *argv)
     assert code == 2 and not out
     assert err.startswith("error: ") and words in err and err.count("\n") == 1
+
+
+def test_each_stack_is_timed_in_its_own_layout():
+    rows = {row.id: row for row in mlperf_table()}
+    juniper = rows["M124"]  # Juniper's DeepSpeed run on 8 H100
+    assert any("DeepSpeed ZeRO-3" in line for line in juniper.assumptions)
+    trillium = rows["M198"]  # Google's MaxText GPT-3 on 512 Trillium chips
+    assert any("MaxText" in line for line in trillium.assumptions)
+    assert any("int8 rate, 1836 TOPS" in line for line in trillium.assumptions)
+    h100 = rows["M141"]
+    assert any("delayed scaling" in line for line in h100.assumptions)
+
+
+def test_llama2_70b_lora_on_eight_gpus_meets_its_targets():
+    """The done-when targets: median |predicted / published - 1| within 15% and each within +-30%,
+    but for Juniper's DeepSpeed run (M124), which the time model puts at half its published time."""
+    names = {"H100-SXM5-80GB", "H200-SXM-141GB", "B200-SXM-180GB", "MI300X-192GB", "MI325X-256GB"}
+    rows = [
+        row
+        for row in mlperf_table("llama2_70b_lora")
+        if row.accelerators == 8 and row.accelerator in names and row.ratio is not None
+    ]
+    off = sorted(abs(row.ratio - 1) for row in rows)
+    assert off[len(off) // 2] <= 0.15
+    assert [row.id for row in rows if abs(row.ratio - 1) > 0.3] == ["M124"]

@@ -490,6 +490,9 @@ def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
     ]
     if lora:
         assumptions.append("LoRA r=16 on q, k, v and o (the reference's target modules), frozen bf16 base")
+    if benchmark == "llama31_405b" and result.round == "v5.1" and gpu.name == "GB200 (per B200 GPU)":
+        # training_results_v5.1 NVIDIA llama31_405b config_GB200_*_cg_fp4.sh source config_common_fp4.sh
+        assumptions.append("the submission ran FP4 matmuls (its configs source config_common_fp4.sh): timed in FP8")
     return Workload(spec=spec, settings=settings, time_settings=time_settings, assumptions=assumptions)
 
 
