@@ -350,6 +350,11 @@ def layout_for(benchmark: str, gpu: GpuSpec, spec: ModelSpec) -> Layout:
             tensor_parallel=1, pipeline_parallel=1, context_parallel=1, virtual_stages=1, micro_batch=1,
             why="NVIDIA NeMo Llama 3.1 8B layout TP1 PP1",
         )  # fmt: skip
+    if gpu.name == "L40S-48GB":  # training_results_v4.0 NVIDIA config_L40S_16x4x2xtp4pp1cp2.sh
+        return Layout(
+            tensor_parallel=4, pipeline_parallel=1, context_parallel=2, virtual_stages=1, micro_batch=1,
+            why="NVIDIA's L40S Llama 2 70B LoRA layout TP4 PP1 CP2",
+        )  # fmt: skip
     tp = weights_tp(gpu, spec.reported_params or 7e10)
     return Layout(
         tensor_parallel=tp, pipeline_parallel=1, context_parallel=1, virtual_stages=1, micro_batch=1,
