@@ -655,14 +655,17 @@ def why_not_predicted(result: MlperfResult, gpu: GpuSpec | None) -> str | None:
 @lru_cache(maxsize=4096)
 def _cheapest_rental(gpu_name: str, gpus: int, gpus_per_node: int) -> tuple[float, str] | None:
     """(USD per hour, instance) of the cheapest on-demand instances holding `gpus` of `gpu_name`,
-    each with at least the submitted system's GPUs per node (the same links inside a node)."""
+    each with at least the submitted system's GPUs per node (the same links inside a node); where
+    the price sheet has none that large (MI300X, MI325X: priced per GPU-hour), the cheapest of any
+    size, said in the instance's words."""
+    prices = [price for price in load_prices() if price.gpu == gpu_name]
+    whole_nodes = [price for price in prices if price.gpu_count >= min(gpus_per_node, gpus)]
     options = [
         (
             instances_needed(gpus, price.gpu_count) * price.on_demand_usd_per_hour,
-            f"{price.provider} {price.instance_type}",
+            f"{price.provider} {price.instance_type}" + ("" if whole_nodes else " (smaller than the system's nodes)"),
         )
-        for price in load_prices()
-        if price.gpu == gpu_name and price.gpu_count >= min(gpus_per_node, gpus)
+        for price in whole_nodes or prices
     ]
     return min(options, default=None)
 
