@@ -51,6 +51,7 @@ def best_table(rows: list[MlperfRow], gpu_names: list[str]) -> pd.DataFrame:
                     "predicted (min)": _minutes(row.minutes_predicted),
                     "predicted / published": "-" if row.ratio is None else f"{row.ratio:.2f}",
                     "cost to reproduce (USD, on demand)": _usd(row.usd_to_reproduce),
+                    "rented on": row.rented_on or "-",
                     "system": f"{row.submitter}: {row.system} ({row.round})",
                     "result": row.source,
                 }
