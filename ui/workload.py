@@ -429,6 +429,7 @@ WEIGHT_PRECISION_LABEL = {
     "int8": "INT8 (GPTQ/AWQ-style groups)",
     "int4": "INT4 (GPTQ/AWQ-style groups)",
     "nf4": "NF4 (bitsandbytes, double quantisation)",
+    "fp4": "FP4 (NVFP4; FP4 tensor cores on Blackwell)",
 }
 
 
