@@ -357,7 +357,6 @@ def prefill(
     return Prefill(tokens=tokens, chunks=chunks, alone_s=alone, flops_s=flops_s)
 
 
-
 # --- continuous batching --------------------------------------------------------------------------
 
 
