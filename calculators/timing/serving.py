@@ -449,12 +449,24 @@ def searched_concurrencies(fits: int) -> list[int]:
     return sorted({2**i for i in range(fits.bit_length()) if 2**i <= fits} | {fits})
 
 
-def estimate_serving_speed(
+class LatencyLimits(BaseModel):
+    """Targets a deployment must meet; None = no target."""
+
+    ttft_s: float | None = Field(default=None, gt=0, le=3600, description="time to first token, s")
+    tpot_s: float | None = Field(default=None, gt=0, le=3600, description="time per output token, s")
+
+    def met_by(self, speed: ServingSpeed) -> bool:
+        return (self.ttft_s is None or speed.ttft_s <= self.ttft_s) and (
+            self.tpot_s is None or speed.tpot_s <= self.tpot_s
+        )
+
+
+def serving_speeds(
     spec: ModelSpec, settings: ServingSettings, gpu: GpuSpec, request: ServingRequest
-) -> ServingSpeed:
-    """Steady-state throughput, TTFT and TPOT of `request` on tensor_parallel x `gpu`. Raises
-    ValueError, in words, when the settings cannot serve the model, the GPU cannot run the weights,
-    the lengths exceed the model's positions, or the concurrency does not fit."""
+) -> list[ServingSpeed]:
+    """The speed at request.concurrency, or (0) at each searched concurrency up to the most that fit.
+    Raises ValueError, in words, when the settings cannot serve the model, the GPU cannot run the
+    weights, the lengths exceed the model's positions, or the concurrency does not fit."""
     problem = serving_problem(spec, settings) or context_problem(spec, request)
     if problem:
         raise ValueError(problem)
@@ -472,11 +484,45 @@ def estimate_serving_speed(
             f"{fits:,} sequences of {tokens:,} tokens ({settings.kv_cache_precision} KV cache)"
         )
     prompt = prefill(spec, settings, gpu, request.input_len, rates)
+    counts = [request.concurrency] if request.concurrency else searched_concurrencies(fits)
+    return [speed_at(spec, settings, gpu, request, n, rates, prompt, fits) for n in counts]
+
+
+def best_speed(speeds: list[ServingSpeed], limits: LatencyLimits | None = None) -> ServingSpeed | None:
+    """The throughput-optimal speed among those within `limits`: the smallest concurrency reaching
+    OPTIMAL_SHARE of the best throughput (more sequences would only lengthen every latency); None
+    when none is within the limits."""
+    within = [speed for speed in speeds if limits is None or limits.met_by(speed)]
+    if not within:
+        return None
+    best = max(speed.output_tokens_per_s for speed in within)
+    return next(speed for speed in within if speed.output_tokens_per_s >= OPTIMAL_SHARE * best)
+
+
+def latency_miss(speeds: list[ServingSpeed], limits: LatencyLimits) -> str:
+    """Why no concurrency meets the limits: the best TTFT and TPOT reachable (one sequence)."""
+    fastest = min(speeds, key=lambda speed: speed.concurrency)
+    return (
+        f"no concurrency meets the latency targets on {fastest.tensor_parallel} x {fastest.gpu}: the best "
+        f"reachable is TTFT {fastest.ttft_s * 1e3:,.1f} ms and TPOT {fastest.tpot_s * 1e3:,.2f} ms at "
+        f"concurrency {fastest.concurrency}"
+    )
+
+
+def estimate_serving_speed(
+    spec: ModelSpec, settings: ServingSettings, gpu: GpuSpec, request: ServingRequest,
+    limits: LatencyLimits | None = None,
+) -> ServingSpeed:  # fmt: skip
+    """Steady-state throughput, TTFT and TPOT of `request` on tensor_parallel x `gpu`; with
+    concurrency 0 the throughput-optimal concurrency that fits (and meets `limits`). Raises
+    ValueError as serving_speeds does, and when no concurrency meets `limits`."""
+    speeds = serving_speeds(spec, settings, gpu, request)
     if request.concurrency:
-        return speed_at(spec, settings, gpu, request, request.concurrency, rates, prompt, fits)
-    speeds = [speed_at(spec, settings, gpu, request, n, rates, prompt, fits) for n in searched_concurrencies(fits)]
-    best = max(speed.output_tokens_per_s for speed in speeds)
-    return next(speed for speed in speeds if speed.output_tokens_per_s >= OPTIMAL_SHARE * best)
+        return speeds[0]
+    chosen = best_speed(speeds, limits)
+    if chosen is None:
+        raise ValueError(latency_miss(speeds, limits))
+    return chosen
 
 
 def serving_assumptions(speed: ServingSpeed) -> list[str]:
