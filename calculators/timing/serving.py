@@ -80,10 +80,12 @@ NVIDIA_ARCHITECTURES: tuple[tuple[str, str], ...] = (
 ARCHITECTURE_ORDER = ("pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell")
 # AMD parts with FP4 (MXFP4) matrix cores: CDNA 4 (AMD Instinct MI355X datasheet, 2025).
 AMD_FP4_PREFIXES = ("MI355X",)
-# FP4 over FP8 dense tensor rate where FP4 tensor cores exist: 2x on Blackwell (NVIDIA DGX B200
-# datasheet: 72 PFLOPS FP8 training, 144 PFLOPS FP4 inference for 8 GPUs) and on CDNA 4 (AMD
-# Instinct MI355X datasheet: MXFP4 10.1 PFLOPS, FP8 5.0 PFLOPS dense).
-FP4_OVER_FP8_RATE = 2.0
+# FP4 GEMMs as measured, over 16-bit ones on the same GPU and shape: vLLM's NVFP4 CUTLASS kernel
+# with its activation quantisation (W4A4, as NVFP4 checkpoints are served) ran 3,038.8 TFLOPS
+# against torch bf16's 1,360.1 on a B200 at 16,384 x 6,144 x 4,096 (vllm-project/vllm PR #20578,
+# benchmarks/kernels/bench_nvfp4_gemm.py, 2025-07-07): 2.23x, well short of the datasheet's 4x
+# (9 PFLOPS FP4 against 2.25 bf16 dense). CDNA 4's MXFP4 is taken at the same ratio (no measurement).
+FP4_OVER_BF16_ACHIEVED = 3038.844961 / 1360.143047
 # Oldest NVIDIA architecture whose vLLM kernels run each weight precision weight-only (dequantised
 # to 16 bits in the GEMM) when the GPU has no tensor cores of that precision (docs.vllm.ai
 # features/quantization "Supported Hardware" table: GPTQ from Volta, AWQ from Turing,
@@ -126,17 +128,18 @@ def weight_kernel(gpu: GpuSpec, weight_precision: str) -> str:
 
 
 def matmul_rate_tflops(gpu: GpuSpec, weight_precision: str) -> float:
-    """Achievable dense TFLOPS of the serving GEMMs on the best shapes: the peak of the format the
-    kernel computes in (fp4 = FP4_OVER_FP8_RATE x fp8; weight-only and 16-bit kernels at the 16-bit
-    rate) x the measured achievable fraction (operations.matmul_fraction, mamf-finder)."""
+    """Achievable dense TFLOPS of the serving GEMMs on the best shapes: fp8 kernels at the fp8 peak
+    x its measured fraction, weight-only and 16-bit kernels at the 16-bit peak x its fraction
+    (operations.matmul_fraction, mamf-finder), fp4 kernels at that 16-bit rate x the measured
+    FP4_OVER_BF16_ACHIEVED."""
     kernel = weight_kernel(gpu, weight_precision)
-    if kernel in ("fp8", "fp4"):
-        rate = gpu.fp8_tflops * (FP4_OVER_FP8_RATE if kernel == "fp4" else 1.0)
-        return rate * matmul_fraction(gpu, "fp8")
+    if kernel == "fp8":
+        return gpu.fp8_tflops * matmul_fraction(gpu, "fp8")
     rate = gpu.bf16_tflops or gpu.fp16_tflops or gpu.fp32_tflops
     if rate is None:
         raise ValueError(f"{gpu.name} has no 16-bit rate in the GPU catalogue")
-    return rate * matmul_fraction(gpu, "bf16")
+    achieved = rate * matmul_fraction(gpu, "bf16")
+    return achieved * FP4_OVER_BF16_ACHIEVED if kernel == "fp4" else achieved
 
 
 def attention_rate_tflops(gpu: GpuSpec) -> float:
