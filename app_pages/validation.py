@@ -8,6 +8,7 @@ from calculators.validation.peak_memory import error_summary
 from calculators.workload.frameworks import FRAMEWORK_DEFAULTS, FRAMEWORK_LABEL
 from ui.charts import validation_figure
 from ui.layout import wrapping_row
+from ui.serving_validation_view import serving_section
 from ui.throughput_view import throughput_section
 
 TARGET = 0.10
@@ -96,3 +97,4 @@ st.dataframe(
 )
 
 throughput_section()
+serving_section()

@@ -44,3 +44,17 @@ def test_summary_by_source_counts_every_row():
     assert summaries["all"].rows == len(table) == 118
     assert summaries["vLLM (Vultr)"].estimated == 0 and summaries["vLLM (Vultr)"].median_ratio is None
     assert summaries["TensorRT-LLM"].estimated == 100
+
+
+def test_validation_page_shows_the_serving_table():
+    from tests.apptest_helpers import open_app
+
+    app = open_app("app_pages/validation.py")
+    assert not app.exception
+    assert "Serving throughput" in [header.value for header in app.header]
+    frames = [frame.value for frame in app.dataframe]
+    rows = next(frame for frame in frames if "estimate output tokens/s" in frame.columns)
+    assert len(rows) == 118
+    assert "None" not in rows.astype(str).to_numpy()
+    by_source = next(frame for frame in frames if "median estimate / measured" in frame.columns)
+    assert set(by_source["source"]) >= {"TensorRT-LLM", "NVIDIA NIM", "all"}
