@@ -52,9 +52,9 @@ def test_validation_page_shows_the_serving_table():
     app = open_app("app_pages/validation.py")
     assert not app.exception
     assert "Serving throughput" in [header.value for header in app.header]
-    frames = [frame.value for frame in app.dataframe]
+    frames = [frame.value for frame in app.table]
     rows = next(frame for frame in frames if "estimate output tokens/s" in frame.columns)
     assert len(rows) == 118
     assert "None" not in rows.astype(str).to_numpy()
     by_source = next(frame for frame in frames if "median estimate / measured" in frame.columns)
-    assert set(by_source["source"]) >= {"TensorRT-LLM", "NVIDIA NIM", "all"}
+    assert set(by_source.index) >= {"TensorRT-LLM", "NVIDIA NIM", "all"}

@@ -32,7 +32,7 @@ def serving_section() -> None:
         "set from these rows. Targets: the median estimate / measured within 15%, 80% of rows within ±30%."
     )
     table = _table()
-    st.dataframe(
+    st.table(  # static tables, as the training rows above (the page's data frames are the memory rows)
         pd.DataFrame(
             [
                 {
@@ -44,11 +44,9 @@ def serving_section() -> None:
                 }
                 for s in summary_by_source(table)
             ]
-        ),
-        hide_index=True,
-        width="stretch",
+        ).set_index("source")
     )
-    st.dataframe(
+    st.table(
         pd.DataFrame(
             [
                 {
@@ -70,9 +68,7 @@ def serving_section() -> None:
                 }
                 for row in table
             ]
-        ),
-        hide_index=True,
-        width="stretch",
+        ).set_index("id")
     )
     with st.expander("Serving rows: assumptions and sources"):
         for row in table:
