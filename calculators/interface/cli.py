@@ -44,6 +44,7 @@ from calculators.models.spec import ModelSpec
 from calculators.plan.changes import RANKING_TIME_SETTINGS, RankedChange, best_few, ranked_changes
 from calculators.plan.figures import hours_range_text, hours_text, usd_range_text, usd_text
 from calculators.plan.search import DEFAULT_MAX_GPUS, PlanRequest, PlanResult, plan_run
+from calculators.plan.serving import ServingPlanRequest, ServingPlanResult, plan_serving
 from calculators.timing.estimate import estimate_time
 from calculators.timing.serving import LatencyLimits, ServingRequest, estimate_serving_speed, serving_assumptions
 from calculators.timing.settings import STEP_SETTING_FIELDS, TimeSettings
@@ -495,8 +496,59 @@ def _amount(value: float) -> str:
     return f"{value:,.1f}" if value < 10 else f"{value:,.0f}"
 
 
+def serving_plan_command(args: argparse.Namespace) -> str:
+    """The cheapest GPU x tensor parallel x precision x replicas x provider for a request rate."""
+    if args.requests_per_s is None:
+        raise UsageError("plan --mode inference needs --requests-per-s")
+    workload, _ = _serving_request(args)
+    catalogue = list(load_gpu_catalogue())
+    prices = _prices_from_args(args, catalogue)
+    known = {price.provider.casefold() for price in prices}
+    unknown = [name for name in args.providers or () if name.casefold() not in known]
+    if unknown:
+        raise UsageError(f"unknown provider {', '.join(echo(name) for name in unknown)}")
+    try:
+        request = ServingPlanRequest(
+            requests_per_s=args.requests_per_s,
+            input_len=args.input_len,
+            output_len=args.output_len,
+            limits=_latency_limits(args),
+            providers=tuple(args.providers) if args.providers else None,
+            allow_spot=not args.no_spot,
+        )
+    except ValidationError as error:
+        raise UsageError(describe_validation_error(error)) from None
+    result = plan_serving(workload.model, workload.serving, request, catalogue, prices)
+    if args.json:
+        return json.dumps(result.model_dump(mode="json"), indent=2)
+    return format_serving_plan(result)
+
+
+def _serving_plan_line(plan) -> str:
+    return (
+        f"{plan.replicas} x {plan.tensor_parallel} {plan.gpu} ({plan.weight_precision}) on {plan.provider} "
+        f"{plan.pricing}: ${plan.usd_per_hour:,.2f}/h, ${plan.usd_per_million_output_tokens:,.3f} per M output, "
+        f"TTFT {plan.ttft_s * 1e3:,.0f} ms, TPOT {plan.tpot_s * 1e3:,.1f} ms, concurrency {plan.concurrency}"
+    )
+
+
+def format_serving_plan(result: ServingPlanResult) -> str:
+    lines = [
+        f"{result.model} (inference), {result.requests_per_s:g} requests/s of {result.input_len:,} in / "
+        f"{result.output_len:,} out: {len(result.plans)} plans on the cost-latency front "
+        f"({result.searched:,} configurations in {result.seconds:.2f} s)"
+    ]
+    lines += [f"problem: {problem}" for problem in result.problems]
+    if result.cheapest is not None:
+        lines.append(f"cheapest: {_serving_plan_line(result.cheapest)}")
+    lines += [f"  {_serving_plan_line(plan)}" for plan in result.plans]
+    return "\n".join(lines)
+
+
 def plan_command(args: argparse.Namespace) -> str:
     """Search GPUs, counts, layouts, providers and pricing for the cheapest and fastest plans."""
+    if args.mode == "inference":
+        return serving_plan_command(args)
     workload = training_workload(args, "plan")
     spec, settings = workload.model, workload.training
     time_settings = _time_settings_from_args(args)
@@ -607,7 +659,13 @@ def serving_cost_command(args: argparse.Namespace) -> str:
     try:
         limits = _latency_limits(args)
         options = serving_cost_options(
-            workload.model, workload.serving, request, _prices_from_args(args, catalogue), catalogue, limits
+            workload.model,
+            workload.serving,
+            request,
+            _prices_from_args(args, catalogue),
+            catalogue,
+            limits,
+            args.requests_per_s,
         )
     except ValidationError as error:
         raise UsageError(describe_validation_error(error)) from None
@@ -764,17 +822,21 @@ def _tokens_flag(flag: str):
     return parse
 
 
-def _milliseconds_flag(flag: str):
+def _positive_flag(flag: str, unit: str, most: float):
     def parse(raw: str) -> float:
         try:
             value = float(raw)
         except ValueError:
             value = math.nan
-        if not 0 < value <= 3_600_000:  # also refuses NaN
-            raise UsageError(f"{flag} must be a positive number of milliseconds up to 3,600,000, not {echo(raw)}")
+        if not 0 < value <= most:  # also refuses NaN
+            raise UsageError(f"{flag} must be a positive number of {unit} up to {most:,.0f}, not {echo(raw)}")
         return value
 
     return parse
+
+
+def _milliseconds_flag(flag: str):
+    return _positive_flag(flag, "milliseconds", 3_600_000)
 
 
 def add_serving_request_arguments(parser: argparse.ArgumentParser) -> None:
@@ -784,6 +846,12 @@ def add_serving_request_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--output-len", type=_tokens_flag("--output-len"), default=1024, help="generated tokens per request"
     )
+    group.add_argument(
+        "--requests-per-s", type=_positive_flag("--requests-per-s", "requests per second", 1e7),
+        help="requests arriving per second: replicas and USD per month",
+    )  # fmt: skip
+    group.add_argument("--ttft-ms", type=_milliseconds_flag("--ttft-ms"), help="time-to-first-token target (ms)")
+    group.add_argument("--tpot-ms", type=_milliseconds_flag("--tpot-ms"), help="time-per-output-token target (ms)")
     for action in parser._actions:
         if "--concurrency" in action.option_strings:
             declared = action.type
@@ -842,6 +910,7 @@ def build_parser() -> OneLineParser:
         type=int,
         help="tokens per optimizer step (default: 4M to train, 128 sequences to fine-tune)",
     )
+    add_serving_request_arguments(plan)
     plan.set_defaults(handler=plan_command)
     timing = commands.add_parser("time", help="step time of the workload on one GPU type, broken down")
     add_workload_arguments(timing)

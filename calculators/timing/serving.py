@@ -293,12 +293,14 @@ def paged_tokens(tokens: float, block_tokens: int) -> float:
 
 def decode_step(
     spec: ModelSpec, settings: ServingSettings, gpu: GpuSpec, sequences: int, mean_context: float,
-    rates: ServingRates | None = None,
+    rates: ServingRates | None = None, weights_read_bytes: float | None = None,
 ) -> DecodeStep:  # fmt: skip
-    """One decode step of `sequences` whose KV caches hold `mean_context` tokens each."""
+    """One decode step of `sequences` whose KV caches hold `mean_context` tokens each;
+    `weights_read_bytes`: the weights read per step when the caller has worked them out (a dense
+    model reads the same at every batch)."""
     rates = rates or serving_rates(gpu, settings)
     tp = settings.tensor_parallel
-    weights = decode_weight_read_bytes(spec, settings, sequences)
+    weights = weights_read_bytes or decode_weight_read_bytes(spec, settings, sequences)
     kv_tokens = paged_tokens(mean_context, settings.kv_block_tokens)
     kv = sequences * kv_cache_bytes_per_sequence(
         spec, settings.kv_cache_precision, tp, kv_tokens, settings.images_per_sequence
@@ -413,7 +415,7 @@ def fitting_concurrency(spec: ModelSpec, settings: ServingSettings, gpu: GpuSpec
 
 def speed_at(
     spec: ModelSpec, settings: ServingSettings, gpu: GpuSpec, request: ServingRequest, concurrency: int,
-    rates: ServingRates, prompt: Prefill, fits: int,
+    rates: ServingRates, prompt: Prefill, fits: int, dense_weights_bytes: float | None = None,
 ) -> ServingSpeed:  # fmt: skip
     """Continuous batching at `concurrency`: each decode step holds the running sequences at the
     mean context, input + output / 2 (positions spread evenly over the generation), and every output
@@ -421,7 +423,8 @@ def speed_at(
     TPOT = step + concurrency x prefill FLOPs / output_len. TTFT: the prompt alone, plus one decode
     step per chunk when other sequences are running."""
     tp = settings.tensor_parallel
-    step = decode_step(spec, settings, gpu, concurrency, request.input_len + request.output_len / 2, rates)
+    context = request.input_len + request.output_len / 2
+    step = decode_step(spec, settings, gpu, concurrency, context, rates, dense_weights_bytes)
     tpot = step.step_s + concurrency * prompt.flops_s / request.output_len
     ttft = prompt.alone_s + (prompt.chunks * step.step_s if concurrency > 1 else 0.0)
     group_output = concurrency / tpot
@@ -488,7 +491,9 @@ def serving_speeds(
         )
     prompt = prefill(spec, settings, gpu, request.input_len, rates)
     counts = [request.concurrency] if request.concurrency else searched_concurrencies(fits)
-    return [speed_at(spec, settings, gpu, request, n, rates, prompt, fits) for n in counts]
+    # a dense model reads the same weights at every batch: worked out once
+    dense = decode_weight_read_bytes(spec, settings, 1) if spec.n_experts == 1 else None
+    return [speed_at(spec, settings, gpu, request, n, rates, prompt, fits, dense) for n in counts]
 
 
 def best_speed(speeds: list[ServingSpeed], limits: LatencyLimits | None = None) -> ServingSpeed | None:
