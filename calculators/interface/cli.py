@@ -202,7 +202,10 @@ def training_workload(args: argparse.Namespace, command: str) -> TrainingWorkloa
     """A training workload, or one usage line saying the command does not serve."""
     workload = workload_from_args(args)
     if not workload.is_training:
-        raise UsageError(f"`{command}` runs a training step; --mode inference is answered by `memory` and `fit`")
+        raise UsageError(
+            f"`{command}` runs a training step; --mode inference is answered by `memory`, `fit`, `time`, `cost` "
+            "and `plan`"
+        )
     return workload
 
 
