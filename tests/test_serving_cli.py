@@ -1,6 +1,7 @@
 """`time`, `cost` and `plan` with --mode inference: the contract's keys and the bad-input lines."""
 
 import json
+import math
 
 import pytest
 
@@ -67,3 +68,18 @@ def test_bad_serving_input_is_one_line(capsys, extra, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_cost_inference_gives_the_month_for_a_request_rate_and_holds_the_targets(capsys):
+    argv = ["cost", *SERVE, "--input-len", "512", "--output-len", "256", "--concurrency", "8",
+            "--requests-per-s", "3", "--tpot-ms", "40"]  # fmt: skip
+    options = _json(capsys, argv)
+    served = [option for option in options if option["excluded_reason"] is None]
+    assert served and all(option["tpot_s"] <= 0.04 for option in served)
+    first = served[0]
+    per_replica = first["output_tokens_per_s_per_gpu"] * first["tensor_parallel"] / 256  # requests/s
+    assert first["replicas"] == math.ceil(3 / per_replica)
+    assert first["usd_per_month"] == pytest.approx(first["replicas"] * first["usd_per_hour"] * 730)
+    missed = [option for option in options if option["excluded_reason"] and "beyond the targets" in
+              option["excluded_reason"]]  # fmt: skip
+    assert missed  # slower GPUs miss the 40 ms TPOT at concurrency 8

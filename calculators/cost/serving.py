@@ -85,6 +85,15 @@ def _speed_or_reason(
         speed = estimate_serving_speed(spec, settings, gpu, request, limits)
     except ValueError as error:
         return None, 0.0, str(error)
+    if limits is not None and not limits.met_by(speed):  # a concurrency the user fixed
+        return (
+            None,
+            0.0,
+            (
+                f"at concurrency {speed.concurrency} TTFT is {speed.ttft_s * 1e3:,.0f} ms and TPOT "
+                f"{speed.tpot_s * 1e3:,.1f} ms, beyond the targets"
+            ),
+        )
     return speed, prefill(spec, settings, gpu, request.input_len).flops_s, None
 
 
