@@ -27,7 +27,6 @@ from pydantic import BaseModel, Field
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.memory.serving import (
-    KV_BYTES,
     activation_element_bytes,
     decode_weight_read_bytes,
     kv_cache_bytes_per_sequence,
@@ -200,9 +199,9 @@ def kernel_gap_seconds(spec: ModelSpec) -> float:
 
 
 def linear_flop_seconds(spec: ModelSpec, rows: float, tp: int, rate_tflops: float, curve: str) -> float:
-    """Seconds of every layer's linears on `rows` tokens on one rank, plus the LM head on
-    `head_rows`: 2 x rows x in x out FLOPs per linear (per expert on rows x k / E tokens,
-    operations.rows_and_copies) at rate x the shape factor of the measured curve."""
+    """Seconds of every layer's linears on `rows` tokens on one rank: 2 x rows x in x out FLOPs per
+    linear (per expert on rows x k / E tokens, operations.rows_and_copies) at rate x the shape
+    factor of the measured curve (operations.shape_factor)."""
     seconds = 0.0
     for linear in layer_linears(spec, tp):
         expert_rows, copies = rows_and_copies(spec, rows, linear.copies)
@@ -544,6 +543,3 @@ def serving_assumptions(speed: ServingSpeed) -> list[str]:
         f"Each decode step replays CUDA graphs: {SERVING_KERNELS_PER_LAYER} kernels per layer, "
         f"{GRAPH_KERNEL_GAP_S * 1e6:g} us apart (an assumption).",
     ]
-
-
-KV_ELEMENT_BYTES = KV_BYTES  # re-exported for the pages' labels
