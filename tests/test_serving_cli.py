@@ -83,3 +83,11 @@ def test_cost_inference_gives_the_month_for_a_request_rate_and_holds_the_targets
     missed = [option for option in options if option["excluded_reason"] and "beyond the targets" in
               option["excluded_reason"]]  # fmt: skip
     assert missed  # slower GPUs miss the 40 ms TPOT at concurrency 8
+
+
+def test_fp4_format_mxfp4_stores_less_than_nvfp4(capsys):
+    """MXFP4 keeps one 1-byte scale per 32 weights, NVFP4 one per 16: 0.53125 against 0.5625 B per weight."""
+    base = ["memory", *SERVE, "--weight-precision", "fp4"]
+    mx = _json(capsys, [*base, "--fp4-format", "mxfp4"])["components_gib"]["weights"]
+    nv = _json(capsys, [*base, "--fp4-format", "nvfp4"])["components_gib"]["weights"]
+    assert mx < nv

@@ -433,6 +433,12 @@ WEIGHT_PRECISION_LABEL = {
 }
 
 
+FP4_FORMAT_LABEL = {
+    "nvfp4": "NVFP4 (fp8 scale per 16)",
+    "mxfp4": "MXFP4 (power-of-two scale per 32, gpt-oss)",
+}
+
+
 def _serving_controls(spec: ModelSpec | None) -> None:
     sidebar = st.sidebar
     col1, col2 = sidebar.columns(2)
@@ -441,6 +447,8 @@ def _serving_controls(spec: ModelSpec | None) -> None:
     state.number(col1, "s_context_len", step=1024)
     state.number(col2, "s_concurrency", label="Concurrency", help="sequences served at once")
     state.number(sidebar, "s_tensor_parallel")
+    if state.value("s_weight_precision") == "fp4":
+        state.choice(sidebar, "s_fp4_format", format_func=FP4_FORMAT_LABEL.get)
     if not applies("s_images", spec):
         return
     state.number(
