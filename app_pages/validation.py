@@ -9,6 +9,7 @@ from calculators.workload.frameworks import FRAMEWORK_DEFAULTS, FRAMEWORK_LABEL
 from ui.charts import validation_figure
 from ui.layout import wrapping_row
 from ui.mlperf_view import mlperf_validation_section
+from ui.serving_validation_view import serving_section
 from ui.throughput_view import throughput_section
 
 TARGET = 0.10
@@ -98,3 +99,4 @@ st.dataframe(
 
 throughput_section()
 mlperf_validation_section()
+serving_section()

@@ -35,6 +35,7 @@ DATA_FILES = (
     "measured_peak_memory.csv",
     "measured_peak_memory_frameworks.csv",
     "models.csv",
+    "serving_throughput.csv",
     "unpriced_gpus.csv",
 )
 FORM = "an https:// URL or a 'github.com/owner/repo path @revision' reference"
