@@ -848,6 +848,8 @@ def mlperf_command(args: argparse.Namespace) -> str:
             f"{minutes(row.minutes_published):>15}{minutes(row.minutes_predicted):>15}{ratio:>7}"
         )
     return "\n".join(lines)
+
+
 def _tokens_flag(flag: str):
     def parse(raw: str) -> int:
         if not raw.strip().isdigit() or not 0 < int(raw) <= 10_000_000:
