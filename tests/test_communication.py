@@ -64,6 +64,17 @@ def test_lora_reduces_only_the_adapters():
     assert dp_bytes(LLAMA2_7B, lora) == (0.0, pytest.approx(149_913_600))
 
 
+def test_zero3_lora_gathers_the_frozen_base_too():
+    """ZeRO-3 shards the frozen base as well, so it gathers it in forward and backward. Llama-2-7B,
+    LoRA r=16 on q, k, v, o: 32 x 4 x 16 x (4096 + 4096) = 16,777,216 adapter parameters, gathered
+    twice and reduced once in 2-byte weights and grads (6 bytes each: 100,663,296), and the bf16 base
+    of 6,738,415,616 parameters gathered twice (26,953,662,464 bytes); 7/8 of it over 8 GPUs:
+    7/8 x 27,054,325,760 = 23,672,535,040 bytes per micro-batch (ZeRO-1 would send the adapters only)."""
+    lora = settings(method="lora", lora_rank=16, lora_targets="attention", gpus=8, zero=3, precision="bf16-mixed")
+    assert trainable_parameters_per_rank(LLAMA2_7B, lora) == 16_777_216
+    assert dp_bytes(LLAMA2_7B, lora) == (pytest.approx(23_672_535_040), 0.0)
+
+
 def test_frozen_layers_and_embedding_are_not_reduced():
     # 16 of 32 layers frozen (and the embedding): 16 x 202,383,360 (matmuls 202,375,168 + 2 norms
     # 8,192) + head 131,072,000 + final norm 4,096 = 3,369,209,856.

@@ -5,7 +5,9 @@ import json
 import pytest
 
 from calculators.validation.mlperf import (
+    HF_DEEPSPEED_RECIPES,
     NOT_IN_CATALOGUE,
+    catalogue_gpu,
     eval_schedule,
     evaluations,
     load_convergence_points,
@@ -13,6 +15,8 @@ from calculators.validation.mlperf import (
     mlperf_table,
     ratio_groups,
     samples_to_converge,
+    submission_of,
+    workload_for,
 )
 from tests.cli_helpers import run_cli
 
@@ -129,7 +133,7 @@ def test_cli_bad_input_is_one_error_line(capsys, argv, words):
 def test_each_stack_is_timed_in_its_own_layout():
     rows = {row.id: row for row in mlperf_table()}
     juniper = rows["M124"]  # Juniper's DeepSpeed run on 8 H100
-    assert any("DeepSpeed ZeRO-3" in line for line in juniper.assumptions)
+    assert any("DeepSpeed ZeRO-3 (overlap_comm on)" in line for line in juniper.assumptions)
     trillium = rows["M198"]  # Google's MaxText GPT-3 on 512 Trillium chips
     assert any("MaxText" in line for line in trillium.assumptions)
     assert any("int8 rate, 1836 TOPS" in line for line in trillium.assumptions)
@@ -139,7 +143,10 @@ def test_each_stack_is_timed_in_its_own_layout():
 
 def test_llama2_70b_lora_on_eight_gpus_meets_its_targets():
     """The done-when targets: median |predicted / published - 1| within 15% and each within +-30%,
-    but for Juniper's DeepSpeed run (M124), which the time model puts at half its published time."""
+    but for Juniper's DeepSpeed run (M124), which the time model puts at half its published time even
+    in the layout its own config sets: its log shows 12.7 s a step (10 steps per ~127 s between
+    train_loss lines) where the time model has 7.2 s, and 3,878 sequences to converge where the
+    reference points give 3,179. No coefficient is fitted to close it."""
     names = {"H100-SXM5-80GB", "H200-SXM-141GB", "B200-SXM-180GB", "MI300X-192GB", "MI325X-256GB"}
     rows = [
         row
@@ -149,3 +156,45 @@ def test_llama2_70b_lora_on_eight_gpus_meets_its_targets():
     off = sorted(abs(row.ratio - 1) for row in rows)
     assert off[len(off) // 2] <= 0.15
     assert [row.id for row in rows if abs(row.ratio - 1) > 0.3] == ["M124"]
+
+
+def _workload(result_id: str):
+    result = next(result for result in load_results() if result.id == result_id)
+    return workload_for(submission_of(result), catalogue_gpu(result))
+
+
+def test_juniper_is_timed_from_its_own_deepspeed_config():
+    """training_results_v4.0 JuniperNetworks llama2_70b_lora: ds_lora_config.json stage 3, overlap_comm
+    true, bf16; run.sub --per_device_train_batch_size 1 --gradient_accumulation_steps 1
+    --use_gradient_checkpointing True --lora_dropout 0.1 --lora_target_modules qkv_proj,o_proj;
+    utils.py flash_attention_2 on HF's eager Llama."""
+    work = _workload("M124")  # 8 H100, global batch 8
+    settings, time_settings = work.settings, work.time_settings
+    assert (settings.zero, settings.gpus, settings.micro_batch, settings.grad_accum) == (3, 8, 1, 1)
+    assert (settings.checkpointing, settings.precision, settings.lora_dropout) == ("full", "bf16-mixed", 0.1)
+    assert (settings.qkv_projection, settings.lora_targets) == ("fused", "attention")
+    assert (time_settings.kernels, time_settings.attention_kernel, time_settings.overlap_fraction) == (
+        "eager",
+        "flash2",
+        1.0,
+    )
+
+
+def test_intel_gaudi2_is_timed_from_its_optimum_habana_config():
+    """Intel-HabanaLabs llm_finetune: README runs run_llama_70B_fp8_submission.sh (--fp8), whose
+    configs/ds_zero3.json sets stage 3 with overlap_comm false: the gathers are not hidden."""
+    assert HF_DEEPSPEED_RECIPES["optimum-habana"].overlap_comm is False
+    work = _workload("M121")  # 8 Gaudi2, global batch 8
+    assert (work.settings.zero, work.settings.precision, work.settings.checkpointing) == (3, "fp8", "full")
+    assert work.time_settings.overlap_fraction == 0.0
+    assert work.time_settings.kernels == "fused"
+
+
+def test_hf_trainer_stacks_also_evaluate_at_the_eval_delay():
+    """train.py sets eval_delay = int(0.125 x 8 + 2) x eval_steps = 3 x 48 steps, and the HF Trainer
+    evaluates at every multiple of eval_steps from eval_delay on: at 1,152 sequences, which the rules
+    skip (Juniper's log shows the extra ~115 s between its 1,120 and 1,200 sequence losses). 3,178.7
+    sequences reach the 9th evaluation point: 9 - 2 = 7 run, one more than the 6 of NeMo (M141)."""
+    rows = {row.id: row for row in mlperf_table("llama2_70b_lora")}
+    assert any("7 evaluations" in line for line in rows["M124"].assumptions)
+    assert any("6 evaluations" in line for line in rows["M141"].assumptions)

@@ -122,7 +122,9 @@ def dp_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int =
     accumulating); ZeRO 2 reduce-scatters (n-1)/n x P x g per micro-batch and all-gathers
     (n-1)/n x P x w once; ZeRO 3 all-gathers the weights in forward and again in backward and
     reduce-scatters the gradients per micro-batch: (n-1)/n x P x (2w + g), 1.5x the all-reduce
-    (ZeRO paper Sec. 7.2). A frozen base keeps its weights unsharded: LoRA adapters only.
+    (ZeRO paper Sec. 7.2). Below ZeRO-3 a frozen base keeps its weights unsharded: LoRA adapters
+    only. ZeRO-3 shards the frozen base too (as the memory engine does: memory.states
+    model_state_bytes divides every weight), so it gathers it in forward and backward as well.
     """
     n = settings.gpus
     if n == 1:
@@ -133,7 +135,19 @@ def dp_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int =
         return 0.0, allreduce_bytes(params * grad_b, n)
     if settings.zero == 2:
         return allgather_bytes(params * grad_b, n), allgather_bytes(params * weight_b, n)
-    return allgather_bytes(params * (2 * weight_b + grad_b), n), 0.0
+    frozen_b = lora_frozen_base_bytes(spec, settings, expert_parallel)
+    return allgather_bytes(params * (2 * weight_b + grad_b) + 2 * frozen_b, n), 0.0
+
+
+def lora_frozen_base_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int = 1) -> float:
+    """Bytes of the frozen base one tensor x pipeline rank holds under LoRA: every parameter
+    full training would train on it, in the half dtype the base is loaded in
+    (precision.frozen_weight_bytes); 0 for other methods (QLoRA's NF4 base under ZeRO-3 is left
+    out: its packed bytes are not counted here)."""
+    if settings.method != "lora":
+        return 0.0
+    whole = settings.model_copy(update={"method": "full", "frozen_layers": 0})
+    return trainable_parameters_per_rank(spec, whole, expert_parallel) * settings.precision_facts.frozen_weight_bytes
 
 
 def activation_bytes(spec: ModelSpec, settings: TrainingSettings) -> float:

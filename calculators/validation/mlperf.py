@@ -9,7 +9,9 @@ sequence, evaluation schedule and reference convergence points (RCPs). A predict
               + evaluations x evaluation samples x forward time per sample
 
 with the step time from calculators.timing.estimate.estimate_time on the submitted GPUs in the
-layout NVIDIA's NeMo/Megatron submissions use (`layout_for`), every assumption listed per row.
+layout NVIDIA's NeMo/Megatron submissions use (`layout_for`), or, for the submissions built on the
+reference's HF Trainer + DeepSpeed code, the layout their own published config sets
+(`HF_DEEPSPEED_RECIPES`), every assumption listed per row.
 No coefficient here is fitted to a result: each comes from the benchmark's rules, a submission's
 published config or the time model's own sources.
 """
@@ -393,15 +395,22 @@ class Submission(BaseModel):
     accelerators_total: int
     accelerators_per_node: int
     global_batch_size: int
-    stack: str = Field(description="nemo (the NVIDIA and AMD stacks), deepspeed or maxtext (Google's TPU runs)")
+    stack: str = Field(
+        description="nemo (the NVIDIA and AMD stacks), deepspeed (Juniper's HF Trainer + DeepSpeed), "
+        "optimum-habana (Intel's Gaudi2 LoRA) or maxtext (Google's TPU runs)"
+    )
 
 
-def stack_of(framework: str) -> str:
-    """DeepSpeed where the framework names it (Juniper's v4.0 LoRA rows), MaxText for Google's
-    JAX stacks (maxtext, PAX), NeMo/Megatron-style otherwise."""
+def stack_of(framework: str, submitter: str = "", benchmark: str = "") -> str:
+    """DeepSpeed where the framework names it (Juniper's v4.0 LoRA rows), Optimum Habana for
+    Intel's Gaudi2 Llama 2 70B LoRA (its framework column says only PyTorch; its README runs
+    Optimum Habana's GaudiTrainer with DeepSpeed), MaxText for Google's JAX stacks (maxtext, PAX),
+    NeMo/Megatron-style otherwise."""
     lowered = framework.lower()
     if "deepspeed" in lowered:
         return "deepspeed"
+    if submitter == "Intel-HabanaLabs" and benchmark == "llama2_70b_lora":
+        return "optimum-habana"
     if "maxtext" in lowered or lowered == "pax":
         return "maxtext"
     return "nemo"
@@ -414,7 +423,7 @@ def submission_of(result: MlperfResult) -> Submission:
         accelerators_total=result.accelerators_total,
         accelerators_per_node=result.accelerators_per_node,
         global_batch_size=result.global_batch_size,
-        stack=stack_of(result.framework),
+        stack=stack_of(result.framework, result.submitter, result.benchmark),
     )
 
 
@@ -428,6 +437,11 @@ class Workload(BaseModel):
     time_settings: TimeSettings
     assumptions: list[str]
     gpu: GpuSpec | None = Field(default=None, description="the GPU as the run uses it, where not the catalogue's")
+    evaluates_at_delay: bool = Field(
+        default=False,
+        description="the stack runs the evaluation at the end of the skipped ones too (the HF Trainer's "
+        "eval_delay): one evaluation more than the rules' schedule",
+    )
 
 
 def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
@@ -453,8 +467,8 @@ def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
     seq_len = SEQ_LEN[benchmark] // cp
     grad_accum = batch * cp // replicas // layout.micro_batch or 1
     lora = benchmark == "llama2_70b_lora"
-    if result.stack == "deepspeed":
-        return deepspeed_workload(result, gpu, spec)
+    if result.stack in HF_DEEPSPEED_RECIPES:
+        return hf_deepspeed_workload(result, gpu, spec)
     if result.stack == "maxtext":
         return maxtext_workload(result, gpu, spec)
     settings = TrainingSettings(
@@ -501,24 +515,96 @@ def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
     return Workload(spec=spec, settings=settings, time_settings=time_settings, assumptions=assumptions)
 
 
-def deepspeed_workload(result: Submission, gpu: GpuSpec, spec: ModelSpec) -> Workload:
-    """DeepSpeed as its Llama 2 70B LoRA recipes run it: ZeRO-3 over every GPU, bf16 with fp32
-    master weights (DeepSpeed has no FP8 linears of its own), full activation checkpointing
-    (the HF/PEFT + DeepSpeed examples set gradient_checkpointing), micro-batch 1."""
+class HfDeepSpeedRecipe(BaseModel):
+    """A Llama 2 70B LoRA submission built on the MLCommons reference's Hugging Face Trainer +
+    PEFT + DeepSpeed ZeRO-3 code rather than NeMo, as its own launch script and DeepSpeed JSON set
+    it. What both published recipes share (their launch scripts): micro-batch 1
+    (--per_device_train_batch_size 1), no accumulation, ZeRO-3 over every GPU, HF gradient
+    checkpointing of every layer (--use_gradient_checkpointing True), LoRA r=16 with dropout 0.1
+    on qkv_proj and o_proj of the fused-QKV Llama 2 70B checkpoint, a flash attention kernel, and
+    train.py's eval_delay = int(0.125 GBS + 2) x eval_steps, which the HF Trainer meets with an
+    evaluation (it evaluates at every multiple of eval_steps from eval_delay on)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    precision: str = Field(description="the matmuls' precision")
+    kernels: str = Field(description="norms, rotary embeddings, SwiGLU and loss: HF's eager ops or fused kernels")
+    overlap_comm: bool = Field(description="DeepSpeed zero_optimization.overlap_comm")
+    words: str
+    source: str
+
+
+# The published configs, at mlcommons/training_results_v4.0 @62f111b7690f163b269f32e4f93dcaaa13717c9c.
+HF_DEEPSPEED_RECIPES = {
+    # JuniperNetworks/benchmarks/llama2_70b_lora/implementations/pytorch/: configs/ds_lora_config.json
+    # (bf16, stage 3, overlap_comm true), run/run.sub and scripts/train.py (HF Trainer via
+    # accelerate), scripts/utils.py (attn_implementation="flash_attention_2", eager HF Llama otherwise).
+    "deepspeed": HfDeepSpeedRecipe(
+        precision="bf16-mixed",
+        kernels="eager",
+        overlap_comm=True,
+        words="HF Trainer + DeepSpeed ZeRO-3 (overlap_comm on), bf16 with fp32 adapter masters, "
+        "FlashAttention-2, HF's eager norms, rotary and SwiGLU",
+        source="training_results_v4.0 JuniperNetworks/benchmarks/llama2_70b_lora/implementations/pytorch "
+        "configs/ds_lora_config.json, run/run.sub",
+    ),
+    # Intel-HabanaLabs/benchmarks/llm_finetune/: README.md runs run_llama_70B_fp8_submission.sh (--fp8,
+    # --deepspeed configs/ds_zero3.json, Optimum Habana's GaudiTrainer); ds_zero3.json: bf16, stage 3,
+    # overlap_comm false; Optimum Habana's Llama runs Habana's fused RMSNorm, RoPE and FusedSDPA.
+    "optimum-habana": HfDeepSpeedRecipe(
+        precision="fp8",
+        kernels="fused",
+        overlap_comm=False,
+        words="Optimum Habana GaudiTrainer + DeepSpeed ZeRO-3 (overlap_comm off), fp8 matmuls, fused "
+        "SDPA, norms and rotary",
+        source="training_results_v4.0 Intel-HabanaLabs/benchmarks/llm_finetune run_llama_70B_fp8_submission.sh, "
+        "configs/ds_zero3.json",
+    ),
+}
+
+
+def zero3_overlap_fraction(overlap_comm: bool) -> float:
+    """Share of ZeRO-3's traffic hidden under compute: all of it with overlap_comm (the gathers
+    and reduce-scatters run on their own stream), none without: DeepSpeed then issues the
+    parameter all-gathers on the default stream, behind the compute (microsoft/DeepSpeed
+    deepspeed/runtime/zero/partitioned_param_coordinator.py @196e63ac, `__allgather_stream =
+    Stream() if overlap_comm else default_stream()`)."""
+    return 1.0 if overlap_comm else 0.0
+
+
+def hf_deepspeed_workload(result: Submission, gpu: GpuSpec, spec: ModelSpec) -> Workload:
+    """A submission of HF_DEEPSPEED_RECIPES on its GPUs, every setting from its published config.
+    DeepSpeed's bf16 holds the base in bf16 and the adapters' fp32 masters: this app's bf16-mixed
+    for LoRA (the frozen base in the half dtype either way)."""
+    recipe = HF_DEEPSPEED_RECIPES[result.stack]
     gpus = result.accelerators_total
     batch = result.global_batch_size
     if batch % gpus:
         raise ValueError(f"global batch {batch} does not split over {gpus} GPUs")
     settings = TrainingSettings(
-        seq_len=SEQ_LEN[result.benchmark], grad_accum=batch // gpus, gpus=gpus, precision="bf16-mixed", zero=3,
-        checkpointing="full", framework="deepspeed", method="lora", lora_rank=16, lora_targets="attention",
+        micro_batch=1, seq_len=SEQ_LEN[result.benchmark], grad_accum=batch // gpus, gpus=gpus,
+        precision=recipe.precision, zero=3, checkpointing="full", framework="deepspeed", method="lora",
+        lora_rank=16, lora_targets="attention", lora_dropout=0.1, qkv_projection="fused",
     )  # fmt: skip
-    time_settings = TimeSettings(dataset_samples=1, gpus_per_node=result.accelerators_per_node)
+    time_settings = TimeSettings(
+        dataset_samples=1,
+        gpus_per_node=result.accelerators_per_node,
+        kernels=recipe.kernels,
+        attention_kernel="flash2",
+        overlap_fraction=zero3_overlap_fraction(recipe.overlap_comm),
+    )
+    overlap = "hidden under compute" if recipe.overlap_comm else "not hidden (overlap_comm false)"
     assumptions = [
-        f"DeepSpeed ZeRO-3 over {gpus} GPUs, bf16 with fp32 master weights, full activation checkpointing",
-        "LoRA r=16 on q, k, v and o (the reference's target modules), frozen bf16 base",
+        f"{recipe.words} ({recipe.source})",
+        f"ZeRO-3 over {gpus} GPUs: the frozen bf16 base gathered in forward and backward, {overlap}; "
+        f"micro-batch 1, {settings.grad_accum} per step; every layer recomputed (gradient checkpointing)",
+        "LoRA r=16, dropout 0.1, on qkv_proj and o_proj of the fused-QKV checkpoint, frozen bf16 base",
     ]
-    return Workload(spec=spec, settings=settings, time_settings=time_settings, assumptions=assumptions)
+    if recipe.precision == "fp8":
+        assumptions.append(f"fp8 matmuls (--fp8; {FP8_RECIPE_WORDS['dynamic']})")
+    return Workload(
+        spec=spec, settings=settings, time_settings=time_settings, assumptions=assumptions, evaluates_at_delay=True
+    )
 
 
 # Chips joined by the inter-chip interconnect (ICI) in one TPU pod; beyond it slices talk over
@@ -618,6 +704,8 @@ def language_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
     samples = samples_to_converge(result.benchmark, batch)
     train_s = samples / batch * estimate.step_s
     schedule = eval_schedule(result.benchmark, result.round, batch)
+    if work.evaluates_at_delay and schedule.evals_skipped:
+        schedule = schedule.model_copy(update={"evals_skipped": schedule.evals_skipped - 1})
     settings = work.settings
     pieces = schedule.eval_samples * SEQ_LEN[result.benchmark] // settings.seq_len
     piece_s = estimate.step_s / (settings.grad_accum * settings.micro_batch)
