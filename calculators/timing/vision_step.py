@@ -47,6 +47,7 @@ from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.vision_training import MAX_MICRO_BATCH, check_image_size, parameters_at
 from calculators.models.vision_library import VisionModel
 from calculators.timing.communication import allreduce_bytes, link_gbytes_per_s
+from calculators.timing.data_loading import DataLoader, InputCeiling, input_ceiling
 from calculators.timing.operations import (
     KERNEL_LAUNCH_S,
     SUSTAINED_CLOCK_FACTOR,
@@ -56,7 +57,7 @@ from calculators.timing.operations import (
     shape_factor,
 )
 from calculators.timing.rates import rate_and_format
-from calculators.timing.settings import DEFAULT_INTER_NODE_GBPS, NVLINK_EFFICIENCY
+from calculators.timing.settings import DEFAULT_HOST_CORES_PER_GPU, DEFAULT_INTER_NODE_GBPS, NVLINK_EFFICIENCY
 
 VISION_LAYERS_PATH = DATA_DIR / "vision_layers.json"
 Precision = Literal["fp32", "amp-bf16", "amp-fp16"]
@@ -471,3 +472,63 @@ def step_assumptions(run: VisionStepInput, rates: Rates) -> list[str]:
     if run.gpus > 1:
         lines.append(f"Data parallel over {run.gpus} GPUs: one fp32 gradient all-reduce per step under the backward.")
     return lines
+
+
+# ImageNet-1k (ILSVRC 2012) training images: 1,281,167 (Russakovsky et al. 2015, IJCV 115, Table 2;
+# torchvision.datasets.ImageNet reads the same split).
+IMAGENET_1K_TRAIN_IMAGES = 1_281_167
+
+
+class VisionRunTime(BaseModel):
+    """Images per second and hours of a vision training run on one GPU type, the loader included."""
+
+    model: str
+    gpu: str
+    gpus: int
+    image_size: int
+    precision: str
+    micro_batch: int
+    step: VisionStepTime
+    gpu_samples_per_s_per_gpu: float = Field(description="what the GPU alone would train")
+    samples_per_s_per_gpu: float = Field(description="images/s per GPU, the loader's ceiling applied")
+    input_bound: bool
+    input_ceiling: InputCeiling
+    dataset_samples: int
+    epochs: float
+    hours_per_epoch: float
+    hours_total: float
+    warnings: list[str]
+
+
+def estimate_vision_run(
+    run: VisionStepInput,
+    gpu: GpuSpec,
+    dataset_samples: int = IMAGENET_1K_TRAIN_IMAGES,
+    epochs: float = 1.0,
+    host_cores_per_gpu: float = DEFAULT_HOST_CORES_PER_GPU,
+    loader: DataLoader = "cpu",
+) -> VisionRunTime:
+    """The step on `gpu`, capped by the data loader's ceiling (calculators.timing.data_loading), and
+    the hours of one epoch of `dataset_samples` images and of `epochs` of them."""
+    step = estimate_vision_step(run, gpu)
+    ceiling = input_ceiling(step.samples_per_s_per_gpu, host_cores_per_gpu, loader)
+    per_gpu = min(step.samples_per_s_per_gpu, ceiling.ceiling_images_per_s_per_gpu or math.inf)
+    hours_per_epoch = dataset_samples / (per_gpu * run.gpus) / 3600
+    return VisionRunTime(
+        model=run.model.key,
+        gpu=gpu.name,
+        gpus=run.gpus,
+        image_size=run.resolution,
+        precision=run.precision,
+        micro_batch=run.micro_batch,
+        step=step,
+        gpu_samples_per_s_per_gpu=step.samples_per_s_per_gpu,
+        samples_per_s_per_gpu=per_gpu,
+        input_bound=ceiling.input_bound,
+        input_ceiling=ceiling,
+        dataset_samples=dataset_samples,
+        epochs=epochs,
+        hours_per_epoch=hours_per_epoch,
+        hours_total=hours_per_epoch * epochs,
+        warnings=[ceiling.warning] if ceiling.warning else [],
+    )
