@@ -9,6 +9,7 @@ from calculators.workload.frameworks import FRAMEWORK_DEFAULTS, FRAMEWORK_LABEL
 from ui.charts import validation_figure
 from ui.layout import wrapping_row
 from ui.throughput_view import throughput_section
+from ui.vision_validation_view import vision_throughput_section
 
 TARGET = 0.10
 
@@ -96,3 +97,4 @@ st.dataframe(
 )
 
 throughput_section()
+vision_throughput_section()

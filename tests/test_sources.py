@@ -36,6 +36,7 @@ DATA_FILES = (
     "measured_peak_memory_frameworks.csv",
     "models.csv",
     "unpriced_gpus.csv",
+    "vision_training.csv",
 )
 FORM = "an https:// URL or a 'github.com/owner/repo path @revision' reference"
 

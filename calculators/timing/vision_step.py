@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import cache
 from typing import Literal
 
@@ -79,6 +80,22 @@ POINTWISE_MOVES = (2, 3)
 # Pooling: read the input, write the output; backward reads dy (and max-pool's indices) and writes
 # the input-sized gradient; counted with the input's elements (see _pool_elements).
 POOL_MOVES = (1, 1)
+# A residual add reads both branches and writes the sum; backward, autograd adds the two branches'
+# gradients where they meet at the block's input (the same three moves).
+RESIDUAL_ADD_MOVES = (3, 3)
+# Squeeze-and-excitation scales the feature map by a per-channel vector: read and write it; backward
+# writes dx = dy x s (read dy, write) and reduces ds = sum(dy x x) (read both): 4 (torchvision
+# ops/misc.py SqueezeExcitation.forward: `return scale * input`).
+SE_SCALE_MOVES = (2, 4)
+# Residual adds per block container the trace lists (the add is not a module): timm's ViT `Block`
+# and Swin's `SwinTransformerBlock` add twice (x + attn, x + mlp: timm vision_transformer.py,
+# swin_transformer.py), torchvision's RegNet `ResBottleneckBlock`, MobileNet `InvertedResidual`
+# (listed only where it has a residual) and ConvNeXt `CNBlock` once.
+RESIDUAL_ADDS_PER_CONTAINER = {"Block": 2, "SwinTransformerBlock": 2, "ResBottleneckBlock": 1, "InvertedResidual": 1,
+                               "CNBlock": 1}  # fmt: skip
+# torchvision ResNet blocks ("layer2.0.conv1", ...) are not listed; each adds its shortcut once
+# (torchvision models/resnet.py BasicBlock/Bottleneck.forward: `out += identity`).
+RESNET_BLOCK = re.compile(r"^layer\d+\.\d+\.")
 # Stochastic depth and dropout multiply by a per-sample mask: read and write, both ways.
 STOCHASTIC_MOVES = (2, 2)
 # Swin's attention windows: 7 x 7 tokens, 32 channels per head in every timm Swin-T/S/B
@@ -338,6 +355,43 @@ def unlisted_relu(layers: tuple[VisionLayer, ...], layer: VisionLayer) -> bool:
     return layer.type == "BatchNorm2d" and not any(other.type in ACTIVATIONS for other in layers)
 
 
+def residual_blocks(layers: tuple[VisionLayer, ...]) -> dict[str, tuple[int, VisionLayer]]:
+    """Each block that adds a shortcut: its name prefix -> (adds, the block's last layer, whose output
+    the adds write). Listed containers (RESIDUAL_ADDS_PER_CONTAINER), torchvision ResNet blocks by
+    name, and, outside those, each stochastic-depth layer (torchvision's MBConv applies it only on
+    its residual: `result = self.stochastic_depth(result); result += input`, models/efficientnet.py)."""
+    blocks: dict[str, tuple[int, VisionLayer]] = {}
+    for layer in layers:
+        if layer.type in RESIDUAL_ADDS_PER_CONTAINER:
+            blocks[layer.name + "."] = (RESIDUAL_ADDS_PER_CONTAINER[layer.type], layer)
+        elif match := RESNET_BLOCK.match(layer.name):
+            blocks.setdefault(match.group(0), (1, layer))
+        elif layer.type in STOCHASTIC and not any(layer.name.startswith(prefix) for prefix in blocks):
+            blocks[layer.name] = (1, layer)
+    for prefix, (adds, _) in blocks.items():  # the last layer of each block carries its output
+        last = [layer for layer in layers if layer.name.startswith(prefix) and layer.output_shape]
+        blocks[prefix] = (adds, last[-1] if last else blocks[prefix][1])
+    return blocks
+
+
+def unlisted_elementwise_seconds(model: VisionModel, layers: tuple[VisionLayer, ...], batch: float,
+                                 unit_growth: float, rates: Rates) -> float:  # fmt: skip
+    """Forward and backward seconds of the pointwise work no traced module makes: residual adds
+    (residual_blocks) and squeeze-and-excitation's scaling of its input feature map."""
+    moved = 0.0
+    for adds, last in residual_blocks(layers).values():
+        grow = unit_growth if is_spatial(last) else 1.0
+        moved += adds * sum(RESIDUAL_ADD_MOVES) * batch * grow * elements(last.output_shape)
+    previous = None
+    for layer in layers:
+        if layer.type == "SqueezeExcitation" and previous is not None:
+            grow = unit_growth if is_spatial(previous) else 1.0
+            moved += sum(SE_SCALE_MOVES) * batch * grow * elements(previous.output_shape)
+        if layer.output_shape:
+            previous = layer
+    return bandwidth_s(moved * rates.element_bytes, rates) if moved else 0.0
+
+
 class _Walk(BaseModel):
     """Seconds by op class of one micro-batch, forward and backward summed."""
 
@@ -369,6 +423,9 @@ def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
             tokens = math.prod(layer.output_shape[:-1])
         if layer.output_shape:
             previous = layer.output_shape
+    unlisted = unlisted_elementwise_seconds(model, layers, batch, unit_growth, rates)
+    by_class["elementwise"] += unlisted
+    backward_total += unlisted / 2
     return _Walk(by_class=by_class, backward_s=backward_total)
 
 
@@ -465,7 +522,7 @@ def step_assumptions(run: VisionStepInput, rates: Rates) -> list[str]:
         "Each convolution an implicit GEMM on the measured shape curve (data/matmul_efficiency.csv) at the "
         f"achievable fraction x sustained clocks ({rates.fraction:.2f} of peak at best); grouped and depthwise "
         "convolutions, norms, activations and pooling bandwidth-bound.",
-        "Residual adds and squeeze-excitation scaling are not traced modules and are left out.",
+        "Residual adds and squeeze-excitation scaling (not traced modules) counted from the blocks the trace lists.",
     ]
     if rates.conv_tensor_cores and not run.channels_last:
         lines.append("NCHW on tensor cores: each convolution transposes its input and output (use --channels-last).")
