@@ -25,6 +25,7 @@ from calculators.models.spec import ModelSpec
 DATA = Path(__file__).resolve().parent.parent / "data"
 DATA_FILES = (
     "aws_spot_savings.csv",
+    "cpus.csv",
     "cloud_prices.csv",
     "litgpt_lora_resource_table.csv",
     "llm_foundry_throughput_table.csv",

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from calculators.cost.prices import CloudPrice
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
+from calculators.hardware.cpus import find_cpu
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.memory.vision_training import VisionInputError, VisionTrainingInput, estimate_vision_memory
 from calculators.models.hf_config import describe_validation_error
@@ -102,10 +103,12 @@ def vision_run(model: VisionModel, args: argparse.Namespace, gpu: GpuSpec) -> Vi
 
 def time_result(model: VisionModel, args: argparse.Namespace) -> dict:
     """`time --json` for an image model: images/s per GPU, hours per epoch, whether input-bound."""
-    try:
-        gpu = find_gpu(args.gpu)
-    except KeyError as error:
-        raise VisionCliError(str(error).strip("'\"")) from None
+    gpu = find_cpu(args.gpu)  # a server CPU of data/cpus.csv trains like any device
+    if gpu is None:
+        try:
+            gpu = find_gpu(args.gpu)
+        except KeyError as error:
+            raise VisionCliError(str(error).strip("'\"")) from None
     run = vision_run(model, args, gpu)
     return _run_fields(run)
 

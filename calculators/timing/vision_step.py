@@ -45,6 +45,7 @@ from pydantic import BaseModel, Field
 
 from calculators import DATA_DIR
 from calculators.hardware.catalogue import GpuSpec
+from calculators.hardware.cpus import is_cpu
 from calculators.memory.vision_training import MAX_MICRO_BATCH, check_image_size, parameters_at
 from calculators.models.vision_library import VisionModel
 from calculators.timing.communication import allreduce_bytes, link_gbytes_per_s
@@ -212,18 +213,21 @@ def element_bytes_of(precision: str) -> int:
 def step_rates(gpu: GpuSpec, run: VisionStepInput) -> Rates:
     """The device's peaks for this step: convolutions in TF32 where cuDNN's default allows it,
     matmuls as PyTorch's matmul default, attention at the bf16 peak (SDPA runs in the autocast
-    dtype), each at the part's achievable fraction x the sustained-clock factor, as the text model."""
+    dtype), each at the part's achievable fraction x the sustained-clock factor, as the text model.
+    A CPU (calculators.hardware.cpus) has no tensor-core shape curve, no NHWC transposes and no
+    FlashAttention figure: its GEMMs and attention run at the achievable fraction of its peak."""
     conv_tflops, conv_format = rate_and_format(gpu, run.precision, run.conv_tf32)
     matmul_tflops, matmul_format = rate_and_format(gpu, run.precision, run.matmul_tf32)
     fraction = matmul_fraction(gpu, conv_format) * SUSTAINED_CLOCK_FACTOR
+    on_gpu = not is_cpu(gpu)
     return Rates(
         conv_tflops=conv_tflops,
         matmul_tflops=matmul_tflops,
         attention_tflops=matmul_tflops if run.precision == "fp32" else (gpu.dense_tflops("bf16") or matmul_tflops),
-        conv_tensor_cores=conv_format != "fp32",
-        matmul_tensor_cores=matmul_format != "fp32",
+        conv_tensor_cores=on_gpu and conv_format != "fp32",
+        matmul_tensor_cores=on_gpu and matmul_format != "fp32",
         fraction=fraction,
-        attention_fraction=flash_attention_fraction(gpu),
+        attention_fraction=flash_attention_fraction(gpu) if on_gpu else fraction,
         bandwidth_bytes_per_s=gpu.memory_bandwidth_tbps * 1e12,
         element_bytes=element_bytes_of(run.precision),
         curve=curve_family(gpu),
