@@ -31,6 +31,7 @@ from ui.messages import in_words
 from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
 from ui.step_view import step_view
 from ui.user_gpus import user_gpus
+from ui.vision_compare_view import cpu_gpu_precision_section
 from ui.workload import require_training
 
 st.title("Time and cost")
@@ -321,3 +322,5 @@ with st.expander("Assumptions, formulas and sources"):
         st.markdown(escape_dollars("\n".join(f"- {line}" for line in estimate.assumptions)))
     st.markdown(escape_dollars("\n".join(f"{number}. {formula}" for number, formula in enumerate(FORMULAS, start=1))))
     st.markdown("Catalogue dates: " + "; ".join(f"{k}: {v}" for k, v in dates.items()))
+
+cpu_gpu_precision_section()

@@ -63,7 +63,7 @@ def vision_throughput_section() -> None:
         hide_index=True,
         width="stretch",
     )
-    st.plotly_chart(throughput_ratio_figure([row.id for row in counted], [row.ratio for row in counted]),
+    st.plotly_chart(throughput_ratio_figure([row.id for row in counted], [row.ratio for row in counted], "images/s"),
                     width="stretch")  # fmt: skip
     with st.expander(f"Rows not counted, and why ({len(table) - len(counted)})"):
         st.dataframe(
