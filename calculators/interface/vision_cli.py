@@ -14,9 +14,10 @@ import math
 
 from pydantic import BaseModel, ValidationError
 
+from calculators.cost.options import OwnershipSettings, owned_usd_per_gpu_hour
 from calculators.cost.prices import CloudPrice
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
-from calculators.hardware.cpus import find_cpu
+from calculators.hardware.cpus import find_cpu, load_cpus
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.memory.vision_training import VisionInputError, VisionTrainingInput, estimate_vision_memory
 from calculators.models.hf_config import describe_validation_error
@@ -198,7 +199,42 @@ def cost_rows(model: VisionModel, args: argparse.Namespace, prices: list[CloudPr
                 usd_total=run.hours_total * usd_per_hour,
             )
         )
+    rows += cpu_rows(model, args, step)
     return sorted(rows, key=lambda row: (not row.fits, row.usd_per_epoch))
+
+
+def cpu_rows(model: VisionModel, args: argparse.Namespace, step: VisionStepInput) -> list[VisionCostRow]:
+    """The server CPUs of data/cpus.csv, one socket per data-parallel replica, priced as owned (the
+    price sheet rents no bare CPU): purchase over 3 years plus facility power
+    (calculators.cost.options.owned_usd_per_gpu_hour). A CPU without the precision (fp16) is left out."""
+    rows = []
+    for cpu in load_cpus():
+        run = _run_or_none(model, args, cpu)
+        usd_per_socket_hour = owned_usd_per_gpu_hour(cpu, OwnershipSettings())
+        if run is None or usd_per_socket_hour is None:
+            continue
+        usd_per_hour = step.gpus * usd_per_socket_hour
+        peak = _peak_gib(step)
+        rows.append(
+            VisionCostRow(
+                gpu=cpu.name,
+                provider="owned",
+                instance_type="CPU socket, 3 years + power",
+                region="your facility",
+                instances=step.gpus,
+                fits=peak <= cpu.memory_gb,
+                peak_gib=peak,
+                samples_per_s_per_gpu=run.samples_per_s_per_gpu,
+                hours_per_epoch=run.hours_per_epoch,
+                hours_total=run.hours_total,
+                input_bound=run.input_bound,
+                input_ceiling_images_per_s_per_gpu=run.input_ceiling.ceiling_images_per_s_per_gpu,
+                usd_per_hour=usd_per_hour,
+                usd_per_epoch=run.hours_per_epoch * usd_per_hour,
+                usd_total=run.hours_total * usd_per_hour,
+            )
+        )
+    return rows
 
 
 def _run_or_none(model: VisionModel, args: argparse.Namespace, gpu: GpuSpec) -> VisionRunTime | None:
