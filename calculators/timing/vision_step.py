@@ -372,28 +372,39 @@ def residual_blocks(layers: tuple[VisionLayer, ...]) -> dict[str, tuple[int, Vis
             blocks.setdefault(match.group(0), (1, layer))
         elif layer.type in STOCHASTIC and not any(layer.name.startswith(prefix) for prefix in blocks):
             blocks[layer.name] = (1, layer)
-    for prefix, (adds, _) in blocks.items():  # the last layer of each block carries its output
-        last = [layer for layer in layers if layer.name.startswith(prefix) and layer.output_shape]
-        blocks[prefix] = (adds, last[-1] if last else blocks[prefix][1])
+        # a block's last layer with an output carries what its adds write (layers run in order)
+        for prefix, (adds, _) in blocks.items():
+            if layer.name.startswith(prefix) and layer.output_shape:
+                blocks[prefix] = (adds, layer)
     return blocks
 
 
-def unlisted_elementwise_seconds(model: VisionModel, layers: tuple[VisionLayer, ...], batch: float,
-                                 unit_growth: float, rates: Rates) -> float:  # fmt: skip
-    """Forward and backward seconds of the pointwise work no traced module makes: residual adds
-    (residual_blocks) and squeeze-and-excitation's scaling of its input feature map."""
-    moved = 0.0
+@cache
+def unlisted_moves_per_image(key: str) -> tuple[float, float]:
+    """(element moves that grow with the image, element moves that do not) per image at the
+    reference resolution, forward and backward, of the pointwise work no traced module makes:
+    residual adds (residual_blocks) and squeeze-and-excitation's scaling of its input feature map.
+    Worked out once per model."""
+    layers = vision_layers(key)
+    growing = fixed = 0.0
     for adds, last in residual_blocks(layers).values():
-        grow = unit_growth if is_spatial(last) else 1.0
-        moved += adds * sum(RESIDUAL_ADD_MOVES) * batch * grow * elements(last.output_shape)
+        moves = adds * sum(RESIDUAL_ADD_MOVES) * elements(last.output_shape)
+        growing, fixed = (growing + moves, fixed) if is_spatial(last) else (growing, fixed + moves)
     previous = None
     for layer in layers:
         if layer.type == "SqueezeExcitation" and previous is not None:
-            grow = unit_growth if is_spatial(previous) else 1.0
-            moved += sum(SE_SCALE_MOVES) * batch * grow * elements(previous.output_shape)
+            moves = sum(SE_SCALE_MOVES) * elements(previous.output_shape)
+            growing, fixed = (growing + moves, fixed) if is_spatial(previous) else (growing, fixed + moves)
         if layer.output_shape:
             previous = layer
-    return bandwidth_s(moved * rates.element_bytes, rates) if moved else 0.0
+    return growing, fixed
+
+
+def unlisted_elementwise_seconds(model: VisionModel, batch: float, unit_growth: float, rates: Rates) -> float:
+    """Forward and backward seconds of the untraced pointwise work (unlisted_moves_per_image)."""
+    growing, fixed = unlisted_moves_per_image(model.key)
+    moved = batch * (unit_growth * growing + fixed) * rates.element_bytes
+    return bandwidth_s(moved, rates) if moved else 0.0
 
 
 class _Walk(BaseModel):
@@ -427,7 +438,7 @@ def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
             tokens = math.prod(layer.output_shape[:-1])
         if layer.output_shape:
             previous = layer.output_shape
-    unlisted = unlisted_elementwise_seconds(model, layers, batch, unit_growth, rates)
+    unlisted = unlisted_elementwise_seconds(model, batch, unit_growth, rates)
     by_class["elementwise"] += unlisted
     backward_total += unlisted / 2
     return _Walk(by_class=by_class, backward_s=backward_total)
