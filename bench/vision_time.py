@@ -12,6 +12,7 @@ printed, never asserted.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -49,6 +50,32 @@ def accuracy(show_rows: bool) -> None:
                       f"estimate {row.estimate_images_per_s_per_gpu:>7.0f} ({row.ratio:.2f})")  # fmt: skip
 
 
+DEVICE_RUN = REPO_ROOT / "data" / "device_runs" / "2026-11-27-h200-vision-library.json"
+DEVICE_GPU = "H200-SXM-141GB"
+
+
+def device_runs() -> None:
+    """This project's H200 measurements (batch 64, 224 px, 10 steps, cuDNN autotuning off) against the
+    estimate: evidence only, nothing is fitted to them."""
+    rows = json.loads(DEVICE_RUN.read_text())["vision_library"]
+    gpu = find_gpu(DEVICE_GPU)
+    print(f"\n{DEVICE_RUN.name} on {DEVICE_GPU}:")
+    ratios = []
+    for row in rows:
+        model = vision_model(row["model"])
+        if model is None:
+            continue
+        precision = "fp32" if row["autocast"] == "None" else "amp-bf16"
+        optimizer = row["optimizer"] if row["optimizer"] in ("sgd", "adamw") else "sgd"
+        step = VisionStepInput(model=model, micro_batch=row["batch"], image_size=row["image_size"], precision=precision,
+                               channels_last=row["channels_last"], optimizer=optimizer)  # fmt: skip
+        estimate = estimate_vision_run(step, gpu, loader="dali-gpu").samples_per_s_per_gpu
+        ratios.append(estimate / row["images_per_s"])
+        print(f"  {row['model']:<32}{precision:<10}measured {row['images_per_s']:>7.0f}  estimate {estimate:>7.0f}"
+              f"  ({ratios[-1]:.2f})")  # fmt: skip
+    print(f"  median estimate / measured {statistics.median(ratios):.2f} over {len(ratios)} runs")
+
+
 def speed() -> None:
     gpu = find_gpu("A100-SXM4-80GB")
     run = VisionStepInput(model=vision_model("resnet50"), micro_batch=256, precision="amp-bf16", channels_last=True)
@@ -73,6 +100,7 @@ def main() -> None:
     parser.add_argument("--rows", action="store_true", help="print every counted row")
     args = parser.parse_args()
     accuracy(args.rows)
+    device_runs()
     speed()
 
 

@@ -538,6 +538,8 @@ def step_assumptions(run: VisionStepInput, rates: Rates) -> list[str]:
         f"achievable fraction x sustained clocks ({rates.fraction:.2f} of peak at best); grouped and depthwise "
         "convolutions, norms, activations and pooling bandwidth-bound.",
         "Residual adds and squeeze-excitation scaling (not traced modules) counted from the blocks the trace lists.",
+        "Eager PyTorch's per-op dispatch on the CPU is not counted: short steps (small micro-batches, many-layer "
+        "models such as EfficientNet and MobileNet) run slower than this (bench/vision_time.py, H200 runs).",
     ]
     if rates.conv_tensor_cores and not run.channels_last:
         lines.append("NCHW on tensor cores: each convolution transposes its input and output (use --channels-last).")
