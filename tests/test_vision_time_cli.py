@@ -68,10 +68,27 @@ def test_text_models_gain_sequences_per_second(capsys):
         (("--model", "vit_base_patch16_224", "--image-size", "230"), "multiple of 16"),
         (("--micro-batch", "0"), "micro"),
         (("--dataset-tokens", "1e9"), "--dataset-samples"),
+        (("--gpu", "EPYC-9654"), "is a CPU: it trains in fp32 or amp-bf16"),
     ],
 )
 def test_bad_vision_input_is_one_line(capsys, extra, words):
-    code, _, err = run_cli(capsys, "time", *RESNET, "--gpu", "A100-SXM4-80GB", *extra)
+    code, _, err = run_cli(capsys, "time", *RESNET, "--gpu", "A100-SXM4-80GB", *extra)  # a later --gpu wins
     assert code == 2
     assert err.startswith("error: ") and err.count("\n") == 1
     assert words.lower() in err.lower()
+
+
+def test_a_cpu_trains_in_the_time_command(capsys):
+    code, out, _ = run_cli(capsys, "time", "--model", "resnet50", "--gpu", "Xeon-Platinum-8480+", "--micro-batch", "64",
+                           "--precision", "amp-bf16", "--json")  # fmt: skip
+    result = json.loads(out)
+    assert code == 0 and result["gpu"] == "Xeon-Platinum-8480+"
+    assert result["samples_per_s_per_gpu"] > 0
+
+
+def test_cost_json_lists_the_cpus_priced_as_owned(capsys):
+    code, out, _ = run_cli(capsys, "cost", "--model", "resnet50", "--micro-batch", "64", "--precision", "fp32",
+                           "--json")  # fmt: skip
+    owned = [row for row in json.loads(out) if row["provider"] == "owned"]
+    assert {row["gpu"] for row in owned} == {"Xeon-Platinum-8480+", "Xeon-6-6980P", "EPYC-9654", "EPYC-9965"}
+    assert all(row["usd_per_epoch"] == pytest.approx(row["hours_per_epoch"] * row["usd_per_hour"]) for row in owned)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from calculators.cost.options import OwnershipSettings, owned_usd_per_gpu_hour
 from calculators.cost.prices import CloudPrice
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
-from calculators.hardware.cpus import find_cpu, load_cpus
+from calculators.hardware.cpus import find_cpu, is_cpu, load_cpus
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.memory.vision_training import VisionInputError, VisionTrainingInput, estimate_vision_memory
 from calculators.models.hf_config import describe_validation_error
@@ -99,6 +99,8 @@ def vision_run(model: VisionModel, args: argparse.Namespace, gpu: GpuSpec) -> Vi
     except (VisionInputError, ValueError) as error:
         if isinstance(error, VisionCliError):
             raise
+        if is_cpu(gpu) and "rate" in str(error):
+            raise VisionCliError(f"{gpu.name} is a CPU: it trains in fp32 or amp-bf16, not {args.precision}") from None
         raise VisionCliError(str(error)) from None
 
 
