@@ -57,6 +57,7 @@ def test_text_models_gain_sequences_per_second(capsys):
                            "--json")  # fmt: skip
     result = json.loads(out)
     assert result["samples_per_s_per_gpu"] == pytest.approx(result["tokens_per_s_per_gpu"] / 2048)
+    assert result["input_bound"] is False and result["hours_per_epoch"] > 0
 
 
 @pytest.mark.parametrize(

@@ -595,6 +595,7 @@ def time_command(args: argparse.Namespace) -> str:
     # sequences per second per GPU, the text model's samples (images/s for an image model)
     samples_per_s_per_gpu = estimate.tokens_per_s_per_gpu / settings.seq_len
     result = {"model": spec.name, "samples_per_s_per_gpu": samples_per_s_per_gpu} | estimate.model_dump(mode="json")
+    result["input_bound"] = False  # tokenized text: no decoding loader to wait for (images: vision_cli)
     if args.json:
         return json.dumps(result, indent=2)
     lines = [

@@ -11,7 +11,7 @@ worker processes per GPU on a DGX A100 and 8 on a DGX-1 (configs.yml), so the CP
 A row is counted unless it says why not: a model the library does not hold, a GPU the catalogue
 does not hold, a text model, a time-to-train row (derived from the same throughput), or a table
 flagged ambiguous (DLE EfficientNet's "V100 32GB" table, whose heading and body disagree on the
-GPU). Nothing here is fitted to these rows.
+GPU; DLE EfficientNet's time to train, which states no unit). Nothing here is fitted to these rows.
 """
 
 from __future__ import annotations
@@ -109,6 +109,8 @@ def loader_cores(row: dict) -> int | None:
 
 def why_not_counted(row: dict) -> str | None:
     """Why a row is shown but not counted, or None."""
+    if "UNSTATED" in row["unit"]:
+        return "ambiguous table: DLE EfficientNet's time to train states no unit"
     if row["metric"] not in THROUGHPUT_METRICS:
         return "a time to train, derived from the same throughput"
     if "BERT" in row["model"]:
