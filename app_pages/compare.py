@@ -20,6 +20,7 @@ from ui.gpu_table import (
 )
 from ui.host_gpus import detected_gpu_names
 from ui.memo import frame_key, json_key, remembered
+from ui.mlperf_view import mlperf_section
 from ui.user_gpus import user_gpu_controls, user_gpus
 
 SPEC_FIELDS = [
@@ -137,3 +138,7 @@ if workload.ready and not workload.is_inference:
         f"GEMM, the MLP up-projection of one micro-batch ({workload.settings.micro_batch} x "
         f"{workload.settings.seq_len} tokens) in {fmt.upper()}: {intensity:.0f} FLOP per byte."
     )
+
+# the GPUs picked side by side, else those the filters leave in the table
+looked_at = picked or list(shown["name"])
+mlperf_section(looked_at, dict(zip(table["name"], table["vendor"], strict=True)))

@@ -29,6 +29,7 @@ from ui.layout import wrapping_row
 from ui.memo import frame_key, json_key, remembered
 from ui.messages import in_words
 from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
+from ui.serve_cost_view import serve_cost_section
 from ui.step_view import step_view
 from ui.user_gpus import user_gpus
 from ui.vision_compare_view import cpu_gpu_precision_section
@@ -36,6 +37,9 @@ from ui.workload import require_training
 
 st.title("Time and cost")
 workload = st.session_state["workload"]
+if workload.ready and workload.is_inference:  # Serve: throughput, latency and cost per million tokens
+    serve_cost_section(workload, list(load_gpu_catalogue()) + user_gpus())
+    st.stop()
 require_training(workload, "Times and costs", "see times and costs")
 spec, settings = workload.spec, workload.settings
 catalogue = list(load_gpu_catalogue()) + user_gpus()

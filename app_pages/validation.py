@@ -8,6 +8,8 @@ from calculators.validation.peak_memory import error_summary
 from calculators.workload.frameworks import FRAMEWORK_DEFAULTS, FRAMEWORK_LABEL
 from ui.charts import validation_figure
 from ui.layout import wrapping_row
+from ui.mlperf_view import mlperf_validation_section
+from ui.serving_validation_view import serving_section
 from ui.throughput_view import throughput_section
 from ui.vision_validation_view import vision_throughput_section
 
@@ -98,3 +100,5 @@ st.dataframe(
 
 throughput_section()
 vision_throughput_section()
+mlperf_validation_section()
+serving_section()

@@ -80,12 +80,12 @@ def test_config_json_file_is_accepted(capsys, tmp_path):
             "--discount-pct: must be at least 0 and less than 100, not 100",
         ),
         (
-            ["cost", "--model", "gpt2", "--dataset-tokens", "1e9", "--mode", "inference"],
-            "`cost` runs a training step; --mode inference is answered by `memory` and `fit`",
+            ["cost", "--model", "gpt2", "--mode", "inference", "--input-len", "0"],
+            "--input-len must be a whole number of tokens from 1 to 10,000,000, not 0",
         ),
         (
             ["trace", "--model", "gpt2", "--mode", "inference"],
-            "`trace` runs a training step; --mode inference is answered by `memory` and `fit`",
+            "`trace` runs a training step; --mode inference is answered by `memory`, `fit`, `time`, `cost` and `plan`",
         ),
         (["memory", "--model", "gpt2", "--precision", "fp7"], "invalid choice"),
         (["memory", "--model", "gpt2", "--micro-batch", "two"], "--micro-batch: expected a number, got 'two'"),

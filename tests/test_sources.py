@@ -36,6 +36,7 @@ DATA_FILES = (
     "measured_peak_memory.csv",
     "measured_peak_memory_frameworks.csv",
     "models.csv",
+    "serving_throughput.csv",
     "unpriced_gpus.csv",
     "vision_training.csv",
 )

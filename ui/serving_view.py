@@ -62,6 +62,10 @@ def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
         st.warning(beyond[0].upper() + beyond[1:] + ".", icon=":material/warning:")
     if result == "does not fit":
         _show_changes(spec, settings, capacity)
+    else:
+        st.page_link(
+            "app_pages/cost.py", label="Throughput, latency and cost per million tokens", icon=":material/payments:"
+        )
 
     row = wrapping_row()
     row.metric("KV cache per sequence", f"{estimate.kv_cache_per_sequence_gib:.3f} GiB", width="content")

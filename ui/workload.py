@@ -429,6 +429,13 @@ WEIGHT_PRECISION_LABEL = {
     "int8": "INT8 (GPTQ/AWQ-style groups)",
     "int4": "INT4 (GPTQ/AWQ-style groups)",
     "nf4": "NF4 (bitsandbytes, double quantisation)",
+    "fp4": "FP4 (NVFP4; FP4 tensor cores on Blackwell)",
+}
+
+
+FP4_FORMAT_LABEL = {
+    "nvfp4": "NVFP4 (fp8 scale per 16)",
+    "mxfp4": "MXFP4 (power-of-two scale per 32, gpt-oss)",
 }
 
 
@@ -440,6 +447,8 @@ def _serving_controls(spec: ModelSpec | None) -> None:
     state.number(col1, "s_context_len", step=1024)
     state.number(col2, "s_concurrency", label="Concurrency", help="sequences served at once")
     state.number(sidebar, "s_tensor_parallel")
+    if state.value("s_weight_precision") == "fp4":
+        state.choice(sidebar, "s_fp4_format", format_func=FP4_FORMAT_LABEL.get)
     if not applies("s_images", spec):
         return
     state.number(

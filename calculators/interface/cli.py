@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,6 +21,7 @@ from calculators.cost.energy import EnergySettings
 from calculators.cost.options import CostOption, adjusted_prices, cost_options
 from calculators.cost.prices import PriceCatalogueError, load_prices, parse_price_csv
 from calculators.cost.run_inputs import RunInputs
+from calculators.cost.serving import serving_cost_options
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
 from calculators.hardware.csv_rows import echo, one_line
 from calculators.interface import vision_cli
@@ -43,7 +45,9 @@ from calculators.models.spec import ModelSpec
 from calculators.plan.changes import RANKING_TIME_SETTINGS, RankedChange, best_few, ranked_changes
 from calculators.plan.figures import hours_range_text, hours_text, usd_range_text, usd_text
 from calculators.plan.search import DEFAULT_MAX_GPUS, PlanRequest, PlanResult, plan_run
+from calculators.plan.serving import ServingPlanRequest, ServingPlanResult, plan_serving
 from calculators.timing.estimate import estimate_time
+from calculators.timing.serving import LatencyLimits, ServingRequest, estimate_serving_speed, serving_assumptions
 from calculators.timing.settings import STEP_SETTING_FIELDS, TimeSettings
 from calculators.validation.error_band import time_band_for
 from calculators.workload.build import (
@@ -199,7 +203,10 @@ def training_workload(args: argparse.Namespace, command: str) -> TrainingWorkloa
     """A training workload, or one usage line saying the command does not serve."""
     workload = workload_from_args(args)
     if not workload.is_training:
-        raise UsageError(f"`{command}` runs a training step; --mode inference is answered by `memory` and `fit`")
+        raise UsageError(
+            f"`{command}` runs a training step; --mode inference is answered by `memory`, `fit`, `time`, `cost` "
+            "and `plan`"
+        )
     return workload
 
 
@@ -444,6 +451,8 @@ def cost_command(args: argparse.Namespace) -> str:
     image_model = vision_cli.vision_model_of(args)
     if image_model is not None:
         return _vision_cost(image_model, args)
+    if args.mode == "inference":
+        return serving_cost_command(args)
     workload = training_workload(args, "cost")
     spec, settings = workload.model, workload.training
     time_settings = _time_settings_from_args(args)
@@ -494,8 +503,59 @@ def _amount(value: float) -> str:
     return f"{value:,.1f}" if value < 10 else f"{value:,.0f}"
 
 
+def serving_plan_command(args: argparse.Namespace) -> str:
+    """The cheapest GPU x tensor parallel x precision x replicas x provider for a request rate."""
+    if args.requests_per_s is None:
+        raise UsageError("plan --mode inference needs --requests-per-s")
+    workload, _ = _serving_request(args)
+    catalogue = list(load_gpu_catalogue())
+    prices = _prices_from_args(args, catalogue)
+    known = {price.provider.casefold() for price in prices}
+    unknown = [name for name in args.providers or () if name.casefold() not in known]
+    if unknown:
+        raise UsageError(f"unknown provider {', '.join(echo(name) for name in unknown)}")
+    try:
+        request = ServingPlanRequest(
+            requests_per_s=args.requests_per_s,
+            input_len=args.input_len,
+            output_len=args.output_len,
+            limits=_latency_limits(args),
+            providers=tuple(args.providers) if args.providers else None,
+            allow_spot=not args.no_spot,
+        )
+    except ValidationError as error:
+        raise UsageError(describe_validation_error(error)) from None
+    result = plan_serving(workload.model, workload.serving, request, catalogue, prices)
+    if args.json:
+        return json.dumps(result.model_dump(mode="json"), indent=2)
+    return format_serving_plan(result)
+
+
+def _serving_plan_line(plan) -> str:
+    return (
+        f"{plan.replicas} x {plan.tensor_parallel} {plan.gpu} ({plan.weight_precision}) on {plan.provider} "
+        f"{plan.pricing}: ${plan.usd_per_hour:,.2f}/h, ${plan.usd_per_million_output_tokens:,.3f} per M output, "
+        f"TTFT {plan.ttft_s * 1e3:,.0f} ms, TPOT {plan.tpot_s * 1e3:,.1f} ms, concurrency {plan.concurrency}"
+    )
+
+
+def format_serving_plan(result: ServingPlanResult) -> str:
+    lines = [
+        f"{result.model} (inference), {result.requests_per_s:g} requests/s of {result.input_len:,} in / "
+        f"{result.output_len:,} out: {len(result.plans)} plans on the cost-latency front "
+        f"({result.searched:,} configurations in {result.seconds:.2f} s)"
+    ]
+    lines += [f"problem: {problem}" for problem in result.problems]
+    if result.cheapest is not None:
+        lines.append(f"cheapest: {_serving_plan_line(result.cheapest)}")
+    lines += [f"  {_serving_plan_line(plan)}" for plan in result.plans]
+    return "\n".join(lines)
+
+
 def plan_command(args: argparse.Namespace) -> str:
     """Search GPUs, counts, layouts, providers and pricing for the cheapest and fastest plans."""
+    if args.mode == "inference":
+        return serving_plan_command(args)
     workload = training_workload(args, "plan")
     spec, settings = workload.model, workload.training
     time_settings = _time_settings_from_args(args)
@@ -579,11 +639,95 @@ def _vision_time(model, args: argparse.Namespace) -> str:
     return json.dumps(result, indent=2) if args.json else vision_cli.time_text(result)
 
 
+def _serving_request(args: argparse.Namespace) -> tuple[ServeWorkload, ServingRequest]:
+    """The served workload and its request lengths; `--concurrency 0` asks for the throughput-optimal
+    concurrency (the settings themselves hold at least one sequence)."""
+    best = args.concurrency == 0
+    if best:
+        args.concurrency = 1
+    workload = workload_from_args(args)
+    concurrency = 0 if best else workload.serving.concurrent_sequences
+    request = ServingRequest(input_len=args.input_len, output_len=args.output_len, concurrency=concurrency)
+    return workload, request
+
+
+def _latency_limits(args: argparse.Namespace) -> LatencyLimits:
+    ttft_ms, tpot_ms = getattr(args, "ttft_ms", None), getattr(args, "tpot_ms", None)
+    return LatencyLimits(
+        ttft_s=None if ttft_ms is None else ttft_ms / 1e3, tpot_s=None if tpot_ms is None else tpot_ms / 1e3
+    )
+
+
+def serving_time_command(args: argparse.Namespace) -> str:
+    """Throughput, TTFT and TPOT of serving the model on tensor_parallel x one GPU type."""
+    workload, request = _serving_request(args)
+    try:
+        gpu = find_gpu(args.gpu)
+        speed = estimate_serving_speed(workload.model, workload.serving, gpu, request)
+    except (KeyError, ValueError) as error:
+        raise UsageError(str(error).strip("'\"")) from None
+    result = {"model": workload.model.name, "mode": "inference"} | speed.model_dump(mode="json")
+    if args.json:
+        return json.dumps(result, indent=2)
+    lines = [
+        f"{workload.model.name} on {speed.tensor_parallel} x {gpu.name}, {speed.weight_precision} weights, "
+        f"{speed.input_len:,} in / {speed.output_len:,} out at concurrency {speed.concurrency} "
+        f"(at most {speed.max_concurrency:,} fit):",
+        f"  output {speed.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
+        f"{speed.output_tokens_per_s_per_sequence:,.1f} tokens/s per sequence",
+        f"  TTFT {speed.ttft_s * 1e3:,.1f} ms, TPOT {speed.tpot_s * 1e3:,.2f} ms; prefill alone "
+        f"{speed.prefill_s * 1e3:,.1f} ms, decode step {speed.decode_step_s * 1e3:,.2f} ms ({speed.bound} bound)",
+        *(f"  {line}" for line in serving_assumptions(speed)),
+    ]
+    return "\n".join(lines)
+
+
+def serving_cost_command(args: argparse.Namespace) -> str:
+    """USD per million output and input tokens on every priced GPU and provider."""
+    workload, request = _serving_request(args)
+    catalogue = list(load_gpu_catalogue())
+    try:
+        limits = _latency_limits(args)
+        options = serving_cost_options(
+            workload.model,
+            workload.serving,
+            request,
+            _prices_from_args(args, catalogue),
+            catalogue,
+            limits,
+            args.requests_per_s,
+        )
+    except ValidationError as error:
+        raise UsageError(describe_validation_error(error)) from None
+    if args.fits_only:
+        options = [option for option in options if option.excluded_reason is None]
+    if args.json:
+        return json.dumps([option.model_dump(mode="json") for option in options], indent=2)
+    lines = [
+        f"{workload.model.name} (inference), {request.input_len:,} in / {request.output_len:,} out, tensor parallel "
+        f"{workload.serving.tensor_parallel}: {len(options)} options, cheapest per million output tokens first"
+    ]
+    for option in options[: args.top]:
+        if option.excluded_reason:
+            lines.append(f"  {option.gpu:<24}{option.provider:<11}{option.pricing:<10} left out: "
+                         f"{option.excluded_reason}")  # fmt: skip
+            continue
+        lines.append(
+            f"  {option.gpu:<24}{option.provider:<11}{option.pricing:<10}${option.usd_per_hour:>8,.2f}/h  "
+            f"${option.usd_per_million_output_tokens:>8,.3f} per M output, "
+            f"${option.usd_per_million_input_tokens:>7,.3f} per M input  "
+            f"concurrency {option.concurrency}, TPOT {option.tpot_s * 1e3:,.1f} ms"
+        )
+    return "\n".join(lines)
+
+
 def time_command(args: argparse.Namespace) -> str:
     """The step time of the workload on one GPU type, broken down by op class and dimension."""
     image_model = vision_cli.vision_model_of(args)
     if image_model is not None:
         return _vision_time(image_model, args)
+    if args.mode == "inference":
+        return serving_time_command(args)
     workload = training_workload(args, "time")
     spec, settings = workload.model, workload.training
     time_settings = _time_settings_from_args(args, default_tokens=1e9)
@@ -705,6 +849,86 @@ def models_command(args: argparse.Namespace) -> str:
     return "\n".join(names)
 
 
+MLPERF_KEYS = (
+    "benchmark", "round", "submitter", "system", "accelerator", "accelerators", "nodes", "global_batch_size",
+    "minutes_published", "minutes_predicted", "why_not", "ratio", "usd_to_reproduce", "source",
+)  # fmt: skip
+
+
+def mlperf_command(args: argparse.Namespace) -> str:
+    """Every MLPerf Training result (of --benchmark, on the catalogue GPU --accelerator) with the
+    time model's prediction, the ratio and the cost to reproduce it on rented GPUs."""
+    from calculators.validation.mlperf import mlperf_table  # the MLPerf data is read only by this command
+
+    try:
+        rows = mlperf_table(args.benchmark, args.accelerator)
+    except KeyError as error:
+        raise UsageError(str(error).strip("'\"")) from None
+    if args.json:
+        return json.dumps([{key: getattr(row, key) for key in MLPERF_KEYS} | {"id": row.id} for row in rows], indent=2)
+
+    def minutes(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    lines = [
+        f"{'benchmark':<16}{'round':<6}{'accelerator':<22}{'GPUs':>6}"
+        f"{'published min':>15}{'predicted min':>15}{'ratio':>7}"
+    ]
+    for row in rows:
+        ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
+        lines.append(
+            f"{row.benchmark:<16}{row.round:<6}{(row.accelerator or '-')[:21]:<22}{row.accelerators:>6}"
+            f"{minutes(row.minutes_published):>15}{minutes(row.minutes_predicted):>15}{ratio:>7}"
+        )
+    return "\n".join(lines)
+
+
+def _tokens_flag(flag: str):
+    def parse(raw: str) -> int:
+        if not raw.strip().isdigit() or not 0 < int(raw) <= 10_000_000:
+            raise UsageError(f"{flag} must be a whole number of tokens from 1 to 10,000,000, not {echo(raw)}")
+        return int(raw)
+
+    return parse
+
+
+def _positive_flag(flag: str, unit: str, most: float):
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if not 0 < value <= most:  # also refuses NaN
+            raise UsageError(f"{flag} must be a positive number of {unit} up to {most:,.0f}, not {echo(raw)}")
+        return value
+
+    return parse
+
+
+def _milliseconds_flag(flag: str):
+    return _positive_flag(flag, "milliseconds", 3_600_000)
+
+
+def add_serving_request_arguments(parser: argparse.ArgumentParser) -> None:
+    """--input-len and --output-len of --mode inference, and `--concurrency 0` for the best that fits."""
+    group = parser.add_argument_group("serving (--mode inference)")
+    group.add_argument("--input-len", type=_tokens_flag("--input-len"), default=1024, help="prompt tokens per request")
+    group.add_argument(
+        "--output-len", type=_tokens_flag("--output-len"), default=1024, help="generated tokens per request"
+    )
+    group.add_argument(
+        "--requests-per-s", type=_positive_flag("--requests-per-s", "requests per second", 1e7),
+        help="requests arriving per second: replicas and USD per month",
+    )  # fmt: skip
+    group.add_argument("--ttft-ms", type=_milliseconds_flag("--ttft-ms"), help="time-to-first-token target (ms)")
+    group.add_argument("--tpot-ms", type=_milliseconds_flag("--tpot-ms"), help="time-per-output-token target (ms)")
+    for action in parser._actions:
+        if "--concurrency" in action.option_strings:
+            declared = action.type
+            action.type = lambda raw, declared=declared: 0 if raw.strip() == "0" else declared(raw)
+            action.help = _argparse_help("sequences in flight; 0 = the throughput-optimal concurrency that fits")
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="python -m calculators", description="GPU memory and cost estimates")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -731,6 +955,7 @@ def build_parser() -> OneLineParser:
     run.add_argument("--prices", type=Path, help="a price sheet CSV instead of data/cloud_prices.csv")
     run.add_argument("--fits-only", action="store_true", help="only GPUs the workload fits on")
     run.add_argument("--top", type=int, default=20, help="rows in the readable table")
+    add_serving_request_arguments(cost)
     cost.set_defaults(handler=cost_command)
     plan = commands.add_parser("plan", help="cheapest and fastest ways to train on N tokens: GPUs, layout, provider")
     add_workload_arguments(plan)
@@ -755,12 +980,14 @@ def build_parser() -> OneLineParser:
         type=int,
         help="tokens per optimizer step (default: 4M to train, 128 sequences to fine-tune)",
     )
+    add_serving_request_arguments(plan)
     plan.set_defaults(handler=plan_command)
     timing = commands.add_parser("time", help="step time of the workload on one GPU type, broken down")
     add_workload_arguments(timing)
     timing.add_argument("--gpu", required=True, help="a GPU of the catalogue, e.g. H100-SXM5-80GB")
     run_settings = [item for item in all_settings() if item.model is TimeSettings]
     add_setting_arguments(timing.add_argument_group("run"), run_settings)
+    add_serving_request_arguments(timing)
     timing.set_defaults(handler=time_command)
     trace = commands.add_parser("trace", help="exact memory and FLOPs of one step under fake tensors (CPU)")
     add_workload_arguments(trace)
@@ -784,6 +1011,11 @@ def build_parser() -> OneLineParser:
     models.add_argument("--limit", type=int, default=50)
     models.add_argument("--json", action="store_true")
     models.set_defaults(handler=models_command)
+    mlperf = commands.add_parser("mlperf", help="MLPerf Training results beside the time model's prediction")
+    mlperf.add_argument("--benchmark", help="one benchmark, e.g. llama2_70b_lora")
+    mlperf.add_argument("--accelerator", help="one catalogue GPU, e.g. H100-SXM5-80GB")
+    mlperf.add_argument("--json", action="store_true")
+    mlperf.set_defaults(handler=mlperf_command)
     return parser
 
 

@@ -445,6 +445,7 @@ def _declare() -> list[Setting]:
         training("nccl_gib", "nccl_gib", "NCCL buffers (GiB)", **train_only),
         # serving
         serving("weight_precision", "wprec", "Weights", state="s_weight_precision", flag="--weight-precision"),
+        serving("fp4_format", "fp4fmt", "FP4 format", state="s_fp4_format", flag="--fp4-format"),
         serving("kv_cache_precision", "kvprec", "KV cache", state="s_kv_precision", flag="--kv-cache-precision"),
         serving("context_len", "ctx", "Context (tokens)", state="s_context_len", flag="--context-len"),
         serving("concurrent_sequences", "conc", "Concurrent sequences", state="s_concurrency", flag="--concurrency"),

@@ -52,10 +52,15 @@ DecodeBound = Literal["memory bandwidth", "compute"]
 
 TENSOR_PARALLEL_SIZES: tuple[int, ...] = (1, 2, 4, 8)
 
-WEIGHT_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "nf4": 4}
+WEIGHT_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "nf4": 4, "fp4": 4}
 KV_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 GROUP_QUANTISED = ("int8", "int4")
 SCALE_BYTES = 2  # one fp16 scale per group (GPTQ/AWQ `scales` tensor)
+# fp4 weights: elements per shared scale and the scale's bytes. NVFP4: one fp8 E4M3 scale per 16
+# (NVIDIA technical blog, "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference",
+# 2025; its per-tensor fp32 scale is negligible); MXFP4: one E8M0 scale per 32 (OCP Microscaling
+# Formats (MX) Specification v1.0, 2023, Sec. 5), the format of gpt-oss's expert weights.
+FP4_SCALE_BLOCK = {"nvfp4": (16, 1), "mxfp4": (32, 1)}
 
 
 class ServingEstimate(BaseModel):
@@ -227,9 +232,13 @@ def quantised_weight_bytes(settings: ServingSettings) -> float:
     them): bits/8 for the packed `qweight`, plus per group of `quant_group_size` input
     channels one fp16 `scales` entry and, with zero points, one `qzeros` entry packed at
     the same bit width. int4 g128: 0.5 + (2 + 0.5) / 128 = 0.51953125 B. nf4: bitsandbytes
-    NF4 with double quantisation as QLoRA stores it (arXiv 2305.14314 Sec. 3), 4.127 bits."""
+    NF4 with double quantisation as QLoRA stores it (arXiv 2305.14314 Sec. 3), 4.127 bits. fp4:
+    half a byte plus one 1-byte scale per block (FP4_SCALE_BLOCK): NVFP4 0.5625 B, MXFP4 0.53125 B."""
     if settings.weight_precision == "nf4":
         return NF4_BITS_PER_WEIGHT / 8
+    if settings.weight_precision == "fp4":
+        block, scale_bytes = FP4_SCALE_BLOCK[settings.fp4_format]
+        return 0.5 + scale_bytes / block
     bits = WEIGHT_BITS[settings.weight_precision]
     per_weight = bits / 8
     if settings.weight_precision in GROUP_QUANTISED:
@@ -361,12 +370,15 @@ def memory_assumptions(spec: ModelSpec, settings: ServingSettings) -> list[str]:
 
 def _weight_storage_text(settings: ServingSettings) -> str:
     precision = settings.weight_precision
-    if precision not in GROUP_QUANTISED and precision not in ("fp8", "nf4"):
+    if precision not in GROUP_QUANTISED and precision not in ("fp8", "nf4", "fp4"):
         return f"{precision}, {quantised_weight_bytes(settings):g} B per parameter"
     if precision == "nf4":
         layout = "NF4 linear weights with double-quantised absmax per 64 (bitsandbytes)"
     elif precision == "fp8":
         layout = "fp8 linear weights (per-tensor scales)"
+    elif precision == "fp4":
+        block = FP4_SCALE_BLOCK[settings.fp4_format][0]
+        layout = f"{settings.fp4_format.upper()} linear weights with one 1-byte scale per {block}"
     else:
         zero = f" and one {WEIGHT_BITS[precision]}-bit zero point" if settings.quant_zero_points else ""
         layout = (

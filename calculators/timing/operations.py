@@ -439,7 +439,9 @@ def elementwise_bytes_per_token(spec: ModelSpec, settings: TrainingSettings, fus
     return moved
 
 
-def fp8_cast_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int = 1) -> float:
+def fp8_cast_bytes(
+    spec: ModelSpec, settings: TrainingSettings, expert_parallel: int = 1, recipe: str = "dynamic"
+) -> float:
     """Bytes one layer's fp8 casts move per micro-batch on one rank. Each linear's input and
     weight (forward) and output gradient (backward) are scaled tensorwise: first a full read for
     the amax (bf16, 2 bytes), then the scaled cast (read 2, write 1): a dynamic scale needs the
@@ -448,7 +450,13 @@ def fp8_cast_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel:
     hp_tensor_and_scale_to_float8). The three also get transposed fp8 copies for the backward
     GEMMs (read 1, write 1): Hopper fp8 GEMMs take only the TN layout (NVIDIA Transformer
     Engine, "Using FP8 with Transformer Engine"), so X and dY are transposed for the weight
-    gradient and W for the input gradient."""
+    gradient and W for the input gradient.
+
+    recipe="delayed" is Transformer Engine's: the scale comes from the amax history, so no amax
+    pass, and its cast_transpose kernel reads once and writes both copies (2 + 1 + 1 bytes); the
+    fp8 weights are cached from a step's first micro-batch (is_first_microbatch, "allows caching
+    of the FP8 versions of the weights": NVIDIA/TransformerEngine transformer_engine/pytorch/
+    module/linear.py), so weights are cast once per step, not per micro-batch."""
     tokens = settings.micro_batch * settings.seq_len
     total = 0.0
     for linear in layer_linears(spec, settings.tensor_parallel):
@@ -456,6 +464,9 @@ def fp8_cast_bytes(spec: ModelSpec, settings: TrainingSettings, expert_parallel:
         inputs = copies * rows * linear.in_features
         weights = copies * linear.in_features * linear.out_features
         output_grad = copies * rows * linear.out_features
+        if recipe == "delayed":
+            total += 4 * (inputs + output_grad) + 4 * weights / settings.grad_accum
+            continue
         cast = 2 + 3  # amax pass + scaled cast
         transpose = 2
         total += (cast + transpose) * (inputs + weights + output_grad)
@@ -595,6 +606,7 @@ class StepKernels(BaseModel):
     fused: bool
     loss_kernel: LossKernel
     expert_parallel: int
+    fp8_recipe: str = "dynamic"
 
     @property
     def bytes_per_s(self) -> float:
@@ -640,6 +652,7 @@ def step_kernels(
         fused=kernels_fused(settings, time_settings.compile, time_settings.kernels),
         loss_kernel=time_settings.loss_kernel,
         expert_parallel=expert_parallel_of(spec, time_settings),
+        fp8_recipe=time_settings.fp8_recipe,
     )
 
 
@@ -858,7 +871,9 @@ def step_compute(spec: ModelSpec, settings: TrainingSettings, kernels: StepKerne
     # backward: read the inputs and the output gradient, write the input gradient
     elementwise = layers * layer.elementwise_forward + backward_layers * layer.elementwise_forward * 2
     if language.precision == "fp8":
-        elementwise += layers * fp8_cast_bytes(spec, language, kernels.expert_parallel) / kernels.bytes_per_s
+        elementwise += (
+            layers * fp8_cast_bytes(spec, language, kernels.expert_parallel, kernels.fp8_recipe) / kernels.bytes_per_s
+        )
     head_tokens = decoder.micro_batch * decoder.seq_len
     loss = head_tokens * loss_bytes_per_token(spec, decoder, kernels.fused, kernels.loss_kernel) / kernels.bytes_per_s
     recompute = recompute_seconds(spec, language, kernels, layer, backward_layers) + cross_recompute

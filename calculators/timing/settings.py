@@ -14,6 +14,7 @@ from calculators.timing.communication import NVLINK_EFFICIENCY
 AttentionKernel = Literal["flash2", "flash1", "flash3"]
 Kernels = Literal["auto", "eager", "fused"]
 LossKernel = Literal["auto", "fused", "eager", "vocab-parallel"]
+Fp8Recipe = Literal["dynamic", "delayed"]
 
 
 # Host cores per GPU by default: an AWS p5.48xlarge has 192 vCPUs (2 per physical core) for 8 H100s
@@ -99,6 +100,13 @@ class TimeSettings(BaseModel):
         description="fused attention kernel: FlashAttention-2 (and PyTorch SDPA's flash backend), "
         "FlashAttention-1 / its Triton port (MPT in llm-foundry), half as fast, or FlashAttention-3, 1.75x on "
         "Hopper (FlashAttention-2 elsewhere)",
+    )
+    fp8_recipe: Fp8Recipe = Field(
+        default="dynamic",
+        description="how fp8 linears scale and cast (calculators.timing.operations.fp8_cast_bytes): dynamic "
+        "(torchao Float8Linear: an amax pass, then the cast, weights every micro-batch) or delayed (Transformer "
+        "Engine, as NeMo and Megatron run it: scales from the amax history, cast and transpose in one kernel, "
+        "weights cast on a step's first micro-batch only)",
     )
     fp32_uses_tf32: bool = Field(
         default=False, description="fp32 matmuls on TF32 tensor cores (PyTorch's default: off since 1.12)"

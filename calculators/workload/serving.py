@@ -13,7 +13,8 @@ from calculators.models.spec import ModelSpec
 from calculators.workload.training import Overheads
 from calculators.workload.vision import vision_tower
 
-WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "nf4"]
+WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "nf4", "fp4"]
+Fp4Format = Literal["nvfp4", "mxfp4"]
 KvPrecision = Literal["fp16", "bf16", "fp8", "int8", "fp32"]
 WEIGHT_PRECISIONS: tuple[str, ...] = WeightPrecision.__args__
 KV_PRECISIONS: tuple[str, ...] = KvPrecision.__args__
@@ -34,6 +35,11 @@ class ServingSettings(BaseModel):
         default=True,
         description="int4/int8: one zero point per group, packed at the weight's bit width "
         "(AWQ and GPTQ checkpoints both store a `qzeros` tensor)",
+    )
+    fp4_format: Fp4Format = Field(
+        default="nvfp4",
+        description="fp4 weights: NVFP4 (one fp8 scale per 16 weights, NVIDIA ModelOpt checkpoints) or MXFP4 "
+        "(one 8-bit power-of-two scale per 32, OCP MX v1.0, as gpt-oss ships its experts)",
     )
     kv_cache_precision: KvPrecision = "bf16"
     context_len: int = Field(default=8192, gt=0, le=100_000_000, description="tokens per sequence: prompt + generated")

@@ -1,0 +1,811 @@
+"""MLPerf Training time-to-train: every published result, and this app's prediction beside it.
+
+The results (data/mlperf_training.csv) are MLCommons Training rounds v3.1-v5.1, each scored from
+its run logs with MLCommons' own method (copied from shared/validation, whose README says how);
+the benchmark definitions (data/mlperf_benchmark_definitions.csv) give each benchmark's model,
+sequence, evaluation schedule and reference convergence points (RCPs). A prediction is
+
+    minutes = samples to converge at the submission's global batch / global batch x step time
+              + evaluations x evaluation samples x forward time per sample
+
+with the step time from calculators.timing.estimate.estimate_time on the submitted GPUs in the
+layout NVIDIA's NeMo/Megatron submissions use (`layout_for`), every assumption listed per row.
+No coefficient here is fitted to a result: each comes from the benchmark's rules, a submission's
+published config or the time model's own sources.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import math
+import statistics
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from calculators import DATA_DIR
+from calculators.cost.prices import load_prices
+from calculators.cost.pricing import instances_needed, run_cost_usd
+from calculators.hardware.catalogue import GpuSpec, find_gpu
+from calculators.models.presets import get_preset
+from calculators.models.spec import ModelSpec
+from calculators.timing.estimate import estimate_time
+from calculators.timing.flops import matmul_flops_factor
+from calculators.timing.settings import TimeSettings
+from calculators.workload.training import TrainingSettings
+
+RESULTS_PATH = DATA_DIR / "mlperf_training.csv"
+DEFINITIONS_PATH = DATA_DIR / "mlperf_benchmark_definitions.csv"
+RESULTS_SITE = "https://mlcommons.org/benchmarks/training/"
+
+# Benchmarks whose model is a language model this app's time model covers.
+LANGUAGE_BENCHMARKS = ("llama2_70b_lora", "llama31_8b", "llama31_405b", "gpt3")
+BENCHMARK_LABEL = {
+    "llama2_70b_lora": "Llama 2 70B LoRA",
+    "llama31_8b": "Llama 3.1 8B",
+    "llama31_405b": "Llama 3.1 405B",
+    "gpt3": "GPT-3 175B",
+    "bert": "BERT-large",
+    "resnet": "ResNet-50",
+}
+
+# --- the data --------------------------------------------------------------------------------
+
+
+class MlperfResult(BaseModel):
+    """One published MLPerf Training result (a row of data/mlperf_training.csv)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    id: str
+    round: str
+    benchmark: str
+    division: str
+    submitter: str
+    system_name: str
+    accelerator: str
+    accelerators_total: int = Field(ge=0, description="0 for a CPU-only system")
+    nodes: int = Field(ge=1)
+    accelerators_per_node: int = Field(ge=0)
+    framework: str
+    global_batch_size: int | None = Field(default=None, ge=1)
+    time_to_train_min: float | None = Field(
+        default=None, gt=0, description="None: no score (the run logs were not in the snapshot read; see notes)"
+    )
+    source: str = Field(min_length=1)
+    confidence: str
+    notes: str
+    as_of: dt.date
+
+
+class ConvergencePoint(BaseModel):
+    """One reference convergence point: samples to converge at one global batch size."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    benchmark: str
+    seq_len_or_image: str
+    eval_frequency: str
+    rcp_global_batch_size: int = Field(ge=1)
+    mean_to_converge: float = Field(gt=0)
+    unit: str
+    quote: str = Field(description="the reference runs' convergence points, as the RCP file lists them")
+    source: str = Field(min_length=1)
+    as_of: dt.date
+
+    @property
+    def runs(self) -> list[float]:
+        """Each reference run's samples (or tokens) to converge, from the quoted RCP list."""
+        return [float(value) for value in self.quote.split("[", 1)[1].split("]", 1)[0].split(",")]
+
+    @property
+    def olympic_mean(self) -> float:
+        """The RCP mean as MLCommons' checker computes it: the mean of the runs without the fastest
+        and the slowest (mlcommons/logging mlperf_logging/rcp_checker/rcp_checker.py,
+        compute_rcp_stats: "Use olympic mean"). The file's mean_to_converge keeps them: GPT-3's
+        batch-3072 point has one run of 13.8B tokens among six of 1.2B."""
+        runs = sorted(self.runs)
+        return statistics.mean(runs[1:-1])
+
+
+def _number(text: str) -> float | None:
+    """A CSV cell as a number; None for an empty cell."""
+    return float(text) if text.strip() else None
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@lru_cache(maxsize=1)
+def load_results() -> tuple[MlperfResult, ...]:
+    """Every result of data/mlperf_training.csv, validated, read once per process."""
+    results = []
+    for row in _read(RESULTS_PATH):
+        nodes = _number(row["nodes"])
+        batch = _number(row["global_batch_size"])
+        results.append(
+            MlperfResult.model_validate(
+                row
+                | {
+                    "accelerators_total": int(float(row["accelerators_total"])),
+                    "nodes": 1 if nodes is None else int(nodes),
+                    "accelerators_per_node": int(float(row["accelerators_per_node"] or row["accelerators_total"])),
+                    "global_batch_size": None if batch is None else int(batch),
+                    "time_to_train_min": _number(row["time_to_train_min"]),
+                }
+            )
+        )
+    return tuple(results)
+
+
+@lru_cache(maxsize=1)
+def load_convergence_points() -> tuple[ConvergencePoint, ...]:
+    """Every reference convergence point of data/mlperf_benchmark_definitions.csv."""
+    return tuple(ConvergencePoint.model_validate(row) for row in _read(DEFINITIONS_PATH))
+
+
+# --- which catalogue GPU a result ran on ------------------------------------------------------
+
+# The accelerator names of the results that are a catalogue GPU. GB200 and B300 are the same
+# dies as the catalogue rows (NVIDIA's Blackwell and Blackwell Ultra datasheets); Trillium is
+# TPU v6e (https://cloud.google.com/tpu/docs/v6e).
+CATALOGUE_NAME = {
+    "NVIDIA H100-SXM5-80GB": "H100-SXM5-80GB",
+    "NVIDIA H100-SXM-80GB": "H100-SXM5-80GB",
+    "NVIDIA H100 80GB HBM3": "H100-SXM5-80GB",
+    "NVIDIA H100-PCIe-80GB": "H100-PCIe-80GB",
+    "NVIDIA H200-SXM5-141GB": "H200-SXM-141GB",
+    "NVIDIA H200-NVL-141GB": "H200-NVL-141GB",
+    "NVIDIA Blackwell GPU (B200-SXM-180GB)": "B200-SXM-180GB",
+    "NVIDIA Blackwell GPU (GB200)": "GB200 (per B200 GPU)",
+    "NVIDIA Blackwell Ultra GPU (B300-SXM-270GB)": "B300-SXM-288GB",
+    "AMD Instinct MI300X 192GB HBM3": "MI300X-192GB",
+    "AMD Instinct MI325X 256GB HBM3E": "MI325X-256GB",
+    "AMD Instinct MI325X 256GB HBM3e": "MI325X-256GB",
+    "AMD Instinct MI325X 256GB HBM3E DLC": "MI325X-256GB",
+    "AMD Instinct MI355X": "MI355X-288GB",
+    "Intel Gaudi2": "Gaudi2-96GB",
+    "Intel(R) Gaudi(R) 2 AI Accelerator": "Gaudi2-96GB",
+    "TPU-v5e": "TPU-v5e",
+    "TPU-v5p": "TPU-v5p",
+    "TPU-trillium": "TPU-v6e",
+    "NVIDIA A100-SXM4-80GB": "A100-SXM4-80GB",
+    "NVIDIA A100-SXM-40GB": "A100-SXM4-40GB",
+    "NVIDIA A100-PCIe-80GB": "A100-PCIe-80GB",
+    "NVIDIA A100 - PCIe - 80 GB": "A100-PCIe-80GB",
+    "NVIDIA L40S": "L40S-48GB",
+    "NVIDIA L40": "L40-48GB",
+    "NVIDIA L4": "L4-24GB",
+    "NVIDIA A30": "A30-24GB",
+    "NVIDIA A10G": "A10G-24GB",
+    "NVIDIA GeForce RTX 4090": "RTX-4090-24GB",
+}
+# The ones that are not, and why.
+NOT_IN_CATALOGUE = {
+    "NVIDIA Blackwell Ultra GPU (GB300)": "GB300 is not in the GPU catalogue (no sourced row yet)",
+    "AMD Instinct MI350X": "MI350X is not in the GPU catalogue (no sourced row yet)",
+    "NVIDIA H100-SXM5-96GB": "the 96 GB H100 SXM is not in the GPU catalogue",
+    "NVIDIA RTX A5000": "RTX A5000 is not in the GPU catalogue",
+    "AMD Radeon RX 7900 XTX": "Radeon RX 7900 XTX is not in the GPU catalogue",
+    "N/A": "a CPU-only system: no accelerator",
+}
+
+
+def catalogue_gpu(result: MlperfResult) -> GpuSpec | None:
+    """The catalogue GPU the result ran on; None where its accelerator is not one."""
+    name = CATALOGUE_NAME.get(result.accelerator)
+    return None if name is None else find_gpu(name)
+
+
+def not_in_catalogue_reason(accelerator: str) -> str:
+    return NOT_IN_CATALOGUE.get(accelerator, f"{accelerator} is not in the GPU catalogue")
+
+
+# --- samples to converge and evaluations ------------------------------------------------------
+
+SEQ_LEN = {"llama2_70b_lora": 8192, "llama31_8b": 8192, "llama31_405b": 8192, "gpt3": 2048}
+
+
+def samples_to_converge(benchmark: str, global_batch: int) -> float:
+    """Sequences to converge at `global_batch`: the RCP (olympic) mean, linearly interpolated
+    between the two reference batch sizes around it as MLCommons' RCP checker does on its full
+    RCP set (mlcommons/logging mlperf_logging/rcp_checker/rcp_checker.py, `_create_interp_rcp`,
+    check_directory's default rcp_pass 'full_rcp'); the nearest reference point outside their
+    range. GPT-3's RCPs count tokens: / 2048."""
+    points = sorted(
+        {p.rcp_global_batch_size: p.olympic_mean for p in load_convergence_points() if p.benchmark == benchmark}.items()
+    )
+    if not points:
+        raise KeyError(f"no reference convergence points for {benchmark}")
+    per_sample = SEQ_LEN["gpt3"] if benchmark == "gpt3" else 1
+    if global_batch <= points[0][0]:
+        return points[0][1] / per_sample
+    for (low_batch, low), (high_batch, high) in zip(points, points[1:], strict=False):
+        if global_batch <= high_batch:
+            share = (global_batch - low_batch) / (high_batch - low_batch)
+            return (low + share * (high - low)) / per_sample
+    return points[-1][1] / per_sample
+
+
+class EvalSchedule(BaseModel):
+    """How often a benchmark evaluates and on how many sequences (the definitions' eval_frequency
+    and dataset columns, from the MLPerf training rules at training_policies d4c2f58)."""
+
+    every_samples: float
+    eval_samples: int
+    evals_skipped: int
+
+
+def eval_schedule(benchmark: str, round_name: str, global_batch: int) -> EvalSchedule:
+    """Llama 2 70B LoRA: every 384 sequences on the 173 validation samples, the first
+    FLOOR(0.125 GBS + 2) skipped; Llama 3.1 405B: every 18,432 sequences (46,080 in v5.0) on 5,760,
+    the first FLOOR(0.0026 GBS + 12) skipped; Llama 3.1 8B: every 12,288 on 1,024; GPT-3: every
+    24,576 sequences on GPT3_EVAL_SAMPLES."""
+    if benchmark == "llama2_70b_lora":
+        return EvalSchedule(every_samples=384, eval_samples=173, evals_skipped=math.floor(0.125 * global_batch + 2))
+    if benchmark == "llama31_405b":
+        every = 46_080 if round_name == "v5.0" else 18_432
+        return EvalSchedule(
+            every_samples=every, eval_samples=5760, evals_skipped=math.floor(0.0026 * global_batch + 12)
+        )
+    if benchmark == "llama31_8b":
+        return EvalSchedule(every_samples=12_288, eval_samples=1024, evals_skipped=0)
+    return EvalSchedule(every_samples=24_576, eval_samples=GPT3_EVAL_SAMPLES, evals_skipped=0)
+
+
+# GPT-3's validation split: 24,567 C4 sequences (mlcommons/training large_language_model/paxml/
+# README.md, "validation_24567exp"); taken as evaluated whole at each evaluation.
+GPT3_EVAL_SAMPLES = 24_567
+
+
+def evaluations(samples: float, schedule: EvalSchedule) -> int:
+    """Evaluations run until convergence: one every `every_samples`, the last at or after
+    convergence, the first `evals_skipped` not run."""
+    return max(0, math.ceil(samples / schedule.every_samples) - schedule.evals_skipped)
+
+
+# --- the workload on the submitted system ------------------------------------------------------
+
+
+def gpt3_175b() -> ModelSpec:
+    """GPT-3 175B (Brown et al. 2020, arXiv 2005.14165, Table 2.1: 96 layers, d_model 12,288, 96
+    heads, context 2,048), GPT-2's architecture otherwise (same paper, Sec. 2.1)."""
+    return get_preset("gpt2-xl").model_copy(
+        update={
+            "name": "gpt3-175b",
+            "n_layers": 96,
+            "hidden_size": 12288,
+            "n_heads": 96,
+            "n_kv_heads": 96,
+            "ffn_hidden_size": 4 * 12288,
+            "max_position_embeddings": 2048,
+            "reported_params": None,
+            "source": "arXiv 2005.14165 Table 2.1",
+        }
+    )
+
+
+def benchmark_model(benchmark: str) -> ModelSpec:
+    if benchmark == "gpt3":
+        return gpt3_175b()
+    preset = {"llama2_70b_lora": "llama-2-70b", "llama31_8b": "llama-3.1-8b", "llama31_405b": "llama-3.1-405b"}
+    return get_preset(preset[benchmark])
+
+
+# GPUs sharing one NVLink domain: GB200 NVL72 joins 72 GPUs (NVIDIA GB200 NVL72 datasheet);
+# the others as the result's accelerators per node.
+NVLINK_DOMAIN = {"GB200 (per B200 GPU)": 72}
+
+
+class Layout(BaseModel):
+    """The parallel layout of one submission, as its framework typically runs it."""
+
+    tensor_parallel: int
+    pipeline_parallel: int
+    context_parallel: int
+    virtual_stages: int
+    micro_batch: int
+    why: str
+
+
+def weights_tp(gpu: GpuSpec, params: float) -> int:
+    """Smallest tensor-parallel degree whose bf16 weights take at most half the GPU's memory, the
+    rest left for activations of 8,192-token sequences. It gives the degrees of NVIDIA's
+    Llama 2 70B LoRA configs: TP4 on H100 80 GB (training_results_v4.0 NVIDIA/benchmarks/
+    llama2_70b_lora/implementations/nemo/config_DGXH100_1x8x4xtp4pp1cp1.sh), TP2 on H200
+    (config_DGXH200_1x8x2xtp2pp1cp1.sh), TP1 on GB300 288 GB (training_results_v5.1
+    config_GB300_128x4x1xtp1pp1cp8.sh)."""
+    for tp in (1, 2, 4, 8):
+        if 2 * params / tp <= gpu.memory_gb * 1e9 / 2:
+            return tp
+    return 8
+
+
+def layout_for(benchmark: str, gpu: GpuSpec, spec: ModelSpec) -> Layout:
+    """The layout NVIDIA's NeMo/Megatron submissions use for the benchmark (configs cited):
+    GPT-3 175B TP4 PP8 (training_results_v3.1 NVIDIA gpt3 config_DGXH100_*x4x8_mbs1.sh), 6 virtual
+    stages (v4.1 B200 config: INTERLEAVED_PIPELINE=6); Llama 3.1 405B TP8 PP8 CP2 on 8-GPU
+    HGX nodes of 80-141 GB, TP4 PP8 CP2 with 8 virtual stages on GB200 (training_results_v5.1
+    config_GB200_640x4x24xtp4pp8cp2_cg_fp4.sh); Llama 3.1 8B TP1 PP1 (v5.1 B200 configs
+    TENSOR_MODEL_PARALLEL=1); Llama 2 70B LoRA: weights_tp, PP1."""
+    if benchmark == "gpt3":
+        return Layout(
+            tensor_parallel=4, pipeline_parallel=8, context_parallel=1, virtual_stages=6, micro_batch=1,
+            why="NVIDIA NeMo GPT-3 layout TP4 PP8, 6 virtual stages",
+        )  # fmt: skip
+    if benchmark == "llama31_405b":
+        tp = 8 if gpu.memory_gb < 170 else 4
+        virtual = 8 if tp == 4 else 1
+        return Layout(
+            tensor_parallel=tp, pipeline_parallel=8, context_parallel=2, virtual_stages=virtual, micro_batch=1,
+            why=f"NVIDIA NeMo Llama 3.1 405B layout TP{tp} PP8 CP2"
+            + (f", {virtual} virtual stages" if virtual > 1 else ""),
+        )  # fmt: skip
+    if benchmark == "llama31_8b":
+        return Layout(
+            tensor_parallel=1, pipeline_parallel=1, context_parallel=1, virtual_stages=1, micro_batch=1,
+            why="NVIDIA NeMo Llama 3.1 8B layout TP1 PP1",
+        )  # fmt: skip
+    if gpu.name == "L40S-48GB":  # training_results_v4.0 NVIDIA config_L40S_16x4x2xtp4pp1cp2.sh
+        return Layout(
+            tensor_parallel=4, pipeline_parallel=1, context_parallel=2, virtual_stages=1, micro_batch=1,
+            why="NVIDIA's L40S Llama 2 70B LoRA layout TP4 PP1 CP2",
+        )  # fmt: skip
+    tp = weights_tp(gpu, spec.reported_params or 7e10)
+    return Layout(
+        tensor_parallel=tp, pipeline_parallel=1, context_parallel=1, virtual_stages=1, micro_batch=1,
+        why=f"TP{tp} PP1: the smallest TP whose bf16 weights take at most half of {gpu.memory_gb:g} GB "
+        "(NVIDIA's Llama 2 70B LoRA configs: TP4 on H100, TP2 on H200, TP1 on GB300)",
+    )  # fmt: skip
+
+
+def precision_for(gpu: GpuSpec) -> str:
+    """FP8 where the GPU has an FP8 rate (every NVIDIA and AMD submission of these benchmarks sets
+    FP8=True: e.g. config_DGXH100_1x8x4xtp4pp1cp1.sh), bf16 with fp32 master weights otherwise."""
+    return "fp8" if gpu.fp8_tflops else "bf16-mixed"
+
+
+FP8_RECIPE_WORDS = {
+    "delayed": "Transformer Engine's delayed scaling, fp8 weights cached per step",
+    "dynamic": "the app's default dynamic scaling, the stack's FP8 recipe not found in its sources",
+}
+
+
+def fp8_recipe_for(gpu: GpuSpec) -> str:
+    """Transformer Engine's delayed scaling on NVIDIA GPUs: NVIDIA's NeMo configs set its recipe
+    (FP8_AMAX_ALGO=max, FP8_AMAX_HISTORY=32 in config_DGXH100_1x8x4xtp4pp1cp1.sh); the app's
+    default elsewhere (no FP8 recipe stated in the other stacks' sources read)."""
+    return "delayed" if gpu.vendor == "NVIDIA" else "dynamic"
+
+
+class Submission(BaseModel):
+    """What a prediction reads of a result: results on the same system share one (and its cached
+    prediction), whoever submitted them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    benchmark: str
+    round: str
+    accelerators_total: int
+    accelerators_per_node: int
+    global_batch_size: int
+    stack: str = Field(description="nemo (the NVIDIA and AMD stacks), deepspeed or maxtext (Google's TPU runs)")
+
+
+def stack_of(framework: str) -> str:
+    """DeepSpeed where the framework names it (Juniper's v4.0 LoRA rows), MaxText for Google's
+    JAX stacks (maxtext, PAX), NeMo/Megatron-style otherwise."""
+    lowered = framework.lower()
+    if "deepspeed" in lowered:
+        return "deepspeed"
+    if "maxtext" in lowered or lowered == "pax":
+        return "maxtext"
+    return "nemo"
+
+
+def submission_of(result: MlperfResult) -> Submission:
+    return Submission(
+        benchmark=result.benchmark,
+        round=result.round,
+        accelerators_total=result.accelerators_total,
+        accelerators_per_node=result.accelerators_per_node,
+        global_batch_size=result.global_batch_size,
+        stack=stack_of(result.framework),
+    )
+
+
+class Workload(BaseModel):
+    """One result as this app's workload: the model, the step's settings and the run's."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    spec: ModelSpec
+    settings: TrainingSettings
+    time_settings: TimeSettings
+    assumptions: list[str]
+    gpu: GpuSpec | None = Field(default=None, description="the GPU as the run uses it, where not the catalogue's")
+
+
+def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
+    """The result's benchmark on its GPUs. Context parallelism (not a setting of this app) is
+    taken as data parallelism over sequences cut into CP pieces: the same tokens per GPU, the
+    attention's quadratic term counted on the shorter piece (an undercount, stated)."""
+    benchmark = result.benchmark
+    spec = benchmark_model(benchmark)
+    layout = layout_for(benchmark, gpu, spec)
+    gpus = result.accelerators_total
+    model_gpus = layout.tensor_parallel * layout.pipeline_parallel
+    if gpus % model_gpus:
+        raise ValueError(f"{gpus} GPUs do not divide into TP{layout.tensor_parallel} x PP{layout.pipeline_parallel}")
+    batch = result.global_batch_size
+    replicas = gpus // model_gpus
+    cp = layout.context_parallel
+    if batch < replicas:  # fewer sequences than replicas: the framework cuts sequences (CP)
+        cp = max(cp, replicas // batch)
+    if replicas % cp or (batch * cp) % replicas:
+        cp = 1 if batch % replicas == 0 else cp
+    if (batch * cp) % replicas:
+        raise ValueError(f"global batch {batch} does not split over {replicas} data-parallel replicas")
+    seq_len = SEQ_LEN[benchmark] // cp
+    grad_accum = batch * cp // replicas // layout.micro_batch or 1
+    lora = benchmark == "llama2_70b_lora"
+    if result.stack == "deepspeed":
+        return deepspeed_workload(result, gpu, spec)
+    if result.stack == "maxtext":
+        return maxtext_workload(result, gpu, spec)
+    settings = TrainingSettings(
+        micro_batch=layout.micro_batch,
+        seq_len=seq_len,
+        grad_accum=grad_accum,
+        gpus=replicas,
+        tensor_parallel=layout.tensor_parallel,
+        pipeline_parallel=layout.pipeline_parallel,
+        precision=precision_for(gpu),
+        zero=1,
+        checkpointing="none",
+        framework="megatron",
+        method="lora" if lora else "full",
+        lora_rank=16,
+        lora_targets="attention",
+    )
+    per_node = NVLINK_DOMAIN.get(gpu.name, result.accelerators_per_node)
+    recipe = fp8_recipe_for(gpu)
+    time_settings = TimeSettings(
+        dataset_samples=1,
+        gpus_per_node=per_node,
+        virtual_stages=layout.virtual_stages,
+        kernels="fused",
+        fp8_recipe=recipe,
+    )
+    assumptions = [
+        layout.why + (f"; CP{cp} taken as data parallel over {seq_len}-token pieces" if cp > 1 else ""),
+        f"{settings.precision} matmuls"
+        + (
+            f" (FP8=True in the submission configs; {FP8_RECIPE_WORDS[recipe]})"
+            if settings.precision == "fp8"
+            else " (no FP8 rate in the catalogue)"
+        ),
+        f"micro-batch {layout.micro_batch}, {grad_accum} micro-batches per step on {replicas} replicas; "
+        f"{per_node} GPUs per NVLink domain; distributed optimizer (ZeRO-1); no recomputation",
+        "tensor-parallel traffic not hidden (TP_COMM_OVERLAP's share unmeasured)",
+    ]
+    if lora:
+        assumptions.append("LoRA r=16 on q, k, v and o (the reference's target modules), frozen bf16 base")
+    if benchmark == "llama31_405b" and result.round == "v5.1" and gpu.name == "GB200 (per B200 GPU)":
+        # training_results_v5.1 NVIDIA llama31_405b config_GB200_*_cg_fp4.sh source config_common_fp4.sh
+        assumptions.append("the submission ran FP4 matmuls (its configs source config_common_fp4.sh): timed in FP8")
+    return Workload(spec=spec, settings=settings, time_settings=time_settings, assumptions=assumptions)
+
+
+def deepspeed_workload(result: Submission, gpu: GpuSpec, spec: ModelSpec) -> Workload:
+    """DeepSpeed as its Llama 2 70B LoRA recipes run it: ZeRO-3 over every GPU, bf16 with fp32
+    master weights (DeepSpeed has no FP8 linears of its own), full activation checkpointing
+    (the HF/PEFT + DeepSpeed examples set gradient_checkpointing), micro-batch 1."""
+    gpus = result.accelerators_total
+    batch = result.global_batch_size
+    if batch % gpus:
+        raise ValueError(f"global batch {batch} does not split over {gpus} GPUs")
+    settings = TrainingSettings(
+        seq_len=SEQ_LEN[result.benchmark], grad_accum=batch // gpus, gpus=gpus, precision="bf16-mixed", zero=3,
+        checkpointing="full", framework="deepspeed", method="lora", lora_rank=16, lora_targets="attention",
+    )  # fmt: skip
+    time_settings = TimeSettings(dataset_samples=1, gpus_per_node=result.accelerators_per_node)
+    assumptions = [
+        f"DeepSpeed ZeRO-3 over {gpus} GPUs, bf16 with fp32 master weights, full activation checkpointing",
+        "LoRA r=16 on q, k, v and o (the reference's target modules), frozen bf16 base",
+    ]
+    return Workload(spec=spec, settings=settings, time_settings=time_settings, assumptions=assumptions)
+
+
+# Chips joined by the inter-chip interconnect (ICI) in one TPU pod; beyond it slices talk over
+# the data-centre network: v5e and v6e 256, v5p 8,960 (https://cloud.google.com/tpu/docs/v5e,
+# /v6e, /v5p "System architecture").
+TPU_POD_CHIPS = {"TPU-v5e": 256, "TPU-v6e": 256, "TPU-v5p": 8960}
+
+
+def maxtext_workload(result: Submission, gpu: GpuSpec, spec: ModelSpec) -> Workload:
+    """Google's MaxText GPT-3 runs, as its v4.1 configs set them (taken for v3.1 PAX and v4.0 too;
+    training_results_v4.1 Google/benchmarks/gpt3/implementations/
+    maxtext/cloud-tpu-v5p/v5p-4096.sh and cloud-tpu-trillium/trillium-512.sh): FSDP (ZeRO-3) over
+    the slice, tensor parallel 8 on v5p (ici_tensor_parallelism=8) and none on Trillium,
+    remat_policy=full on Trillium and save_dot_except_mlpwi on v5p (taken as op-selective: matmul
+    outputs kept), the whole per-device batch in one micro-batch. Their matmuls run in int8
+    (quantization=int8: AQT, forward and backward): timed as this app's 8-bit linears (fp8) at the
+    catalogue's int8 rate."""
+    chips = result.accelerators_total
+    batch = result.global_batch_size
+    # fewer sequences than chips (v5e's 4,096 chips at batch 2,048): the rest split each sequence's
+    # layers by tensor parallelism, as a chip needs a whole sequence otherwise
+    tp = 8 if gpu.name == "TPU-v5p" else max(1, chips // batch)
+    replicas = chips // tp
+    if (batch * tp) % chips:
+        raise ValueError(f"global batch {batch} does not split over {replicas} data-parallel replicas")
+    settings = TrainingSettings(
+        micro_batch=batch // replicas, seq_len=SEQ_LEN[result.benchmark], gpus=replicas, tensor_parallel=tp,
+        precision="fp8", zero=3, checkpointing="op-selective" if tp > 1 else "full",
+    )  # fmt: skip
+    # the time model takes at most 1,024 GPUs in one fast domain (TimeSettings.gpus_per_node)
+    per_pod = min(TPU_POD_CHIPS.get(gpu.name, result.accelerators_per_node), chips, 1024)
+    time_settings = TimeSettings(dataset_samples=1, gpus_per_node=per_pod, kernels="fused")
+    assumptions = [
+        f"MaxText: FSDP (ZeRO-3) over {replicas} replicas, TP{tp}, {settings.checkpointing} recomputation, "
+        f"{settings.micro_batch} sequences per chip; ICI across {per_pod} chips, the data-centre network beyond",
+        f"int8 matmuls (quantization=int8) as 8-bit linears at the catalogue's int8 rate, {gpu.int8_tops:g} TOPS",
+    ]
+    int8 = gpu.model_copy(update={"fp8_tflops": gpu.int8_tops}) if gpu.int8_tops else None
+    return Workload(spec=spec, settings=settings, time_settings=time_settings, assumptions=assumptions, gpu=int8)
+
+
+# --- the prediction ---------------------------------------------------------------------------
+
+
+class MlperfRow(BaseModel):
+    """One result with its prediction (the CLI's JSON object, in its contract's keys)."""
+
+    id: str
+    benchmark: str
+    round: str
+    submitter: str
+    system: str
+    accelerator: str | None = Field(description="the catalogue GPU; None where the accelerator is not one")
+    accelerator_published: str
+    accelerators: int
+    nodes: int
+    global_batch_size: int | None
+    minutes_published: float | None
+    minutes_predicted: float | None
+    why_not: str | None = None
+    ratio: float | None = Field(default=None, description="predicted / published")
+    samples_to_converge: float | None = None
+    step_s: float | None = None
+    eval_minutes: float | None = None
+    usd_to_reproduce: float | None = Field(default=None, description="cheapest on-demand rental of the published run")
+    rented_on: str | None = None
+    assumptions: list[str] = []
+    source: str
+
+
+class Prediction(BaseModel):
+    minutes: float
+    samples: float
+    step_s: float
+    eval_minutes: float
+    assumptions: list[str]
+
+
+def vision_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
+    """Hook for BERT-large and ResNet-50: no image or encoder time model is on main yet (the vision
+    time model is being built); when it lands, time these here from samples_to_converge."""
+    raise NotImplementedError(f"{BENCHMARK_LABEL[result.benchmark]}: no time model for it in this app yet")
+
+
+@lru_cache(maxsize=1024)
+def language_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
+    """(samples / global batch) x step time + evaluations x the forward passes of one replica.
+
+    An evaluation splits its sequences (or a context-parallel run's pieces of them) over the
+    data-parallel replicas, each running ceil(pieces / replicas) of them, one micro-batch's share of
+    the step each: a forward is 2 of the step's matmul_flops_factor FLOPs per weight (Kaplan et al.
+    2020 Sec. 2.1: 2N forward of 6N; 2N of 4N with a frozen base). With fewer pieces than replicas
+    the evaluation takes one forward, not a fraction of one."""
+    work = workload_for(result, gpu)
+    estimate = estimate_time(work.spec, work.settings, work.gpu or gpu, work.time_settings)
+    batch = result.global_batch_size
+    samples = samples_to_converge(result.benchmark, batch)
+    train_s = samples / batch * estimate.step_s
+    schedule = eval_schedule(result.benchmark, result.round, batch)
+    settings = work.settings
+    pieces = schedule.eval_samples * SEQ_LEN[result.benchmark] // settings.seq_len
+    piece_s = estimate.step_s / (settings.grad_accum * settings.micro_batch)
+    forward_share = 2 / matmul_flops_factor(settings)
+    eval_s = evaluations(samples, schedule) * math.ceil(pieces / settings.gpus) * piece_s * forward_share
+    notes = work.assumptions + [
+        f"{samples:,.0f} sequences to converge at global batch {batch} (RCP olympic mean, interpolated)",
+        f"{evaluations(samples, schedule)} evaluations of {schedule.eval_samples:,} sequences, forward only",
+    ]
+    return Prediction(
+        minutes=(train_s + eval_s) / 60,
+        samples=samples,
+        step_s=estimate.step_s,
+        eval_minutes=eval_s / 60,
+        assumptions=notes,
+    )
+
+
+PREDICTORS = {name: language_prediction for name in LANGUAGE_BENCHMARKS} | {
+    "bert": vision_prediction,
+    "resnet": vision_prediction,
+}
+
+
+def why_not_predicted(result: MlperfResult, gpu: GpuSpec | None) -> str | None:
+    if gpu is None:
+        return not_in_catalogue_reason(result.accelerator)
+    if result.global_batch_size is None:
+        return "the result's global batch size is not in its logs"
+    if result.benchmark not in PREDICTORS:
+        return f"{result.benchmark} is not a benchmark this app models"
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _cheapest_rental(gpu_name: str, gpus: int, gpus_per_node: int) -> tuple[float, str] | None:
+    """(USD per hour, instance) of the cheapest on-demand instances holding `gpus` of `gpu_name`,
+    each with at least the submitted system's GPUs per node (the same links inside a node); where
+    the price sheet has none that large (MI300X, MI325X: priced per GPU-hour), the cheapest of any
+    size, said in the instance's words."""
+    prices = [price for price in load_prices() if price.gpu == gpu_name]
+    whole_nodes = [price for price in prices if price.gpu_count >= min(gpus_per_node, gpus)]
+    options = [
+        (
+            instances_needed(gpus, price.gpu_count) * price.on_demand_usd_per_hour,
+            f"{price.provider} {price.instance_type}" + ("" if whole_nodes else " (smaller than the system's nodes)"),
+        )
+        for price in whole_nodes or prices
+    ]
+    return min(options, default=None)
+
+
+def usd_to_reproduce(
+    gpu: GpuSpec | None, gpus: int, gpus_per_node: int, minutes: float
+) -> tuple[float, str] | tuple[None, None]:
+    """Hours x instances x price of the cheapest on-demand option (calculators.cost.pricing);
+    (None, None) without a catalogue GPU or a price for it in nodes as large as the system's."""
+    if gpu is None:
+        return None, None
+    rental = _cheapest_rental(gpu.name, gpus, gpus_per_node)
+    if rental is None:
+        return None, None
+    usd_per_hour, where = rental
+    return run_cost_usd(1, usd_per_hour, minutes / 60), where
+
+
+@lru_cache(maxsize=1024)
+def mlperf_row(result: MlperfResult) -> MlperfRow:
+    """The result with its prediction, ratio and cost to reproduce."""
+    gpu = catalogue_gpu(result)
+    why_not = why_not_predicted(result, gpu)
+    prediction = None
+    if why_not is None:
+        try:
+            prediction = PREDICTORS[result.benchmark](submission_of(result), gpu)
+        except ValidationError as error:  # a setting out of the time model's range: named in one line
+            first = error.errors()[0]
+            why_not = f"the time model cannot take this layout: {first['loc'][0]} {first['msg'].lower()}"
+        except (NotImplementedError, ValueError, KeyError) as error:
+            why_not = str(error).strip("'")
+    published = result.time_to_train_min
+    usd, where = (
+        (None, None)
+        if published is None
+        else usd_to_reproduce(gpu, result.accelerators_total, result.accelerators_per_node, published)
+    )
+    minutes = None if prediction is None else prediction.minutes
+    return MlperfRow(
+        id=result.id,
+        benchmark=result.benchmark,
+        round=result.round,
+        submitter=result.submitter,
+        system=result.system_name,
+        accelerator=None if gpu is None else gpu.name,
+        accelerator_published=result.accelerator,
+        accelerators=result.accelerators_total,
+        nodes=result.nodes,
+        global_batch_size=result.global_batch_size,
+        minutes_published=result.time_to_train_min,
+        minutes_predicted=minutes,
+        why_not=why_not,
+        ratio=None if minutes is None or published is None else minutes / published,
+        samples_to_converge=None if prediction is None else prediction.samples,
+        step_s=None if prediction is None else prediction.step_s,
+        eval_minutes=None if prediction is None else prediction.eval_minutes,
+        usd_to_reproduce=usd,
+        rented_on=where,
+        assumptions=[] if prediction is None else prediction.assumptions,
+        source=result.source,
+    )
+
+
+def benchmarks() -> list[str]:
+    return sorted({result.benchmark for result in load_results()})
+
+
+def mlperf_table(benchmark: str | None = None, accelerator: str | None = None) -> list[MlperfRow]:
+    """Every result (of `benchmark`, on the catalogue GPU `accelerator`) with its prediction.
+    Raises KeyError for an unknown benchmark or GPU."""
+    if benchmark is not None and benchmark not in benchmarks():
+        raise KeyError(f"unknown benchmark {benchmark!r}; choose one of {', '.join(benchmarks())}")
+    gpu_name = None if accelerator is None else find_gpu(accelerator).name
+    rows = []
+    for result in load_results():
+        if benchmark is not None and result.benchmark != benchmark:
+            continue
+        if gpu_name is not None and CATALOGUE_NAME.get(result.accelerator) != gpu_name:
+            continue
+        rows.append(mlperf_row(result))
+    return rows
+
+
+class RatioGroup(BaseModel):
+    """The ratios of one benchmark on one accelerator."""
+
+    benchmark: str
+    accelerator: str
+    results: int
+    predicted: int
+    median_ratio: float | None
+    low_ratio: float | None
+    high_ratio: float | None
+
+
+def ratio_groups(rows: list[MlperfRow]) -> list[RatioGroup]:
+    """Median, lowest and highest predicted / published ratio per benchmark and accelerator."""
+    groups: dict[tuple[str, str], list[MlperfRow]] = {}
+    for row in rows:
+        groups.setdefault((row.benchmark, row.accelerator or row.accelerator_published), []).append(row)
+    summary = []
+    for (benchmark, accelerator), members in sorted(groups.items()):
+        ratios = [row.ratio for row in members if row.ratio is not None]
+        summary.append(
+            RatioGroup(
+                benchmark=benchmark,
+                accelerator=accelerator,
+                results=len(members),
+                predicted=len(ratios),
+                median_ratio=statistics.median(ratios) if ratios else None,
+                low_ratio=min(ratios, default=None),
+                high_ratio=max(ratios, default=None),
+            )
+        )
+    return summary
+
+
+class BestResult(BaseModel):
+    """The fastest published result of one benchmark on one GPU at one scale."""
+
+    benchmark: str
+    accelerator: str
+    scale: str = Field(description="'8 accelerators' or 'largest scale'")
+    row: MlperfRow
+
+
+def best_results(rows: list[MlperfRow], accelerator: str) -> list[BestResult]:
+    """Per benchmark, the shortest published time-to-train on `accelerator` (a catalogue name) with
+    8 accelerators, and the shortest at the largest accelerator count submitted."""
+    best = []
+    scored = [row for row in rows if row.accelerator == accelerator and row.minutes_published is not None]
+    for benchmark in sorted({row.benchmark for row in scored}):
+        runs = [row for row in scored if row.benchmark == benchmark]
+        largest = max(row.accelerators for row in runs)
+        at_eight = [row for row in runs if row.accelerators == 8]
+        if at_eight:
+            fastest = min(at_eight, key=lambda row: row.minutes_published)
+            best.append(BestResult(benchmark=benchmark, accelerator=accelerator, scale="8 accelerators", row=fastest))
+        if largest != 8:
+            fastest = min((row for row in runs if row.accelerators == largest), key=lambda row: row.minutes_published)
+            best.append(BestResult(benchmark=benchmark, accelerator=accelerator, scale="largest scale", row=fastest))
+    return best

@@ -1,0 +1,151 @@
+"""MLPerf Training: the data, samples to converge, the prediction's arithmetic and the CLI contract."""
+
+import json
+
+import pytest
+
+from calculators.validation.mlperf import (
+    NOT_IN_CATALOGUE,
+    eval_schedule,
+    evaluations,
+    load_convergence_points,
+    load_results,
+    mlperf_table,
+    ratio_groups,
+    samples_to_converge,
+)
+from tests.cli_helpers import run_cli
+
+CONTRACT_KEYS = {
+    "benchmark", "round", "submitter", "system", "accelerator", "accelerators", "nodes", "global_batch_size",
+    "minutes_published", "minutes_predicted", "why_not", "ratio", "usd_to_reproduce", "source",
+}  # fmt: skip
+
+
+def test_every_result_and_reference_point_loads_with_a_source():
+    results = load_results()
+    assert len(results) == 448
+    assert all(result.source.startswith("https://github.com/mlcommons/") for result in results)
+    assert len(load_convergence_points()) == 41
+
+
+def test_samples_to_converge_is_the_olympic_mean_interpolated():
+    # Llama 2 70B LoRA at batch 8: 20 runs (3 x 2688, 9 x 3072, 7 x 3456, 1 x 3840); without the
+    # fastest and the slowest: (2 x 2688 + 9 x 3072 + 7 x 3456) / 18 = 57216 / 18
+    assert samples_to_converge("llama2_70b_lora", 8) == pytest.approx(57216 / 18)
+    # batch 16: without 3456 and one 4992: (13 x 3840 + 2 x 4224 + 2 x 4608 + 4992) / 18 = 4032;
+    # batch 12 lies half way
+    assert samples_to_converge("llama2_70b_lora", 12) == pytest.approx((57216 / 18 + 4032) / 2)
+    # below the smallest reference batch: its point
+    assert samples_to_converge("llama2_70b_lora", 4) == pytest.approx(57216 / 18)
+
+
+def test_gpt3_counts_tokens_and_drops_the_outlier_reference_run():
+    # batch 3072: 5 x 1,207,959,552, 1,258,291,200 and 13,790,871,552 tokens; the slowest and one
+    # fastest dropped: (4 x 1,207,959,552 + 1,258,291,200) / 5 tokens, / 2048 per sequence
+    assert samples_to_converge("gpt3", 3072) == pytest.approx((4 * 1_207_959_552 + 1_258_291_200) / 5 / 2048)
+
+
+def test_evaluations_follow_the_benchmark_rules():
+    # 70B LoRA at batch 8: every 384 sequences, FLOOR(0.125 x 8 + 2) = 3 skipped; 3,178.7
+    # sequences reach the 9th evaluation point: 6 run
+    schedule = eval_schedule("llama2_70b_lora", "v5.1", 8)
+    assert (schedule.every_samples, schedule.eval_samples, schedule.evals_skipped) == (384, 173, 3)
+    assert evaluations(57216 / 18, schedule) == 6
+    assert eval_schedule("llama31_405b", "v5.0", 1152).every_samples == 46_080
+    assert eval_schedule("llama31_405b", "v5.1", 1152).evals_skipped == 14  # FLOOR(0.0026 x 1152 + 12)
+
+
+def test_the_prediction_is_steps_times_step_time_plus_forward_only_evaluations():
+    row = next(row for row in mlperf_table("llama2_70b_lora") if row.id == "M141")  # NVIDIA Eos, 8 H100, v4.0
+    assert row.accelerator == "H100-SXM5-80GB" and row.global_batch_size == 8
+    # TP4 on 8 GPUs: 2 replicas of 4 micro-batches a step. 3,178.7 / 8 steps, and 6 evaluations of
+    # ceil(173 / 2) = 87 sequences per replica, each a micro-batch's quarter of the step x 1/2 (a
+    # forward is 2N of a frozen base's 4N FLOPs per weight)
+    expected_s = (57216 / 18 / 8 + 6 * 87 / 4 / 2) * row.step_s
+    assert row.minutes_predicted == pytest.approx(expected_s / 60)
+    assert row.ratio == pytest.approx(row.minutes_predicted / 28.163)
+    assert any("TP4" in line for line in row.assumptions) and any("fp8" in line for line in row.assumptions)
+
+
+def test_cost_to_reproduce_is_hours_times_the_cheapest_instances():
+    row = next(row for row in mlperf_table("llama2_70b_lora") if row.id == "M141")
+    # the cheapest 8 x H100 SXM on demand in data/cloud_prices.csv: USD 23.60 an hour (Nebius)
+    assert row.usd_to_reproduce == pytest.approx(28.163 / 60 * 23.6)
+
+
+def test_accelerators_outside_the_catalogue_say_why_and_are_not_predicted():
+    rows = [row for row in mlperf_table() if row.accelerator is None]
+    assert rows and all(row.minutes_predicted is None and row.why_not for row in rows)
+    assert {row.accelerator_published for row in rows} <= set(NOT_IN_CATALOGUE)
+
+
+def test_bert_and_resnet_wait_for_a_vision_time_model():
+    row = mlperf_table("resnet", "H100-SXM5-80GB")[0]
+    assert row.minutes_predicted is None and "no time model" in row.why_not
+
+
+def test_done_when_llama2_70b_lora_on_eight_gpus():
+    """Every 8-GPU Llama 2 70B LoRA result on H100, H200, B200, MI300X, MI325X is predicted; the
+    median |ratio - 1| is reported by the bench, here only bounded loosely."""
+    names = {"H100-SXM5-80GB", "H200-SXM-141GB", "B200-SXM-180GB", "MI300X-192GB", "MI325X-256GB"}
+    rows = [row for row in mlperf_table("llama2_70b_lora") if row.accelerators == 8 and row.accelerator in names]
+    scored = [row for row in rows if row.minutes_published is not None]
+    assert len(scored) >= 70 and all(row.ratio is not None for row in scored)
+
+
+def test_ratio_groups_give_median_and_spread():
+    groups = ratio_groups(mlperf_table("llama31_405b"))
+    gb200 = next(group for group in groups if group.accelerator == "GB200 (per B200 GPU)")
+    assert gb200.results == gb200.predicted == 10
+    assert gb200.low_ratio <= gb200.median_ratio <= gb200.high_ratio
+
+
+def test_cli_json_holds_the_contract_keys(capsys):
+    code, out, err = run_cli(capsys, "mlperf", "--benchmark", "llama31_405b", "--json")
+    assert code == 0 and not err
+    rows = json.loads(out)
+    assert len(rows) == 22 and all(CONTRACT_KEYS <= set(row) for row in rows)
+
+
+def test_cli_filters_by_catalogue_gpu(capsys):
+    code, out, _ = run_cli(capsys, "mlperf", "--accelerator", "mi300x-192gb", "--json")
+    assert code == 0 and {row["accelerator"] for row in json.loads(out)} == {"MI300X-192GB"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (("--benchmark", "llama4"), "unknown benchmark 'llama4'"),
+        (("--accelerator", "H1000"), "unknown GPU 'H1000'"),
+    ],
+)
+def test_cli_bad_input_is_one_error_line(capsys, argv, words):
+    code, out, err = run_cli(capsys, "mlperf", *argv)
+    assert code == 2 and not out
+    assert err.startswith("error: ") and words in err and err.count("\n") == 1
+
+
+def test_each_stack_is_timed_in_its_own_layout():
+    rows = {row.id: row for row in mlperf_table()}
+    juniper = rows["M124"]  # Juniper's DeepSpeed run on 8 H100
+    assert any("DeepSpeed ZeRO-3" in line for line in juniper.assumptions)
+    trillium = rows["M198"]  # Google's MaxText GPT-3 on 512 Trillium chips
+    assert any("MaxText" in line for line in trillium.assumptions)
+    assert any("int8 rate, 1836 TOPS" in line for line in trillium.assumptions)
+    h100 = rows["M141"]
+    assert any("delayed scaling" in line for line in h100.assumptions)
+
+
+def test_llama2_70b_lora_on_eight_gpus_meets_its_targets():
+    """The done-when targets: median |predicted / published - 1| within 15% and each within +-30%,
+    but for Juniper's DeepSpeed run (M124), which the time model puts at half its published time."""
+    names = {"H100-SXM5-80GB", "H200-SXM-141GB", "B200-SXM-180GB", "MI300X-192GB", "MI325X-256GB"}
+    rows = [
+        row
+        for row in mlperf_table("llama2_70b_lora")
+        if row.accelerators == 8 and row.accelerator in names and row.ratio is not None
+    ]
+    off = sorted(abs(row.ratio - 1) for row in rows)
+    assert off[len(off) // 2] <= 0.15
+    assert [row.id for row in rows if abs(row.ratio - 1) > 0.3] == ["M124"]

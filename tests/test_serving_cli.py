@@ -1,0 +1,93 @@
+"""`time`, `cost` and `plan` with --mode inference: the contract's keys and the bad-input lines."""
+
+import json
+import math
+
+import pytest
+
+from calculators.interface.cli import main
+
+SERVE = ["--model", "llama-2-7b", "--mode", "inference"]
+
+
+def _json(capsys, argv):
+    code = main(argv + ["--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return json.loads(captured.out)
+
+
+def test_time_inference_prints_the_contract_keys(capsys):
+    result = _json(capsys, ["time", *SERVE, "--gpu", "H100-SXM5-80GB", "--input-len", "512", "--output-len", "256",
+                            "--concurrency", "8"])  # fmt: skip
+    for key in ("output_tokens_per_s_per_gpu", "output_tokens_per_s_per_sequence", "ttft_s", "tpot_s", "prefill_s",
+                "decode_step_s", "bound", "concurrency"):  # fmt: skip
+        assert key in result
+    assert result["concurrency"] == 8
+    assert result["bound"] in ("compute", "bandwidth", "communication")
+    assert result["output_tokens_per_s_per_gpu"] == pytest.approx(8 / result["tpot_s"])
+
+
+def test_time_inference_concurrency_zero_picks_one_that_fits(capsys):
+    result = _json(capsys, ["time", *SERVE, "--gpu", "H100-SXM5-80GB", "--input-len", "2048", "--output-len", "2048",
+                            "--concurrency", "0"])  # fmt: skip
+    assert 1 <= result["concurrency"] <= result["max_concurrency"] == 33
+
+
+def test_cost_inference_prices_per_million_tokens(capsys):
+    options = _json(capsys, ["cost", *SERVE, "--input-len", "512", "--output-len", "256", "--concurrency", "8"])
+    served = [option for option in options if option["excluded_reason"] is None]
+    assert served and all(o["usd_per_million_output_tokens"] > 0 for o in served)
+    first = served[0]
+    # the two prices add up to the group's whole bill per request
+    request_s = 256 * first["tpot_s"] / 8
+    bill = first["usd_per_hour"] / 3600 * request_s
+    spent = (first["usd_per_million_output_tokens"] * 256 + first["usd_per_million_input_tokens"] * 512) / 1e6
+    assert spent == pytest.approx(bill)
+
+
+def test_weight_precision_accepts_fp4(capsys):
+    result = _json(capsys, ["time", *SERVE, "--gpu", "B200-SXM-180GB", "--weight-precision", "fp4"])
+    assert result["weight_kernel"] == "fp4"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--input-len", "-3"], "--input-len must be a whole number of tokens"),
+        (["--output-len", "abc"], "--output-len must be a whole number of tokens"),
+        (["--input-len", "4000", "--output-len", "500"], "beyond the 4,096 positions"),
+        (["--concurrency", "500"], "concurrency 500 does not fit"),
+        (["--gpu", "V100-SXM2-32GB", "--weight-precision", "fp4"], "runs no fp4 serving kernel"),
+    ],
+)
+def test_bad_serving_input_is_one_line(capsys, extra, message):
+    argv = ["time", *SERVE, "--gpu", "H100-SXM5-80GB", *extra]
+    if "--gpu" in extra:
+        argv = ["time", *SERVE, *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_cost_inference_gives_the_month_for_a_request_rate_and_holds_the_targets(capsys):
+    argv = ["cost", *SERVE, "--input-len", "512", "--output-len", "256", "--concurrency", "8",
+            "--requests-per-s", "3", "--tpot-ms", "40"]  # fmt: skip
+    options = _json(capsys, argv)
+    served = [option for option in options if option["excluded_reason"] is None]
+    assert served and all(option["tpot_s"] <= 0.04 for option in served)
+    first = served[0]
+    per_replica = first["output_tokens_per_s_per_gpu"] * first["tensor_parallel"] / 256  # requests/s
+    assert first["replicas"] == math.ceil(3 / per_replica)
+    assert first["usd_per_month"] == pytest.approx(first["replicas"] * first["usd_per_hour"] * 730)
+    missed = [option for option in options if option["excluded_reason"] and "beyond the targets" in
+              option["excluded_reason"]]  # fmt: skip
+    assert missed  # slower GPUs miss the 40 ms TPOT at concurrency 8
+
+
+def test_fp4_format_mxfp4_stores_less_than_nvfp4(capsys):
+    """MXFP4 keeps one 1-byte scale per 32 weights, NVFP4 one per 16: 0.53125 against 0.5625 B per weight."""
+    base = ["memory", *SERVE, "--weight-precision", "fp4"]
+    mx = _json(capsys, [*base, "--fp4-format", "mxfp4"])["components_gib"]["weights"]
+    nv = _json(capsys, [*base, "--fp4-format", "nvfp4"])["components_gib"]["weights"]
+    assert mx < nv

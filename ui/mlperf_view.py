@@ -1,0 +1,181 @@
+"""The Compare page's MLPerf Training section: published time-to-train on the GPUs looked at,
+the time model's prediction beside it, and what reproducing each result on rented GPUs costs."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from calculators.validation.mlperf import (
+    BENCHMARK_LABEL,
+    RESULTS_SITE,
+    MlperfRow,
+    best_results,
+    mlperf_table,
+    ratio_groups,
+)
+from ui.axes import axis
+from ui.palette import vendor_colour
+
+MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "hexagon")
+
+
+@st.cache_data(show_spinner=False)
+def _all_rows() -> list[MlperfRow]:
+    """Every result with its prediction, once per session: the data files do not change."""
+    return mlperf_table()
+
+
+def _minutes(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def _usd(value: float | None) -> str:
+    return "no rental price" if value is None else f"${value:,.0f}"
+
+
+def best_table(rows: list[MlperfRow], gpu_names: list[str]) -> pd.DataFrame:
+    """One line per GPU, benchmark and scale (8 accelerators, the largest submitted)."""
+    lines = []
+    for name in gpu_names:
+        for best in best_results(rows, name):
+            row = best.row
+            lines.append(
+                {
+                    "GPU": name,
+                    "benchmark": BENCHMARK_LABEL.get(row.benchmark, row.benchmark),
+                    "scale": best.scale,
+                    "accelerators": row.accelerators,
+                    "published (min)": _minutes(row.minutes_published),
+                    "predicted (min)": _minutes(row.minutes_predicted),
+                    "predicted / published": "-" if row.ratio is None else f"{row.ratio:.2f}",
+                    "cost to reproduce (USD, on demand)": _usd(row.usd_to_reproduce),
+                    "rented on": row.rented_on or "-",
+                    "system": f"{row.submitter}: {row.system} ({row.round})",
+                    "result": row.source,
+                }
+            )
+    return pd.DataFrame(lines)
+
+
+def scaling_figure(rows: list[MlperfRow], gpu_names: list[str], vendors: dict[str, str]) -> go.Figure:
+    """Published time-to-train against accelerator count, one marker series per GPU."""
+    figure = go.Figure()
+    for index, name in enumerate(gpu_names):
+        runs = sorted(
+            (row for row in rows if row.accelerator == name and row.minutes_published), key=lambda r: r.accelerators
+        )
+        if not runs:
+            continue
+        figure.add_scatter(
+            name=name,
+            x=[row.accelerators for row in runs],
+            y=[row.minutes_published for row in runs],
+            mode="markers",
+            marker=dict(color=vendor_colour(vendors.get(name, "")), symbol=MARKERS[index % len(MARKERS)], size=9),
+            text=[f"{row.submitter}: {row.system} ({row.round})" for row in runs],
+            hovertemplate="%{text}<br>%{x} accelerators: %{y:.1f} min<extra></extra>",
+        )
+    minutes = [row.minutes_published for row in rows if row.accelerator in gpu_names and row.minutes_published]
+    counts = [row.accelerators for row in rows if row.accelerator in gpu_names and row.minutes_published]
+    figure.update_layout(
+        height=420,
+        margin=dict(l=10, r=10, t=30, b=10),
+        xaxis=axis(counts, "Accelerators"),
+        yaxis=axis(minutes, "Time to train (min, published)"),
+        legend=dict(orientation="h", yanchor="top", y=-0.2),
+    )
+    return figure
+
+
+def mlperf_section(gpu_names: list[str], vendors: dict[str, str]) -> None:
+    """The section for `gpu_names` (catalogue names; `vendors` maps each to its vendor)."""
+    st.subheader("MLPerf Training")
+    rows = _all_rows()
+    with_results = [name for name in gpu_names if any(row.accelerator == name for row in rows)]
+    st.caption(
+        "Published time-to-train of MLPerf Training rounds v3.1 to v5.1 (closed division, scored from the run "
+        f"logs as MLCommons does: {RESULTS_SITE}), with this app's prediction for the same system and the cost of "
+        "renting the same GPUs for the published time at today's cheapest on-demand price (hours x instances x "
+        "price). GPT-3 and ResNet-50 were retired after v4.1 and v4.0."
+    )
+    if not with_results:
+        st.info("None of these GPUs has an MLPerf Training result. Pick GPUs such as H100-SXM5-80GB or MI300X-192GB.")
+        return
+    st.dataframe(
+        best_table(rows, with_results),
+        hide_index=True,
+        width="stretch",
+        column_config={"result": st.column_config.LinkColumn("result", display_text="open")},
+    )
+    benchmarks = sorted({row.benchmark for row in rows if row.accelerator in with_results})
+    chosen = st.selectbox(
+        "Benchmark for the chart",
+        benchmarks,
+        format_func=lambda name: BENCHMARK_LABEL.get(name, name),
+        key="cmp_mlperf_benchmark",
+    )
+    picked_rows = [row for row in rows if row.benchmark == chosen]
+    st.plotly_chart(scaling_figure(picked_rows, with_results, vendors), width="stretch")
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def mlperf_validation_section() -> None:
+    """The Validation page's MLPerf section: predicted / published time-to-train grouped by
+    benchmark and accelerator (median, lowest, highest), and every row with its assumptions."""
+    st.header("MLPerf Training time-to-train")
+    st.write(
+        "Each language-model result of MLPerf Training v3.1 to v5.1 predicted as (sequences to converge at its "
+        "global batch, from the reference convergence points) / global batch x the time model's step on the "
+        "submitted GPUs in the layout NVIDIA's NeMo submissions use, plus the evaluations the rules run. No "
+        "coefficient is fitted to these results. Targets: Llama 2 70B LoRA on 8 GPUs within ±30% each, "
+        "median within 15%. BERT-large and ResNet-50 wait for a vision and encoder time model."
+    )
+    rows = _all_rows()
+    groups = ratio_groups(rows)
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "benchmark": BENCHMARK_LABEL.get(group.benchmark, group.benchmark),
+                    "accelerator": group.accelerator,
+                    "results": group.results,
+                    "predicted": group.predicted,
+                    "median predicted / published": _ratio(group.median_ratio),
+                    "lowest": _ratio(group.low_ratio),
+                    "highest": _ratio(group.high_ratio),
+                }
+                for group in groups
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+    for benchmark in sorted({row.benchmark for row in rows}):
+        members = [row for row in rows if row.benchmark == benchmark]
+        with st.expander(f"{BENCHMARK_LABEL.get(benchmark, benchmark)}: {len(members)} results, assumptions"):
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {
+                            "id": row.id,
+                            "round": row.round,
+                            "system": f"{row.submitter}: {row.system}",
+                            "accelerator": row.accelerator or row.accelerator_published,
+                            "accelerators": row.accelerators,
+                            "published (min)": _minutes(row.minutes_published),
+                            "predicted (min)": _minutes(row.minutes_predicted),
+                            "predicted / published": _ratio(row.ratio),
+                            "not predicted because": row.why_not or "",
+                            "assumptions": "; ".join(row.assumptions),
+                        }
+                        for row in members
+                    ]
+                ),
+                hide_index=True,
+                width="stretch",
+            )
