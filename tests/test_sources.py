@@ -35,6 +35,8 @@ DATA_FILES = (
     "measured_throughput.csv",
     "measured_peak_memory.csv",
     "measured_peak_memory_frameworks.csv",
+    "mlperf_benchmark_definitions.csv",
+    "mlperf_training.csv",
     "models.csv",
     "serving_throughput.csv",
     "unpriced_gpus.csv",
