@@ -32,6 +32,7 @@ from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
 from ui.serve_cost_view import serve_cost_section
 from ui.step_view import step_view
 from ui.user_gpus import user_gpus
+from ui.vision_compare_view import cpu_gpu_precision_section
 from ui.workload import require_training
 
 st.title("Time and cost")
@@ -325,3 +326,5 @@ with st.expander("Assumptions, formulas and sources"):
         st.markdown(escape_dollars("\n".join(f"- {line}" for line in estimate.assumptions)))
     st.markdown(escape_dollars("\n".join(f"{number}. {formula}" for number, formula in enumerate(FORMULAS, start=1))))
     st.markdown("Catalogue dates: " + "; ".join(f"{k}: {v}" for k, v in dates.items()))
+
+cpu_gpu_precision_section()

@@ -11,6 +11,7 @@ from ui.layout import wrapping_row
 from ui.mlperf_view import mlperf_validation_section
 from ui.serving_validation_view import serving_section
 from ui.throughput_view import throughput_section
+from ui.vision_validation_view import vision_throughput_section
 
 TARGET = 0.10
 
@@ -98,5 +99,6 @@ st.dataframe(
 )
 
 throughput_section()
+vision_throughput_section()
 mlperf_validation_section()
 serving_section()

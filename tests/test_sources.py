@@ -25,6 +25,7 @@ from calculators.models.spec import ModelSpec
 DATA = Path(__file__).resolve().parent.parent / "data"
 DATA_FILES = (
     "aws_spot_savings.csv",
+    "cpus.csv",
     "cloud_prices.csv",
     "litgpt_lora_resource_table.csv",
     "llm_foundry_throughput_table.csv",
@@ -34,9 +35,12 @@ DATA_FILES = (
     "measured_throughput.csv",
     "measured_peak_memory.csv",
     "measured_peak_memory_frameworks.csv",
+    "mlperf_benchmark_definitions.csv",
+    "mlperf_training.csv",
     "models.csv",
     "serving_throughput.csv",
     "unpriced_gpus.csv",
+    "vision_training.csv",
 )
 FORM = "an https:// URL or a 'github.com/owner/repo path @revision' reference"
 

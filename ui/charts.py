@@ -177,10 +177,10 @@ def hours_usd_layout(figure: go.Figure, height: int) -> None:
     )
 
 
-def throughput_ratio_figure(ids: list[str], ratios: list[float]) -> go.Figure:
-    """Estimate / measured tokens per second per GPU per published run, with the +-20% band."""
+def throughput_ratio_figure(ids: list[str], ratios: list[float], unit: str = "tokens/s") -> go.Figure:
+    """Estimate / measured throughput (`unit`) per GPU per published run, with the +-20% band."""
     figure = go.Figure()
-    hover = "%{x}: estimate %{y:.2f}x the measured tokens/s<extra></extra>"
+    hover = f"%{{x}}: estimate %{{y:.2f}}x the measured {unit}<extra></extra>"
     figure.add_bar(x=ids, y=ratios, name="estimate / measured", hovertemplate=hover)
     figure.add_hrect(y0=0.8, y1=1.2, fillcolor="green", opacity=0.1, line_width=0)
     figure.add_hline(y=1.0, line_dash="dash")
@@ -226,5 +226,25 @@ def scaling_figure(gpus: list[int], tokens_per_s_per_gpu: list[float], hours: li
         yaxis2=axis(hours, "hours", "hours") | dict(overlaying="y", side="right"),
         height=380,
         margin=MARGIN,
+    )
+    return figure
+
+
+def device_precision_figure(
+    labels: list[str], hours_per_epoch: list[float], usd_per_epoch: list[float | None]
+) -> go.Figure:
+    """Hours per epoch (bars, left axis) and cost per epoch (markers, right axis) per device and
+    precision; a row with no price has no marker."""
+    figure = go.Figure()
+    figure.add_bar(x=labels, y=hours_per_epoch, name="hours per epoch",
+                   hovertemplate="%{x}: %{y:.2f} h per epoch<extra></extra>")  # fmt: skip
+    figure.add_scatter(x=labels, y=usd_per_epoch, name="USD per epoch", mode="markers", yaxis="y2", marker_size=12,
+                       hovertemplate="%{x}: $%{y:.2f} per epoch<extra></extra>")  # fmt: skip
+    figure.update_layout(
+        yaxis_title="hours per epoch (h)",
+        yaxis2={"title": "cost per epoch (USD)", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        height=380,
+        margin=MARGIN,
+        legend={"orientation": "h", "y": -0.25},
     )
     return figure

@@ -24,6 +24,7 @@ from calculators.cost.run_inputs import RunInputs
 from calculators.cost.serving import serving_cost_options
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
 from calculators.hardware.csv_rows import echo, one_line
+from calculators.interface import vision_cli
 from calculators.interface.settings import Setting, SettingError, all_settings, build_workload, values_for
 from calculators.memory.engine import estimate_memory
 from calculators.memory.fit import check_fit, suggestions, verdict
@@ -447,6 +448,9 @@ def _prices_from_args(args: argparse.Namespace, catalogue) -> list:
 
 
 def cost_command(args: argparse.Namespace) -> str:
+    image_model = vision_cli.vision_model_of(args)
+    if image_model is not None:
+        return _vision_cost(image_model, args)
     if args.mode == "inference":
         return serving_cost_command(args)
     workload = training_workload(args, "cost")
@@ -612,6 +616,29 @@ def format_plan_table(result: PlanResult) -> str:
     return "\n".join(lines)
 
 
+def _vision_cost(model, args: argparse.Namespace) -> str:
+    """`cost` for an image model of the vision library (calculators.interface.vision_cli)."""
+    prices = _prices_from_args(args, list(load_gpu_catalogue()))
+    try:
+        rows = vision_cli.cost_rows(model, args, prices)
+    except vision_cli.VisionCliError as error:
+        raise UsageError(str(error)) from None
+    if args.fits_only:
+        rows = [row for row in rows if row.fits]
+    if args.json:
+        return json.dumps([row.model_dump(mode="json") for row in rows], indent=2)
+    return vision_cli.cost_text(model, rows, args.top)
+
+
+def _vision_time(model, args: argparse.Namespace) -> str:
+    """`time` for an image model of the vision library (calculators.interface.vision_cli)."""
+    try:
+        result = vision_cli.time_result(model, args)
+    except vision_cli.VisionCliError as error:
+        raise UsageError(str(error)) from None
+    return json.dumps(result, indent=2) if args.json else vision_cli.time_text(result)
+
+
 def _serving_request(args: argparse.Namespace) -> tuple[ServeWorkload, ServingRequest]:
     """The served workload and its request lengths; `--concurrency 0` asks for the throughput-optimal
     concurrency (the settings themselves hold at least one sequence)."""
@@ -696,6 +723,9 @@ def serving_cost_command(args: argparse.Namespace) -> str:
 
 def time_command(args: argparse.Namespace) -> str:
     """The step time of the workload on one GPU type, broken down by op class and dimension."""
+    image_model = vision_cli.vision_model_of(args)
+    if image_model is not None:
+        return _vision_time(image_model, args)
     if args.mode == "inference":
         return serving_time_command(args)
     workload = training_workload(args, "time")
@@ -706,7 +736,10 @@ def time_command(args: argparse.Namespace) -> str:
         estimate = estimate_time(spec, settings, gpu, time_settings)
     except (KeyError, ValueError) as error:
         raise UsageError(str(error).strip("'\"")) from None
-    result = {"model": spec.name} | estimate.model_dump(mode="json")
+    # sequences per second per GPU, the text model's samples (images/s for an image model)
+    samples_per_s_per_gpu = estimate.tokens_per_s_per_gpu / settings.seq_len
+    result = {"model": spec.name, "samples_per_s_per_gpu": samples_per_s_per_gpu} | estimate.model_dump(mode="json")
+    result["input_bound"] = False  # tokenized text: no decoding loader to wait for (images: vision_cli)
     if args.json:
         return json.dumps(result, indent=2)
     lines = [

@@ -1,0 +1,272 @@
+"""The command line's image-model path: `time` and `cost` for a model of the vision library.
+
+`--model resnet50` (or a timm name or Hub id of a library model) trains an image model: the flags
+`--micro-batch` (images per GPU), `--image-size`, `--precision`, `--channels-last`, `--optimizer`,
+`--gpus`, `--dataset-samples` (default ImageNet-1k's training images), `--epochs`,
+`--host-cores-per-gpu` and `--data-loader` describe the run. Every problem is a VisionCliError,
+one line the CLI prints as `error: ...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from pydantic import BaseModel, ValidationError
+
+from calculators.cost.options import OwnershipSettings, owned_usd_per_gpu_hour
+from calculators.cost.prices import CloudPrice
+from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
+from calculators.hardware.cpus import find_cpu, is_cpu, load_cpus
+from calculators.memory.fit_matrix import gpu_memory_gib
+from calculators.memory.vision_training import VisionInputError, VisionTrainingInput, estimate_vision_memory
+from calculators.models.hf_config import describe_validation_error
+from calculators.models.vision_library import VisionModel, vision_model
+from calculators.timing.vision_step import (
+    IMAGENET_1K_TRAIN_IMAGES,
+    VisionRunTime,
+    VisionStepInput,
+    estimate_vision_run,
+)
+
+# The training precisions an image model takes, by the names --precision accepts: autocast keeps
+# fp32 weights, so the mixed names of the text model mean the same here.
+VISION_PRECISION = {
+    "fp32": "fp32",
+    "amp-fp16": "amp-fp16",
+    "fp16-mixed": "amp-fp16",
+    "amp-bf16": "amp-bf16",
+    "bf16-mixed": "amp-bf16",
+}
+VISION_OPTIMIZERS = ("sgd", "adamw")
+
+
+class VisionCliError(ValueError):
+    """A vision run the command line cannot take; the message is one line."""
+
+
+def vision_model_of(args: argparse.Namespace) -> VisionModel | None:
+    """The library image model `--model` names, or None (then the text path answers)."""
+    name = getattr(args, "model", None)
+    return vision_model(name) if name else None
+
+
+def step_input(model: VisionModel, args: argparse.Namespace) -> VisionStepInput:
+    """The step the flags describe, refused in one line where an image model cannot take them."""
+    precision = VISION_PRECISION.get(args.precision)
+    if precision is None:
+        raise VisionCliError(f"{model.key} trains in fp32, amp-fp16 or amp-bf16 (autocast), not {args.precision}")
+    if args.optimizer not in VISION_OPTIMIZERS:
+        raise VisionCliError(f"{model.key} trains with sgd or adamw here, not {args.optimizer}")
+    try:
+        return VisionStepInput(
+            model=model,
+            micro_batch=args.micro_batch,
+            image_size=args.image_size or None,
+            precision=precision,
+            channels_last=args.channels_last,
+            optimizer=args.optimizer,
+            gpus=args.gpus,
+            conv_tf32=True,
+            matmul_tf32=args.tf32,
+            gpus_per_node=args.gpus_per_node,
+            inter_node_gbps=args.inter_node_gbps,
+            overlap_fraction=args.overlap,
+        )
+    except ValidationError as error:
+        raise VisionCliError(describe_validation_error(error)) from None
+
+
+def dataset_images(args: argparse.Namespace) -> int:
+    """--dataset-samples, or ImageNet-1k's training images; tokens mean nothing to an image model."""
+    if getattr(args, "dataset_tokens", None) is not None:
+        raise VisionCliError("an image model counts its data in images: give --dataset-samples, not --dataset-tokens")
+    samples = args.dataset_samples or IMAGENET_1K_TRAIN_IMAGES
+    return int(samples)
+
+
+def vision_run(model: VisionModel, args: argparse.Namespace, gpu: GpuSpec) -> VisionRunTime:
+    """The run on `gpu`: the step, the loader's ceiling and the hours."""
+    try:
+        return estimate_vision_run(
+            step_input(model, args),
+            gpu,
+            dataset_samples=dataset_images(args),
+            epochs=args.epochs,
+            host_cores_per_gpu=args.host_cores_per_gpu,
+            loader=args.data_loader,
+        )
+    except (VisionInputError, ValueError) as error:
+        if isinstance(error, VisionCliError):
+            raise
+        if is_cpu(gpu) and "rate" in str(error):
+            raise VisionCliError(f"{gpu.name} is a CPU: it trains in fp32 or amp-bf16, not {args.precision}") from None
+        raise VisionCliError(str(error)) from None
+
+
+def time_result(model: VisionModel, args: argparse.Namespace) -> dict:
+    """`time --json` for an image model: images/s per GPU, hours per epoch, whether input-bound."""
+    gpu = find_cpu(args.gpu)  # a server CPU of data/cpus.csv trains like any device
+    if gpu is None:
+        try:
+            gpu = find_gpu(args.gpu)
+        except KeyError as error:
+            raise VisionCliError(str(error).strip("'\"")) from None
+    run = vision_run(model, args, gpu)
+    return _run_fields(run)
+
+
+def _run_fields(run: VisionRunTime) -> dict:
+    """The contract's keys first, then the whole run."""
+    return {
+        "model": run.model,
+        "gpu": run.gpu,
+        "samples_per_s_per_gpu": run.samples_per_s_per_gpu,
+        "hours_per_epoch": run.hours_per_epoch,
+        "hours_total": run.hours_total,
+        "input_bound": run.input_bound,
+        "input_ceiling_images_per_s_per_gpu": run.input_ceiling.ceiling_images_per_s_per_gpu,
+    } | run.model_dump(mode="json", exclude={"model", "gpu", "samples_per_s_per_gpu", "hours_per_epoch",
+                                              "hours_total", "input_bound"})  # fmt: skip
+
+
+def time_text(result: dict) -> str:
+    step = result["step"]
+    lines = [
+        f"{result['model']} at {result['image_size']} px, micro-batch {result['micro_batch']} on {result['gpus']} x "
+        f"{result['gpu']}: {result['samples_per_s_per_gpu']:,.0f} images/s per GPU, step {step['step_s']:.3f} s, "
+        f"{result['hours_per_epoch']:.2f} h per epoch of {result['dataset_samples']:,} images",
+        *(f"    {name:<20}{seconds:>10.4f} s" for name, seconds in step["compute_by_class_s"].items()),
+        f"    {'all-reduce exposed':<20}{step['comm_exposed_s']:>10.4f} s",
+    ]
+    return "\n".join(lines + [f"warning: {warning}" for warning in result["warnings"]])
+
+
+class VisionCostRow(BaseModel):
+    """One priced instance type for an image-model run."""
+
+    gpu: str
+    provider: str
+    instance_type: str
+    region: str
+    instances: int
+    fits: bool
+    peak_gib: float
+    samples_per_s_per_gpu: float
+    hours_per_epoch: float
+    hours_total: float
+    input_bound: bool
+    input_ceiling_images_per_s_per_gpu: float | None
+    usd_per_hour: float
+    usd_per_epoch: float
+    usd_total: float
+
+
+def cost_rows(model: VisionModel, args: argparse.Namespace, prices: list[CloudPrice]) -> list[VisionCostRow]:
+    """Every priced instance whose GPU the catalogue knows: the run's hours on that GPU and their
+    on-demand cost, per epoch and to the end; enough whole instances for --gpus GPUs. The rows
+    that fit come first, cheapest per epoch first."""
+    catalogue = {gpu.name: gpu for gpu in load_gpu_catalogue()}
+    step = step_input(model, args)
+    runs: dict[str, VisionRunTime | None] = {}
+    rows = []
+    for price in prices:
+        gpu = catalogue.get(price.gpu)
+        if gpu is None:
+            continue
+        if price.gpu not in runs:
+            runs[price.gpu] = _run_or_none(model, args, gpu)
+        run = runs[price.gpu]
+        if run is None:
+            continue
+        instances = math.ceil(step.gpus / price.gpu_count)
+        usd_per_hour = instances * price.on_demand_usd_per_hour
+        peak = _peak_gib(step)
+        rows.append(
+            VisionCostRow(
+                gpu=gpu.name,
+                provider=price.provider,
+                instance_type=price.instance_type,
+                region=price.region,
+                instances=instances,
+                fits=peak <= gpu_memory_gib(gpu),
+                peak_gib=peak,
+                samples_per_s_per_gpu=run.samples_per_s_per_gpu,
+                hours_per_epoch=run.hours_per_epoch,
+                hours_total=run.hours_total,
+                input_bound=run.input_bound,
+                input_ceiling_images_per_s_per_gpu=run.input_ceiling.ceiling_images_per_s_per_gpu,
+                usd_per_hour=usd_per_hour,
+                usd_per_epoch=run.hours_per_epoch * usd_per_hour,
+                usd_total=run.hours_total * usd_per_hour,
+            )
+        )
+    rows += cpu_rows(model, args, step)
+    return sorted(rows, key=lambda row: (not row.fits, row.usd_per_epoch))
+
+
+def cpu_rows(model: VisionModel, args: argparse.Namespace, step: VisionStepInput) -> list[VisionCostRow]:
+    """The server CPUs of data/cpus.csv, one socket per data-parallel replica, priced as owned (the
+    price sheet rents no bare CPU): purchase over 3 years plus facility power
+    (calculators.cost.options.owned_usd_per_gpu_hour). A CPU without the precision (fp16) is left out."""
+    rows = []
+    for cpu in load_cpus():
+        run = _run_or_none(model, args, cpu)
+        usd_per_socket_hour = owned_usd_per_gpu_hour(cpu, OwnershipSettings())
+        if run is None or usd_per_socket_hour is None:
+            continue
+        usd_per_hour = step.gpus * usd_per_socket_hour
+        peak = _peak_gib(step)
+        rows.append(
+            VisionCostRow(
+                gpu=cpu.name,
+                provider="owned",
+                instance_type="CPU socket, 3 years + power",
+                region="your facility",
+                instances=step.gpus,
+                fits=peak <= cpu.memory_gb,
+                peak_gib=peak,
+                samples_per_s_per_gpu=run.samples_per_s_per_gpu,
+                hours_per_epoch=run.hours_per_epoch,
+                hours_total=run.hours_total,
+                input_bound=run.input_bound,
+                input_ceiling_images_per_s_per_gpu=run.input_ceiling.ceiling_images_per_s_per_gpu,
+                usd_per_hour=usd_per_hour,
+                usd_per_epoch=run.hours_per_epoch * usd_per_hour,
+                usd_total=run.hours_total * usd_per_hour,
+            )
+        )
+    return rows
+
+
+def _run_or_none(model: VisionModel, args: argparse.Namespace, gpu: GpuSpec) -> VisionRunTime | None:
+    """The run on `gpu`, or None where the GPU has no rate for the precision (a V100 in bf16)."""
+    try:
+        return vision_run(model, args, gpu)
+    except VisionCliError:
+        return None
+
+
+def _peak_gib(step: VisionStepInput) -> float:
+    """Peak memory per GPU of the step (calculators.memory.vision_training)."""
+    memory = VisionTrainingInput(
+        model=step.model,
+        micro_batch=step.micro_batch,
+        image_size=step.image_size,
+        precision=step.precision,
+        channels_last=step.channels_last,
+        optimizer=step.optimizer,
+    )
+    return estimate_vision_memory(memory).peak_gib
+
+
+def cost_text(model: VisionModel, rows: list[VisionCostRow], top: int) -> str:
+    lines = [f"{model.key}: {len(rows)} priced options, those that fit first, each cheapest per epoch first"]
+    for row in rows[:top]:
+        lines.append(
+            f"  {row.gpu:<24}{row.provider:<11}{row.instance_type:<26}{row.samples_per_s_per_gpu:>9,.0f} images/s/GPU"
+            f"{row.hours_per_epoch:>9.2f} h/epoch  ${row.usd_per_epoch:>10,.2f}/epoch  ${row.usd_total:>12,.2f} total"
+            + ("  input-bound" if row.input_bound else "")
+            + ("" if row.fits else f"  does not fit ({row.peak_gib:.1f} GiB)")
+        )
+    return "\n".join(lines)

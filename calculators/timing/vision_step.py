@@ -1,0 +1,608 @@
+"""Step time of one training step of a vision-library image model, built from its traced layers.
+
+data/vision_layers.json lists, per module of each model at its reference resolution, the output
+shape and the forward FLOPs measured by tracing the real torchvision/timm module
+(bench/vision_library.py). Every operation gets a roofline time, max(FLOPs / achievable rate,
+bytes / memory bandwidth) (Williams, Waterman and Patterson 2009, CACM 52(4)), as the text
+model's operations do (calculators.timing.operations):
+
+- a convolution is an implicit GEMM (cuDNN's IMPLICIT_GEMM algorithm; Chetlur et al. 2014,
+  arXiv:1410.0759 Sec. 3): M = batch x output pixels, N = output channels, K = input channels x
+  kernel area / groups, K read off the trace as FLOPs / (2 x pixels x channels). It runs on the
+  same measured shape curve and achievable fraction as the transformer GEMMs; it moves its input,
+  output and weights once (the im2col matrix stays on chip). Backward is two GEMMs of the forward's
+  FLOPs: the input gradient and the weight gradient.
+- a depthwise or grouped convolution (K smaller than the input's channels) does a few FLOPs per
+  byte and is bandwidth-bound: its bytes over the memory bandwidth.
+- linears (ViT, Swin, ConvNeXt MLPs, the classifier) are GEMMs the same way.
+- attention: a ViT's fused SDPA at FlashAttention's fraction of peak (backward 2.5x forward, Dao
+  2023, arXiv:2307.08691 Sec. 4) as the text model; Swin's windowed attention runs eager (timm
+  lists its Softmax module), two small batched GEMMs on the shape curve plus the softmax.
+- BatchNorm, LayerNorm, activations, pooling, softmax and stochastic depth are bandwidth-bound:
+  element moves per output element (BATCHNORM_MOVES and friends) at the compute dtype's size.
+- without channels-last, cuDNN's tensor-core convolutions transpose NCHW inputs and outputs to
+  NHWC and back ("Tensor Layouts In Memory: NCHW vs NHWC", NVIDIA Deep Learning Performance
+  Guide, docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/index.html):
+  two extra moves of each convolution's input and output per GEMM.
+- data parallel: one ring all-reduce of the fp32 gradients per step (DDP), hidden under the
+  backward by `overlap_fraction` (calculators.timing.communication).
+- the optimizer step: bandwidth-bound, bytes per parameter (OPTIMIZER_BYTES_PER_PARAMETER).
+
+Resolution: spatial layers grow with the model's size unit (pixels; tokens for a ViT), global
+attention with tokens squared, Swin's windowed attention with pixels (its windows are fixed).
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from calculators import DATA_DIR
+from calculators.hardware.catalogue import GpuSpec
+from calculators.hardware.cpus import is_cpu
+from calculators.memory.vision_training import MAX_MICRO_BATCH, check_image_size, parameters_at
+from calculators.models.vision_library import VisionModel
+from calculators.timing.communication import allreduce_bytes, link_gbytes_per_s
+from calculators.timing.data_loading import DataLoader, InputCeiling, input_ceiling
+from calculators.timing.operations import (
+    KERNEL_LAUNCH_S,
+    SUSTAINED_CLOCK_FACTOR,
+    curve_family,
+    flash_attention_fraction,
+    matmul_fraction,
+    shape_factor,
+)
+from calculators.timing.rates import rate_and_format
+from calculators.timing.settings import DEFAULT_HOST_CORES_PER_GPU, DEFAULT_INTER_NODE_GBPS, NVLINK_EFFICIENCY
+
+VISION_LAYERS_PATH = DATA_DIR / "vision_layers.json"
+Precision = Literal["fp32", "amp-bf16", "amp-fp16"]
+Optimizer = Literal["sgd", "adamw", "lamb"]
+
+# Element moves per output element, forward and backward, of the bandwidth-bound layers.
+# BatchNorm in training: PyTorch's CUDA kernels first reduce the batch statistics (read x), then
+# normalise (read x, write y); backward reduces (read x and dy) then writes dx (read x and dy,
+# write dx) (pytorch aten/src/ATen/native/cuda/Normalization.cuh: batch_norm_collect_statistics,
+# batch_norm_transform_input, batch_norm_backward_reduce, batch_norm_backward_elemt).
+BATCHNORM_MOVES = (3, 5)
+# LayerNorm: one fused forward kernel (read x, write y: aten native_layer_norm, as
+# operations.norm_bytes_per_element); backward reads x and dy for dx and again for the weight
+# gradients (aten layer_norm_backward_cuda): 5.
+LAYERNORM_MOVES = (2, 5)
+# Pointwise activations, softmax, stochastic depth: read and write; backward reads the saved
+# tensor and dy and writes dx.
+POINTWISE_MOVES = (2, 3)
+# Pooling: read the input, write the output; backward reads dy (and max-pool's indices) and writes
+# the input-sized gradient; counted with the input's elements (see _pool_elements).
+POOL_MOVES = (1, 1)
+# A residual add reads both branches and writes the sum; backward, autograd adds the two branches'
+# gradients where they meet at the block's input (the same three moves).
+RESIDUAL_ADD_MOVES = (3, 3)
+# Squeeze-and-excitation scales the feature map by a per-channel vector: read and write it; backward
+# writes dx = dy x s (read dy, write) and reduces ds = sum(dy x x) (read both): 4 (torchvision
+# ops/misc.py SqueezeExcitation.forward: `return scale * input`).
+SE_SCALE_MOVES = (2, 4)
+# Residual adds per block container the trace lists (the add is not a module): timm's ViT `Block`
+# and Swin's `SwinTransformerBlock` add twice (x + attn, x + mlp: timm vision_transformer.py,
+# swin_transformer.py), torchvision's RegNet `ResBottleneckBlock`, MobileNet `InvertedResidual`
+# (listed only where it has a residual) and ConvNeXt `CNBlock` once.
+RESIDUAL_ADDS_PER_CONTAINER = {"Block": 2, "SwinTransformerBlock": 2, "ResBottleneckBlock": 1, "InvertedResidual": 1,
+                               "CNBlock": 1}  # fmt: skip
+# torchvision ResNet blocks ("layer2.0.conv1", ...) are not listed; each adds its shortcut once
+# (torchvision models/resnet.py BasicBlock/Bottleneck.forward: `out += identity`).
+RESNET_BLOCK = re.compile(r"^layer\d+\.\d+\.")
+# Stochastic depth and dropout multiply by a per-sample mask: read and write, both ways.
+STOCHASTIC_MOVES = (2, 2)
+# Swin's attention windows: 7 x 7 tokens, 32 channels per head in every timm Swin-T/S/B
+# (timm swin_transformer.py: window_size=7, embed_dim 96/96/128 with num_heads 3/3/4 at stage 1).
+SWIN_WINDOW_TOKENS = 49
+SWIN_HEAD_DIM = 32
+# Extra moves of a convolution's input and output per GEMM without channels-last (module docstring).
+NCHW_TRANSPOSE_MOVES = 2
+# fp32 element moves per parameter of one optimizer step (torch.optim, foreach): SGD with momentum
+# reads the gradient, parameter and momentum and writes both back, plus weight decay's new gradient
+# list (read gradient and parameter, write gradient) (torch/optim/sgd.py _multi_tensor_sgd): 8.
+# AdamW reads gradient, parameter and two moments and writes the three back (torch/optim/adamw.py):
+# 7, plus the denominator list sqrt(v) (read v, write) and its use (read): 10. LAMB as AdamW plus
+# the norms of the parameter and the update (two reads) (You et al. 2020, arXiv:1904.00962 Alg. 2): 12.
+OPTIMIZER_MOVES_PER_PARAMETER = {"sgd": 8, "adamw": 10, "lamb": 12}
+FP32_BYTES = 4
+GRADIENT_BYTES = 4  # DDP all-reduces the fp32 gradients autocast leaves on the fp32 parameters
+# A ViT's attention backward over its forward (FlashAttention-2: Dao 2023, Sec. 4), as the text model.
+ATTENTION_BACKWARD_FACTOR = 2.5
+
+ACTIVATIONS = {"ReLU", "ReLU6", "SiLU", "GELU", "Hardswish", "Sigmoid", "Hardsigmoid", "Softmax"}
+STOCHASTIC = {"StochasticDepth", "DropPath", "Dropout"}
+POOLS = {"MaxPool2d", "AdaptiveAvgPool2d", "FastAdaptiveAvgPool"}
+NORMS = {"LayerNorm", "LayerNorm2d"}
+
+
+class VisionLayer(BaseModel):
+    """One traced module: what the table's row says, per image at the reference resolution."""
+
+    name: str
+    type: str
+    output_shape: list[int]
+    forward_flops: float = Field(ge=0)
+    saved_bytes: float = Field(ge=0)
+
+
+@cache
+def vision_layers(key: str) -> tuple[VisionLayer, ...]:
+    """The traced layers of library model `key`, in the order the forward ran them."""
+    for row in _layer_document()["models"]:
+        if row["key"] == key:
+            columns = _layer_document()["columns"]
+            return tuple(VisionLayer(**dict(zip(columns, layer, strict=True))) for layer in row["layers"])
+    raise KeyError(f"no traced layers for {key} in {VISION_LAYERS_PATH.name}")
+
+
+@cache
+def _layer_document() -> dict:
+    return json.loads(VISION_LAYERS_PATH.read_text())
+
+
+class VisionStepInput(BaseModel):
+    """One data-parallel training step of a library image model."""
+
+    model: VisionModel
+    micro_batch: int = Field(gt=0, le=MAX_MICRO_BATCH)  # images per GPU per step
+    image_size: int | None = None  # pixels per side; None: the model's reference resolution
+    precision: Precision = "fp32"
+    channels_last: bool = False
+    optimizer: Optimizer = "sgd"
+    gpus: int = Field(default=1, ge=1, le=100_000)  # data-parallel replicas
+    # PyTorch runs fp32 convolutions in TF32 on Ampere and newer by default
+    # (torch.backends.cudnn.allow_tf32 = True) but fp32 matmuls in fp32 (allow_tf32 = False since 1.12):
+    # https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices
+    conv_tf32: bool = True
+    matmul_tf32: bool = False
+    gpus_per_node: int = Field(default=8, ge=1, le=1024)
+    inter_node_gbps: float = Field(default=DEFAULT_INTER_NODE_GBPS, gt=0)
+    overlap_fraction: float = Field(default=1.0, ge=0, le=1)  # DDP's bucketed all-reduce under backward
+
+    @property
+    def resolution(self) -> int:
+        return self.image_size or self.model.reference_resolution
+
+
+class VisionStepTime(BaseModel):
+    """Seconds of one step on one GPU, by op class, and the images per second they give."""
+
+    gpu: str
+    compute_format: str
+    forward_flops_per_image: float
+    compute_by_class_s: dict[str, float]
+    compute_s: float
+    comm_s: float
+    comm_exposed_s: float
+    step_s: float
+    samples_per_s_per_gpu: float
+    samples_per_s: float
+    mfu: float = Field(description="model FLOPs (3 x forward) / (step time x dense peak)")
+    assumptions: list[str]
+
+
+class Rates(BaseModel):
+    """How fast the device runs a step's GEMMs and moves its bytes."""
+
+    conv_tflops: float
+    matmul_tflops: float
+    attention_tflops: float
+    conv_tensor_cores: bool  # convolutions on tensor cores (TF32 or half), which want NHWC
+    matmul_tensor_cores: bool
+    fraction: float  # achievable fraction x sustained clocks
+    attention_fraction: float
+    bandwidth_bytes_per_s: float
+    element_bytes: float
+    curve: str
+
+
+def element_bytes_of(precision: str) -> int:
+    """Activations are half precision under autocast (torch.autocast casts conv and matmul inputs
+    and outputs), fp32 otherwise."""
+    return FP32_BYTES if precision == "fp32" else 2
+
+
+def step_rates(gpu: GpuSpec, run: VisionStepInput) -> Rates:
+    """The device's peaks for this step: convolutions in TF32 where cuDNN's default allows it,
+    matmuls as PyTorch's matmul default, attention at the bf16 peak (SDPA runs in the autocast
+    dtype), each at the part's achievable fraction x the sustained-clock factor, as the text model.
+    A CPU (calculators.hardware.cpus) has no tensor-core shape curve, no NHWC transposes and no
+    FlashAttention figure: its GEMMs and attention run at the achievable fraction of its peak."""
+    conv_tflops, conv_format = rate_and_format(gpu, run.precision, run.conv_tf32)
+    matmul_tflops, matmul_format = rate_and_format(gpu, run.precision, run.matmul_tf32)
+    fraction = matmul_fraction(gpu, conv_format) * SUSTAINED_CLOCK_FACTOR
+    on_gpu = not is_cpu(gpu)
+    return Rates(
+        conv_tflops=conv_tflops,
+        matmul_tflops=matmul_tflops,
+        attention_tflops=matmul_tflops if run.precision == "fp32" else (gpu.dense_tflops("bf16") or matmul_tflops),
+        conv_tensor_cores=on_gpu and conv_format != "fp32",
+        matmul_tensor_cores=on_gpu and matmul_format != "fp32",
+        fraction=fraction,
+        attention_fraction=flash_attention_fraction(gpu) if on_gpu else fraction,
+        bandwidth_bytes_per_s=gpu.memory_bandwidth_tbps * 1e12,
+        element_bytes=element_bytes_of(run.precision),
+        curve=curve_family(gpu),
+    )
+
+
+def gemm_s(rows: float, n: float, k: float, tflops: float, rates: Rates, moved_bytes: float,
+           tensor_cores: bool = True) -> float:  # fmt: skip
+    """Roofline time of one (rows x k) @ (k x n) GEMM moving `moved_bytes`: FLOPs at peak x the
+    achievable fraction x the measured shape factor, or the bytes at the memory bandwidth, at least
+    one kernel launch (operations.gemm_seconds, without its explicit-operand bytes). Plain fp32 runs
+    on the CUDA cores and takes no shape factor: the curve measures tensor-core GEMMs, whose large
+    tiles leave small shapes idle (an assumption; no fp32 curve is published)."""
+    flops = 2.0 * rows * n * k
+    factor = shape_factor(rows, n, k, rates.curve) if tensor_cores else 1.0
+    rate = tflops * 1e12 * rates.fraction * factor
+    return max(flops / rate, moved_bytes / rates.bandwidth_bytes_per_s, KERNEL_LAUNCH_S)
+
+
+def bandwidth_s(moved_bytes: float, rates: Rates) -> float:
+    """A bandwidth-bound kernel: its bytes at the memory bandwidth, at least one launch."""
+    return max(moved_bytes / rates.bandwidth_bytes_per_s, KERNEL_LAUNCH_S)
+
+
+def elements(shape: list[int]) -> int:
+    return math.prod(shape) if shape else 0
+
+
+def is_spatial(layer: VisionLayer) -> bool:
+    """Whether a layer's work grows with the image: a feature map of more than one pixel or a
+    sequence of more than one token has more elements than its widest dimension; a pooled vector
+    or the classifier's logits do not. Attention modules (no shape) grow too."""
+    shape = layer.output_shape
+    return not shape or elements(shape) > max(shape)
+
+
+def conv_k(layer: VisionLayer) -> float:
+    """K of a convolution's implicit GEMM from the trace: forward FLOPs / (2 x pixels x channels)."""
+    channels, pixels = layer.output_shape[0], math.prod(layer.output_shape[1:])
+    return layer.forward_flops / (2.0 * pixels * channels)
+
+
+def is_grouped(layer: VisionLayer, input_channels: int | None) -> bool:
+    """A depthwise or grouped convolution: K (input channels x kernel area / groups) below the
+    input's channels can only come from groups. A ResNet's `downsample` convolution is ordered after
+    its block's last BatchNorm (forward order) but reads the block's input, so it is never grouped."""
+    if input_channels is None or "downsample" in layer.name:
+        return False
+    return conv_k(layer) < input_channels
+
+
+def gemm_pass_seconds(rows: float, n: float, k: float, tflops: float, moved_bytes: float,
+                      rates: Rates, tensor_cores: bool) -> tuple[float, float]:  # fmt: skip
+    """(forward, backward) of a GEMM layer: forward (rows x k) @ (k x n), then the input gradient
+    (rows x n) @ (n x k) and the weight gradient (k x rows) @ (rows x n), each of the forward's FLOPs
+    (operations.linear_seconds), each moving the layer's activations and weights once."""
+    forward = gemm_s(rows, n, k, tflops, rates, moved_bytes, tensor_cores)
+    input_grad = gemm_s(rows, k, n, tflops, rates, moved_bytes, tensor_cores)
+    weight_grad = gemm_s(k, n, rows, tflops, rates, moved_bytes, tensor_cores)
+    return forward, input_grad + weight_grad
+
+
+def conv_seconds(layer: VisionLayer, batch: float, grow: float, input_elements: float, grouped: bool,
+                 transposes: bool, rates: Rates) -> tuple[float, float]:  # fmt: skip
+    """(forward, backward) of one convolution on `batch` images grown by `grow` (size units over the
+    reference's), `input_elements` per image at the reference: implicit GEMMs on the shape curve
+    (forward, input gradient, weight gradient), or bandwidth-bound when grouped (module docstring);
+    with `transposes` (NCHW on tensor cores) each GEMM also transposes its input and output."""
+    channels = layer.output_shape[0]
+    rows = batch * grow * math.prod(layer.output_shape[1:])
+    k = conv_k(layer)
+    activations = batch * grow * input_elements + rows * channels
+    moved = rates.element_bytes * (activations + channels * k)
+    extra = bandwidth_s(NCHW_TRANSPOSE_MOVES * rates.element_bytes * activations, rates) if transposes else 0.0
+    if grouped:
+        forward = bandwidth_s(moved, rates)
+        return forward + extra, 2 * (forward + extra)
+    forward, backward = gemm_pass_seconds(rows, channels, k, rates.conv_tflops, moved, rates, rates.conv_tensor_cores)
+    return forward + extra, backward + 2 * extra
+
+
+def linear_seconds(layer: VisionLayer, batch: float, grow: float, tokens: float | None,
+                   rates: Rates) -> tuple[float, float]:  # fmt: skip
+    """(forward, backward) of a linear on `batch` images: rows are its output's tokens per image
+    (a Swin window's linears run on every window: `tokens` of the block), K from the FLOPs."""
+    n = layer.output_shape[-1]
+    rows_per_image = tokens or math.prod(layer.output_shape[:-1])
+    k = layer.forward_flops / (2.0 * rows_per_image * n)
+    rows = batch * grow * rows_per_image
+    moved = rates.element_bytes * (rows * (k + n) + k * n)
+    return gemm_pass_seconds(rows, n, k, rates.matmul_tflops, moved, rates, rates.matmul_tensor_cores)
+
+
+def attention_seconds(layer: VisionLayer, batch: float, grow: float, rates: Rates) -> tuple[float, float]:
+    """(forward, backward) of the attention matmuls (Q K^T and P V, the module's own FLOPs). A
+    ViT's runs fused (timm's F.scaled_dot_product_attention) at FlashAttention's fraction of peak,
+    backward 2.5x; Swin's windows run eager: batched 49 x 32 GEMMs on the shape curve, backward two
+    GEMMs per forward GEMM (its softmax is a layer of its own)."""
+    flops = layer.forward_flops * batch * grow
+    if layer.type == "WindowAttention":
+        rows = flops / (2.0 * 2 * SWIN_WINDOW_TOKENS * SWIN_HEAD_DIM)  # query rows over both GEMMs
+        factor = shape_factor(rows, SWIN_WINDOW_TOKENS, SWIN_HEAD_DIM, rates.curve)
+        forward = max(flops / (rates.matmul_tflops * 1e12 * rates.fraction * factor), KERNEL_LAUNCH_S)
+        return forward, 2 * forward
+    forward = max(flops / (rates.attention_tflops * 1e12 * rates.attention_fraction), KERNEL_LAUNCH_S)
+    return forward, ATTENTION_BACKWARD_FACTOR * forward
+
+
+def moves_of(layer_type: str) -> tuple[int, int] | None:
+    """(forward, backward) element moves of a bandwidth-bound layer type, None for the others."""
+    if layer_type == "BatchNorm2d":
+        return BATCHNORM_MOVES
+    if layer_type in NORMS:
+        return LAYERNORM_MOVES
+    if layer_type in ACTIVATIONS:
+        return POINTWISE_MOVES
+    if layer_type in STOCHASTIC:
+        return STOCHASTIC_MOVES
+    if layer_type in POOLS:
+        return POOL_MOVES
+    return None
+
+
+def unlisted_relu(layers: tuple[VisionLayer, ...], layer: VisionLayer) -> bool:
+    """torchvision's ResNets and our U-Net apply an in-place ReLU module the trace does not list
+    (it makes no tensor): after every BatchNorm but a ResNet's downsample one (whose ReLU follows
+    the residual add instead, the same elements) (torchvision models/resnet.py Bottleneck.forward;
+    measure/vision/unet.py). Only for a model whose table lists no activation at all."""
+    return layer.type == "BatchNorm2d" and not any(other.type in ACTIVATIONS for other in layers)
+
+
+def residual_blocks(layers: tuple[VisionLayer, ...]) -> dict[str, tuple[int, VisionLayer]]:
+    """Each block that adds a shortcut: its name prefix -> (adds, the block's last layer, whose output
+    the adds write). Listed containers (RESIDUAL_ADDS_PER_CONTAINER), torchvision ResNet blocks by
+    name, and, outside those, each stochastic-depth layer (torchvision's MBConv applies it only on
+    its residual: `result = self.stochastic_depth(result); result += input`, models/efficientnet.py)."""
+    blocks: dict[str, tuple[int, VisionLayer]] = {}
+    for layer in layers:
+        if layer.type in RESIDUAL_ADDS_PER_CONTAINER:
+            blocks[layer.name + "."] = (RESIDUAL_ADDS_PER_CONTAINER[layer.type], layer)
+        elif match := RESNET_BLOCK.match(layer.name):
+            blocks.setdefault(match.group(0), (1, layer))
+        elif layer.type in STOCHASTIC and not any(layer.name.startswith(prefix) for prefix in blocks):
+            blocks[layer.name] = (1, layer)
+        # a block's last layer with an output carries what its adds write (layers run in order)
+        for prefix, (adds, _) in blocks.items():
+            if layer.name.startswith(prefix) and layer.output_shape:
+                blocks[prefix] = (adds, layer)
+    return blocks
+
+
+@cache
+def unlisted_moves_per_image(key: str) -> tuple[float, float]:
+    """(element moves that grow with the image, element moves that do not) per image at the
+    reference resolution, forward and backward, of the pointwise work no traced module makes:
+    residual adds (residual_blocks) and squeeze-and-excitation's scaling of its input feature map.
+    Worked out once per model."""
+    layers = vision_layers(key)
+    growing = fixed = 0.0
+    for adds, last in residual_blocks(layers).values():
+        moves = adds * sum(RESIDUAL_ADD_MOVES) * elements(last.output_shape)
+        growing, fixed = (growing + moves, fixed) if is_spatial(last) else (growing, fixed + moves)
+    previous = None
+    for layer in layers:
+        if layer.type == "SqueezeExcitation" and previous is not None:
+            moves = sum(SE_SCALE_MOVES) * elements(previous.output_shape)
+            growing, fixed = (growing + moves, fixed) if is_spatial(previous) else (growing, fixed + moves)
+        if layer.output_shape:
+            previous = layer
+    return growing, fixed
+
+
+def unlisted_elementwise_seconds(model: VisionModel, batch: float, unit_growth: float, rates: Rates) -> float:
+    """Forward and backward seconds of the untraced pointwise work (unlisted_moves_per_image)."""
+    growing, fixed = unlisted_moves_per_image(model.key)
+    moved = batch * (unit_growth * growing + fixed) * rates.element_bytes
+    return bandwidth_s(moved, rates) if moved else 0.0
+
+
+class _Walk(BaseModel):
+    """Seconds by op class of one micro-batch, forward and backward summed."""
+
+    by_class: dict[str, float]
+    backward_s: float
+
+
+def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
+    """Every traced layer of the model timed on the micro-batch at the run's resolution."""
+    model, batch = run.model, float(run.micro_batch)
+    layers = vision_layers(model.key)
+    unit_growth = model.size_unit(run.resolution) / model.size_unit(model.reference_resolution)
+    transposes = rates.conv_tensor_cores and not run.channels_last
+    by_class = dict.fromkeys(("convolution", "grouped convolution", "linear", "attention", "elementwise"), 0.0)
+    backward_total = 0.0
+    previous = [3, model.reference_resolution, model.reference_resolution]  # the image
+    tokens = None  # a Swin block's tokens per image, for its windowed linears
+    for layer in layers:
+        grow = unit_growth if is_spatial(layer) else 1.0
+        if layer.type == "Attention" and model.kind == "vit":
+            grow = unit_growth**2  # global attention: tokens squared
+        windowed = model.kind == "swin" and ".attn." in layer.name
+        kind, seconds = _layer_kind_seconds(layer, previous, batch, grow, tokens if windowed else None,
+                                            transposes, rates, unlisted_relu(layers, layer))  # fmt: skip
+        if kind:
+            by_class[kind] += sum(seconds)
+            backward_total += seconds[1]
+        if layer.type in NORMS and len(layer.output_shape) >= 2:
+            tokens = math.prod(layer.output_shape[:-1])
+        if layer.output_shape:
+            previous = layer.output_shape
+    unlisted = unlisted_elementwise_seconds(model, batch, unit_growth, rates)
+    by_class["elementwise"] += unlisted
+    backward_total += unlisted / 2
+    return _Walk(by_class=by_class, backward_s=backward_total)
+
+
+def _layer_kind_seconds(
+    layer: VisionLayer, previous: list[int], batch: float, grow: float, tokens: float | None, transposes: bool,
+    rates: Rates, relu_after: bool,
+) -> tuple[str, tuple[float, float]]:  # fmt: skip
+    """(op class, (forward, backward) seconds) of one layer; ('', (0, 0)) for a container."""
+    if layer.type in ("Conv2d", "ConvTranspose2d"):
+        grouped = is_grouped(layer, previous[0] if len(previous) == 3 else None)
+        seconds = conv_seconds(layer, batch, grow, elements(previous), grouped, transposes, rates)
+        return ("grouped convolution" if grouped else "convolution"), seconds
+    if layer.type == "Linear":
+        return "linear", linear_seconds(layer, batch, grow, tokens, rates)
+    if layer.type in ("Attention", "WindowAttention") and layer.forward_flops:
+        return "attention", attention_seconds(layer, batch, grow, rates)
+    moves = moves_of(layer.type)
+    if moves is None:
+        return "", (0.0, 0.0)
+    count = batch * grow * elements(layer.output_shape)
+    if tokens and layer.output_shape:  # a Swin window's softmax: one per window
+        count *= tokens / layer.output_shape[-1]
+    if layer.type in POOLS:
+        count += batch * grow * elements(previous)
+    if relu_after:
+        moves = (moves[0] + POINTWISE_MOVES[0], moves[1] + POINTWISE_MOVES[1])
+    e = rates.element_bytes
+    return "elementwise", (bandwidth_s(moves[0] * e * count, rates), bandwidth_s(moves[1] * e * count, rates))
+
+
+def optimizer_seconds(parameters: int, optimizer: str, rates: Rates) -> float:
+    """The optimizer step: fp32 element moves per parameter (OPTIMIZER_MOVES_PER_PARAMETER) at the
+    memory bandwidth."""
+    return bandwidth_s(OPTIMIZER_MOVES_PER_PARAMETER[optimizer] * FP32_BYTES * parameters, rates)
+
+
+def allreduce_seconds(gpu: GpuSpec, run: VisionStepInput, parameters: int) -> float:
+    """DDP's ring all-reduce of the fp32 gradients over the data-parallel GPUs (2(n-1)/n of the
+    buffer, nccl-tests doc/PERFORMANCE.md) at the link's rate: NVLink inside a node, the network
+    beyond, every NIC of the node in flight (communication.link_gbytes_per_s)."""
+    if run.gpus == 1:
+        return 0.0
+    crosses = run.gpus > run.gpus_per_node
+    link = link_gbytes_per_s(gpu.interconnect_gbps, crosses, run.inter_node_gbps, NVLINK_EFFICIENCY,
+                             min(run.gpus, run.gpus_per_node))  # fmt: skip
+    return allreduce_bytes(GRADIENT_BYTES * parameters, run.gpus) / (link * 1e9)
+
+
+def estimate_vision_step(run: VisionStepInput, gpu: GpuSpec) -> VisionStepTime:
+    """Seconds of one data-parallel training step of a library image model on `gpu`, by op class,
+    and the images per second it gives. An image size the model cannot take raises
+    VisionInputError; a precision the device has no rate for, ValueError."""
+    model, size = run.model, run.resolution
+    check_image_size(model, size)
+    rates = step_rates(gpu, run)
+    walk = layer_seconds(run, rates)
+    parameters = parameters_at(model, size)
+    by_class = walk.by_class | {"optimizer": optimizer_seconds(parameters, run.optimizer, rates)}
+    compute_s = sum(by_class.values())
+    comm_s = allreduce_seconds(gpu, run, parameters)
+    exposed_s = comm_s - min(run.overlap_fraction * comm_s, walk.backward_s)
+    step_s = compute_s + exposed_s
+    forward_flops = forward_flops_at(model, size)
+    per_gpu = run.micro_batch / step_s
+    return VisionStepTime(
+        gpu=gpu.name,
+        compute_format=rate_and_format(gpu, run.precision, run.conv_tf32)[1],
+        forward_flops_per_image=forward_flops,
+        compute_by_class_s=by_class,
+        compute_s=compute_s,
+        comm_s=comm_s,
+        comm_exposed_s=exposed_s,
+        step_s=step_s,
+        samples_per_s_per_gpu=per_gpu,
+        samples_per_s=per_gpu * run.gpus,
+        mfu=3 * forward_flops * per_gpu / (rates.conv_tflops * 1e12),
+        assumptions=step_assumptions(run, rates),
+    )
+
+
+def forward_flops_at(model: VisionModel, image_size: int) -> float:
+    """Forward FLOPs per image at `image_size`: the traced figure grown by the traced FLOPs per size
+    unit and per unit squared (data/vision_library.json)."""
+    unit, reference = model.size_unit(image_size), model.size_unit(model.reference_resolution)
+    return (
+        model.forward_flops_per_image
+        + model.forward_flops_per_unit * (unit - reference)
+        + model.forward_flops_per_unit_squared * (unit * unit - reference * reference)
+    )
+
+
+def step_assumptions(run: VisionStepInput, rates: Rates) -> list[str]:
+    lines = [
+        "Each convolution an implicit GEMM on the measured shape curve (data/matmul_efficiency.csv) at the "
+        f"achievable fraction x sustained clocks ({rates.fraction:.2f} of peak at best); grouped and depthwise "
+        "convolutions, norms, activations and pooling bandwidth-bound.",
+        "Residual adds and squeeze-excitation scaling (not traced modules) counted from the blocks the trace lists.",
+        "Eager PyTorch's per-op dispatch on the CPU is not counted: short steps (small micro-batches, many-layer "
+        "models such as EfficientNet and MobileNet) run slower than this (bench/vision_time.py, H200 runs).",
+    ]
+    if rates.conv_tensor_cores and not run.channels_last:
+        lines.append("NCHW on tensor cores: each convolution transposes its input and output (use --channels-last).")
+    if run.gpus > 1:
+        lines.append(f"Data parallel over {run.gpus} GPUs: one fp32 gradient all-reduce per step under the backward.")
+    return lines
+
+
+# ImageNet-1k (ILSVRC 2012) training images: 1,281,167 (Russakovsky et al. 2015, IJCV 115, Table 2;
+# torchvision.datasets.ImageNet reads the same split).
+IMAGENET_1K_TRAIN_IMAGES = 1_281_167
+
+
+class VisionRunTime(BaseModel):
+    """Images per second and hours of a vision training run on one GPU type, the loader included."""
+
+    model: str
+    gpu: str
+    gpus: int
+    image_size: int
+    precision: str
+    micro_batch: int
+    step: VisionStepTime
+    gpu_samples_per_s_per_gpu: float = Field(description="what the GPU alone would train")
+    samples_per_s_per_gpu: float = Field(description="images/s per GPU, the loader's ceiling applied")
+    input_bound: bool
+    input_ceiling: InputCeiling
+    dataset_samples: int
+    epochs: float
+    hours_per_epoch: float
+    hours_total: float
+    warnings: list[str]
+
+
+def estimate_vision_run(
+    run: VisionStepInput,
+    gpu: GpuSpec,
+    dataset_samples: int = IMAGENET_1K_TRAIN_IMAGES,
+    epochs: float = 1.0,
+    host_cores_per_gpu: float = DEFAULT_HOST_CORES_PER_GPU,
+    loader: DataLoader = "cpu",
+) -> VisionRunTime:
+    """The step on `gpu`, capped by the data loader's ceiling (calculators.timing.data_loading), and
+    the hours of one epoch of `dataset_samples` images and of `epochs` of them."""
+    step = estimate_vision_step(run, gpu)
+    ceiling = input_ceiling(step.samples_per_s_per_gpu, host_cores_per_gpu, loader)
+    per_gpu = min(step.samples_per_s_per_gpu, ceiling.ceiling_images_per_s_per_gpu or math.inf)
+    hours_per_epoch = dataset_samples / (per_gpu * run.gpus) / 3600
+    return VisionRunTime(
+        model=run.model.key,
+        gpu=gpu.name,
+        gpus=run.gpus,
+        image_size=run.resolution,
+        precision=run.precision,
+        micro_batch=run.micro_batch,
+        step=step,
+        gpu_samples_per_s_per_gpu=step.samples_per_s_per_gpu,
+        samples_per_s_per_gpu=per_gpu,
+        input_bound=ceiling.input_bound,
+        input_ceiling=ceiling,
+        dataset_samples=dataset_samples,
+        epochs=epochs,
+        hours_per_epoch=hours_per_epoch,
+        hours_total=hours_per_epoch * epochs,
+        warnings=[ceiling.warning] if ceiling.warning else [],
+    )

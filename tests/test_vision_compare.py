@@ -1,0 +1,59 @@
+"""CPU vs GPU vs mixed precision (calculators.cost.vision_comparison) and its section on the Time
+and cost page."""
+
+import pytest
+
+from calculators.cost.options import OwnershipSettings, owned_usd_per_gpu_hour
+from calculators.cost.prices import load_prices
+from calculators.cost.vision_comparison import cheapest_usd_per_gpu_hour, cpu_gpu_precision_table
+from calculators.hardware.catalogue import find_gpu
+from calculators.hardware.cpus import find_cpu
+from calculators.models.vision_library import vision_model
+from calculators.timing.vision_step import IMAGENET_1K_TRAIN_IMAGES
+from tests.apptest_helpers import open_app
+
+
+@pytest.fixture(scope="module")
+def rows():
+    cpu, gpu = find_cpu("Xeon-Platinum-8480+"), find_gpu("A100-SXM4-80GB")
+    return cpu_gpu_precision_table(vision_model("resnet50"), cpu, gpu, 256, load_prices())
+
+
+def test_four_rows_cpu_then_gpu_fp32_then_mixed(rows):
+    assert [(row.kind, row.precision) for row in rows] == [
+        ("CPU", "fp32"), ("CPU", "amp-bf16"), ("GPU", "fp32"), ("GPU", "amp-bf16")
+    ]  # fmt: skip
+    assert rows[3].samples_per_s > rows[2].samples_per_s  # mixed precision beats fp32 on the GPU
+
+
+def test_hours_and_cost_per_epoch(rows):
+    for row in rows:
+        assert row.hours_per_epoch == pytest.approx(IMAGENET_1K_TRAIN_IMAGES / row.samples_per_s / 3600)
+    cpu = rows[0]
+    # owned: USD 10,710 over 3 years of 8,760 h, plus the facility power (calculators.cost.options)
+    assert cpu.owned_usd_per_hour == pytest.approx(owned_usd_per_gpu_hour(find_cpu("Xeon-Platinum-8480+"),
+                                                                          OwnershipSettings()))  # fmt: skip
+    assert cpu.owned_usd_per_epoch == pytest.approx(cpu.owned_usd_per_hour * cpu.hours_per_epoch)
+    assert cpu.cloud_usd_per_epoch is None  # no price-sheet row rents a bare CPU
+    gpu = rows[3]
+    assert gpu.cloud_usd_per_hour == pytest.approx(cheapest_usd_per_gpu_hour(find_gpu("A100-SXM4-80GB"), load_prices()))
+    assert gpu.cloud_usd_per_epoch == pytest.approx(gpu.cloud_usd_per_hour * gpu.hours_per_epoch)
+
+
+def test_cheapest_gpu_hour_divides_an_instance_by_its_gpus():
+    prices = [p for p in load_prices() if p.gpu == "A100-SXM4-80GB"]
+    assert cheapest_usd_per_gpu_hour(find_gpu("A100-SXM4-80GB"), prices) == pytest.approx(
+        min(p.on_demand_usd_per_hour / p.gpu_count for p in prices)
+    )
+
+
+def test_time_and_cost_page_shows_the_comparison():
+    app = open_app("app_pages/cost.py", timeout_s=120)
+    assert not app.exception
+    table = [frame.value for frame in app.dataframe if "hours per epoch (h)" in frame.value.columns][0]
+    assert list(table["kind"]) == ["CPU", "CPU", "GPU", "GPU"]
+    assert "resnet50" == app.selectbox(key="vision_cmp_model").value
+    assert not any("None" in str(value) for value in table.to_numpy().ravel())
+    app.selectbox(key="vision_cmp_gpu").set_value("V100-SXM2-16GB").run()
+    table = [frame.value for frame in app.dataframe if "hours per epoch (h)" in frame.value.columns][0]
+    assert list(table["precision"])[-1] == "mixed fp16"  # a V100 has no bf16

@@ -1,0 +1,109 @@
+"""The vision step-time model on hand-worked numbers (calculators.timing.vision_step).
+
+A made-up device keeps the arithmetic readable: 10 TFLOPS fp32 (CUDA cores, no shape curve),
+100 TFLOPS bf16/fp16, 1 TB/s of memory, 200 GB/s NVLink both ways. Its name matches no measured
+part, so its GEMMs run at the default achievable fraction 0.80 x the sustained-clock factor 0.825
+= 0.66 of peak (calculators.timing.operations).
+"""
+
+import pytest
+
+from calculators.hardware.catalogue import GpuSpec
+from calculators.memory.vision_training import VisionInputError
+from calculators.models.vision_library import vision_model
+from calculators.timing import vision_step as vs
+
+DEVICE = GpuSpec(
+    name="Made-up-GPU", vendor="test", category="datacenter", memory_gb=80, memory_bandwidth_tbps=1.0,
+    fp32_tflops=10, bf16_tflops=100, fp16_tflops=100, interconnect_gbps=200, launch_year=2024,
+    source="a made-up test device", as_of="2026-11-27",
+)  # fmt: skip
+
+
+def run(key="resnet50", **fields) -> vs.VisionStepInput:
+    return vs.VisionStepInput(model=vision_model(key), **{"micro_batch": 32} | fields)
+
+
+def test_fp32_gemm_runs_at_the_achievable_fraction_without_the_tensor_core_curve():
+    rates = vs.step_rates(DEVICE, run(precision="fp32"))
+    # 2 x 1e4 x 1e3 x 1e3 = 2e10 FLOPs at 10e12 x 0.66 = 6.6e12 FLOP/s
+    assert vs.gemm_s(1e4, 1e3, 1e3, 10, rates, 1e6, tensor_cores=False) == pytest.approx(2e10 / 6.6e12)
+    # a GEMM that moves more bytes than it computes: 1e10 bytes at 1e12 B/s
+    assert vs.gemm_s(10, 10, 10, 10, rates, 1e10, tensor_cores=False) == pytest.approx(1e-2)
+
+
+def test_convolution_k_is_input_channels_times_kernel_area():
+    # ResNet-50 layer1 3x3 convolution, 64 -> 64 channels on 56 x 56: K = 64 x 9 = 576
+    layer = vs.VisionLayer(name="layer1.0.conv2", type="Conv2d", output_shape=[64, 56, 56],
+                           forward_flops=2 * 56 * 56 * 64 * 576, saved_bytes=0)  # fmt: skip
+    assert vs.conv_k(layer) == pytest.approx(576)
+    assert not vs.is_grouped(layer, input_channels=64)
+
+
+def test_grouped_convolution_is_told_by_k_below_the_input_channels():
+    # ResNeXt-50 32x4d layer1 conv2: 128 channels in 32 groups of 4, 3 x 3: K = 4 x 9 = 36 < 128
+    layer = vs.VisionLayer(name="layer1.0.conv2", type="Conv2d", output_shape=[128, 56, 56],
+                           forward_flops=2 * 56 * 56 * 128 * 36, saved_bytes=0)  # fmt: skip
+    assert vs.is_grouped(layer, input_channels=128)
+    downsample = layer.model_copy(update={"name": "layer1.0.downsample.0"})
+    assert not vs.is_grouped(downsample, input_channels=128)
+
+
+def test_batchnorm_moves_three_elements_forward_and_five_backward():
+    rates = vs.step_rates(DEVICE, run(precision="fp32"))
+    layer = vs.VisionLayer(name="bn1", type="BatchNorm2d", output_shape=[64, 112, 112], forward_flops=0,
+                           saved_bytes=0)  # fmt: skip
+    kind, (forward, backward) = vs._layer_kind_seconds(layer, [64, 112, 112], 2, 1.0, None, False, rates, False)
+    elements = 2 * 64 * 112 * 112  # 1,605,632 fp32 elements at 1e12 B/s
+    assert kind == "elementwise"
+    assert forward == pytest.approx(3 * 4 * elements / 1e12)
+    assert backward == pytest.approx(5 * 4 * elements / 1e12)
+
+
+def test_optimizer_step_is_bandwidth_bound():
+    rates = vs.step_rates(DEVICE, run(precision="fp32"))
+    # SGD with momentum and weight decay: 8 fp32 moves per parameter; 1e6 parameters at 1e12 B/s
+    assert vs.optimizer_seconds(1_000_000, "sgd", rates) == pytest.approx(8 * 4 * 1e6 / 1e12)
+    assert vs.optimizer_seconds(1_000_000, "adamw", rates) == pytest.approx(10 * 4 * 1e6 / 1e12)
+
+
+def test_data_parallel_all_reduce_of_fp32_gradients_over_nvlink():
+    # 8 GPUs in one node: 200 GB/s both ways / 2 x 0.88 = 88 GB/s; ring: 2 x 7/8 x 4 bytes x 1e6
+    assert vs.allreduce_seconds(DEVICE, run(gpus=8), 1_000_000) == pytest.approx(7e6 / 88e9)
+    assert vs.allreduce_seconds(DEVICE, run(gpus=1), 1_000_000) == 0.0
+
+
+def test_convolutions_grow_with_pixels():
+    at_224 = vs.estimate_vision_step(run(precision="fp32"), DEVICE).compute_by_class_s["convolution"]
+    at_448 = vs.estimate_vision_step(run(precision="fp32", image_size=448), DEVICE).compute_by_class_s["convolution"]
+    # fp32 convolutions are compute-bound here and have no shape curve: 4x the pixels, 4x the time
+    assert at_448 == pytest.approx(4 * at_224, rel=0.01)
+
+
+def test_vit_attention_grows_with_tokens_squared():
+    def attention(size):
+        step = vs.estimate_vision_step(run("vit_base_patch16_224", precision="amp-bf16", image_size=size), DEVICE)
+        return step.compute_by_class_s["attention"]
+
+    # 224 / 16 = 14 -> 197 tokens with the class token; 448 / 16 = 28 -> 785
+    assert attention(448) / attention(224) == pytest.approx((785 / 197) ** 2, rel=1e-6)
+
+
+def test_nchw_on_tensor_cores_pays_transposes_and_fp32_does_not():
+    def step(**fields):
+        return vs.estimate_vision_step(run(**fields), DEVICE).step_s
+
+    assert step(precision="amp-bf16") > step(precision="amp-bf16", channels_last=True)
+    assert step(precision="fp32") == pytest.approx(step(precision="fp32", channels_last=True))
+
+
+def test_images_per_second_is_the_batch_over_the_step():
+    step = vs.estimate_vision_step(run(micro_batch=64, gpus=8, precision="amp-bf16"), DEVICE)
+    assert step.samples_per_s_per_gpu == pytest.approx(64 / step.step_s)
+    assert step.samples_per_s == pytest.approx(8 * step.samples_per_s_per_gpu)
+    assert step.step_s == pytest.approx(step.compute_s + step.comm_exposed_s)
+
+
+def test_a_size_the_model_cannot_take_names_the_bound():
+    with pytest.raises(VisionInputError, match="multiple of 16"):
+        vs.estimate_vision_step(run("vit_base_patch16_224", image_size=230), DEVICE)
