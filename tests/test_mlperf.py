@@ -84,9 +84,25 @@ def test_accelerators_outside_the_catalogue_say_why_and_are_not_predicted():
     assert {row.accelerator_published for row in rows} <= set(NOT_IN_CATALOGUE)
 
 
-def test_bert_and_resnet_wait_for_a_vision_time_model():
-    row = mlperf_table("resnet", "H100-SXM5-80GB")[0]
-    assert row.minutes_predicted is None and "no time model" in row.why_not
+def test_bert_waits_for_an_encoder_time_model():
+    row = mlperf_table("bert", "H100-SXM5-80GB")[0]
+    assert row.minutes_predicted is None and "no encoder time model" in row.why_not
+
+
+def test_resnet_is_epochs_of_imagenet_at_the_vision_step_time_plus_evaluations():
+    """NVIDIA's 8 H100 ResNet-50 (M140, v4.0, global batch 3200: 400 images per GPU). Olympic RCP
+    means: batch 1632 runs without one 33 and one 37 = 525 / 15 = 35.0 epochs; batch 3264 without
+    one 34 and the 37 = 457 / 13 = 35.154; at 3200: 35.0 + 1568 / 1632 x 0.154 = 35.148 epochs.
+    Evaluations every 4 epochs: ceil(35.148 / 4) = 9, each ceil(50,000 / 8) = 6,250 images per GPU
+    forward only, a third of an image's step share."""
+    row = next(row for row in mlperf_table("resnet") if row.id == "M140")
+    assert row.accelerator == "H100-SXM5-80GB" and row.global_batch_size == 3200
+    epochs = 35.0 + 1568 / 1632 * (457 / 13 - 35.0)
+    assert row.samples_to_converge == pytest.approx(epochs * 1_281_167)
+    expected_s = (epochs * 1_281_167 / 8 + 9 * 6250 / 3) * row.step_s / 400
+    assert row.minutes_predicted == pytest.approx(expected_s / 60)
+    assert row.eval_minutes == pytest.approx(9 * 6250 / 3 * row.step_s / 400 / 60)
+    assert any("channels-last" in line and "DALI" in line for line in row.assumptions)
 
 
 def test_done_when_llama2_70b_lora_on_eight_gpus():

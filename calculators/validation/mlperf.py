@@ -33,9 +33,12 @@ from calculators.cost.pricing import instances_needed, run_cost_usd
 from calculators.hardware.catalogue import GpuSpec, find_gpu
 from calculators.models.presets import get_preset
 from calculators.models.spec import ModelSpec
+from calculators.models.vision_library import vision_model
+from calculators.timing.data_loading import input_ceiling
 from calculators.timing.estimate import estimate_time
 from calculators.timing.flops import matmul_flops_factor
-from calculators.timing.settings import TimeSettings
+from calculators.timing.settings import DEFAULT_HOST_CORES_PER_GPU, TimeSettings
+from calculators.timing.vision_step import VisionStepInput, estimate_vision_step
 from calculators.workload.training import TrainingSettings
 
 RESULTS_PATH = DATA_DIR / "mlperf_training.csv"
@@ -413,13 +416,18 @@ def stack_of(framework: str, submitter: str = "", benchmark: str = "") -> str:
         return "optimum-habana"
     if "maxtext" in lowered or lowered == "pax":
         return "maxtext"
+    if "tinygrad" in lowered:
+        return "tinygrad"
     return "nemo"
 
 
 def submission_of(result: MlperfResult) -> Submission:
+    """What the prediction reads of `result`; the round only where the prediction reads it (the
+    language benchmarks' evaluation schedules and configs), so that ResNet results of one system in
+    two rounds share one prediction."""
     return Submission(
         benchmark=result.benchmark,
-        round=result.round,
+        round=result.round if result.benchmark in LANGUAGE_BENCHMARKS else "",
         accelerators_total=result.accelerators_total,
         accelerators_per_node=result.accelerators_per_node,
         global_batch_size=result.global_batch_size,
@@ -683,10 +691,70 @@ class Prediction(BaseModel):
     assumptions: list[str]
 
 
-def vision_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
-    """Hook for BERT-large and ResNet-50: no image or encoder time model is on main yet (the vision
-    time model is being built); when it lands, time these here from samples_to_converge."""
-    raise NotImplementedError(f"{BENCHMARK_LABEL[result.benchmark]}: no time model for it in this app yet")
+def bert_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
+    """BERT-large is a masked-LM encoder: no time model for it in this app yet."""
+    raise NotImplementedError(f"{BENCHMARK_LABEL[result.benchmark]}: no encoder time model for it in this app yet")
+
+
+# ImageNet-1k: 1,281,167 training and 50,000 validation images (the definitions' dataset column;
+# MLPerf's ResNet reference evaluates the whole validation set).
+IMAGENET_TRAIN_IMAGES = 1_281_167
+IMAGENET_EVAL_IMAGES = 50_000
+# Evaluation every 4 epochs (the definitions' eval_frequency; NVIDIA's configs EVAL_PERIOD="4",
+# training_results_v4.0 NVIDIA/benchmarks/resnet/implementations/l40s_n2_ngc24.04_mxnet/
+# config_L40S_2x4x204.sh).
+RESNET_EVAL_EVERY_EPOCHS = 4
+
+
+def resnet_precision(gpu: GpuSpec) -> str:
+    """fp16 AMP where the GPU has an fp16 rate (NVIDIA's MXNet ResNet runs float16 in NHWC), bf16
+    AMP otherwise (Gaudi2: the catalogue gives no fp16 rate)."""
+    return "amp-fp16" if gpu.fp16_tflops else "amp-bf16"
+
+
+def resnet_loader(result: Submission, gpu: GpuSpec) -> str:
+    """DALI decoding on the GPU (nvJPEG) for the NVIDIA-stack submissions (their configs set DALI_*:
+    config_L40S_2x4x204.sh) and Gaudi's own media pipeline; tinygrad decodes on the CPU."""
+    return "cpu" if result.stack == "tinygrad" else "dali-gpu"
+
+
+@lru_cache(maxsize=1024)
+def resnet_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
+    """ResNet-50 v1.5 as the vision time model has it (calculators.timing.vision_step): the
+    submission's images per GPU, channels-last (NHWC) AMP, SGD-style momentum for LARS (one state
+    per weight), DDP over every accelerator. Epochs to converge from the reference points at the
+    submission's global batch (samples_to_converge), x 1,281,167 images; one evaluation of the
+    50,000 validation images every 4 epochs, the last at or after convergence, each image a
+    forward: a third of its step share (forward + backward at twice the forward)."""
+    gpus, batch = result.accelerators_total, result.global_batch_size
+    if batch % gpus:
+        raise ValueError(f"global batch {batch} does not split over {gpus} accelerators")
+    model = vision_model("resnet50")
+    run = VisionStepInput(
+        model=model, micro_batch=batch // gpus, precision=resnet_precision(gpu), channels_last=True,
+        optimizer="sgd", gpus=gpus, gpus_per_node=result.accelerators_per_node,
+    )  # fmt: skip
+    step = estimate_vision_step(run, gpu)
+    loader = resnet_loader(result, gpu)
+    ceiling = input_ceiling(step.samples_per_s_per_gpu, DEFAULT_HOST_CORES_PER_GPU, loader)
+    image_s = 1 / min(step.samples_per_s_per_gpu, ceiling.ceiling_images_per_s_per_gpu or math.inf)
+    epochs = samples_to_converge("resnet", batch)
+    train_s = epochs * IMAGENET_TRAIN_IMAGES / gpus * image_s
+    evals = math.ceil(epochs / RESNET_EVAL_EVERY_EPOCHS)
+    eval_s = evals * math.ceil(IMAGENET_EVAL_IMAGES / gpus) * image_s / 3
+    notes = [
+        f"{run.micro_batch} images per accelerator, {run.precision} channels-last, DDP over {gpus}; "
+        + ("DALI decoding on the GPU (its time not counted)" if loader == "dali-gpu" else "CPU decoding"),
+        f"{epochs:.1f} epochs to converge at global batch {batch} (RCP olympic mean, interpolated)",
+        f"{evals} evaluations of {IMAGENET_EVAL_IMAGES:,} images, forward only",
+    ]
+    return Prediction(
+        minutes=(train_s + eval_s) / 60,
+        samples=epochs * IMAGENET_TRAIN_IMAGES,
+        step_s=step.step_s,
+        eval_minutes=eval_s / 60,
+        assumptions=notes,
+    )
 
 
 @lru_cache(maxsize=1024)
@@ -725,8 +793,8 @@ def language_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
 
 
 PREDICTORS = {name: language_prediction for name in LANGUAGE_BENCHMARKS} | {
-    "bert": vision_prediction,
-    "resnet": vision_prediction,
+    "bert": bert_prediction,
+    "resnet": resnet_prediction,
 }
 
 
