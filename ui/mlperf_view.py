@@ -131,9 +131,11 @@ def mlperf_validation_section() -> None:
     st.write(
         "Each language-model result of MLPerf Training v3.1 to v5.1 predicted as (sequences to converge at its "
         "global batch, from the reference convergence points) / global batch x the time model's step on the "
-        "submitted GPUs in the layout NVIDIA's NeMo submissions use, plus the evaluations the rules run. No "
-        "coefficient is fitted to these results. Targets: Llama 2 70B LoRA on 8 GPUs within ±30% each, "
-        "median within 15%. BERT-large and ResNet-50 wait for a vision and encoder time model."
+        "submitted GPUs in the layout NVIDIA's NeMo submissions use (or, for the HF Trainer + DeepSpeed "
+        "submissions, the layout their own published config sets), plus the evaluations the rules run; "
+        "ResNet-50 as epochs to converge x ImageNet at the vision time model's step. No coefficient is "
+        "fitted to these results. Targets: Llama 2 70B LoRA on 8 GPUs within ±30% each, median within 15%. "
+        "BERT-large waits for an encoder time model."
     )
     rows = _all_rows()
     groups = ratio_groups(rows)
