@@ -400,7 +400,7 @@ class Submission(BaseModel):
     global_batch_size: int
     stack: str = Field(
         description="nemo (the NVIDIA and AMD stacks), deepspeed (Juniper's HF Trainer + DeepSpeed), "
-        "optimum-habana (Intel's Gaudi2 LoRA) or maxtext (Google's TPU runs)"
+        "optimum-habana (Intel's Gaudi2 LoRA), maxtext (Google's TPU runs) or tinygrad (tinycorp's ResNet)"
     )
 
 
@@ -408,7 +408,7 @@ def stack_of(framework: str, submitter: str = "", benchmark: str = "") -> str:
     """DeepSpeed where the framework names it (Juniper's v4.0 LoRA rows), Optimum Habana for
     Intel's Gaudi2 Llama 2 70B LoRA (its framework column says only PyTorch; its README runs
     Optimum Habana's GaudiTrainer with DeepSpeed), MaxText for Google's JAX stacks (maxtext, PAX),
-    NeMo/Megatron-style otherwise."""
+    tinygrad by name, NeMo/Megatron-style otherwise."""
     lowered = framework.lower()
     if "deepspeed" in lowered:
         return "deepspeed"
