@@ -1,0 +1,82 @@
+"""Plan a run in the Serve mode (issue 33): the cheapest serving plan is plan_serving's for the same
+inputs, targets no layout meets give the best latency and its cost in words, and a link carries the
+requests and the targets."""
+
+from __future__ import annotations
+
+from calculators.cost.prices import load_prices
+from calculators.hardware.catalogue import load_gpu_catalogue
+from calculators.plan.serving import ServingPlanRequest, plan_serving
+from calculators.timing.serving import LatencyLimits
+from tests.apptest_helpers import open_app
+from ui import state
+
+PAGE = "app_pages/plan.py"
+# 4 requests/s of 512 tokens in, 256 out, at most 50 ms between tokens and 1 s to the first
+ASK = dict(mode="inference", model="llama-2-7b", rps="4", in_len="512", out_len="256", tpot_ms="50", ttft_ms="1000")
+
+
+def _metrics(app) -> dict[str, str]:
+    return {metric.label: metric.value for metric in app.metric}
+
+
+def test_the_headline_is_plan_servings_cheapest_for_the_same_inputs():
+    app = open_app(PAGE, **ASK)
+    workload = app.session_state["workload"]
+    request = ServingPlanRequest(
+        requests_per_s=4, input_len=512, output_len=256, limits=LatencyLimits(ttft_s=1.0, tpot_s=0.05)
+    )
+    result = plan_serving(workload.spec, workload.serving, request, load_gpu_catalogue(), load_prices())
+    cheapest = result.cheapest
+    metrics = _metrics(app)
+    assert metrics["USD per hour"] == f"${cheapest.usd_per_hour:,.2f}"
+    assert metrics["USD per million output tokens"] == f"${cheapest.usd_per_million_output_tokens:,.3f}"
+    assert metrics["GPUs in all"] == f"{cheapest.replicas * cheapest.tensor_parallel:,}"
+    assert metrics["Time per output token (ms)"] == f"{cheapest.tpot_s * 1e3:,.1f}"
+    assert cheapest.gpu in app.success[0].value and f"{cheapest.weight_precision} weights" in app.success[0].value
+    table = app.dataframe[0].value
+    assert list(table["GPU"]) == [plan.gpu for plan in result.plans]
+    # within the targets, and a front: each plan dearer per hour and faster per token than the one before
+    assert (table["time per output token (ms)"] <= 50).all() and (table["time to first token (ms)"] <= 1000).all()
+    assert table["USD per hour"].is_monotonic_increasing
+    assert table["time per output token (ms)"].is_monotonic_decreasing
+    assert "None" not in table.astype(str).to_numpy()
+    assert len(app.get("plotly_chart")) == 1
+    assert any(button.label == "Serving plans (CSV)" for button in app.get("download_button"))
+
+
+def test_targets_no_layout_meets_give_the_best_latency_and_its_cost_in_words():
+    app = open_app(PAGE, **(ASK | {"tpot_ms": "0.01"}))  # 10 us between tokens: no GPU reads 7B weights that fast
+    warning = " ".join(element.value for element in app.warning)
+    assert "No layout meets the targets; the lowest TPOT reachable is" in warning
+    assert "per hour" in warning
+    assert any("The lowest time per output token reachable" in element.value for element in app.markdown)
+    assert not app.dataframe and not app.metric
+
+
+def test_no_target_travels_in_the_link_as_0_and_reads_back_as_none():
+    app = open_app(PAGE, mode="inference", model="llama-2-7b")
+    assert app.query_params.get("tpot_ms") is None  # the starting targets are not written
+    app.number_input(key="serve_tpot_ms").set_value(0.0).run()
+    app.number_input(key="serve_requests_per_s").set_value(12.5).run()
+    app.number_input(key="serve_output_len").set_value(300).run()
+    assert not app.exception
+    assert app.query_params["tpot_ms"] == "0" and app.query_params["rps"] == "12.5"
+    assert app.query_params["out_len"] == "300"
+    opened = open_app(PAGE, **{key: app.query_params[key] for key in app.query_params})
+    assert opened.session_state[state.VALUE_PREFIX + "serve_tpot_ms"] is None
+    assert opened.session_state[state.VALUE_PREFIX + "serve_ttft_ms"] == 2.0  # MLPerf's 2,000 ms, kept
+    assert opened.number_input(key="serve_requests_per_s").value == 12.5
+    assert opened.number_input(key="serve_output_len").value == 300
+
+
+def test_a_bad_rate_in_the_link_is_named_and_the_page_still_plans():
+    app = open_app(PAGE, **(ASK | {"rps": "-3"}))
+    assert any("Ignored `rps=-3`" in element.value for element in app.warning)
+    assert _metrics(app)["USD per hour"].startswith("$")
+
+
+def test_the_time_and_cost_page_reads_the_same_lengths():
+    app = open_app("app_pages/cost.py", mode="inference", gpu="H100-SXM5-80GB", in_len="512", out_len="256")
+    assert app.number_input(key="serve_input_len").value == 512
+    assert app.number_input(key="serve_output_len").value == 256
