@@ -50,7 +50,7 @@ def test_targets_no_layout_meets_give_the_best_latency_and_its_cost_in_words():
     warning = " ".join(element.value for element in app.warning)
     assert "No layout meets the targets; the lowest TPOT reachable is" in warning
     assert "per hour" in warning
-    assert any("The lowest time per output token reachable" in element.value for element in app.markdown)
+    assert any("The fastest layout in full" in element.value for element in app.markdown)
     assert not app.dataframe and not app.metric
 
 

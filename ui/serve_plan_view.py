@@ -44,10 +44,10 @@ def serving_plan_request() -> tuple[ServingPlanRequest | None, str | None]:
 
 
 def layout_words(plan: ServingPlan) -> str:
-    """'2 replicas x 4 x H100-SXM5-80GB (tensor parallel 4, fp8 weights)': what to rent, in words."""
+    """'2 replicas of 4 x H100-SXM5-80GB (tensor parallel 4, fp8 weights)': what to rent, in words."""
     replicas = f"{plan.replicas} replica{'s' if plan.replicas != 1 else ''}"
     return (
-        f"{replicas} x {plan.tensor_parallel} x {plan.gpu} (tensor parallel {plan.tensor_parallel}, "
+        f"{replicas} of {plan.tensor_parallel} x {plan.gpu} (tensor parallel {plan.tensor_parallel}, "
         f"{plan.weight_precision} weights)"
     )
 
@@ -55,18 +55,12 @@ def layout_words(plan: ServingPlan) -> str:
 def plan_words(plan: ServingPlan) -> str:
     """A plan's layout, where it is rented and its figures, with units."""
     return (
-        f"**{layout_words(plan)}** on {plan.provider} {plan.instance_type}, {plan.pricing}: "
+        # plan_serving prices each GPU at its cheapest offer's rate per GPU-hour, whatever the instance's size
+        f"**{layout_words(plan)}** at the per-GPU rate of {plan.provider} {plan.instance_type}, {plan.pricing}: "
         f"${plan.usd_per_hour:,.2f} per hour (${plan.usd_per_month:,.0f} per month), "
         f"${plan.usd_per_million_output_tokens:,.3f} per million output tokens; "
         f"time to first token {plan.ttft_s * 1e3:,.0f} ms, time per output token {plan.tpot_s * 1e3:,.1f} ms, "
         f"{plan.concurrency:,} concurrent sequences per replica"
-    )
-
-
-def plan_label(number: int, plan: ServingPlan) -> str:
-    return (
-        f"{number}. {plan.gpus} x {plan.gpu} ({plan.weight_precision}), {plan.provider} {plan.pricing}: "
-        f"${plan.usd_per_hour:,.2f}/h, TPOT {plan.tpot_s * 1e3:,.1f} ms"
     )
 
 
@@ -89,13 +83,10 @@ def front_figure(plans: list[ServingPlan], vendors: dict[str, str]) -> go.Figure
             mode="markers",
             name=vendor,
             marker=dict(size=11, color=vendor_colour(vendor)),
-            text=[plan_label(number, plan) for number, plan in mine],
-            customdata=[
-                [plan.ttft_s * 1e3, plan.usd_per_million_output_tokens, plan.replicas, plan.gpus] for _, plan in mine
-            ],
-            hovertemplate="%{text}<br>TTFT %{customdata[0]:,.0f} ms, TPOT %{x:,.1f} ms<br>$%{y:,.2f} per hour, "
-            "$%{customdata[1]:,.3f} per million output tokens<br>%{customdata[2]} replicas, %{customdata[3]} GPUs"
-            "<extra></extra>",
+            text=[f"{number}. {layout_words(plan)}, {plan.provider} {plan.pricing}" for number, plan in mine],
+            customdata=[[plan.ttft_s * 1e3, plan.usd_per_million_output_tokens] for _, plan in mine],
+            hovertemplate="%{text}<br>time to first token %{customdata[0]:,.0f} ms, per output token %{x:,.1f} ms"
+            "<br>$%{y:,.2f} per hour, $%{customdata[1]:,.3f} per million output tokens<extra></extra>",
         )
     cheapest = plans[0]
     figure.add_scatter(
@@ -113,22 +104,23 @@ def front_figure(plans: list[ServingPlan], vendors: dict[str, str]) -> go.Figure
 
 
 def plans_table(plans: list[ServingPlan]) -> pd.DataFrame:
-    """The front for reading and for the CSV: labels with units, cheapest first."""
+    """The front for reading and for the CSV: labels with units, cheapest first; what a reader compares
+    first leads, so a narrow window shows it without scrolling."""
     return pd.DataFrame(
         [
             {
                 "plan": number,
                 "GPU": plan.gpu,
                 "GPUs in all": plan.gpus,
-                "replicas": plan.replicas,
-                "tensor parallel (GPUs per replica)": plan.tensor_parallel,
-                "weights": plan.weight_precision,
                 "USD per hour": round(plan.usd_per_hour, 2),
                 "USD per million output tokens": round(plan.usd_per_million_output_tokens, 4),
                 "time to first token (ms)": round(plan.ttft_s * 1e3, 1),
                 "time per output token (ms)": round(plan.tpot_s * 1e3, 2),
+                "weights": plan.weight_precision,
+                "replicas": plan.replicas,
+                "GPUs per replica (tensor parallel)": plan.tensor_parallel,
                 "provider": plan.provider,
-                "instance": plan.instance_type,
+                "instance priced per GPU": plan.instance_type,
                 "pricing": plan.pricing,
                 "USD per month": round(plan.usd_per_month),
                 "USD per million input tokens": round(plan.usd_per_million_input_tokens, 4),
@@ -173,7 +165,7 @@ def _unmet(result: ServingPlanResult) -> None:
     if best is not None:
         st.markdown(
             escape_dollars(
-                f"The lowest time per output token reachable: {plan_words(best)}. Loosen the targets to plan."
+                f"The fastest layout in full: {plan_words(best)}. Loosen the targets to see plans within them."
             )
         )
 
