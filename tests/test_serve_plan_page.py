@@ -80,3 +80,11 @@ def test_the_time_and_cost_page_reads_the_same_lengths():
     app = open_app("app_pages/cost.py", mode="inference", gpu="H100-SXM5-80GB", in_len="512", out_len="256")
     assert app.number_input(key="serve_input_len").value == 512
     assert app.number_input(key="serve_output_len").value == 256
+
+
+def test_lengths_past_the_models_positions_are_named_not_blamed_on_the_gpus():
+    """Llama 2 was trained on 4,096 positions: 8,000 in + 1,024 out = 9,024 tokens fit no layout."""
+    app = open_app(PAGE, **(ASK | {"in_len": "8000", "out_len": "1024"}))
+    warning = " ".join(element.value for element in app.warning)
+    assert "Input 8,000 + output 1,024 = 9,024 tokens is beyond the 4,096 positions llama-2-7b" in warning
+    assert not app.dataframe and not app.metric

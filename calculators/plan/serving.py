@@ -26,6 +26,7 @@ from calculators.timing.serving import (
     LatencyLimits,
     ServingRequest,
     ServingSpeed,
+    context_problem,
     prefill,
     serving_speeds,
 )
@@ -182,8 +183,9 @@ def _result(spec: ModelSpec, request: ServingPlanRequest, within, missed, search
                 f"parallel {best_latency.tensor_parallel}, {best_latency.weight_precision} weights, at "
                 f"${best_latency.usd_per_hour:,.2f} per hour"
             )
-        else:
-            problems.append(f"{spec.name} fits on no priced GPU at these lengths")
+        else:  # lengths past the model's positions fit nowhere: say that rather than blame the GPUs
+            lengths = ServingRequest(input_len=request.input_len, output_len=request.output_len)
+            problems.append(context_problem(spec, lengths) or f"{spec.name} fits on no priced GPU at these lengths")
     return ServingPlanResult(
         model=spec.name,
         requests_per_s=request.requests_per_s,
