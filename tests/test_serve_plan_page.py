@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from calculators.cost.prices import load_prices
 from calculators.hardware.catalogue import load_gpu_catalogue
-from calculators.plan.serving import ServingPlanRequest, plan_serving
+from calculators.plan.serving import ServingPlan, ServingPlanRequest, closest_to_targets, plan_serving
 from calculators.timing.serving import LatencyLimits
 from tests.apptest_helpers import open_app
 from ui import state
@@ -48,9 +48,9 @@ def test_the_headline_is_plan_servings_cheapest_for_the_same_inputs():
 def test_targets_no_layout_meets_give_the_best_latency_and_its_cost_in_words():
     app = open_app(PAGE, **(ASK | {"tpot_ms": "0.01"}))  # 10 us between tokens: no GPU reads 7B weights that fast
     warning = " ".join(element.value for element in app.warning)
-    assert "No layout meets the targets; the lowest TPOT reachable is" in warning
+    assert "No layout meets the targets; the nearest reachable is TTFT" in warning
     assert "per hour" in warning
-    assert any("The fastest layout in full" in element.value for element in app.markdown)
+    assert any("The nearest layout in full" in element.value for element in app.markdown)
     assert not app.dataframe and not app.metric
 
 
@@ -88,3 +88,23 @@ def test_lengths_past_the_models_positions_are_named_not_blamed_on_the_gpus():
     warning = " ".join(element.value for element in app.warning)
     assert "Input 8,000 + output 1,024 = 9,024 tokens is beyond the 4,096 positions llama-2-7b" in warning
     assert not app.dataframe and not app.metric
+
+
+def _plan(ttft_s: float, tpot_s: float, usd_per_hour: float = 1.0) -> ServingPlan:
+    return ServingPlan(
+        gpu="H100-SXM5-80GB", provider="p", instance_type="i", pricing="on demand", tensor_parallel=1,
+        weight_precision="bf16", replicas=1, gpus=1, concurrency=8, usd_per_hour=usd_per_hour,
+        usd_per_month=usd_per_hour * 730, usd_per_million_output_tokens=1.0, usd_per_million_input_tokens=0.1,
+        ttft_s=ttft_s, tpot_s=tpot_s, output_tokens_per_s_per_gpu=100.0,
+    )  # fmt: skip
+
+
+def test_the_nearest_plan_is_judged_on_the_targets_it_misses():
+    """Targets TTFT 100 ms, TPOT 10 ms. A: 90 ms and 12 ms, worst ratio 12/10 = 1.2; B: 300 ms and 5 ms,
+    worst 300/100 = 3. A is nearer, though B has the lower TPOT; with a TPOT target alone, B (0.5)."""
+    a, b = _plan(0.09, 0.012), _plan(0.3, 0.005)
+    assert closest_to_targets([b, a], LatencyLimits(ttft_s=0.1, tpot_s=0.01)) == a
+    assert closest_to_targets([a, b], LatencyLimits(tpot_s=0.01)) == b
+    # a tie on the ratio goes to the cheaper plan
+    dear, cheap = _plan(0.2, 0.01, 5.0), _plan(0.2, 0.01, 2.0)
+    assert closest_to_targets([dear, cheap], LatencyLimits(ttft_s=0.1)) == cheap

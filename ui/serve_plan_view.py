@@ -158,14 +158,14 @@ def _headline(plan: ServingPlan) -> None:
 
 
 def _unmet(result: ServingPlanResult) -> None:
-    """No layout meets the targets: the best latency reachable and its cost, in words."""
+    """No layout meets the targets: the nearest latency reachable and its cost, in words."""
     for problem in result.problems:
         st.warning(escape_dollars(problem[:1].upper() + problem[1:] + "."))
     best = result.best_latency
     if best is not None:
         st.markdown(
             escape_dollars(
-                f"The fastest layout in full: {plan_words(best)}. Loosen the targets to see plans within them."
+                f"The nearest layout in full: {plan_words(best)}. Loosen the targets to see plans within them."
             )
         )
 
