@@ -25,16 +25,20 @@ from ui.plan_view import (
     run_search,
     share_query,
 )
+from ui.serve_plan_view import serve_plan_section
 from ui.user_gpus import user_gpus
 from ui.workload import require_training
 
 st.title("Plan a run")
+workload = st.session_state["workload"]
+if workload.ready and workload.is_inference:  # Serve: the cheapest way to serve a request rate at latency targets
+    serve_plan_section(workload, list(load_gpu_catalogue()) + user_gpus(), kept_prices())
+    st.stop()
 st.caption(
     "What to rent (or buy), how many, with which settings, how long and for how much: every GPU, GPU count, "
     "layout, provider and pricing is searched; only layouts that fit in memory and whose software runs on the "
     "GPU are kept. The model, sequence length, precision and optimizer come from the sidebar."
 )
-workload = st.session_state["workload"]
 require_training(workload, "Plans", "plan a run")
 
 spec, settings = workload.spec, workload.settings

@@ -22,7 +22,7 @@ def short_number(value: float) -> str:
 
 
 # Each unit's (prefix, suffix) around a tick's number.
-UNIT_AFFIXES = {"usd": ("$", ""), "hours": ("", " h"), "plain": ("", "")}
+UNIT_AFFIXES = {"usd": ("$", ""), "hours": ("", " h"), "ms": ("", " ms"), "plain": ("", "")}
 
 
 def tick_label(value: float, unit: str = "plain") -> str:

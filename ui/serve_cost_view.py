@@ -12,6 +12,7 @@ from calculators.cost.prices import load_prices
 from calculators.cost.serving import serving_cost_options
 from calculators.hardware.catalogue import GpuSpec, find_gpu
 from calculators.timing.serving import ServingRequest, estimate_serving_speed, serving_assumptions, serving_speeds
+from ui import state
 from ui.charts import MARGIN
 from ui.layout import wrapping_row
 from ui.messages import in_words
@@ -62,8 +63,9 @@ def serve_cost_section(workload, catalogue: list[GpuSpec]) -> None:
         "sequence's KV cache, and every output token also carries its share of new prompts (chunked prefill)."
     )
     col1, col2, col3 = st.columns(3)
-    input_len = col1.number_input("Input tokens per request", 1, 10_000_000, 1024, step=256, key="serve_input_len")
-    output_len = col2.number_input("Output tokens per request", 1, 10_000_000, 1024, step=256, key="serve_output_len")
+    # the same kept lengths as the Plan page's Serve mode, carried by a shared link
+    input_len = state.number(col1, "serve_input_len", step=256)
+    output_len = state.number(col2, "serve_output_len", step=256)
     best = col3.checkbox(
         "Throughput-optimal concurrency",
         key="serve_best_concurrency",

@@ -314,7 +314,11 @@ def save_to_url() -> None:
         if not is_set(item.key):
             continue
         kept = value(item.key)
-        if kept != item.start_value and kept is not None:
+        if kept == item.start_value:
+            continue
+        if kept is not None:
             wanted[item.query] = item.format_shown(kept)
+        elif item.zero_means_unset:  # 0 = none, where the app starts from a value (a latency target)
+            wanted[item.query] = "0"
     if dict(st.query_params) != wanted:
         st.query_params.from_dict(wanted)

@@ -26,6 +26,8 @@ from calculators.cost.options import OwnershipSettings
 from calculators.cost.run_inputs import RunInputs
 from calculators.cost.spot import DEFAULT_INTERRUPTIONS_PER_HOUR
 from calculators.models.spec import ModelSpec, extension
+from calculators.plan.serving import ServingPlanRequest
+from calculators.timing.serving import LatencyLimits, ServingRequest
 from calculators.timing.settings import TimeSettings
 from calculators.workload.build import WORKLOAD_OF_MODE, GpuTarget, ServeWorkload, Workload, workload_from_fields
 from calculators.workload.modes import MODES
@@ -466,6 +468,61 @@ def _declare() -> list[Setting]:
         ),
         serving(
             "tensor_parallel", "tp_serve", "Tensor-parallel GPUs", state="s_tensor_parallel", flag="--tensor-parallel"
+        ),
+        # the requests served and the latency targets (Time and cost, Plan a run). The CLI's --input-len,
+        # --output-len, --requests-per-s, --ttft-ms and --tpot-ms are cli.add_serving_request_arguments.
+        Setting(
+            "input_len",
+            "in_len",
+            "Input tokens per request",
+            model=ServingRequest,
+            state="serve_input_len",
+            default=1024,
+            modes=("inference",),
+        ),
+        Setting(
+            "output_len",
+            "out_len",
+            "Output tokens per request",
+            model=ServingRequest,
+            state="serve_output_len",
+            default=1024,
+            modes=("inference",),
+        ),
+        Setting(
+            "requests_per_s",
+            "rps",
+            "Requests per second",
+            model=ServingPlanRequest,
+            state="serve_requests_per_s",
+            default=1.0,
+            modes=("inference",),
+        ),
+        # targets in ms, 0 = none; the app starts from MLPerf Inference's Llama-2-70B Server constraints,
+        # TTFT 2,000 ms and TPOT 200 ms (github.com/mlcommons/inference, loadgen/mlperf.conf)
+        Setting(
+            "ttft_s",
+            "ttft_ms",
+            "Time to first token target (ms, 0 = none)",
+            model=LatencyLimits,
+            state="serve_ttft_ms",
+            ui_scale=1e-3,
+            zero_means_unset=True,
+            app_default=2.0,
+            modes=("inference",),
+            help="the longest wait for the first token; 0 = no target. Starts at MLPerf Inference's 2,000 ms",
+        ),
+        Setting(
+            "tpot_s",
+            "tpot_ms",
+            "Time per output token target (ms, 0 = none)",
+            model=LatencyLimits,
+            state="serve_tpot_ms",
+            ui_scale=1e-3,
+            zero_means_unset=True,
+            app_default=0.2,
+            modes=("inference",),
+            help="the longest time between output tokens; 0 = no target. Starts at MLPerf Inference's 200 ms",
         ),
         # the run: dataset, throughput, prices
         time(

@@ -26,6 +26,7 @@ from calculators.timing.serving import (
     LatencyLimits,
     ServingRequest,
     ServingSpeed,
+    context_problem,
     prefill,
     serving_speeds,
 )
@@ -76,7 +77,7 @@ class ServingPlanResult(BaseModel):
     cheapest: ServingPlan | None
     plans: list[ServingPlan] = Field(description="the front of USD per hour against TPOT, cheapest first")
     best_latency: ServingPlan | None = Field(
-        default=None, description="when no plan meets the targets: the lowest TPOT reachable and its cost"
+        default=None, description="when no plan meets the targets: the plan nearest them (closest_to_targets)"
     )
     problems: list[str]
     searched: int
@@ -140,7 +141,7 @@ def plan_serving(
     prices: Iterable[CloudPrice],
 ) -> ServingPlanResult:
     """The cheapest plan within the targets and the cost-latency front; when none meets the targets,
-    the plan with the lowest TPOT reachable, and a problem line saying so."""
+    the plan nearest the targets, and a problem line saying so."""
     started = time.perf_counter()
     priced = _priced(prices, request)
     served = ServingRequest(input_len=request.input_len, output_len=request.output_len, concurrency=0)
@@ -169,21 +170,35 @@ def plan_serving(
     return _result(spec, request, within, fastest, searched, time.perf_counter() - started)
 
 
+def closest_to_targets(plans: Iterable[ServingPlan], limits: LatencyLimits) -> ServingPlan:
+    """The plan nearest the targets it misses: the smallest of its worst latency / target ratio (TTFT and
+    TPOT each against its own target, so a missed TTFT target ranks by TTFT), the cheaper on a tie;
+    by TPOT where no target is given."""
+
+    def shortfall(plan: ServingPlan) -> tuple[float, float]:
+        ratios = [plan.ttft_s / limits.ttft_s] if limits.ttft_s else []
+        ratios += [plan.tpot_s / limits.tpot_s] if limits.tpot_s else []
+        return max(ratios, default=plan.tpot_s), plan.usd_per_hour
+
+    return min(plans, key=shortfall)
+
+
 def _result(spec: ModelSpec, request: ServingPlanRequest, within, missed, searched: int, seconds: float):
     front = cost_latency_front(within)
     problems: list[str] = []
     best_latency = None
     if not within:
         if missed:
-            best_latency = min(missed, key=lambda p: (p.tpot_s, p.usd_per_hour))
+            best_latency = closest_to_targets(missed, request.limits)
             problems.append(
-                f"no layout meets the targets; the lowest TPOT reachable is {best_latency.tpot_s * 1e3:,.2f} ms "
-                f"(TTFT {best_latency.ttft_s * 1e3:,.0f} ms) on {best_latency.gpus} x {best_latency.gpu}, tensor "
+                f"no layout meets the targets; the nearest reachable is TTFT {best_latency.ttft_s * 1e3:,.0f} ms and "
+                f"TPOT {best_latency.tpot_s * 1e3:,.2f} ms on {best_latency.gpus} x {best_latency.gpu}, tensor "
                 f"parallel {best_latency.tensor_parallel}, {best_latency.weight_precision} weights, at "
                 f"${best_latency.usd_per_hour:,.2f} per hour"
             )
-        else:
-            problems.append(f"{spec.name} fits on no priced GPU at these lengths")
+        else:  # lengths past the model's positions fit nowhere: say that rather than blame the GPUs
+            lengths = ServingRequest(input_len=request.input_len, output_len=request.output_len)
+            problems.append(context_problem(spec, lengths) or f"{spec.name} fits on no priced GPU at these lengths")
     return ServingPlanResult(
         model=spec.name,
         requests_per_s=request.requests_per_s,
