@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -34,6 +35,8 @@ from measure.calibration.collectives import MAX_BYTES, SWEEP_STARTED
 STARTUP_SLACK_S = 60.0
 # How long the other local agents may take to notice a failed one before they are stopped.
 PEER_GRACE_S = 5.0
+# How long an agent asked to stop may take to stop its workers.
+STOP_GRACE_S = 10.0
 
 
 class CollectiveRunError(RuntimeError):
@@ -86,8 +89,18 @@ def failure_message(stderr: str, returncode: int, rendezvous: Rendezvous) -> str
             "with its own --node-rank"
         )
     if started:
-        return f"a node stopped in the middle of the sweep, so nothing was written ({_last_lines(stderr, 1)})"
-    return f"torchrun exited with code {returncode}: {_last_lines(stderr)}"
+        return f"a node stopped in the middle of the sweep, so nothing was written ({_cause(stderr)})"
+    return f"torchrun exited with code {returncode}: {_cause(stderr)}"
+
+
+def _cause(stderr: str) -> str:
+    """A worker's last exception line without torchrun's rank prefix and gloo's source path
+    ('RuntimeError: Read error [127.0.0.1]:5522: Connection reset by peer'), else the last lines."""
+    errors = re.findall(r"^(?:\[rank\d+\]: )?(\w+(?:Error|Exception): .+)$", stderr, flags=re.MULTILINE)
+    if not errors:
+        return _last_lines(stderr)
+    first_sentence = errors[-1].split(". ")[0]  # gloo goes on with advice on how to report a bug
+    return re.sub(r"\[[^\]]*\.(?:cc|cpp|h):\d+\] ", "", first_sentence)[:300]
 
 
 def _read(stream: IO[str]) -> str:
@@ -96,8 +109,14 @@ def _read(stream: IO[str]) -> str:
 
 
 def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM first: torchrun's agent then stops its workers, which run in sessions of their own and
+    would outlive a SIGKILL of the agent; SIGKILL if it has not gone after STOP_GRACE_S."""
     if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
     process.wait()
 
 

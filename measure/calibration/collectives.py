@@ -135,7 +135,7 @@ def sweep(backend: str, world_size: int, budget_s: float, max_bytes: int = MAX_B
     device = _device(backend)
     deadline_s = time.perf_counter() + budget_s
     curves: dict[str, list[dict[str, float | int]]] = {name: [] for name in COLLECTIVES}
-    print(SWEEP_STARTED, file=sys.stderr, flush=True)
+    print(f"{SWEEP_STARTED} (pid {os.getpid()})", file=sys.stderr, flush=True)
     for size_bytes in sweep_sizes(MIN_BYTES, max_bytes):
         size_bytes -= size_bytes % (4 * world_size)  # whole fp32 shares per rank
         started_s = time.perf_counter()
