@@ -29,6 +29,7 @@ from measure.calibration.store import (
 )
 from ui import state
 from ui.calibration_state import ACTIVE_KEY, USE_KEY, set_active
+from ui.fleet_view import show_fleet
 from ui.messages import in_words
 
 STORE_PROBLEMS_KEY = "_calibration_store_problems"
@@ -208,3 +209,5 @@ if len(history) > 1:
         hide_index=True,
         width="stretch",
     )
+
+show_fleet(history, store.name)

@@ -229,6 +229,15 @@ class CalibrationResult(BaseModel):
         """The record called `name`, or None."""
         return next((record for record in self.records if record.name == name), None)
 
+    def best_busbw_gbytes_per_s(self, collective: str = "all_reduce") -> float | None:
+        """The highest bus bandwidth on the collective's measured curve; for all-reduce without a
+        curve, the one-size benchmark's (`allreduce`); None when neither was measured."""
+        curve = getattr(self, collective)
+        if curve:
+            return max(point.busbw_gbytes_per_s for point in curve)
+        single = self.record("allreduce") if collective == "all_reduce" else None
+        return single.value if single is not None and single.ok else None
+
     def apply_to_overheads(self, overheads: Overheads | None = None) -> Overheads:
         """`overheads` with this host's measured CUDA context, cuBLAS workspace and allocator reserve."""
         return self.overheads.apply(overheads)

@@ -182,6 +182,15 @@ def _with_driver(url: sa.URL) -> sa.URL:
     return url.set(drivername="postgresql+psycopg") if url.drivername == "postgresql" else url
 
 
+def newest_per_host_and_gpu(history: list[CalibrationResult]) -> list[CalibrationResult]:
+    """From a history listed newest first, the first result of each (host, GPU name) pair, in that
+    order: what every machine of a fleet measured last (a CPU run is its host's GPU-less entry)."""
+    newest: dict[tuple[str, str | None], CalibrationResult] = {}
+    for result in history:
+        newest.setdefault((result.host, result.gpu_name), result)
+    return list(newest.values())
+
+
 class CalibrationStore:
     """Calibration results kept in the SQLite file at `path`, or in the database at a SQLAlchemy URL.
 
@@ -190,10 +199,18 @@ class CalibrationStore:
 
     def __init__(self, path: str | Path | None = None) -> None:
         location = path if path is not None else default_store_path()
-        self.url = _database_url(location) if is_database_url(location) else None
-        # The SQLite file, created on first use; None for a server.
-        self.path = None if self.url is not None else Path(location)
-        self.name = self.url.render_as_string(hide_password=True) if self.url is not None else str(self.path)
+        self.url: sa.URL | None = None
+        self.path: Path | None = None  # the SQLite file, created on first use; None for a server
+        self._unusable: CalibrationStoreError | None = None  # raised on first use, as every other failure
+        if not is_database_url(location):
+            self.path = Path(location)
+            self.name = str(self.path)
+        else:
+            try:
+                self.url = _database_url(location)
+                self.name = self.url.render_as_string(hide_password=True)
+            except CalibrationStoreError as error:
+                self._unusable, self.name = error, location.split("://")[0] + "://..."
         self.problems: list[str] = []
         self._checked = False
 
@@ -270,6 +287,8 @@ class CalibrationStore:
         or connect to a server (so one that cannot be reached is reported before any work)."""
         if self._checked:
             return
+        if self._unusable is not None:
+            raise self._unusable
         if self.url is not None:
             with self._connect():
                 pass
@@ -364,12 +383,8 @@ class CalibrationStore:
         return newest[0] if newest else None
 
     def fleet(self) -> list[CalibrationResult]:
-        """The newest readable result of each host and GPU (a CPU run is its host's GPU-less entry),
-        newest first: what every machine of a fleet measured last."""
-        newest: dict[tuple[str, str | None], CalibrationResult] = {}
-        for result in self.history():
-            newest.setdefault((result.host, result.gpu_name), result)
-        return list(newest.values())
+        """The newest readable result of each host and GPU, newest first (`newest_per_host_and_gpu`)."""
+        return newest_per_host_and_gpu(self.history())
 
     export_json = staticmethod(export_json)
     import_json = staticmethod(import_json)
