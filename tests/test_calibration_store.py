@@ -112,7 +112,7 @@ for minute in range(int(sys.argv[3])):
 
 
 def test_writers_on_several_hosts_at_once_lose_nothing(location):
-    CalibrationStore(location).check()  # the table exists before the race, as on a fleet's second day
+    """On a new store: the writers also race to create the table."""
     hosts, saves = ("node-a", "node-b", "node-c"), 8
     writers = [
         subprocess.Popen([sys.executable, "-c", WRITER, str(location), host, str(saves)], cwd=ROOT, env=os.environ)

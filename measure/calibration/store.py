@@ -247,11 +247,12 @@ class CalibrationStore:
         return sa.create_engine(_with_driver(self.url), poolclass=NullPool, connect_args=connect_args)
 
     def _create_table(self, engine: sa.Engine) -> None:
-        """CREATE TABLE IF NOT EXISTS; a server where another host created it at the same moment is fine."""
+        """CREATE TABLE IF NOT EXISTS; another writer creating it at the same moment is fine (the loser of
+        the race, told the table or its type exists, finds it there)."""
         try:
             _METADATA.create_all(engine, checkfirst=True)
         except sa.exc.DBAPIError:
-            if self.url is None or not sa.inspect(engine).has_table(CALIBRATIONS.name):
+            if not sa.inspect(engine).has_table(CALIBRATIONS.name):
                 raise
 
     @contextlib.contextmanager
