@@ -94,3 +94,24 @@ def test_a_store_that_cannot_be_used_is_one_message_on_the_page(monkeypatch, tmp
     [error] = [element.value for element in app.error]
     assert error.startswith(message) and "s3cret" not in error and "\n" not in error
     assert any("No calibration yet" in element.value for element in app.info)
+
+
+def test_the_swept_curves_are_drawn_with_units_and_nothing_without_them(tmp_path, monkeypatch):
+    from ui.collective_chart import collective_figure
+
+    monkeypatch.setenv("GPU_SIZING_CALIBRATION_DB", str(tmp_path / "calibrations.sqlite3"))
+
+    curve = [
+        CollectivePoint(bytes=2**k, algbw_gbytes_per_s=k / 10, busbw_gbytes_per_s=k / 20, time_s=1e-3)
+        for k in range(10, 21)
+    ]
+    swept = a_result("node-b", None, 0, all_reduce=curve, all_gather=curve, reduce_scatter=curve)
+    figure = collective_figure(swept)
+    assert [trace.name for trace in figure.data] == ["all-reduce", "all-gather", "reduce-scatter"]
+    assert list(figure.data[0].x) == [2**k for k in range(10, 21)] and figure.data[0].y[-1] == 1.0
+    assert figure.layout.xaxis.title.text == "message size (bytes)" and figure.layout.xaxis.type == "log"
+    assert figure.layout.yaxis.title.text == "bus bandwidth (GB/s)"
+    assert collective_figure(a_result("node-a", H100, 0)) is None
+    CalibrationStore(tmp_path / "calibrations.sqlite3").save(swept)
+    app = open_app("app_pages/calibration.py", timeout_s=60)
+    assert len(app.get("plotly_chart")) == 1
