@@ -44,6 +44,11 @@ def test_sizes_double_from_1_kb_to_1_gb():
     assert all(later == 2 * earlier for earlier, later in zip(sizes, sizes[1:], strict=False))
 
 
+def error_lines(stderr: str) -> list[str]:
+    """What is not a progress line ('[  0%] Collectives ...')."""
+    return [line for line in stderr.splitlines() if not line.startswith("[")]
+
+
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = cli.main(["calibrate", "--device", "cpu", *argv])
     captured = capsys.readouterr()
@@ -74,7 +79,7 @@ def test_a_peer_that_never_arrives_is_one_line_and_nothing_is_written(tmp_path, 
     argv = ["--collectives", "--nodes", "2", "--node-rank", "0", "--rdzv-endpoint", endpoint, "--rdzv-timeout-s", "3"]
     code, _, err = run(capsys, *argv, "--budget-s", "5", "--out", str(out))
     assert code == 2
-    [line] = err.splitlines()
+    [line] = error_lines(err)
     assert line.startswith(
         f"error: a peer never arrived: not all 2 nodes joined the rendezvous at {endpoint} within 3 s"
     )
@@ -125,6 +130,6 @@ def test_a_node_that_dies_mid_run_is_one_line(tmp_path):
 def test_a_request_that_cannot_work_is_refused_in_one_line(tmp_path, capsys, argv, message):
     code, _, err = run(capsys, *argv, "--budget-s", "5", "--out", str(tmp_path / "c.json"))
     assert code == 2
-    [line] = err.splitlines()
+    [line] = error_lines(err)
     assert line.startswith(message)
     assert not (tmp_path / "c.json").exists()

@@ -639,8 +639,9 @@ def calibrate_command(args: argparse.Namespace) -> str:
     try:
         if args.collectives:
             result = run_collective_calibration(
-                args.device, args.budget_s, args.nodes, args.node_rank, args.rdzv_endpoint, args.rdzv_timeout_s
-            )
+                args.device, args.budget_s, args.nodes, args.node_rank, args.rdzv_endpoint, args.rdzv_timeout_s,
+                progress=report,
+            )  # fmt: skip
         else:
             result = run_calibration(
                 device=args.device, budget_s=args.budget_s, progress=report, usd_per_hour=args.usd_per_hour

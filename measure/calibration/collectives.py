@@ -143,8 +143,10 @@ def sweep(backend: str, world_size: int, budget_s: float, max_bytes: int = MAX_B
             curves[name].append(
                 curve_point(name, size_bytes, _measure(name, size_bytes, world_size, device), world_size)
             )
-        size_s = _slowest(time.perf_counter() - started_s, device)
-        if time.perf_counter() + 2 * size_s > deadline_s:
+        size_s = time.perf_counter() - started_s
+        # Each rank judges by its own clock; one that must stop stops them all (MAX), so none is
+        # left waiting in a collective the others never start.
+        if _slowest(float(time.perf_counter() + 2 * size_s > deadline_s), device):
             break
     return {"backend": backend, "world_size": world_size, **curves}
 

@@ -498,6 +498,7 @@ def run_collective_calibration(
     join_timeout_s: float = DEFAULT_JOIN_TIMEOUT_S,
     catalogue: Iterable[GpuSpec] | None = None,
     max_bytes: int | None = None,
+    progress: Progress | None = None,
 ) -> CalibrationResult:
     """Sweep all-reduce, all-gather and reduce-scatter from 1 KB up (`collectives`) within `budget_s`.
 
@@ -516,7 +517,11 @@ def run_collective_calibration(
         host = _host_for(device, catalogue)
         if host.device is None:
             raise CalibrationRequestError(f"--device {device}: {host.unavailable_reason}")
+        if progress:
+            progress(f"Collectives on {nodes} node(s): waiting for every node, then sweeping", 0.0)
         curves = _sweep(host, budget_s, nodes, node_rank, rdzv_endpoint, join_timeout_s, max_bytes or MAX_BYTES)
+        if progress:
+            progress("Done", 1.0)
     where = f"rendezvous at {rdzv_endpoint}" if rdzv_endpoint else "all nodes on this host"
     notes = host.notes + [
         f"Collectives: {nodes} node(s), {curves['world_size']} processes, {curves['backend']}, {where}"
