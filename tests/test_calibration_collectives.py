@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -15,6 +16,7 @@ from calculators.interface import cli
 from measure.calibration import collective_launch as launch
 from measure.calibration.collectives import COLLECTIVES, SWEEP_STARTED, bus_factor, curve_point, sweep_sizes
 from measure.calibration.result import CalibrationResult
+from measure.calibration.store import CalibrationStore
 
 
 @pytest.fixture(autouse=True)
@@ -71,6 +73,48 @@ def test_two_local_nodes_write_the_three_curves(tmp_path, capsys):
             assert point["algbw_gbytes_per_s"] == pytest.approx(point["bytes"] / point["time_s"] / 1e9)
         assert result.record(f"{name}_busbw").details["world_size"] == 2
     assert "all_reduce_busbw" in stdout
+
+
+def test_two_nodes_meet_at_an_endpoint_and_only_node_0_keeps_the_result_in_the_fleets_store(tmp_path):
+    """The multi-node path: the same command on each node with its own --node-rank (each its own host
+    lock, as on two hosts), one store for the fleet."""
+    endpoint, store = launch.free_local_endpoint(), tmp_path / "fleet.sqlite3"
+    nodes = []
+    for rank in (0, 1):
+        env = os.environ | {
+            "GPU_SIZING_CALIBRATION_DB": str(store),
+            "GPU_SIZING_CALIBRATION_LOCK": str(tmp_path / f"{rank}.lock"),
+        }
+        argv = [
+            "--collectives",
+            "--nodes",
+            "2",
+            "--node-rank",
+            str(rank),
+            "--rdzv-endpoint",
+            endpoint,
+            "--budget-s",
+            "4",
+        ]
+        command = [
+            sys.executable,
+            "-m",
+            "calculators",
+            "calibrate",
+            "--device",
+            "cpu",
+            *argv,
+            "--out",
+            str(tmp_path / f"{rank}.json"),
+        ]
+        nodes.append(subprocess.Popen(command, cwd=launch.REPO_ROOT, env=env, stderr=subprocess.PIPE, text=True))
+    assert [node.wait(timeout=240) for node in nodes] == [0, 0], [node.stderr.read() for node in nodes]
+    for node in nodes:
+        node.stderr.close()
+    first, second = (json.loads((tmp_path / f"{rank}.json").read_text()) for rank in (0, 1))
+    assert first["all_reduce"] == second["all_reduce"] and len(first["all_gather"]) >= 2  # the same sweep
+    [kept] = CalibrationStore(store).history()
+    assert kept.all_reduce == CalibrationResult.model_validate(first).all_reduce
 
 
 def test_a_peer_that_never_arrives_is_one_line_and_nothing_is_written(tmp_path, capsys):
