@@ -193,6 +193,12 @@ def _matmul_steps(host: _Host) -> list[_Step]:
     return steps
 
 
+def _link_gbps_one_direction(host: _Host) -> float | None:
+    """The catalogue's GPU-to-GPU link in one direction (its figure counts both), which a ring's bus
+    bandwidth is compared with; None without a catalogue row or link figure."""
+    return host.gpu.interconnect_gbps / 2 if host.gpu and host.gpu.interconnect_gbps else None
+
+
 def _allreduce_step(host: _Host) -> _Step:
     """NCCL all-reduce across this host's GPUs (needs at least two)."""
     skip = None if host.cuda_gpus >= 2 else _gpu_only("all-reduce bus bandwidth needs 2 or more CUDA GPUs (NCCL)")
@@ -201,7 +207,7 @@ def _allreduce_step(host: _Host) -> _Step:
         from measure.calibration.allreduce import run_allreduce_subprocess
 
         measured = run_allreduce_subprocess(host.cuda_gpus, "nccl", ALLREDUCE_SIZE_MB, timeout_s=budget_s)
-        link = host.gpu.interconnect_gbps / 2 if host.gpu and host.gpu.interconnect_gbps else None  # one direction
+        link = _link_gbps_one_direction(host)
         busbw = measured["busbw_gbps"]
         return BenchmarkRecord(
             name="allreduce",
@@ -526,7 +532,7 @@ def run_collective_calibration(
     notes = host.notes + [
         f"Collectives: {nodes} node(s), {curves['world_size']} processes, {curves['backend']}, {where}"
     ]
-    one_node_link = host.gpu.interconnect_gbps / 2 if nodes == 1 and host.gpu and host.gpu.interconnect_gbps else None
+    one_node_link = _link_gbps_one_direction(host) if nodes == 1 else None  # across nodes the network is the link
     return CalibrationResult(
         host=socket.gethostname() or "unknown",
         device=str(host.device),
@@ -538,7 +544,7 @@ def run_collective_calibration(
         created_at=created_at,
         budget_s=budget_s,
         duration_s=time.perf_counter() - started_s,
-        records=_collective_records(curves, nodes, one_node_link),  # one direction, as the all-reduce step
+        records=_collective_records(curves, nodes, one_node_link),
         notes=notes,
         all_reduce=curves["all_reduce"],
         all_gather=curves["all_gather"],
