@@ -51,6 +51,34 @@ def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if not line.startswith("[")]
 
 
+RENDEZVOUS = launch.Rendezvous(2, 0, "10.0.0.1:29500", 30)
+WORKER_DIED = (
+    f"{SWEEP_STARTED} (pid 41)\n[rank0]: Traceback (most recent call last):\n"
+    "[rank0]: RuntimeError: [/__w/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+    "[10.0.0.2]:5522: Connection reset by peer. This is typically caused by a remote worker hanging\n"
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n====\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("stderr", "message"),
+    [
+        (
+            "torch.distributed.DistStoreError: Timed out after 31 seconds waiting for clients. 1/2 clients joined.",
+            "a peer never arrived: not all 2 nodes joined the rendezvous at 10.0.0.1:29500 within 30 s; ",
+        ),
+        (
+            WORKER_DIED,
+            "a node stopped in the middle of the sweep, so nothing was written "
+            "(RuntimeError: Read error [10.0.0.2]:5522: Connection reset by peer)",
+        ),
+        ("ValueError: something else\n", "torchrun exited with code 1: ValueError: something else"),
+    ],
+)
+def test_a_failed_node_is_told_apart_by_what_torchrun_printed(stderr, message):
+    assert launch.failure_message(stderr, 1, RENDEZVOUS).startswith(message)
+
+
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = cli.main(["calibrate", "--device", "cpu", *argv])
     captured = capsys.readouterr()

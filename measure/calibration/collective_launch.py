@@ -167,7 +167,9 @@ def run_nodes(rendezvous_per_node: list[Rendezvous], nproc: int, backend: str, b
             try:
                 failed = _wait_all(processes, time.monotonic() + timeout_s)
             except TimeoutError:
-                raise CollectiveRunError(f"the collective sweep did not finish in {timeout_s:.0f} s") from None
+                raise CollectiveRunError(
+                    f"the collective sweep did not finish in {timeout_s:.0f} s: a node stopped or hangs"
+                ) from None
             if failed is not None:
                 stderr = _read(logs[failed])
                 raise CollectiveRunError(failure_message(stderr, processes[failed].returncode, first))
