@@ -151,8 +151,9 @@ def run_nodes(rendezvous_per_node: list[Rendezvous], nproc: int, backend: str, b
     with tempfile.TemporaryDirectory(prefix="collectives-") as folder:
         outs = [Path(folder) / f"node{r.node_rank}.json" for r in rendezvous_per_node]
         logs = [open(Path(folder) / f"node{r.node_rank}.log", "w+", encoding="utf-8") for r in rendezvous_per_node]  # noqa: SIM115
+        processes: list[subprocess.Popen] = []
         try:
-            processes = [
+            processes += [
                 subprocess.Popen(
                     torchrun_command(r, nproc, backend, budget_s, out, max_bytes),
                     cwd=REPO_ROOT,
@@ -176,7 +177,9 @@ def run_nodes(rendezvous_per_node: list[Rendezvous], nproc: int, backend: str, b
             if not outs[0].exists():
                 raise CollectiveRunError(f"torchrun wrote no curves: {_last_lines(_read(logs[0]))}")
             return json.loads(outs[0].read_text(encoding="utf-8"))
-        finally:
+        finally:  # an interrupted caller (Ctrl-C) leaves no agent or worker behind
+            for process in processes:
+                _stop(process)
             for log in logs:
                 log.close()
 
