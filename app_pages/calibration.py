@@ -29,6 +29,8 @@ from measure.calibration.store import (
 )
 from ui import state
 from ui.calibration_state import ACTIVE_KEY, USE_KEY, set_active
+from ui.collective_chart import collective_figure
+from ui.fleet_view import show_fleet
 from ui.messages import in_words
 
 STORE_PROBLEMS_KEY = "_calibration_store_problems"
@@ -178,6 +180,9 @@ rows = [
     for record in active.records
 ]
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+curves = collective_figure(active)
+if curves is not None:
+    st.plotly_chart(curves, width="stretch")
 cols = st.columns(3)
 cols[0].markdown("**Measured overheads**")
 cols[0].json(active.overheads.model_dump())
@@ -208,3 +213,5 @@ if len(history) > 1:
         hide_index=True,
         width="stretch",
     )
+
+show_fleet(history, store.name)

@@ -213,30 +213,7 @@ def test_utilisation_for_a_training_precision():
     assert result.utilisation_for("fp32") is None
 
 
-def test_store_saves_reloads_and_lists_newest_first(tmp_path):
-    store = CalibrationStore(tmp_path / "sub" / "calibrations.sqlite3")
-    assert store.latest() is None and store.history() == []
-    older, newest, other_host = _result(minutes=0), _result(minutes=30), _result(host="other", minutes=10)
-    for result in (older, newest, other_host):
-        store.save(result)
-    assert [r.created_at for r in store.history()] == [newest.created_at, other_host.created_at, older.created_at]
-    assert store.history(host="box") == [newest, older]
-    assert store.history(gpu="NVIDIA H100 80GB HBM3", host="other") == [other_host]
-    assert store.history(gpu="no such GPU") == []
-    assert store.latest(host="box") == newest
-    reopened = CalibrationStore(store.path)
-    assert reopened.latest() == newest
-
-
-def test_store_orders_times_given_in_other_time_zones(tmp_path):
-    store = CalibrationStore(tmp_path / "c.sqlite3")
-    early_utc = _result(minutes=60)  # 13:00 UTC
-    later_tokyo = _result().model_copy(
-        update={"created_at": dt.datetime(2026, 1, 1, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=9)))}
-    )  # 14:30 UTC
-    store.save(later_tokyo)
-    store.save(early_utc)
-    assert store.latest() == later_tokyo
+# The store's own tests run against SQLite and PostgreSQL in test_calibration_store.py.
 
 
 def test_export_then_import_gives_the_same_result():

@@ -787,18 +787,26 @@ def trace_command(args: argparse.Namespace) -> str:
 
 
 def calibrate_command(args: argparse.Namespace) -> str:
-    """Run the benchmarks headless and write the result for the app to import."""
+    """Run the benchmarks (or, with --collectives, the collective sweep) headless, write the result
+    for the app to import, and keep it in the store $GPU_SIZING_CALIBRATION_DB names, if any."""
+    from measure.calibration.collective_launch import CollectiveRunError
     from measure.calibration.runner import (
         CalibrationBusyError,
         CalibrationRequestError,
         check_calibration_request,
+        check_collective_request,
         run_calibration,
+        run_collective_calibration,
     )
     from measure.calibration.store import export_json
 
     try:  # before the run: a bad --out or price must not cost the whole budget
         for warning in check_calibration_request(args.out, args.usd_per_hour, args.budget_s):
             print(f"warning: {warning}", file=sys.stderr)
+        if args.collectives:
+            check_collective_request(args.nodes, args.node_rank, args.rdzv_endpoint, args.rdzv_timeout_s)
+        elif args.nodes != 1 or args.node_rank is not None or args.rdzv_endpoint is not None:
+            raise CalibrationRequestError("--nodes, --node-rank and --rdzv-endpoint go with --collectives")
     except CalibrationRequestError as error:
         raise UsageError(str(error)) from None
 
@@ -806,10 +814,16 @@ def calibrate_command(args: argparse.Namespace) -> str:
         print(f"[{fraction:4.0%}] {step}", file=sys.stderr)
 
     try:
-        result = run_calibration(
-            device=args.device, budget_s=args.budget_s, progress=report, usd_per_hour=args.usd_per_hour
-        )
-    except (CalibrationBusyError, CalibrationRequestError) as error:
+        if args.collectives:
+            result = run_collective_calibration(
+                args.device, args.budget_s, args.nodes, args.node_rank, args.rdzv_endpoint, args.rdzv_timeout_s,
+                progress=report,
+            )  # fmt: skip
+        else:
+            result = run_calibration(
+                device=args.device, budget_s=args.budget_s, progress=report, usd_per_hour=args.usd_per_hour
+            )
+    except (CalibrationBusyError, CalibrationRequestError, CollectiveRunError) as error:
         raise UsageError(str(error)) from None
     text = export_json(result)
     temporary = args.out.with_name(args.out.name + ".tmp")
@@ -818,7 +832,27 @@ def calibrate_command(args: argparse.Namespace) -> str:
         temporary.replace(args.out)  # atomic: a reader never sees half a file
     except OSError as error:
         raise UsageError(f"cannot write {echo(args.out)}: {error.strerror}") from None
+    if not args.collectives or not args.node_rank:  # the fleet keeps one copy of a multi-node sweep: node 0's
+        args.warnings = _keep_in_store(result, args.out)
     return text if args.json else _calibration_summary(result, args.out)
+
+
+def _keep_in_store(result, out: Path) -> list[str]:
+    """Save the result in the store $GPU_SIZING_CALIBRATION_DB names (a file or a fleet's database);
+    its warnings (a damaged file moved aside). A store that cannot be used is one error line that
+    says the result is in `out` all the same."""
+    import os
+
+    from measure.calibration.store import DB_ENV_VAR, CalibrationStore, CalibrationStoreError
+
+    if not os.environ.get(DB_ENV_VAR):
+        return []
+    try:
+        store = CalibrationStore()
+        store.save(result)
+    except CalibrationStoreError as error:
+        raise UsageError(f"{error}; the result is in {echo(out)}") from None
+    return store.problems
 
 
 def _calibration_summary(result, out: Path) -> str:
@@ -1002,6 +1036,15 @@ def build_parser() -> OneLineParser:
     calibrate.add_argument("--usd-per-hour", type=float, help="price per GPU-hour for the cost per epoch")
     calibrate.add_argument("--out", type=Path, required=True, help="where to write the result JSON")
     calibrate.add_argument("--json", action="store_true", help="also print the result JSON")
+    calibrate.add_argument(
+        "--collectives", action="store_true", help="sweep all-reduce, all-gather, reduce-scatter from 1 KB to 1 GB"
+    )
+    calibrate.add_argument("--nodes", type=int, default=1, help="nodes of the sweep (all here without an endpoint)")
+    calibrate.add_argument("--node-rank", type=int, help="this node's rank, 0 on the node at --rdzv-endpoint")
+    calibrate.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="where the nodes meet (torchrun rendezvous)")
+    calibrate.add_argument(
+        "--rdzv-timeout-s", type=float, default=300.0, help="seconds to wait for every node to arrive"
+    )
     calibrate.set_defaults(handler=calibrate_command)
     presets = commands.add_parser("presets", help="list the model presets")
     presets.add_argument("--json", action="store_true")

@@ -5,7 +5,8 @@ Importing this package does not import torch or pynvml; the benchmarks import th
 they run. Check a request with `check_calibration_request()`, start with `run_calibration()`
 (runner; one run per host at a time, `host_lock`), keep results in a `CalibrationStore`
 (store), and apply one with `CalibrationResult.apply_to_overheads()` and
-`CalibrationResult.utilisation_for()` (result).
+`CalibrationResult.utilisation_for()` (result). `run_collective_calibration()` sweeps collectives
+across this host's GPUs or across nodes (collectives, collective_launch).
 """
 
 from measure.calibration.inventory import GpuInfo, GpuInventory, Inventory, match_catalogue, read_inventory
@@ -17,6 +18,7 @@ from measure.calibration.runner import (
     calibration_allowed,
     check_calibration_request,
     run_calibration,
+    run_collective_calibration,
 )
 from measure.calibration.store import (
     CalibrationImportError,
@@ -48,4 +50,5 @@ __all__ = [
     "match_catalogue",
     "read_inventory",
     "run_calibration",
+    "run_collective_calibration",
 ]

@@ -49,7 +49,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--budget-s", "--budget", type=float, default=DEFAULT_BUDGET_S, help="total seconds for all benchmarks"
     )
     parser.add_argument("--usd-per-hour", type=float, help="price of this host, for the cost per epoch")
-    parser.add_argument("--save", metavar="DB", help="append the result to this SQLite store")
+    parser.add_argument("--save", metavar="DB", help="append the result to this store (SQLite file or database URL)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser.parse_args(argv)
 

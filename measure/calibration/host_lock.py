@@ -11,7 +11,8 @@ The kernel drops an flock when the holding process exits, killed or crashed incl
 to `<lock>.owner` for the message; that file is informational only.
 
 Where the lock lives: `$GPU_SIZING_CALIBRATION_LOCK`, else `calibration.lock` in the folder
-of the calibration store (`$GPU_SIZING_CALIBRATION_DB`, default ~/.cache/gpu-sizing/). Runs
+of the calibration store (`$GPU_SIZING_CALIBRATION_DB`, default ~/.cache/gpu-sizing/, also where a
+host whose store is a database server keeps it: the lock is per host, the store may be the fleet's). Runs
 that use stores in different folders lock different files: point them at one shared
 `GPU_SIZING_CALIBRATION_LOCK` to exclude each other.
 """
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from measure.calibration.store import default_store_path
+from measure.calibration.store import local_folder
 
 LOCK_ENV_VAR = "GPU_SIZING_CALIBRATION_LOCK"
 LOCK_FILE_NAME = "calibration.lock"
@@ -42,10 +43,10 @@ class CalibrationBusyError(RuntimeError):
 
 
 def default_lock_path(environ: Mapping[str, str] | None = None) -> Path:
-    """$GPU_SIZING_CALIBRATION_LOCK, else calibration.lock next to the calibration store."""
+    """$GPU_SIZING_CALIBRATION_LOCK, else calibration.lock next to the SQLite store (or in ~/.cache/gpu-sizing)."""
     environ = os.environ if environ is None else environ
     configured = environ.get(LOCK_ENV_VAR)
-    return Path(configured) if configured else default_store_path(dict(environ)).parent / LOCK_FILE_NAME
+    return Path(configured) if configured else local_folder(dict(environ)) / LOCK_FILE_NAME
 
 
 def _owner_path(lock_path: Path) -> Path:

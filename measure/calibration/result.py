@@ -11,8 +11,10 @@ things the estimates can use directly:
   (fp32, tf32, bf16, fp16, fp8) from the matmul benchmarks, and `training_mfu`, the
   model-FLOPs utilisation of the reference training step (6 x N x tokens / time / peak,
   Kaplan et al. 2020, arXiv 2001.08361; PaLM, arXiv 2204.02311, App. B).
+- `all_reduce`, `all_gather`, `reduce_scatter`: bus bandwidth against message size, measured by
+  `calibrate --collectives` across this host's GPUs or across nodes (`CollectivePoint`).
 
-Results also arrive from JSON files and the SQLite history, so the models refuse what
+Results also arrive from JSON files and the calibration store, so the models refuse what
 no measurement can give and what would break the estimates that use them: NaN and
 infinities, a utilisation below the least any GEMM reaches (0 or 5e-324: the Cost page divides
 by it) or above 1 (see MIN_FRACTION_OF_PEAK for the source), a rate or a time
@@ -161,6 +163,32 @@ class CalibratedOverheads(BaseModel):
         return base.model_copy(update=measured)
 
 
+class CollectivePoint(BaseModel):
+    """One message size of a collective's curve, in nccl-tests' terms (measure/calibration/collectives.py):
+    `bytes` as nccl-tests prints it, algbw = bytes / time, busbw = algbw x the collective's bus factor."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    bytes: int = Field(gt=0)
+    algbw_gbytes_per_s: float = Field(gt=0)
+    busbw_gbytes_per_s: float = Field(ge=0)  # 0 for one rank: nothing crosses a link
+    time_s: float = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _within_the_fastest_link(self) -> CollectivePoint:
+        """No link carries more than the fastest memory or link in the catalogue (`physical_ceilings`)."""
+        limit, what = physical_ceilings()["GB/s"]
+        if self.busbw_gbytes_per_s > limit:
+            context = {"number": f"{self.busbw_gbytes_per_s:.4g}", "limit": f"{limit:,.0f}"}
+            raise PydanticCustomError(
+                "physical_ceiling", "bus bandwidth {number} GB/s is above " + what + " ({limit} GB/s)", context
+            )
+        return self
+
+
+Curve = Annotated[list[CollectivePoint], Field(max_length=64)]
+
+
 class CalibrationResult(BaseModel):
     """Everything one calibration run measured on one host and device."""
 
@@ -182,6 +210,10 @@ class CalibrationResult(BaseModel):
     utilisation: dict[str, Fraction] = Field(default_factory=dict)
     training_mfu: Fraction | None = None
     notes: list[str] = Field(default_factory=list, max_length=100)
+    # Measured collective curves (`calibrate --collectives`), one point per message size; empty when not run.
+    all_reduce: Curve = Field(default_factory=list)
+    all_gather: Curve = Field(default_factory=list)
+    reduce_scatter: Curve = Field(default_factory=list)
 
     @field_validator("schema_version")
     @classmethod
@@ -196,6 +228,15 @@ class CalibrationResult(BaseModel):
     def record(self, name: str) -> BenchmarkRecord | None:
         """The record called `name`, or None."""
         return next((record for record in self.records if record.name == name), None)
+
+    def best_busbw_gbytes_per_s(self, collective: str = "all_reduce") -> float | None:
+        """The highest bus bandwidth on the collective's measured curve; for all-reduce without a
+        curve, the one-size benchmark's (`allreduce`); None when neither was measured."""
+        curve = getattr(self, collective)
+        if curve:
+            return max(point.busbw_gbytes_per_s for point in curve)
+        single = self.record("allreduce") if collective == "all_reduce" else None
+        return single.value if single is not None and single.ok else None
 
     def apply_to_overheads(self, overheads: Overheads | None = None) -> Overheads:
         """`overheads` with this host's measured CUDA context, cuBLAS workspace and allocator reserve."""

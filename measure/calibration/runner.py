@@ -193,6 +193,12 @@ def _matmul_steps(host: _Host) -> list[_Step]:
     return steps
 
 
+def _link_gbps_one_direction(host: _Host) -> float | None:
+    """The catalogue's GPU-to-GPU link in one direction (its figure counts both), which a ring's bus
+    bandwidth is compared with; None without a catalogue row or link figure."""
+    return host.gpu.interconnect_gbps / 2 if host.gpu and host.gpu.interconnect_gbps else None
+
+
 def _allreduce_step(host: _Host) -> _Step:
     """NCCL all-reduce across this host's GPUs (needs at least two)."""
     skip = None if host.cuda_gpus >= 2 else _gpu_only("all-reduce bus bandwidth needs 2 or more CUDA GPUs (NCCL)")
@@ -201,7 +207,7 @@ def _allreduce_step(host: _Host) -> _Step:
         from measure.calibration.allreduce import run_allreduce_subprocess
 
         measured = run_allreduce_subprocess(host.cuda_gpus, "nccl", ALLREDUCE_SIZE_MB, timeout_s=budget_s)
-        link = host.gpu.interconnect_gbps / 2 if host.gpu and host.gpu.interconnect_gbps else None  # one direction
+        link = _link_gbps_one_direction(host)
         busbw = measured["busbw_gbps"]
         return BenchmarkRecord(
             name="allreduce",
@@ -418,3 +424,129 @@ def run_calibration(
         raise CalibrationRequestError(f"--budget-s must be a number of seconds above 0, got {budget_s}")
     with exclusive_calibration():
         return _calibrate(device, budget_s, progress, usd_per_hour, catalogue)
+
+
+# A quarter of a collective calibration's budget is left for torchrun to start its workers and
+# for the rendezvous (importing torch alone takes seconds on a busy host); the sweep gets the rest.
+COLLECTIVE_SWEEP_SHARE = 0.75
+DEFAULT_JOIN_TIMEOUT_S = 300.0
+MAX_NODES = 4096
+
+
+def check_collective_request(nodes: int, node_rank: int | None, rdzv_endpoint: str | None,
+                             join_timeout_s: float) -> None:  # fmt: skip
+    """CalibrationRequestError naming the flag for node counts, ranks, endpoints or timeouts that cannot work."""
+    if not 1 <= nodes <= MAX_NODES:
+        raise CalibrationRequestError(f"--nodes must be between 1 and {MAX_NODES}, got {nodes}")
+    if node_rank is not None and rdzv_endpoint is None:
+        raise CalibrationRequestError("--node-rank needs --rdzv-endpoint HOST:PORT (without it every node runs here)")
+    if node_rank is not None and not 0 <= node_rank < nodes:
+        raise CalibrationRequestError(
+            f"--node-rank must be between 0 and {nodes - 1} for --nodes {nodes}, got {node_rank}"
+        )
+    if rdzv_endpoint is not None:
+        host, _, port = rdzv_endpoint.rpartition(":")
+        if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise CalibrationRequestError(
+                f"--rdzv-endpoint must be HOST:PORT with a port of 1 to 65535, got {rdzv_endpoint!r}"
+            )
+    if not (math.isfinite(join_timeout_s) and 1 <= join_timeout_s <= MAX_BUDGET_S):
+        raise CalibrationRequestError(
+            f"--rdzv-timeout-s must be between 1 and {MAX_BUDGET_S:.0f} seconds, got {join_timeout_s}"
+        )
+
+
+def _collective_records(curves: dict[str, Any], nodes: int, link_gbps: float | None) -> list[BenchmarkRecord]:
+    """One record per collective: its best bus bandwidth over the sweep, and at which size."""
+    from measure.calibration.collectives import COLLECTIVES
+
+    records = []
+    for name in COLLECTIVES:
+        best = max(curves[name], key=lambda point: point["busbw_gbytes_per_s"])
+        busbw = best["busbw_gbytes_per_s"]
+        records.append(BenchmarkRecord(
+            name=f"{name}_busbw", value=busbw, unit="GB/s", datasheet_value=link_gbps,
+            percent_of_datasheet=100 * busbw / link_gbps if link_gbps and busbw > 0 else None,
+            details={"backend": curves["backend"], "world_size": curves["world_size"], "nodes": nodes,
+                     "bytes_at_best": best["bytes"], "sizes": len(curves[name])},
+        ))  # fmt: skip
+    return records
+
+
+def _sweep(host: _Host, budget_s: float, nodes: int, node_rank: int | None, rdzv_endpoint: str | None,
+           join_timeout_s: float, max_bytes: int) -> dict[str, Any]:  # fmt: skip
+    """The curves from torchrun: this node of `nodes` at the endpoint, or every node here without one."""
+    from measure.calibration import collective_launch as launch
+
+    on_gpu = host.device.type == "cuda"
+    if on_gpu and nodes > 1 and rdzv_endpoint is None:
+        raise CalibrationRequestError(
+            "--nodes without --rdzv-endpoint runs the nodes on this host's CPU: add --device cpu"
+        )
+    nproc = host.cuda_gpus if on_gpu else 1
+    if nodes * nproc < 2:
+        raise CalibrationRequestError(
+            "--collectives needs two or more processes: --nodes 2 or more, or a host with two or more GPUs"
+        )
+    backend, sweep_s = ("nccl" if on_gpu else "gloo"), budget_s * COLLECTIVE_SWEEP_SHARE
+    if rdzv_endpoint is None:
+        return launch.run_local_nodes(nodes, nproc, backend, sweep_s, join_timeout_s, max_bytes)
+    rendezvous = launch.Rendezvous(nodes, node_rank or 0, rdzv_endpoint, join_timeout_s)
+    return launch.run_nodes([rendezvous], nproc, backend, sweep_s, max_bytes)
+
+
+def run_collective_calibration(
+    device: str = "auto",
+    budget_s: float = DEFAULT_BUDGET_S,
+    nodes: int = 1,
+    node_rank: int | None = None,
+    rdzv_endpoint: str | None = None,
+    join_timeout_s: float = DEFAULT_JOIN_TIMEOUT_S,
+    catalogue: Iterable[GpuSpec] | None = None,
+    max_bytes: int | None = None,
+    progress: Progress | None = None,
+) -> CalibrationResult:
+    """Sweep all-reduce, all-gather and reduce-scatter from 1 KB up (`collectives`) within `budget_s`.
+
+    NCCL across this host's GPUs on a GPU, gloo with one process per node on the CPU. With
+    `rdzv_endpoint` this host is node `node_rank` of `nodes` (run the same call on each); without
+    it all `nodes` run here as local torchrun agents. Raises CalibrationRequestError for a
+    request that cannot work, CalibrationBusyError when this host is calibrating already, and
+    `collective_launch.CollectiveRunError` (one line) when a peer never arrives or a node dies.
+    """
+    from measure.calibration.collectives import MAX_BYTES
+
+    check_budget_s(budget_s)
+    check_collective_request(nodes, node_rank, rdzv_endpoint, join_timeout_s)
+    started_s, created_at = time.perf_counter(), utc_now()
+    with exclusive_calibration():
+        host = _host_for(device, catalogue)
+        if host.device is None:
+            raise CalibrationRequestError(f"--device {device}: {host.unavailable_reason}")
+        if progress:
+            progress(f"Collectives on {nodes} node(s): waiting for every node, then sweeping", 0.0)
+        curves = _sweep(host, budget_s, nodes, node_rank, rdzv_endpoint, join_timeout_s, max_bytes or MAX_BYTES)
+        if progress:
+            progress("Done", 1.0)
+    where = f"rendezvous at {rdzv_endpoint}" if rdzv_endpoint else "all nodes on this host"
+    notes = host.notes + [
+        f"Collectives: {nodes} node(s), {curves['world_size']} processes, {curves['backend']}, {where}"
+    ]
+    one_node_link = _link_gbps_one_direction(host) if nodes == 1 else None  # across nodes the network is the link
+    return CalibrationResult(
+        host=socket.gethostname() or "unknown",
+        device=str(host.device),
+        gpu_name=host.gpu_name,
+        catalogue_gpu=host.gpu.name if host.gpu else None,
+        driver_version=host.nvml_gpu.driver_version if host.nvml_gpu else None,
+        cuda_version=host.cuda_version,
+        torch_version=host.torch_version,
+        created_at=created_at,
+        budget_s=budget_s,
+        duration_s=time.perf_counter() - started_s,
+        records=_collective_records(curves, nodes, one_node_link),
+        notes=notes,
+        all_reduce=curves["all_reduce"],
+        all_gather=curves["all_gather"],
+        reduce_scatter=curves["reduce_scatter"],
+    )
