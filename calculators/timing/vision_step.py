@@ -44,7 +44,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from calculators import DATA_DIR
-from calculators.hardware.catalogue import GpuSpec
+from calculators.hardware.catalogue import GpuSpec, find_gpu
 from calculators.hardware.cpus import is_cpu
 from calculators.memory.vision_training import MAX_MICRO_BATCH, check_image_size, parameters_at
 from calculators.models.vision_library import VisionModel
@@ -55,6 +55,7 @@ from calculators.timing.operations import (
     SUSTAINED_CLOCK_FACTOR,
     curve_family,
     flash_attention_fraction,
+    matmul_curve,
     matmul_fraction,
     shape_factor,
 )
@@ -88,6 +89,12 @@ RESIDUAL_ADD_MOVES = (3, 3)
 # writes dx = dy x s (read dy, write) and reduces ds = sum(dy x x) (read both): 4 (torchvision
 # ops/misc.py SqueezeExcitation.forward: `return scale * input`).
 SE_SCALE_MOVES = (2, 4)
+# timm's SEModule (its SE-ResNeXts) averages the map with `x.mean((2, 3), keepdim=True)`, no module
+# of its own (timm layers/squeeze_excite.py SEModule.forward), where torchvision lists an
+# AdaptiveAvgPool2d: the mean reads the map once; backward writes its broadcast gradient and autograd
+# adds it to the scaling's gradient of the same input (read both, write): 4.
+SE_MEAN_MOVES = (1, 4)
+SQUEEZE_EXCITATION = {"SqueezeExcitation", "SEModule"}
 # Residual adds per block container the trace lists (the add is not a module): timm's ViT `Block`
 # and Swin's `SwinTransformerBlock` add twice (x + attn, x + mlp: timm vision_transformer.py,
 # swin_transformer.py), torchvision's RegNet `ResBottleneckBlock`, MobileNet `InvertedResidual`
@@ -234,17 +241,47 @@ def step_rates(gpu: GpuSpec, run: VisionStepInput) -> Rates:
     )
 
 
+# The part each family's shape curve was measured on (XLA's default_matmul_perf_table.txtpb keys
+# sm_90 and sm_100_B200, data/matmul_efficiency.csv), taken as the SXM part of each (an assumption:
+# the table names the architecture, not the board), and the curve's element size (bf16).
+CURVE_REFERENCE_GPU = {"H100": "H100-SXM5-80GB", "B200": "B200-SXM-180GB"}
+CURVE_ELEMENT_BYTES = 2
+
+
+@cache
+def curve_bandwidth_bytes_per_s(curve: str) -> float:
+    """Memory bandwidth of the part `curve` was measured on (CURVE_REFERENCE_GPU)."""
+    return find_gpu(CURVE_REFERENCE_GPU[curve]).memory_bandwidth_tbps * 1e12
+
+
+def shape_efficiency(rows: float, n: float, k: float, curve: str) -> float:
+    """How close a (rows x k) @ (k x n) GEMM of this shape came to its own roofline on the part the
+    curve was measured on: the measured rate over min(best measured rate, the shape's FLOPs per byte x
+    that part's bandwidth) (Williams, Waterman and Patterson 2009, CACM 52(4)), the shape clamped to
+    the curve's grid as shape_factor does. A small-channel convolution's shape is memory-bound on an
+    H100 (989 TFLOPS over 3.35 TB/s) but not on a GPU with more bytes per FLOP (an RTX 3090: 71 over
+    0.936); the curve's factor alone (rate / best) would charge it the H100's bandwidth limit on every
+    GPU, so the efficiency is taken against the roofline and the caller applies it to the device's own."""
+    grid = matmul_curve(curve)
+    r, nn, kk = (min(max(x, axis[0]), axis[-1]) for x, axis in ((rows, grid.rows), (n, grid.ns), (k, grid.ks)))
+    measured_tflops = shape_factor(r, nn, kk, curve) * grid.best_tflops
+    flops_per_byte = 2.0 * r * nn * kk / (CURVE_ELEMENT_BYTES * (r * kk + kk * nn + r * nn))
+    roofline_tflops = min(grid.best_tflops, flops_per_byte * curve_bandwidth_bytes_per_s(curve) / 1e12)
+    return min(measured_tflops / roofline_tflops, 1.0)
+
+
 def gemm_s(rows: float, n: float, k: float, tflops: float, rates: Rates, moved_bytes: float,
            tensor_cores: bool = True) -> float:  # fmt: skip
-    """Roofline time of one (rows x k) @ (k x n) GEMM moving `moved_bytes`: FLOPs at peak x the
-    achievable fraction x the measured shape factor, or the bytes at the memory bandwidth, at least
-    one kernel launch (operations.gemm_seconds, without its explicit-operand bytes). Plain fp32 runs
-    on the CUDA cores and takes no shape factor: the curve measures tensor-core GEMMs, whose large
-    tiles leave small shapes idle (an assumption; no fp32 curve is published)."""
+    """Roofline time of one (rows x k) @ (k x n) GEMM moving `moved_bytes`: the larger of the FLOPs at
+    peak x the achievable fraction and the bytes at the memory bandwidth, over the shape's measured
+    efficiency against its roofline (shape_efficiency), at least one kernel launch
+    (operations.gemm_seconds, without its explicit-operand bytes). Plain fp32 runs on the CUDA cores
+    and takes no shape efficiency: the curve measures tensor-core GEMMs, whose large tiles leave small
+    shapes idle (an assumption; no fp32 curve is published)."""
     flops = 2.0 * rows * n * k
-    factor = shape_factor(rows, n, k, rates.curve) if tensor_cores else 1.0
-    rate = tflops * 1e12 * rates.fraction * factor
-    return max(flops / rate, moved_bytes / rates.bandwidth_bytes_per_s, KERNEL_LAUNCH_S)
+    efficiency = shape_efficiency(rows, n, k, rates.curve) if tensor_cores else 1.0
+    roofline_s = max(flops / (tflops * 1e12 * rates.fraction), moved_bytes / rates.bandwidth_bytes_per_s)
+    return max(roofline_s / efficiency, KERNEL_LAUNCH_S)
 
 
 def bandwidth_s(moved_bytes: float, rates: Rates) -> float:
@@ -355,8 +392,12 @@ def unlisted_relu(layers: tuple[VisionLayer, ...], layer: VisionLayer) -> bool:
     """torchvision's ResNets and our U-Net apply an in-place ReLU module the trace does not list
     (it makes no tensor): after every BatchNorm but a ResNet's downsample one (whose ReLU follows
     the residual add instead, the same elements) (torchvision models/resnet.py Bottleneck.forward;
-    measure/vision/unet.py). Only for a model whose table lists no activation at all."""
-    return layer.type == "BatchNorm2d" and not any(other.type in ACTIVATIONS for other in layers)
+    measure/vision/unet.py); timm's ResNets (its ResNeXts and SE-ResNeXts) the same (timm
+    models/resnet.py Bottleneck.forward). Only for a model whose table lists no activation outside
+    a squeeze-excitation module (whose sigmoid gate is listed)."""
+    return layer.type == "BatchNorm2d" and not any(
+        other.type in ACTIVATIONS and ".se." not in other.name for other in layers
+    )
 
 
 def residual_blocks(layers: tuple[VisionLayer, ...]) -> dict[str, tuple[int, VisionLayer]]:
@@ -392,8 +433,9 @@ def unlisted_moves_per_image(key: str) -> tuple[float, float]:
         growing, fixed = (growing + moves, fixed) if is_spatial(last) else (growing, fixed + moves)
     previous = None
     for layer in layers:
-        if layer.type == "SqueezeExcitation" and previous is not None:
-            moves = sum(SE_SCALE_MOVES) * elements(previous.output_shape)
+        if layer.type in SQUEEZE_EXCITATION and previous is not None:
+            mean = sum(SE_MEAN_MOVES) if layer.type == "SEModule" else 0
+            moves = (sum(SE_SCALE_MOVES) + mean) * elements(previous.output_shape)
             growing, fixed = (growing + moves, fixed) if is_spatial(previous) else (growing, fixed + moves)
         if layer.output_shape:
             previous = layer
@@ -438,6 +480,8 @@ def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
             tokens = math.prod(layer.output_shape[:-1])
         if layer.output_shape:
             previous = layer.output_shape
+        elif layer.type == "SEModule":  # its fc1 reads the map's mean (SE_MEAN_MOVES), one pixel
+            previous = [previous[0], 1, 1]
     unlisted = unlisted_elementwise_seconds(model, batch, unit_growth, rates)
     by_class["elementwise"] += unlisted
     backward_total += unlisted / 2
