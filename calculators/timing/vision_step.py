@@ -13,7 +13,8 @@ model's operations do (calculators.timing.operations):
   output and weights once (the im2col matrix stays on chip). Backward is two GEMMs of the forward's
   FLOPs: the input gradient and the weight gradient.
 - a depthwise or grouped convolution (K smaller than the input's channels) does a few FLOPs per
-  byte and is bandwidth-bound: its bytes over the memory bandwidth.
+  byte and is bandwidth-bound: its bytes over the memory bandwidth; a depthwise one's backward takes
+  the measured backward / forward of eager PyTorch (DEPTHWISE_BACKWARD_OVER_FORWARD: 16.6x in fp32).
 - linears (ViT, Swin, ConvNeXt MLPs, the classifier) are GEMMs the same way.
 - attention: a ViT's fused SDPA at FlashAttention's fraction of peak (backward 2.5x forward, Dao
   2023, arXiv:2307.08691 Sec. 4) as the text model; Swin's windowed attention runs eager (timm
@@ -186,7 +187,8 @@ class VisionStepTime(BaseModel):
     compute_format: str
     forward_flops_per_image: float
     compute_by_class_s: dict[str, float]
-    compute_s: float
+    compute_s: float = Field(description="the GPU's work, or eager PyTorch's host time where longer")
+    host_s: float = Field(0.0, description="eager PyTorch's host time to issue the step (host_seconds)")
     comm_s: float
     comm_exposed_s: float
     step_s: float
@@ -254,6 +256,7 @@ def curve_bandwidth_bytes_per_s(curve: str) -> float:
     return find_gpu(CURVE_REFERENCE_GPU[curve]).memory_bandwidth_tbps * 1e12
 
 
+@cache
 def shape_efficiency(rows: float, n: float, k: float, curve: str) -> float:
     """How close a (rows x k) @ (k x n) GEMM of this shape came to its own roofline on the part the
     curve was measured on: the measured rate over min(best measured rate, the shape's FLOPs per byte x
@@ -327,6 +330,34 @@ def gemm_pass_seconds(rows: float, n: float, k: float, tflops: float, moved_byte
     return forward, input_grad + weight_grad
 
 
+# Backward over forward of a 3 x 3 depthwise convolution in eager PyTorch, measured on an
+# A100-SXM4-40GB (PyTorch 1.12.1, cuDNN 8.3.2, CUDA 11.6; github.com/pytorch/pytorch issue #18631,
+# comment of 2022-10-20): fp32 forward 272 us, forward and backward 4.8 ms, so backward 16.6x forward
+# (PyTorch runs fp32 depthwise convolutions in its own conv_depthwise2d kernels, whose weight gradient
+# reduces over the whole batch); fp16 forward 201 us, both 684 us, so 2.4x (cuDNN's depthwise
+# kernels). Taken as the same for every depthwise shape, GPU and for bf16 (assumptions).
+DEPTHWISE_BACKWARD_OVER_FORWARD = {"fp32": (4.8e-3 - 272e-6) / 272e-6, "half": (684e-6 - 201e-6) / 201e-6}
+# A grouped convolution that is not depthwise runs in cuDNN's grouped kernels: backward reads and
+# writes what forward does, twice (input and weight gradients).
+GROUPED_BACKWARD_OVER_FORWARD = 2.0
+
+
+def is_depthwise(layer: VisionLayer) -> bool:
+    """One input channel per group: K (input channels x kernel area / groups) is the kernel's area,
+    the square of an odd side (3 x 3, 5 x 5, 7 x 7 in the library); a grouped convolution's K is the
+    area times its channels per group (ResNeXt 32x4d: 4 x 9 = 36, RegNet's 8 x 9 = 72 and wider)."""
+    side = round(math.sqrt(conv_k(layer)))
+    return side % 2 == 1 and side * side == round(conv_k(layer))
+
+
+def grouped_backward_over_forward(layer: VisionLayer, rates: Rates) -> float:
+    """Backward over forward of a grouped convolution: a depthwise one's measured ratio for the
+    compute dtype (DEPTHWISE_BACKWARD_OVER_FORWARD), else GROUPED_BACKWARD_OVER_FORWARD."""
+    if not is_depthwise(layer):
+        return GROUPED_BACKWARD_OVER_FORWARD
+    return DEPTHWISE_BACKWARD_OVER_FORWARD["fp32" if rates.element_bytes == FP32_BYTES else "half"]
+
+
 def conv_seconds(layer: VisionLayer, batch: float, grow: float, input_elements: float, grouped: bool,
                  transposes: bool, rates: Rates) -> tuple[float, float]:  # fmt: skip
     """(forward, backward) of one convolution on `batch` images grown by `grow` (size units over the
@@ -341,7 +372,7 @@ def conv_seconds(layer: VisionLayer, batch: float, grow: float, input_elements: 
     extra = bandwidth_s(NCHW_TRANSPOSE_MOVES * rates.element_bytes * activations, rates) if transposes else 0.0
     if grouped:
         forward = bandwidth_s(moved, rates)
-        return forward + extra, 2 * (forward + extra)
+        return forward + extra, grouped_backward_over_forward(layer, rates) * forward + 2 * extra
     forward, backward = gemm_pass_seconds(rows, channels, k, rates.conv_tflops, moved, rates, rates.conv_tensor_cores)
     return forward + extra, backward + 2 * extra
 
@@ -388,16 +419,21 @@ def moves_of(layer_type: str) -> tuple[int, int] | None:
     return None
 
 
-def unlisted_relu(layers: tuple[VisionLayer, ...], layer: VisionLayer) -> bool:
+@cache
+def lists_activations(key: str) -> bool:
+    """Whether the model's table lists an activation outside a squeeze-excitation module (whose
+    sigmoid gate is listed)."""
+    return any(layer.type in ACTIVATIONS and ".se." not in layer.name for layer in vision_layers(key))
+
+
+def unlisted_relu(key: str, layer: VisionLayer) -> bool:
     """torchvision's ResNets and our U-Net apply an in-place ReLU module the trace does not list
     (it makes no tensor): after every BatchNorm but a ResNet's downsample one (whose ReLU follows
     the residual add instead, the same elements) (torchvision models/resnet.py Bottleneck.forward;
     measure/vision/unet.py); timm's ResNets (its ResNeXts and SE-ResNeXts) the same (timm
-    models/resnet.py Bottleneck.forward). Only for a model whose table lists no activation outside
-    a squeeze-excitation module (whose sigmoid gate is listed)."""
-    return layer.type == "BatchNorm2d" and not any(
-        other.type in ACTIVATIONS and ".se." not in other.name for other in layers
-    )
+    models/resnet.py Bottleneck.forward). Only for a model that lists no activation of its own
+    (lists_activations)."""
+    return layer.type == "BatchNorm2d" and not lists_activations(key)
 
 
 def residual_blocks(layers: tuple[VisionLayer, ...]) -> dict[str, tuple[int, VisionLayer]]:
@@ -413,9 +449,10 @@ def residual_blocks(layers: tuple[VisionLayer, ...]) -> dict[str, tuple[int, Vis
             blocks.setdefault(match.group(0), (1, layer))
         elif layer.type in STOCHASTIC and not any(layer.name.startswith(prefix) for prefix in blocks):
             blocks[layer.name] = (1, layer)
-        # a block's last layer with an output carries what its adds write (layers run in order)
+        # a block's last layer with an output carries what its adds write (layers run in order);
+        # timm's SE module comes after a block's last BatchNorm, and its pooled layers are not it
         for prefix, (adds, _) in blocks.items():
-            if layer.name.startswith(prefix) and layer.output_shape:
+            if layer.name.startswith(prefix) and layer.output_shape and ".se." not in layer.name:
                 blocks[prefix] = (adds, layer)
     return blocks
 
@@ -454,6 +491,7 @@ class _Walk(BaseModel):
 
     by_class: dict[str, float]
     backward_s: float
+    layers: int  # layers that launch work (a container launches none of its own)
 
 
 def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
@@ -464,6 +502,7 @@ def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
     transposes = rates.conv_tensor_cores and not run.channels_last
     by_class = dict.fromkeys(("convolution", "grouped convolution", "linear", "attention", "elementwise"), 0.0)
     backward_total = 0.0
+    timed_layers = 0
     previous = [3, model.reference_resolution, model.reference_resolution]  # the image
     tokens = None  # a Swin block's tokens per image, for its windowed linears
     for layer in layers:
@@ -472,9 +511,10 @@ def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
             grow = unit_growth**2  # global attention: tokens squared
         windowed = model.kind == "swin" and ".attn." in layer.name
         kind, seconds = _layer_kind_seconds(layer, previous, batch, grow, tokens if windowed else None,
-                                            transposes, rates, unlisted_relu(layers, layer))  # fmt: skip
+                                            transposes, rates, unlisted_relu(model.key, layer))  # fmt: skip
         if kind:
             by_class[kind] += sum(seconds)
+            timed_layers += 1
             backward_total += seconds[1]
         if layer.type in NORMS and len(layer.output_shape) >= 2:
             tokens = math.prod(layer.output_shape[:-1])
@@ -485,7 +525,7 @@ def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
     unlisted = unlisted_elementwise_seconds(model, batch, unit_growth, rates)
     by_class["elementwise"] += unlisted
     backward_total += unlisted / 2
-    return _Walk(by_class=by_class, backward_s=backward_total)
+    return _Walk(by_class=by_class, backward_s=backward_total, layers=timed_layers)
 
 
 def _layer_kind_seconds(
@@ -513,6 +553,22 @@ def _layer_kind_seconds(
         moves = (moves[0] + POINTWISE_MOVES[0], moves[1] + POINTWISE_MOVES[1])
     e = rates.element_bytes
     return "elementwise", (bandwidth_s(moves[0] * e * count, rates), bandwidth_s(moves[1] * e * count, rates))
+
+
+# Eager PyTorch issues every layer's forward, backward and optimizer kernels from one host thread; a
+# step of many small layers waits for the host, not the GPU. Per timed layer (layer_seconds), the
+# lower envelope of step time / layers over this project's own 26 H200 runs
+# (data/device_runs/2026-11-27-h200-vision-library.json, torch 2.11, 16 vCPUs): EfficientNet-B0 fp32,
+# 21.9 ms per step over 223 layers; no run issued its layers faster. A calibration on our own host,
+# standing for the host cost of eager PyTorch elsewhere (an assumption: a faster CPU issues faster);
+# no published validation row is used.
+EAGER_HOST_S_PER_LAYER = 98e-6
+
+
+def host_seconds(layers: int, gpu: GpuSpec) -> float:
+    """The host's time to issue one step on a GPU: EAGER_HOST_S_PER_LAYER per timed layer. A CPU
+    device runs its kernels on the cores that issue them, counted in its own op times: 0."""
+    return 0.0 if is_cpu(gpu) else layers * EAGER_HOST_S_PER_LAYER
 
 
 def optimizer_seconds(parameters: int, optimizer: str, rates: Rates) -> float:
@@ -543,7 +599,7 @@ def estimate_vision_step(run: VisionStepInput, gpu: GpuSpec) -> VisionStepTime:
     walk = layer_seconds(run, rates)
     parameters = parameters_at(model, size)
     by_class = walk.by_class | {"optimizer": optimizer_seconds(parameters, run.optimizer, rates)}
-    compute_s = sum(by_class.values())
+    compute_s = max(sum(by_class.values()), host_seconds(walk.layers, gpu))
     comm_s = allreduce_seconds(gpu, run, parameters)
     exposed_s = comm_s - min(run.overlap_fraction * comm_s, walk.backward_s)
     step_s = compute_s + exposed_s
@@ -555,6 +611,7 @@ def estimate_vision_step(run: VisionStepInput, gpu: GpuSpec) -> VisionStepTime:
         forward_flops_per_image=forward_flops,
         compute_by_class_s=by_class,
         compute_s=compute_s,
+        host_s=host_seconds(walk.layers, gpu),
         comm_s=comm_s,
         comm_exposed_s=exposed_s,
         step_s=step_s,
@@ -582,8 +639,8 @@ def step_assumptions(run: VisionStepInput, rates: Rates) -> list[str]:
         f"achievable fraction x sustained clocks ({rates.fraction:.2f} of peak at best); grouped and depthwise "
         "convolutions, norms, activations and pooling bandwidth-bound.",
         "Residual adds and squeeze-excitation scaling (not traced modules) counted from the blocks the trace lists.",
-        "Eager PyTorch's per-op dispatch on the CPU is not counted: short steps (small micro-batches, many-layer "
-        "models such as EfficientNet and MobileNet) run slower than this (bench/vision_time.py, H200 runs).",
+        "Eager PyTorch's host time to issue the kernels is a floor on the step: 98 µs per layer, the fastest "
+        "of this project's H200 runs (a faster host CPU issues faster).",
     ]
     if rates.conv_tensor_cores and not run.channels_last:
         lines.append("NCHW on tensor cores: each convolution transposes its input and output (use --channels-last).")
