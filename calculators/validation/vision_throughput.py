@@ -6,7 +6,8 @@ DGX-1, 1 to 64 GPUs, TF32/FP32 and AMP) and timm's RTX 3090 training benchmark. 
 of an image model is re-estimated with calculators.timing.vision_step at the row's GPU, GPU
 count, precision, memory format and batch. DLE's rows name their loader: PyTorch's DataLoader with 10
 worker processes per GPU on a DGX A100 and 8 on a DGX-1 (configs.yml), so the CPU loader's ceiling
-(calculators.timing.data_loading) applies at that many cores per GPU; timm's inputs are synthetic.
+(calculators.timing.data_loading) applies at that many cores per GPU, or at the node's physical
+cores per GPU where fewer (loader_cores); timm's inputs are synthetic.
 
 A row is counted unless it says why not: a model the library does not hold, a GPU the catalogue
 does not hold, a text model, a time-to-train row (derived from the same throughput), or a table
@@ -102,12 +103,24 @@ def row_channels_last(row: dict) -> bool:
     return "AMP" in row["precision"]
 
 
+# DataLoader worker processes per GPU in DLE's configs.yml, and the physical CPU cores of the node
+# they share: a DGX A100 has two 64-core AMD EPYC 7742 (NVIDIA DGX A100 datasheet, "Dual AMD Rome
+# 7742, 128 cores total"), a DGX-1 two 20-core Intel Xeon E5-2698 v4 (NVIDIA DGX-1 datasheet);
+# 8 GPUs per node in both.
+DLE_WORKERS_PER_GPU = {"A100": 10, "V100": 8}
+DGX_NODE_CORES = {"A100": 128, "V100": 40}
+DGX_GPUS_PER_NODE = 8
+
+
 def loader_cores(row: dict) -> int | None:
-    """DataLoader worker processes per GPU the row ran with (one core each), None for synthetic
-    inputs: DLE's configs.yml gives 10 on a DGX A100 and 8 on a DGX-1."""
+    """Cores decoding for each GPU of the row, None for synthetic inputs: its DataLoader workers (one
+    process each), at most the node's physical cores shared by the GPUs running on it (an 8-GPU
+    DGX-1 runs 8 x 8 = 64 workers on 40 cores: 5 per GPU)."""
     if "synthetic" in row["data_loader"]:
         return None
-    return 10 if "A100" in row["hardware"] else 8
+    system = "A100" if "A100" in row["hardware"] else "V100"
+    gpus_on_node = min(int(row["accelerator_count"]), DGX_GPUS_PER_NODE)
+    return min(DLE_WORKERS_PER_GPU[system], DGX_NODE_CORES[system] // gpus_on_node)
 
 
 def why_not_counted(row: dict) -> str | None:
