@@ -8,8 +8,9 @@ model's operations do (calculators.timing.operations):
 
 - a convolution is an implicit GEMM (cuDNN's IMPLICIT_GEMM algorithm; Chetlur et al. 2014,
   arXiv:1410.0759 Sec. 3): M = batch x output pixels, N = output channels, K = input channels x
-  kernel area / groups, K read off the trace as FLOPs / (2 x pixels x channels). It runs on the
-  same measured shape curve and achievable fraction as the transformer GEMMs; it moves its input,
+  kernel area / groups, K read off the trace as FLOPs / (2 x pixels x channels). It runs at the
+  achievable fraction of the transformer GEMMs, slowed by the measured shape curve's efficiency
+  against the roofline of the part it was measured on (shape_efficiency); it moves its input,
   output and weights once (the im2col matrix stays on chip). Backward is two GEMMs of the forward's
   FLOPs: the input gradient and the weight gradient.
 - a depthwise or grouped convolution (K smaller than the input's channels) does a few FLOPs per
@@ -28,6 +29,8 @@ model's operations do (calculators.timing.operations):
 - data parallel: one ring all-reduce of the fp32 gradients per step (DDP), hidden under the
   backward by `overlap_fraction` (calculators.timing.communication).
 - the optimizer step: bandwidth-bound, bytes per parameter (OPTIMIZER_BYTES_PER_PARAMETER).
+- eager PyTorch's host issues every layer's kernels: a step takes at least EAGER_HOST_S_PER_LAYER
+  per layer (host_seconds; from this project's own H200 runs).
 
 Resolution: spatial layers grow with the model's size unit (pixels; tokens for a ViT), global
 attention with tokens squared, Swin's windowed attention with pixels (its windows are fixed).
