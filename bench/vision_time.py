@@ -3,10 +3,10 @@
     python bench/vision_time.py [--rows]
 
 Prints, per published model of data/vision_training.csv (calculators.validation.vision_throughput),
-the counted rows, the median estimate / measured and the rows within +-20%; the DLE rows' median
-(the ResNet-50 and EfficientNet targets); with --rows every counted row; then how long one
-estimate takes (the first call reads the layer table; later calls are the rerun cost). Speed is
-printed, never asserted.
+the counted rows, the median estimate / measured and the rows within +-20%; the same per DLE model
+(ResNet-50, ResNeXt-101, SE-ResNeXt-101, EfficientNet: the +-20% targets); with --rows every
+counted row; then how long one estimate takes (the first call reads the layer table; later calls
+are the rerun cost). Speed is printed, never asserted.
 """
 
 from __future__ import annotations
@@ -32,10 +32,14 @@ def accuracy(show_rows: bool) -> None:
     print(f"{'model':<40}{'rows':>5}{'median est/meas':>17}{'within 20%':>12}")
     for item in summary_by_model(table):
         print(f"{item.model:<40}{item.rows:>5}{item.median_ratio:>17.2f}{item.within_20_pct:>8} of {item.rows}")
+    dle = [row for row in table if row.counted and "(timm)" not in row.model]
     for label, rows in (
-        ("DLE (ResNet-50, EfficientNet)", [r for r in table if r.counted and "(timm)" not in r.model]),
-        ("DLE ResNet-50", [r for r in table if r.counted and r.model == "ResNet-50 v1.5"]),
-        ("timm RTX 3090", [r for r in table if r.counted and "(timm)" in r.model]),
+        ("DLE, every counted row", dle),
+        ("DLE ResNet-50", [row for row in dle if row.model == "ResNet-50 v1.5"]),
+        ("DLE ResNeXt-101 32x4d", [row for row in dle if row.model == "ResNeXt-101 32x4d"]),
+        ("DLE SE-ResNeXt-101 32x4d", [row for row in dle if row.model == "SE-ResNeXt-101 32x4d"]),
+        ("DLE EfficientNet-B0/B4", [row for row in dle if row.model.startswith("EfficientNet")]),
+        ("timm RTX 3090", [row for row in table if row.counted and "(timm)" in row.model]),
     ):
         ratios = [row.ratio for row in rows]
         within = sum(0.8 <= ratio <= 1.2 for ratio in ratios)

@@ -107,3 +107,49 @@ def test_images_per_second_is_the_batch_over_the_step():
 def test_a_size_the_model_cannot_take_names_the_bound():
     with pytest.raises(VisionInputError, match="multiple of 16"):
         vs.estimate_vision_step(run("vit_base_patch16_224", image_size=230), DEVICE)
+
+
+def test_shape_efficiency_is_the_curve_over_its_parts_roofline():
+    # H100 curve (XLA's sm_90 table), rows 16384, n = k = 256: 210.70 TFLOPS measured. Its bf16 bytes
+    # 2 x (16384 x 256 + 256 x 256 + 16384 x 256) = 16,908,288 for 2 x 16384 x 256 x 256 =
+    # 2,147,483,648 FLOPs: 127.0 FLOP/byte x 3.35 TB/s (H100 SXM5) = 425.5 TFLOPS, below the curve's
+    # best 804.72: efficiency 210.70 / 425.5 = 0.495
+    roofline_tflops = 2147483648 / 16908288 * 3.35
+    assert vs.shape_efficiency(16384, 256, 256, "H100") == pytest.approx(210.70 / roofline_tflops, rel=1e-3)
+    # a large square shape is compute-bound on its part: its rate over the best, 788.70 / 804.72
+    assert vs.shape_efficiency(16384, 4096, 4096, "H100") == pytest.approx(788.70 / 804.72, rel=1e-3)
+
+
+def test_depthwise_is_one_input_channel_per_group():
+    def conv(k):
+        return vs.VisionLayer(name="c", type="Conv2d", output_shape=[32, 10, 10], forward_flops=2 * 100 * 32 * k,
+                              saved_bytes=0)  # fmt: skip
+
+    assert vs.is_depthwise(conv(9)) and vs.is_depthwise(conv(25))  # 3 x 3 and 5 x 5, one channel each
+    assert not vs.is_depthwise(conv(36))  # ResNeXt 32x4d: 4 channels x 9
+    assert not vs.is_depthwise(conv(72))  # 8 channels x 9
+
+
+def test_depthwise_backward_takes_the_measured_ratio_for_its_dtype():
+    # pytorch#18631 on an A100: fp32 forward 272 us, forward + backward 4.8 ms -> 16.65x; fp16 201 / 684 us -> 2.40x
+    layer = vs.VisionLayer(name="c", type="Conv2d", output_shape=[32, 10, 10], forward_flops=2 * 100 * 32 * 9,
+                           saved_bytes=0)  # fmt: skip
+    for precision, ratio in (("fp32", 16.647), ("amp-bf16", 2.403)):
+        rates = vs.step_rates(DEVICE, run(precision=precision))
+        forward, backward = vs.conv_seconds(layer, 1e4, 1.0, 3200, True, False, rates)
+        assert backward / forward == pytest.approx(ratio, rel=1e-3)
+
+
+def test_the_host_issuing_eager_kernels_is_a_floor_on_a_short_step():
+    # 98 us per timed layer: a 223-layer step at least 21.85 ms however fast the GPU
+    assert vs.host_seconds(223, DEVICE) == pytest.approx(223 * 98e-6)
+    step = vs.estimate_vision_step(run("efficientnet_b0", micro_batch=1, precision="amp-bf16"), DEVICE)
+    assert step.compute_s == pytest.approx(step.host_s) and step.host_s > sum(step.compute_by_class_s.values())
+
+
+def test_timm_se_module_scales_and_averages_its_map():
+    # SE-ResNeXt-101 32x4d adds, per block, SE's scale (2 + 4 moves) and mean (1 + 4) of the block's
+    # last BatchNorm output: 3 x 256 x 56^2 + 4 x 512 x 28^2 + 23 x 1024 x 14^2 + 3 x 2048 x 7^2 =
+    # 8,931,328 elements per image, x 11 moves
+    se, plain = vs.unlisted_moves_per_image("seresnext101_32x4d"), vs.unlisted_moves_per_image("resnext101_32x4d")
+    assert se[0] - plain[0] == pytest.approx(11 * 8_931_328)

@@ -6,7 +6,8 @@ DGX-1, 1 to 64 GPUs, TF32/FP32 and AMP) and timm's RTX 3090 training benchmark. 
 of an image model is re-estimated with calculators.timing.vision_step at the row's GPU, GPU
 count, precision, memory format and batch. DLE's rows name their loader: PyTorch's DataLoader with 10
 worker processes per GPU on a DGX A100 and 8 on a DGX-1 (configs.yml), so the CPU loader's ceiling
-(calculators.timing.data_loading) applies at that many cores per GPU; timm's inputs are synthetic.
+(calculators.timing.data_loading) applies at that many cores per GPU, or at the node's physical
+cores per GPU where fewer (loader_cores); timm's inputs are synthetic.
 
 A row is counted unless it says why not: a model the library does not hold, a GPU the catalogue
 does not hold, a text model, a time-to-train row (derived from the same throughput), or a table
@@ -32,7 +33,8 @@ from calculators.timing.vision_step import VisionStepInput, estimate_vision_step
 VISION_TRAINING_PATH = DATA_DIR / "vision_training.csv"
 THROUGHPUT_METRICS = ("train_throughput_all_gpus", "train_samples_per_sec")
 # The table's model names that are not a library name as written.
-MODEL_KEYS = {"ResNet-50 v1.5": "resnet50", "EfficientNet-b0": "efficientnet_b0", "EfficientNet-b4": "efficientnet_b4"}
+MODEL_KEYS = {"ResNet-50 v1.5": "resnet50", "EfficientNet-b0": "efficientnet_b0", "EfficientNet-b4": "efficientnet_b4",
+              "ResNeXt-101 32x4d": "resnext101_32x4d", "SE-ResNeXt-101 32x4d": "seresnext101_32x4d"}  # fmt: skip
 # Published hardware names -> catalogue names.
 GPU_NAMES = {
     "NVIDIA A100-SXM4-80GB (DGX A100)": "A100-SXM4-80GB",
@@ -40,11 +42,13 @@ GPU_NAMES = {
     "NVIDIA V100-SXM2-32GB (DGX-1)": "V100-SXM2-32GB",
     "NVIDIA GeForce RTX 3090 24GB": "RTX-3090-24GB",
 }
-# torchvision's ResNet-50 is v1.5 (stride 2 in the 3 x 3 convolution, torchvision models/resnet.py);
-# the library lacks these two, so they are named with why.
+# torchvision's ResNet-50 is v1.5 (stride 2 in the 3 x 3 convolution, torchvision models/resnet.py).
+# DLE's ResNeXt-101 32x4d is timm's resnext101_32x4d (bottleneck width 128, 32 groups, expansion 2 in
+# DLE's image_classification/models/resnet.py); DLE's SE-ResNeXt squeezes every SE block to 16
+# channels where timm's seresnext101_32x4d divides by 16: the same FLOPs within 0.1%, 4.8M of
+# timm's 49.0M parameters in SE against about 0.6M in DLE's (optimizer and all-reduce bytes only).
+# The library lacks these, so they are named with why.
 MISSING_MODELS = {
-    "ResNeXt-101 32x4d": "the library holds ResNeXt-101 32x8d, not 32x4d",
-    "SE-ResNeXt-101 32x4d": "SE-ResNeXt-101 is not in the library (neither torchvision nor the traced timm set)",
     "nnU-Net 2D U-Net (DLE)": "nnU-Net's 2D U-Net is not the library's U-Net (measure/vision/unet.py)",
     "nnU-Net 3D U-Net (DLE)": "3D U-Nets are not in the library",
 }
@@ -99,12 +103,24 @@ def row_channels_last(row: dict) -> bool:
     return "AMP" in row["precision"]
 
 
+# DataLoader worker processes per GPU in DLE's configs.yml, and the physical CPU cores of the node
+# they share: a DGX A100 has two 64-core AMD EPYC 7742 (NVIDIA DGX A100 datasheet, "Dual AMD Rome
+# 7742, 128 cores total"), a DGX-1 two 20-core Intel Xeon E5-2698 v4 (NVIDIA DGX-1 datasheet);
+# 8 GPUs per node in both.
+DLE_WORKERS_PER_GPU = {"A100": 10, "V100": 8}
+DGX_NODE_CORES = {"A100": 128, "V100": 40}
+DGX_GPUS_PER_NODE = 8
+
+
 def loader_cores(row: dict) -> int | None:
-    """DataLoader worker processes per GPU the row ran with (one core each), None for synthetic
-    inputs: DLE's configs.yml gives 10 on a DGX A100 and 8 on a DGX-1."""
+    """Cores decoding for each GPU of the row, None for synthetic inputs: its DataLoader workers (one
+    process each), at most the node's physical cores shared by the GPUs running on it (an 8-GPU
+    DGX-1 runs 8 x 8 = 64 workers on 40 cores: 5 per GPU)."""
     if "synthetic" in row["data_loader"]:
         return None
-    return 10 if "A100" in row["hardware"] else 8
+    system = "A100" if "A100" in row["hardware"] else "V100"
+    gpus_on_node = min(int(row["accelerator_count"]), DGX_GPUS_PER_NODE)
+    return min(DLE_WORKERS_PER_GPU[system], DGX_NODE_CORES[system] // gpus_on_node)
 
 
 def why_not_counted(row: dict) -> str | None:

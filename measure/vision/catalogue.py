@@ -43,6 +43,10 @@ ENTRIES: tuple[VisionEntry, ...] = (
     *(_tv(f"resnet{depth}", 224, f"resnet{depth}", [f"microsoft/resnet-{depth}"]) for depth in (18, 34, 50, 101, 152)),
     _tv("resnext50_32x4d", 224, "resnext50_32x4d"),
     _tv("resnext101_32x8d", 224, "resnext101_32x8d"),
+    # timm's definitions match DLE ConvNets' resnext101-32x4d and se-resnext101-32x4d (ResNet v1.5
+    # bottlenecks, 32 groups of width 4; SE with reduction 16 after the last BatchNorm, before the add)
+    _timm("resnext101_32x4d", "cnn", 224),
+    _timm("seresnext101_32x4d", "cnn", 224),
     _tv("wide_resnet50_2", 224, "wide_resnet50_2"),
     *(
         _tv(f"efficientnet_{b}", crop, f"efficientnet_{b}", [f"google/efficientnet-{b}"])
