@@ -510,6 +510,13 @@ def _declare() -> list[Setting]:
         ),
         time("fp32_uses_tf32", "tf32", "fp32 matmuls on TF32", state="cost_tf32", flag="--tf32"),
         time(
+            "sustained_clock_factor",
+            "sustained_clock",
+            "Sustained over burst matmul clock (assumed)",
+            state="cost_sustained_clock",
+            flag="--sustained-clock",
+        ),
+        time(
             "matmul_fraction",
             "mm_frac",
             "Measured matmul fraction of peak (0 = mamf-finder)",

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.mllama import layers_skipped_without_images
 from calculators.models.spec import ModelSpec, extension
-from calculators.timing import communication, host_link
+from calculators.timing import collectives, communication, host_link
 from calculators.timing.communication import bubble_fraction
 from calculators.timing.flops import (
     matmul_flops_factor,
@@ -41,7 +41,6 @@ from calculators.timing.operations import (
     ATTENTION_KERNEL_NAMES,
     DEFAULT_MATMUL_FRACTION,
     LOSS_KERNEL_NAMES,
-    SUSTAINED_CLOCK_FACTOR,
     curve_family,
     expert_parallel_of,
     flash_attention_fraction,
@@ -113,9 +112,15 @@ def exposed_comm_s(comm_s: float, hideable_under_s: float, overlap_fraction: flo
     return comm_s - hidden
 
 
-def dimension_links(gpu: GpuSpec, settings: TrainingSettings, time_settings: TimeSettings) -> dict[str, float]:
+def dimension_links(
+    gpu: GpuSpec, settings: TrainingSettings, time_settings: TimeSettings, spec: ModelSpec | None = None
+) -> dict[str, float]:
     """GB/s per GPU per direction each dimension's traffic runs at (placement in
-    calculators.timing.communication.dimension_crossings)."""
+    calculators.timing.communication.dimension_crossings). With the model `spec`, each
+    dimension's collective at its message size on the measured curves (curve_links); without,
+    the flat link of communication.link_gbytes_per_s."""
+    if spec is not None:
+        return curve_links(gpu, spec, settings, time_settings)
     crossings = communication.dimension_crossings(settings, time_settings.gpus_per_node, time_settings.expert_parallel)
     nics = communication.ring_nics_in_flight(settings, time_settings.gpus_per_node)
     return {
@@ -128,6 +133,31 @@ def dimension_links(gpu: GpuSpec, settings: TrainingSettings, time_settings: Tim
         )
         for dim, crosses in crossings.items()
     }
+
+
+def curve_links(
+    gpu: GpuSpec, spec: ModelSpec, settings: TrainingSettings, time_settings: TimeSettings
+) -> dict[str, float]:
+    """Effective GB/s of each dimension's traffic: one call of its collective at its message size
+    (communication.dimension_collectives) timed on the measured curves
+    (calculators.timing.collectives), latency included, as bytes sent / seconds."""
+    measured = collectives.measured_intra_curves(time_settings.collective_curves)
+    groups = communication.dimension_collectives(
+        spec, settings, time_settings.gpus_per_node, expert_parallel_of(spec, time_settings)
+    )
+    links = {}
+    for dim, group in groups.items():
+        ranks = max(group.ranks, 2)  # a dimension of one rank sends nothing; its rate is never used
+        bus = collectives.bus_gbytes_per_s(
+            gpu, group.collective, group.size_bytes, ranks, group.nodes, time_settings.inter_node_gbps,
+            time_settings.intra_node_efficiency, measured,
+        )  # fmt: skip
+        seconds = collectives.collective_seconds(
+            group.collective, group.size_bytes, ranks, bus, collectives.curve_ranks(gpu, group.nodes)
+        )
+        sent = group.size_bytes * collectives.volume_factor(group.collective, ranks)
+        links[dim] = sent / seconds / 1e9 if seconds else bus
+    return links
 
 
 def comm_seconds(
@@ -175,7 +205,7 @@ def _assumptions(
         if time_settings.utilisation is not None
         else f"each GEMM at dense peak x achievable fraction ({basis}) x the measured {curve_family(gpu)} shape "
         "curve x "
-        f"{SUSTAINED_CLOCK_FACTOR:g} sustained clocks (assumed), "
+        f"{time_settings.sustained_clock_factor:g} sustained clocks (an assumption, --sustained-clock), "
         "or memory-bound; "
         + ATTENTION_KERNEL_NAMES[time_settings.attention_kernel]
         + f" at {flash_attention_fraction(gpu, time_settings.attention_kernel):.3f} of peak; norms, activations, "
@@ -193,9 +223,11 @@ def _assumptions(
         f"matmuls in {fmt} at the dense peak from the GPU catalogue; {compute}",
         f"data parallel over {settings.gpus} GPU(s), ZeRO-{settings.zero}, trainable parameters per rank only; "
         f"tensor parallel {settings.tensor_parallel} (4 all-reduces per layer), pipeline "
-        f"{settings.pipeline_parallel} x {time_settings.virtual_stages} virtual stage(s); ring collectives "
-        f"2(n-1)/n, across nodes on every NIC of the group in a node; {time_settings.gpus_per_node} GPUs per "
-        f"node: {placement}",
+        f"{settings.pipeline_parallel} x {time_settings.virtual_stages} virtual stage(s); each collective at its "
+        "message size on measured nccl-tests curves (data/collective_curves.csv"
+        + (", this host's calibrated curves inside a node" if time_settings.collective_curves else "")
+        + "), across nodes hierarchical on every NIC of the node; "
+        f"{time_settings.gpus_per_node} GPUs per node: {placement}",
         f"overlap: data parallel {time_settings.overlap_fraction:.0%}, tensor parallel "
         f"{time_settings.tp_overlap_fraction:.0%}, pipeline p2p {time_settings.pp_overlap_fraction:.0%}",
         "norms, rotary embeddings and activation as "
@@ -268,7 +300,7 @@ def estimate_time(
     else:
         parts = step_compute(spec, settings, step_kernels(spec, language, gpu, time_settings, peak, fmt))
         compute_s, by_class = parts.total_s, parts.by_class_s
-    links = dimension_links(gpu, language, time_settings)
+    links = dimension_links(gpu, language, time_settings, spec)
     comm_s, exposed_s, dp_bytes = comm_by_dimension(spec, settings, time_settings, links, compute_s)
     m = language.grad_accum
     busy_s = compute_s + exposed_s["tp"] + exposed_s["pp"] + exposed_s["ep"]

@@ -115,14 +115,6 @@ FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
 # curve, every other GPU H100's (an assumption for those with no curve of their own).
 MATMUL_CURVE_PATH = DATA_DIR / "matmul_efficiency.csv"
 CURVE_FAMILIES = ("H100", "B200")
-# Sustained over burst matmul rate: an ASSUMPTION, not a measurement. mamf-finder reports the
-# fastest of 100 timed iterations per shape, not their mean (github.com/stas00/ml-engineering
-# compute/accelerator/benchmarks/README.md @744d01e), and a GPU holds a lower clock under a whole
-# step's heat and power than in its best iteration (ibid. compute/accelerator/README.md, "the
-# cooler you keep the GPU, the higher the sustained clock"), but neither gives a figure. 0.825
-# stands until a measured training-step GEMM rate replaces it (calibrate --device cuda, applied
-# as the matmul fraction); it used to cite a "15-20% below burst" line the README does not have.
-SUSTAINED_CLOCK_FACTOR = 0.825
 # FlashAttention forward + backward, fraction of dense BF16 peak: 50-73% on A100 for
 # FlashAttention-2 (Dao 2023, arXiv 2307.08691, abstract), midpoint 0.615; 35% on H100
 # (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, abstract: "FlashAttention-2 achieves
@@ -628,7 +620,7 @@ def step_kernels(
     fraction = time_settings.matmul_fraction or matmul_fraction(gpu, compute_format)
     rates = GemmRates(
         peak_tflops=peak_tflops,
-        fraction=fraction * SUSTAINED_CLOCK_FACTOR,
+        fraction=fraction * time_settings.sustained_clock_factor,
         bandwidth_tbps=gpu.memory_bandwidth_tbps,
         element_bytes=1.0 if settings.precision == "fp8" else compute_bytes(settings.precision),
         curve=curve_family(gpu),

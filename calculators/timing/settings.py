@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from calculators.timing.collectives import CurvePoint
 from calculators.timing.communication import NVLINK_EFFICIENCY
 
 # The kernels a run uses, named apart from the precision (each described in calculators.timing.operations).
@@ -19,6 +20,14 @@ LossKernel = Literal["auto", "fused", "eager", "vocab-parallel"]
 # Host cores per GPU by default: an AWS p5.48xlarge has 192 vCPUs (2 per physical core) for 8 H100s
 # (https://aws.amazon.com/ec2/instance-types/p5/): 12 cores per GPU.
 DEFAULT_HOST_CORES_PER_GPU = 12.0
+# Sustained over burst matmul rate: an ASSUMPTION, not a measurement. mamf-finder reports the
+# fastest of 100 timed iterations per shape, not their mean (github.com/stas00/ml-engineering
+# compute/accelerator/benchmarks/README.md @744d01e), and a GPU holds a lower clock under a whole
+# step's heat and power than in its best iteration (ibid. compute/accelerator/README.md, "the
+# cooler you keep the GPU, the higher the sustained clock"), but neither gives a figure. 0.825
+# stands until a measured training-step GEMM rate replaces it (calibrate --device cuda, applied
+# as the matmul fraction, or --sustained-clock); it used to cite a "15-20% below burst" line the README does not have.
+SUSTAINED_CLOCK_FACTOR = 0.825
 DEFAULT_INTER_NODE_GBPS = 400.0  # Gb/s network per GPU (one 400G NIC per GPU, as HGX H100 nodes)
 
 
@@ -27,7 +36,7 @@ DEFAULT_INTER_NODE_GBPS = 400.0  # Gb/s network per GPU (one 400G NIC per GPU, a
 STEP_SETTING_FIELDS: tuple[str, ...] = (
     "gpus_per_node", "inter_node_gbps", "overlap_fraction", "tp_overlap_fraction", "pp_overlap_fraction",
     "virtual_stages", "compile", "kernels", "loss_kernel", "attention_kernel", "fp32_uses_tf32", "matmul_fraction",
-    "expert_parallel", "host_cores_per_gpu", "host_link_gbytes_per_s",
+    "expert_parallel", "host_cores_per_gpu", "host_link_gbytes_per_s", "sustained_clock_factor",
 )  # fmt: skip
 
 
@@ -54,7 +63,24 @@ class TimeSettings(BaseModel):
     inter_node_gbps: float = Field(
         default=DEFAULT_INTER_NODE_GBPS, ge=0.1, le=100_000, description="network Gb/s per GPU between nodes"
     )
-    intra_node_efficiency: float = Field(default=NVLINK_EFFICIENCY, ge=0.01, le=1)
+    intra_node_efficiency: float = Field(
+        default=NVLINK_EFFICIENCY,
+        ge=0.01,
+        le=1,
+        description="achieved / one-way link rate of interconnects with no measured collective curve (PCIe, bridges)",
+    )
+    collective_curves: dict[str, list[CurvePoint]] | None = Field(
+        default=None,
+        description="a calibration's measured curves ('all_reduce', 'all_gather', 'reduce_scatter': bytes and "
+        "bus GB/s per payload), which replace the published intra-node ones; None = data/collective_curves.csv",
+    )
+    sustained_clock_factor: float = Field(
+        default=SUSTAINED_CLOCK_FACTOR,
+        ge=0.3,
+        le=1,
+        description="sustained over burst matmul rate under a whole step's heat and power: an ASSUMPTION "
+        "(SUSTAINED_CLOCK_FACTOR), shown with the estimate",
+    )
     overlap_fraction: float = Field(
         default=1.0,
         ge=0,
