@@ -190,13 +190,15 @@ def test_eight_gpu_step_adds_the_exposed_allreduce():
     # Compute per GPU is unchanged (each GPU does its own 4096 tokens): 0.381727 s.
     # DDP all-reduces 25 MiB buckets; 8 x H100 on NVLink 4 run NVLS, whose measured curve (8 x H200,
     # same NVLink 4) reads 219.89 GB/s at 16 MiB and 275.84 at 32 MiB: at 25 MiB, log2(25/16) =
-    # 0.643856 of the way, 255.914 GB/s. All-reduce 23,584,454,656 bytes / 255.914e9 = 0.092158 s;
-    # with overlap 0.5 half hides: 0.046079 s.
+    # 0.643856 of the way, 255.914 GB/s. All-reduce 23,584,454,656 bytes / 255.914e9 = 0.092158 s.
+    # The last bucket (26,214,400 x 1.75 / 255.914e9 = 0.000179 s) starts after backward; of the
+    # rest, 0.091979 s, overlap 0.5 hides half (under the backward's 2/3 x 0.381727 = 0.254485 s):
+    # exposed 0.000179 + 0.045989 = 0.046169 s.
     estimate = estimate_time(LLAMA2_7B, settings(gpus=8), H100, tokens(utilisation=0.5, overlap_fraction=0.5))
     assert estimate.comm_gbytes_per_s == pytest.approx(255.914, rel=1e-5)
     assert estimate.comm_s == pytest.approx(0.092158, rel=1e-4)
-    assert estimate.comm_exposed_s == pytest.approx(0.046079, rel=1e-4)
-    assert estimate.step_s == pytest.approx(0.427806, rel=1e-4)
+    assert estimate.comm_exposed_s == pytest.approx(0.046169, rel=1e-4)
+    assert estimate.step_s == pytest.approx(0.427896, rel=1e-4)
     assert estimate.tokens_per_step == 8 * 4096
 
 
@@ -223,15 +225,16 @@ def test_allreduce_overlaps_only_the_last_micro_batch():
     # A 1 Gb/s network (0.125 GB/s): each NIC carries 2 x 7/8 x 25 MiB = 45,875,200 bytes per
     # bucket, the measured sweep's 350 MiB payload: 235.976 GB/s busbw, 62.927% of a NIC, 0.583216
     # s per bucket, busbw 0.0786587 GB/s: the all-reduce takes 299.83 s, far longer than a
-    # micro-batch. With grad_accum 4 only the last micro-batch's 0.381727 s can hide it (overlap 1.0).
+    # micro-batch. With grad_accum 4 only the last micro-batch's backward, 2/3 x 0.381727 =
+    # 0.254485 s, can hide it (overlap 1.0).
     slow = tokens(utilisation=0.5, inter_node_gbps=1, gpus_per_node=1, overlap_fraction=1.0)
     estimate = estimate_time(LLAMA2_7B, settings(gpus=8, grad_accum=4), H100, slow)
     comm = 23_584_454_656 / 0.0786587e9
     assert estimate.comm_s == pytest.approx(comm, rel=1e-5)
     comm = estimate.comm_s
     assert estimate.comm_s == pytest.approx(comm)
-    assert estimate.comm_exposed_s == pytest.approx(comm - 0.381727, rel=1e-6)
-    assert estimate.step_s == pytest.approx(4 * 0.381727 + comm - 0.381727, rel=1e-6)
+    assert estimate.comm_exposed_s == pytest.approx(comm - 0.254485, rel=1e-6)
+    assert estimate.step_s == pytest.approx(4 * 0.381727 + comm - 0.254485, rel=1e-6)
 
 
 def test_epochs_and_samples_set_the_run_length():
@@ -328,10 +331,10 @@ def test_tensor_and_pipeline_parallel_split_the_work_and_pay_the_bubble():
 
 def test_the_last_micro_batch_hides_its_own_and_the_step_traffic_in_one_window():
     """ZeRO-2 sends a reduce-scatter each micro-batch and an all-gather once per step; with one
-    micro-batch both can hide only under that micro-batch's compute, once. With full overlap
-    the step is then max(compute, traffic), the same as ZeRO-1's all-reduce of the same bytes:
-    GPT-2 on two RTX 6000 Ada, 1 x 512 tokens per GPU (found by the planner's property test,
-    where ZeRO-2 was counted as hiding its traffic twice)."""
+    micro-batch both can hide only under that micro-batch's compute, once: the step is never
+    shorter than max(compute, traffic), as for ZeRO-1's all-reduce of the same bytes, and never
+    longer than compute + traffic: GPT-2 on two RTX 6000 Ada, 1 x 512 tokens per GPU (found by
+    the planner's property test, where ZeRO-2 was counted as hiding its traffic twice)."""
     from calculators.hardware.catalogue import find_gpu
 
     gpu = find_gpu("RTX-6000-Ada-48GB")
@@ -341,6 +344,5 @@ def test_the_last_micro_batch_hides_its_own_and_the_step_traffic_in_one_window()
         for zero in (1, 2)
     }
     for estimate in estimates.values():
-        assert estimate.step_s == pytest.approx(max(estimate.compute_s, estimate.comm_s))
+        assert max(estimate.compute_s, estimate.comm_s) <= estimate.step_s <= estimate.compute_s + estimate.comm_s
     assert estimates[2].comm_bytes_per_gpu == estimates[1].comm_bytes_per_gpu
-    assert estimates[2].step_s == pytest.approx(estimates[1].step_s)

@@ -54,6 +54,7 @@ from calculators.timing.operations import (
 from calculators.timing.rates import rate_and_format
 from calculators.timing.settings import TimeSettings
 from calculators.workload.compatibility import settings_offload
+from calculators.workload.precision import gradient_bytes, weight_bytes
 from calculators.workload.training import TrainingSettings, decoder_settings, language_model_settings
 
 # --- the result -----------------------------------------------------------------------------
@@ -160,6 +161,36 @@ def curve_links(
     return links
 
 
+# The backward's share of a step's compute, the window gradient traffic can hide under: 4 of the 6
+# FLOPs per parameter and token (Kaplan et al. 2020, arXiv 2001.08361, Sec. 2.1).
+BACKWARD_SHARE = 2 / 3
+
+
+def unhidden_dp_seconds(
+    spec: ModelSpec, settings: TrainingSettings, time_settings: TimeSettings, dp_gbytes_per_s: float
+) -> tuple[float, float]:
+    """(per micro-batch, once per step) data-parallel seconds no framework can hide, whatever
+    the overlap setting:
+
+    - FSDP / ZeRO-3 gathers the first unit's weights before any compute and reduce-scatters the
+      last unit's gradients after the last backward: prefetching overlaps every other unit's
+      gather with its neighbour's compute (Zhao et al. 2023, PyTorch FSDP, arXiv 2304.11277,
+      Sec. 3.3.2, backward and forward prefetch; FSDP2 prefetches one unit ahead);
+    - DDP and ZeRO 1/2 launch each gradient bucket as backward fills it, so the last bucket
+      (the first layers' gradients) starts after backward ends (Li et al. 2020, PyTorch
+      Distributed, arXiv 2006.15704, Sec. 3.2.3)."""
+    n = settings.gpus
+    if n == 1:
+        return 0.0, 0.0
+    collective, size = communication.dp_message(spec, settings, expert_parallel_of(spec, time_settings))
+    rate = dp_gbytes_per_s * 1e9
+    if settings.zero >= 3:
+        gathered = size * collectives.volume_factor("all_gather", n)
+        reduced = gathered * gradient_bytes(settings.precision) / weight_bytes(settings.precision)
+        return (gathered + reduced) / rate, 0.0
+    return 0.0, size * collectives.volume_factor(collective, n) / rate
+
+
 def comm_seconds(
     spec: ModelSpec, settings: TrainingSettings, time_settings: TimeSettings, dp_gbytes_per_s: float, compute_s: float
 ) -> tuple[float, float, float]:
@@ -168,16 +199,24 @@ def comm_seconds(
 
     Traffic every micro-batch (ZeRO 2/3) overlaps with that micro-batch's compute; traffic
     once per step (the ZeRO 0/1 all-reduce, ZeRO 2's weight all-gather) only with the last
-    micro-batch's backward, so gradient accumulation does not hide it further. The last
-    micro-batch's compute is one window: its own traffic and the once-per-step traffic share it.
+    micro-batch's backward (BACKWARD_SHARE of its compute), so gradient accumulation does not
+    hide it further. The last micro-batch is one window for its own traffic and the once-per-step
+    traffic. What no framework hides (unhidden_dp_seconds: FSDP's first gather and last
+    reduce-scatter, DDP's last bucket) stays exposed; of the rest `overlap_fraction` hides, never
+    more than the window's compute.
     """
     per_micro_b, per_step_b = communication.dp_bytes(spec, settings, expert_parallel_of(spec, time_settings))
     micro_compute_s = compute_s / settings.grad_accum
     per_micro_s = per_micro_b / (dp_gbytes_per_s * 1e9)
     per_step_s = per_step_b / (dp_gbytes_per_s * 1e9)
+    unhidden_micro, unhidden_step = unhidden_dp_seconds(spec, settings, time_settings, dp_gbytes_per_s)
+    unhidden_micro, unhidden_step = min(unhidden_micro, per_micro_s), min(unhidden_step, per_step_s)
     overlap = time_settings.overlap_fraction
-    exposed = (settings.grad_accum - 1) * exposed_comm_s(per_micro_s, micro_compute_s, overlap)
-    exposed += exposed_comm_s(per_micro_s + per_step_s, micro_compute_s, overlap)
+    hideable_micro = per_micro_s - unhidden_micro
+    exposed = (settings.grad_accum - 1) * (unhidden_micro + exposed_comm_s(hideable_micro, micro_compute_s, overlap))
+    last_window_s = micro_compute_s * BACKWARD_SHARE if per_step_s else micro_compute_s
+    hideable_last = hideable_micro + per_step_s - unhidden_step
+    exposed += unhidden_micro + unhidden_step + exposed_comm_s(hideable_last, last_window_s, overlap)
     total_bytes = settings.grad_accum * per_micro_b + per_step_b
     return settings.grad_accum * per_micro_s + per_step_s, exposed, total_bytes
 
@@ -228,8 +267,14 @@ def _assumptions(
         + (", this host's calibrated curves inside a node" if time_settings.collective_curves else "")
         + "), across nodes hierarchical on every NIC of the node; "
         f"{time_settings.gpus_per_node} GPUs per node: {placement}",
-        f"overlap: data parallel {time_settings.overlap_fraction:.0%}, tensor parallel "
-        f"{time_settings.tp_overlap_fraction:.0%}, pipeline p2p {time_settings.pp_overlap_fraction:.0%}",
+        f"overlap (each bounded by the compute it runs beside): data parallel {time_settings.overlap_fraction:.0%} "
+        + (
+            "less FSDP's first gather and last reduce-scatter of each micro-batch"
+            if settings.zero >= 3
+            else "of the last micro-batch's backward, less the last gradient bucket"
+        )
+        + f", tensor parallel {time_settings.tp_overlap_fraction:.0%} (plain TP 0%, async TP or Megatron's "
+        f"--tp-comm-overlap more), pipeline p2p {time_settings.pp_overlap_fraction:.0%}",
         "norms, rotary embeddings and activation as "
         + ("fused kernels" if fused else "eager PyTorch ops")
         + (" (torch.compile)" if time_settings.compile else "")
@@ -259,8 +304,9 @@ def comm_by_dimension(
     `links` (dimension_links), and the data-parallel bytes each GPU sends; `settings` are the
     workload's, images in. Tensor-parallel all-reduces run in the layers a step runs (not those a
     step without images skips), an encoder-decoder's decoder layers on the target's activations,
-    not the input's; their and the pipeline's traffic hides by its overlap fraction, the expert
-    all-to-all not at all (the MoE layer waits for its tokens), data parallel's as comm_seconds."""
+    not the input's; their and the pipeline's traffic hides by its overlap fraction (at most the
+    step's compute), the expert all-to-all not at all (the MoE layer waits for its tokens), data
+    parallel's as comm_seconds."""
     language = language_model_settings(spec, settings)
     m = language.grad_accum
     running_layers = 1 - layers_skipped_without_images(spec, settings) / spec.n_layers
@@ -275,8 +321,8 @@ def comm_by_dimension(
     seconds = {"dp": dp_s, "tp": tp_s, "pp": pp_s, "ep": ep_s}
     exposed = {
         "dp": dp_exposed,
-        "tp": tp_s * (1 - time_settings.tp_overlap_fraction),
-        "pp": pp_s * (1 - time_settings.pp_overlap_fraction),
+        "tp": exposed_comm_s(tp_s, compute_s, time_settings.tp_overlap_fraction),
+        "pp": exposed_comm_s(pp_s, compute_s, time_settings.pp_overlap_fraction),
         "ep": ep_s,
     }
     return seconds, exposed, dp_bytes
