@@ -31,6 +31,7 @@ DATA_FILES = (
     "gpus.csv",
     "grid_intensity.csv",
     "collective_curves.csv",
+    "gpu_variants.csv",
     "matmul_efficiency.csv",
     "measured_throughput.csv",
     "measured_peak_memory.csv",

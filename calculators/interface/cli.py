@@ -657,6 +657,24 @@ def _calibration_summary(result, out: Path) -> str:
     return "\n".join(lines)
 
 
+def validation_command(args: argparse.Namespace) -> str:
+    """Every published measurement next to its estimate: peak memory and training throughput."""
+    from calculators.interface.validation import validation_report  # it parses command lines with this module
+
+    report = validation_report()
+    if args.json:
+        return json.dumps(report, indent=2)
+    lines = []
+    for section, unit in (("memory", "GiB"), ("throughput", "tokens/s per GPU")):
+        lines.append(f"{section} ({unit}): id, measured, estimate, estimate / measured")
+        for row in report[section]:
+            if "error" in row:
+                lines.append(f"  {row['id']:<34}error: {row['error']}")
+                continue
+            lines.append(f"  {row['id']:<34}{row['measured']:>12,.2f}{row['estimate']:>12,.2f}{row['ratio']:>8.3f}")
+    return "\n".join(lines)
+
+
 def presets_command(args: argparse.Namespace) -> str:
     presets = load_presets()
     if args.json:
@@ -743,6 +761,9 @@ def build_parser() -> OneLineParser:
     calibrate.add_argument("--out", type=Path, required=True, help="where to write the result JSON")
     calibrate.add_argument("--json", action="store_true", help="also print the result JSON")
     calibrate.set_defaults(handler=calibrate_command)
+    validation = commands.add_parser("validation", help="every published measurement next to its estimate")
+    validation.add_argument("--json", action="store_true", help="print JSON")
+    validation.set_defaults(handler=validation_command)
     presets = commands.add_parser("presets", help="list the model presets")
     presets.add_argument("--json", action="store_true")
     presets.set_defaults(handler=presets_command)
