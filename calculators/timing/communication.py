@@ -91,7 +91,23 @@ def layer_parameters_per_rank(spec: ModelSpec, tensor_parallel: int, expert_para
     return linears + router_elements(spec) + spec.norms_per_layer * norm_parameters(spec)
 
 
+# The last call's (spec, settings, expert parallel, result): one estimate asks for the same rank's
+# parameters several times (optimizer, traffic, message sizes), with the same objects.
+_LAST_TRAINABLE: list[tuple[ModelSpec, TrainingSettings, int, float]] = []
+
+
 def trainable_parameters_per_rank(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int = 1) -> float:
+    """trainable_parameters_of_rank, remembered for the last (spec, settings) objects asked."""
+    if _LAST_TRAINABLE:
+        last_spec, last_settings, last_ep, result = _LAST_TRAINABLE[0]
+        if last_spec is spec and last_settings is settings and last_ep == expert_parallel:
+            return result
+    result = trainable_parameters_of_rank(spec, settings, expert_parallel)
+    _LAST_TRAINABLE[:] = [(spec, settings, expert_parallel, result)]
+    return result
+
+
+def trainable_parameters_of_rank(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int = 1) -> float:
     """Trainable parameters one tensor x pipeline rank holds, whose gradients data parallelism
     reduces.
 
@@ -285,22 +301,23 @@ class DimensionCollective(BaseModel):
 def dp_message(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int = 1) -> tuple[str, float]:
     """(collective, bytes of one call) of data parallelism: ZeRO-3 / FSDP gathers one layer's
     weights at a time (FSDP2 wraps each transformer block, torchtitan parallelize_llama.py;
-    ZeRO-3 prefetches per module) and reduce-scatters its gradients; ZeRO 0/1 all-reduces
-    gradient buckets (DDP_BUCKET_BYTES, Megatron's MEGATRON_BUCKET_ELEMENTS); ZeRO-2
-    reduce-scatters DeepSpeed's buckets (DEEPSPEED_BUCKET_ELEMENTS); never more than the whole
+    ZeRO-3 prefetches per module) and reduce-scatters its gradients; DDP (ZeRO-0) all-reduces
+    DDP_BUCKET_BYTES buckets, ZeRO-1 and ZeRO-2 reduce DeepSpeed's DEEPSPEED_BUCKET_ELEMENTS,
+    Megatron its MEGATRON_BUCKET_ELEMENTS (ZeRO-2 as reduce-scatters); never more than the whole
     gradient."""
     params = trainable_parameters_per_rank(spec, settings, expert_parallel)
     grad_b = gradient_bytes(settings.precision)
     if settings.zero >= 3:
         layers = max(1.0, spec.n_layers / settings.pipeline_parallel)
         return "all_gather", params / layers * weight_bytes(settings.precision)
-    if settings.zero == 2:
-        return "reduce_scatter", min(params, DEEPSPEED_BUCKET_ELEMENTS) * grad_b
+    collective = "reduce_scatter" if settings.zero == 2 else "all_reduce"
     if settings.framework == "megatron":
         bucket = max(MEGATRON_BUCKET_ELEMENTS, 1_000_000 * settings.gpus) * grad_b
-    else:
+    elif settings.zero == 0:
         bucket = DDP_BUCKET_BYTES
-    return "all_reduce", min(params * grad_b, bucket)
+    else:
+        bucket = DEEPSPEED_BUCKET_ELEMENTS * grad_b
+    return collective, min(params * grad_b, bucket)
 
 
 def group_nodes(inner_gpus: int, degree: int, gpus_per_node: int) -> int:
@@ -316,7 +333,7 @@ def dimension_collectives(
     et al. 2021), experts all-to-all b x s x k x h (GShard), data parallel as dp_message."""
     t, d, p = settings.tensor_parallel, settings.gpus, settings.pipeline_parallel
     activation = activation_bytes(spec, settings)
-    dp_collective, dp_size = dp_message(spec, settings, expert_parallel)
+    dp_collective, dp_size = dp_message(spec, settings, expert_parallel) if d > 1 else ("all_reduce", 0.0)
     experts = activation * spec.experts_per_token
     return {
         "tp": DimensionCollective(

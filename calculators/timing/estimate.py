@@ -146,18 +146,23 @@ def curve_links(
     groups = communication.dimension_collectives(
         spec, settings, time_settings.gpus_per_node, expert_parallel_of(spec, time_settings)
     )
+    # a dimension of one rank sends nothing: its rate, never used, is the flat link's
+    idle = communication.link_gbytes_per_s(
+        gpu.interconnect_gbps, False, time_settings.inter_node_gbps, time_settings.intra_node_efficiency
+    )
     links = {}
     for dim, group in groups.items():
-        ranks = max(group.ranks, 2)  # a dimension of one rank sends nothing; its rate is never used
+        if group.ranks <= 1 or group.size_bytes <= 0:
+            links[dim] = idle
+            continue
         bus = collectives.bus_gbytes_per_s(
-            gpu, group.collective, group.size_bytes, ranks, group.nodes, time_settings.inter_node_gbps,
+            gpu, group.collective, group.size_bytes, group.ranks, group.nodes, time_settings.inter_node_gbps,
             time_settings.intra_node_efficiency, measured,
         )  # fmt: skip
         seconds = collectives.collective_seconds(
-            group.collective, group.size_bytes, ranks, bus, collectives.curve_ranks(gpu, group.nodes)
+            group.collective, group.size_bytes, group.ranks, bus, collectives.curve_ranks(gpu, group.nodes)
         )
-        sent = group.size_bytes * collectives.volume_factor(group.collective, ranks)
-        links[dim] = sent / seconds / 1e9 if seconds else bus
+        links[dim] = group.size_bytes * collectives.volume_factor(group.collective, group.ranks) / seconds / 1e9
     return links
 
 
