@@ -47,6 +47,7 @@ STEP_PART_COLOUR = {
     "recompute": "#8c564b",
     "optimizer": "#ff7f0e",
     "vision": "#e377c2",
+    "host launch": "#7f7f7f",
     "pipeline bubble": "#c7c7c7",
 }
 TRAFFIC_COLOUR = "#d62728"

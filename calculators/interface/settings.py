@@ -509,6 +509,7 @@ def _declare() -> list[Setting]:
             flag="--attention-kernel",
         ),
         time("fp32_uses_tf32", "tf32", "fp32 matmuls on TF32", state="cost_tf32", flag="--tf32"),
+        time("launch", "launch", "Kernel launch (host)", state="cost_launch", flag="--launch"),
         time(
             "sustained_clock_factor",
             "sustained_clock",

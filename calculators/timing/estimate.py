@@ -44,6 +44,8 @@ from calculators.timing.operations import (
     curve_family,
     expert_parallel_of,
     flash_attention_fraction,
+    host_issue_seconds,
+    host_seconds_per_kernel,
     kernels_fused,
     loss_kernel_in_use,
     matmul_fraction,
@@ -257,6 +259,7 @@ def _assumptions(
         "bandwidth-bound"
     )
     crossings = communication.dimension_crossings(settings, time_settings.gpus_per_node)
+    issue_us = host_seconds_per_kernel(time_settings.launch, time_settings.compile) * 1e6
     fused = kernels_fused(settings, time_settings.compile, time_settings.kernels)
     placement = ", ".join(
         f"{dim} {'across nodes' if crossings[dim] else 'in a node'} {links[dim]:.0f} GB/s" for dim in ("tp", "dp", "pp")
@@ -284,7 +287,9 @@ def _assumptions(
         + ("fused kernels" if fused else "eager PyTorch ops")
         + (" (torch.compile)" if time_settings.compile else "")
         + "; the loss as "
-        + LOSS_KERNEL_NAMES[loss_kernel_in_use(settings, fused, time_settings.loss_kernel)],
+        + LOSS_KERNEL_NAMES[loss_kernel_in_use(settings, fused, time_settings.loss_kernel)]
+        + f"; the host issues each kernel in {issue_us:g} us (eager: dispatch 2 + launch 4, compiled: launch 4, "
+        "CUDA graphs: 0) and no step runs faster",
         "no data loading or evaluation time; checkpoint writes not included",
     ]
 
@@ -351,6 +356,10 @@ def estimate_time(
     else:
         parts = step_compute(spec, settings, step_kernels(spec, language, gpu, time_settings, peak, fmt))
         compute_s, by_class = parts.total_s, parts.by_class_s
+        issue_s = host_issue_seconds(spec, language, time_settings)
+        if issue_s > compute_s:  # the GPU waits for the host to launch its kernels
+            by_class["host launch"] = issue_s - compute_s
+            compute_s = issue_s
     links = dimension_links(gpu, language, time_settings, spec)
     comm_s, exposed_s, dp_bytes = comm_by_dimension(spec, settings, time_settings, links, compute_s)
     m = language.grad_accum

@@ -12,7 +12,11 @@ from calculators.timing.collectives import CurvePoint
 from calculators.timing.communication import NVLINK_EFFICIENCY
 
 # The kernels a run uses, named apart from the precision (each described in calculators.timing.operations).
-AttentionKernel = Literal["flash2", "flash1", "flash3"]
+AttentionKernel = Literal["flash2", "flash1", "flash3", "cudnn"]
+# How the host issues a step's kernels: eager PyTorch (a dispatch and a launch per op), compiled
+# (torch.compile's inductor: a launch per fused kernel), CUDA graphs (one replay per step); auto =
+# compiled with torch.compile, else eager (calculators.timing.operations.host_seconds_per_kernel).
+Launch = Literal["auto", "eager", "compiled", "cuda-graphs"]
 Kernels = Literal["auto", "eager", "fused"]
 LossKernel = Literal["auto", "fused", "eager", "vocab-parallel"]
 
@@ -35,7 +39,8 @@ DEFAULT_INTER_NODE_GBPS = 400.0  # Gb/s network per GPU (one 400G NIC per GPU, a
 # command takes them, the rest (dataset, epochs, utilisation) only the commands that time a run.
 STEP_SETTING_FIELDS: tuple[str, ...] = (
     "gpus_per_node", "inter_node_gbps", "overlap_fraction", "tp_overlap_fraction", "pp_overlap_fraction",
-    "virtual_stages", "compile", "kernels", "loss_kernel", "attention_kernel", "fp32_uses_tf32", "matmul_fraction",
+    "virtual_stages", "compile", "kernels", "loss_kernel", "attention_kernel", "launch", "fp32_uses_tf32",
+    "matmul_fraction",
     "expert_parallel", "host_cores_per_gpu", "host_link_gbytes_per_s", "sustained_clock_factor",
 )  # fmt: skip
 
@@ -123,8 +128,14 @@ class TimeSettings(BaseModel):
     attention_kernel: AttentionKernel = Field(
         default="flash2",
         description="fused attention kernel: FlashAttention-2 (and PyTorch SDPA's flash backend), "
-        "FlashAttention-1 / its Triton port (MPT in llm-foundry), half as fast, or FlashAttention-3, 1.75x on "
-        "Hopper (FlashAttention-2 elsewhere)",
+        "FlashAttention-1 / its Triton port (MPT in llm-foundry), half as fast, FlashAttention-3, 1.75x on "
+        "Hopper (FlashAttention-2 elsewhere), or cuDNN's fused attention (SDPA's default on H100 and newer "
+        "from PyTorch 2.5), up to 1.75x on Hopper",
+    )
+    launch: Launch = Field(
+        default="auto",
+        description="how the host issues kernels: eager PyTorch, compiled (torch.compile) or CUDA graphs; a step "
+        "is never faster than the host issues its kernels; auto = compiled with torch.compile, else eager",
     )
     fp32_uses_tf32: bool = Field(
         default=False, description="fp32 matmuls on TF32 tensor cores (PyTorch's default: off since 1.12)"
