@@ -120,3 +120,17 @@ def test_a_measured_curve_is_checked():
         curve_from_points([{"bytes": -1, "bus_gbytes_per_s": 10}])
     with pytest.raises(ValueError, match="at least one point"):
         curve_from_points([])
+
+
+def test_a_calibration_applies_its_curves_once():
+    """with_measured_collectives puts a calibration's curves in; settings that carry curves keep them."""
+    measured = {"all_gather": [{"bytes": 2**20, "bus_gbytes_per_s": 50.0}]}
+    applied = TimeSettings(dataset_tokens=1e9).with_measured_collectives(measured)
+    assert applied.collective_curves["all_gather"][0].bus_gbytes_per_s == 50
+    other = {"all_gather": [{"bytes": 2**20, "bus_gbytes_per_s": 10.0}]}
+    assert applied.with_measured_collectives(other) is applied
+    assert TimeSettings(dataset_tokens=1e9).with_measured_collectives(None).collective_curves is None
+    with pytest.raises(ValidationError):
+        TimeSettings(dataset_tokens=1e9).with_measured_collectives(
+            {"all_reduce": [{"bytes": 0, "bus_gbytes_per_s": 1}]}
+        )

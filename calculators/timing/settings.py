@@ -172,6 +172,15 @@ class TimeSettings(BaseModel):
             return self
         return self.model_copy(update={"matmul_fraction": measured[gpu_name]})
 
+    def with_measured_collectives(self, curves: dict[str, list] | None) -> TimeSettings:
+        """These settings with a calibration's measured collective curves ({'all_reduce':
+        [{bytes, bus_gbytes_per_s}, ...], 'all_gather': ..., 'reduce_scatter': ...}) in place of
+        the published intra-node ones, unless the settings already carry curves; no curves, no
+        change. Raises pydantic's ValidationError for a point that is not a positive number."""
+        if not curves or self.collective_curves:
+            return self
+        return self.model_validate(self.model_dump() | {"collective_curves": curves})
+
     @model_validator(mode="after")
     def _one_dataset_size(self) -> TimeSettings:
         if (self.dataset_tokens is None) == (self.dataset_samples is None):
