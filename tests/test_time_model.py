@@ -194,12 +194,22 @@ def test_eight_gpu_step_adds_the_exposed_allreduce():
     # The last bucket (26,214,400 x 1.75 / 255.914e9 = 0.000179 s) starts after backward; of the
     # rest, 0.091979 s, overlap 0.5 hides half (under the backward's 2/3 x 0.381727 = 0.254485 s):
     # exposed 0.000179 + 0.045989 = 0.046169 s.
-    estimate = estimate_time(LLAMA2_7B, settings(gpus=8), H100, tokens(utilisation=0.5, overlap_fraction=0.5))
+    given = tokens(utilisation=0.5, overlap_fraction=0.5, nccl_sm_share=0)  # contention: the next test
+    estimate = estimate_time(LLAMA2_7B, settings(gpus=8), H100, given)
     assert estimate.comm_gbytes_per_s == pytest.approx(255.914, rel=1e-5)
     assert estimate.comm_s == pytest.approx(0.092158, rel=1e-4)
     assert estimate.comm_exposed_s == pytest.approx(0.046169, rel=1e-4)
     assert estimate.step_s == pytest.approx(0.427896, rel=1e-4)
     assert estimate.tokens_per_step == 8 * 4096
+
+
+def test_hidden_traffic_takes_its_share_of_the_sms():
+    """The all-reduce of the step above: 0.092158 s, of which 0.045989 s hides under compute while
+    NCCL holds 24 of the H100's 132 SMs (the forum measurement of NCCL_SM_SHARE): the compute loses
+    0.045989 x 24 / 132 = 0.0083616 s; step 0.381727 + 0.0083616 + 0.046169 = 0.436258 s."""
+    estimate = estimate_time(LLAMA2_7B, settings(gpus=8), H100, tokens(utilisation=0.5, overlap_fraction=0.5))
+    assert estimate.overlap_contention_s == pytest.approx(0.0083616, rel=1e-3)
+    assert estimate.step_s == pytest.approx(0.436258, rel=1e-4)
 
 
 def test_more_gpus_than_a_node_use_the_network():
@@ -227,7 +237,7 @@ def test_allreduce_overlaps_only_the_last_micro_batch():
     # s per bucket, busbw 0.0786587 GB/s: the all-reduce takes 299.83 s, far longer than a
     # micro-batch. With grad_accum 4 only the last micro-batch's backward, 2/3 x 0.381727 =
     # 0.254485 s, can hide it (overlap 1.0).
-    slow = tokens(utilisation=0.5, inter_node_gbps=1, gpus_per_node=1, overlap_fraction=1.0)
+    slow = tokens(utilisation=0.5, inter_node_gbps=1, gpus_per_node=1, overlap_fraction=1.0, nccl_sm_share=0)
     estimate = estimate_time(LLAMA2_7B, settings(gpus=8, grad_accum=4), H100, slow)
     comm = 23_584_454_656 / 0.0786587e9
     assert estimate.comm_s == pytest.approx(comm, rel=1e-5)
@@ -284,7 +294,7 @@ def test_llama31_8b_on_8_h100_zero3_sample():
     # (0.93085); an all-gather runs the ring's 361.4 GB/s plateau: 336.41 GB/s -> 0.12532 s, half
     # exposed -> step 1.8324 s. 1e9 tokens / 131,072 per step -> 7,630 steps x 1.8324 s = 3.8837 h.
     spec = get_preset("llama-3.1-8b")
-    given = tokens(utilisation=0.4818, overlap_fraction=0.5)
+    given = tokens(utilisation=0.4818, overlap_fraction=0.5, nccl_sm_share=0)
     estimate = estimate_time(spec, settings(micro_batch=4, gpus=8, zero=3), H100, given)
     assert estimate.flops_per_token == pytest.approx(51.47e9, rel=1e-3)
     assert estimate.compute_s == pytest.approx(1.770, rel=1e-3)

@@ -493,6 +493,14 @@ def _declare() -> list[Setting]:
             ui_scale=0.01,
             flag="--overlap-pp",
         ),
+        time(
+            "nccl_sm_share",
+            "nccl_sms",
+            "SMs hidden collectives hold (%)",
+            state="cost_nccl_sm_share_pct",
+            ui_scale=0.01,
+            flag="--nccl-sm-share",
+        ),
         time("gpus_per_node", "gpn", "GPUs per node", state="cost_gpus_per_node", flag="--gpus-per-node"),
         time(
             "virtual_stages", "vstages", "Virtual pipeline stages", state="cost_virtual_stages", flag="--virtual-stages"

@@ -103,6 +103,10 @@ class TimeEstimate(BaseModel):
     host_exposed_s: float = Field(
         default=0.0, description="host traffic and CPU step not hidden under compute, part of step_s"
     )
+    overlap_contention_s: float = Field(
+        default=0.0,
+        description="compute lost to the SMs collectives take while they run hidden under it, part of step_s",
+    )
 
 
 # --- the estimate -------------------------------------------------------------------------
@@ -363,7 +367,8 @@ def estimate_time(
     links = dimension_links(gpu, language, time_settings, spec)
     comm_s, exposed_s, dp_bytes = comm_by_dimension(spec, settings, time_settings, links, compute_s)
     m = language.grad_accum
-    busy_s = compute_s + exposed_s["tp"] + exposed_s["pp"] + exposed_s["ep"]
+    contention_s = overlap_contention_seconds(comm_s, exposed_s, time_settings)
+    busy_s = compute_s + contention_s + exposed_s["tp"] + exposed_s["pp"] + exposed_s["ep"]
     bubble_s = bubble_fraction(language.pipeline_parallel, m, time_settings.virtual_stages) * busy_s
     link = host_link.host_link(gpu, time_settings.host_link_gbytes_per_s)
     host = offload_seconds(spec, settings, time_settings, link, compute_s)
@@ -413,7 +418,18 @@ def estimate_time(
         host_transfer_s=host.transfer_s,
         cpu_optimizer_s=host.cpu_optimizer_s,
         host_exposed_s=host.exposed_s,
+        overlap_contention_s=contention_s,
     )
+
+
+def overlap_contention_seconds(
+    comm_s: dict[str, float], exposed_s: dict[str, float], time_settings: TimeSettings
+) -> float:
+    """Compute a step loses while its hidden collectives run beside it: NCCL's kernels hold
+    `nccl_sm_share` of the SMs for as long as they run, so the compute they overlap runs that much
+    slower (at least: waves that no longer fit add a tail)."""
+    hidden_s = sum(comm_s[dim] - exposed_s[dim] for dim in comm_s)
+    return hidden_s * time_settings.nccl_sm_share
 
 
 def offload_seconds(

@@ -32,6 +32,11 @@ DEFAULT_HOST_CORES_PER_GPU = 12.0
 # stands until a measured training-step GEMM rate replaces it (calibrate --device cuda, applied
 # as the matmul fraction, or --sustained-clock); it used to cite a "15-20% below burst" line the README does not have.
 SUSTAINED_CLOCK_FACTOR = 0.825
+# The SMs NCCL holds while overlapped: an FSDP-style all-gather beside a GEMM on an H100 ran 24 blocks,
+# one SM each, of its 132 (NVIDIA developer forum, "Compute-Communication Overlap Causes Severe GEMM
+# Performance Degradation because of Tail Effect", https://forums.developer.nvidia.com/t/337991):
+# 24/132; other GPUs take the same share, an assumption.
+NCCL_SM_SHARE = 24 / 132
 DEFAULT_INTER_NODE_GBPS = 400.0  # Gb/s network per GPU (one 400G NIC per GPU, as HGX H100 nodes)
 
 
@@ -39,6 +44,7 @@ DEFAULT_INTER_NODE_GBPS = 400.0  # Gb/s network per GPU (one 400G NIC per GPU, a
 # command takes them, the rest (dataset, epochs, utilisation) only the commands that time a run.
 STEP_SETTING_FIELDS: tuple[str, ...] = (
     "gpus_per_node", "inter_node_gbps", "overlap_fraction", "tp_overlap_fraction", "pp_overlap_fraction",
+    "nccl_sm_share",
     "virtual_stages", "compile", "kernels", "loss_kernel", "attention_kernel", "launch", "fp32_uses_tf32",
     "matmul_fraction",
     "expert_parallel", "host_cores_per_gpu", "host_link_gbytes_per_s", "sustained_clock_factor",
@@ -101,6 +107,13 @@ class TimeSettings(BaseModel):
     )
     pp_overlap_fraction: float = Field(
         default=0.0, ge=0, le=1, description="share of pipeline point-to-point traffic hidden under compute"
+    )
+    nccl_sm_share: float = Field(
+        default=NCCL_SM_SHARE,
+        ge=0,
+        le=0.9,
+        description="share of the SMs collectives hold while they run hidden under compute (NCCL's blocks), "
+        "which that compute loses",
     )
     expert_parallel: int = Field(
         default=1,
