@@ -576,6 +576,7 @@ def time_command(args: argparse.Namespace) -> str:
             for dim, exposed in estimate.comm_exposed_by_dimension_s.items()
         ),
         f"  pipeline bubble {estimate.bubble_s:.4f} s",
+        f"  compute lost to hidden traffic's SMs {estimate.overlap_contention_s:.4f} s",
     ]
     return "\n".join(lines)
 
