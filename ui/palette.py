@@ -48,6 +48,7 @@ STEP_PART_COLOUR = {
     "optimizer": "#ff7f0e",
     "vision": "#e377c2",
     "host launch": "#7f7f7f",
+    "compute lost to hidden traffic": "#ff9896",
     "pipeline bubble": "#c7c7c7",
 }
 TRAFFIC_COLOUR = "#d62728"
