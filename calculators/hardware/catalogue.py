@@ -20,6 +20,7 @@ files (not uploads) must also name a public document in every `source` cell.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
@@ -301,8 +302,6 @@ class GpuVariant(BaseModel):
 def load_gpu_variants() -> tuple[GpuSpec, ...]:
     """The variants of data/gpu_variants.csv as GpuSpecs: the base GPU with the variant's figures
     and source."""
-    import csv
-
     with VARIANTS_PATH.open(newline="") as handle:
         variants = [GpuVariant.model_validate(row) for row in csv.DictReader(handle)]
     by_name = {gpu.name: gpu for gpu in load_gpu_catalogue()}
