@@ -33,7 +33,7 @@ def test_help_of_every_command_exits_0(capsys, command):
 
 def test_the_command_list_is_the_documented_one():
     assert command_names() == ["calibrate", "cost", "fit", "gpus", "memory", "mlperf", "models", "plan", "presets",
-                               "time", "trace"]  # fmt: skip
+                               "time", "trace", "validation"]  # fmt: skip
 
 
 AXOLOTL_WITH_TYPO = "base_model: NousResearch/Meta-Llama-3-8B\nadapter: lora\nsequence_len: 1024\nlearnig_rate: 2e-4\n"

@@ -31,6 +31,8 @@ DATA_FILES = (
     "llm_foundry_throughput_table.csv",
     "gpus.csv",
     "grid_intensity.csv",
+    "collective_curves.csv",
+    "gpu_variants.csv",
     "matmul_efficiency.csv",
     "measured_throughput.csv",
     "measured_peak_memory.csv",

@@ -28,3 +28,12 @@ def test_cost_page_shows_mfu_and_the_step_charts():
     app.run()
     assert "MFU" in [metric.label for metric in app.metric]
     assert len(app.get("plotly_chart")) >= 3  # time-cost, step breakdown, scaling
+
+
+def test_validation_page_shows_each_throughput_rows_command():
+    """The same `python -m calculators time ...` line that `validation --json` gives as cli_command."""
+    from calculators.validation.throughput import throughput_table
+
+    app = open_app("app_pages/validation.py")
+    shown = {block.value for block in app.code}
+    assert {row.command for row in throughput_table()} <= shown

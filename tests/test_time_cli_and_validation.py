@@ -24,10 +24,10 @@ def test_time_json_prints_the_step_breakdown(capsys):
     assert "gemm" in result["compute_by_class_s"]
     # TP 4 x DP 2 fill the 8-GPU node; the second pipeline stage is on the next node
     assert result["crosses_nodes"] == {"tp": False, "dp": False, "pp": True, "ep": False}
-    # the bubble (p - 1) / (v m) = 1 / 16 of the busy time
-    busy = sum(result["compute_by_class_s"].values()) + sum(
-        result["comm_exposed_by_dimension_s"][dim] for dim in ("tp", "pp", "ep")
-    )
+    # the bubble (p - 1) / (v m) = 1 / 16 of the busy time (compute, what hidden traffic takes of it,
+    # and the exposed tensor, pipeline and expert traffic)
+    busy = sum(result["compute_by_class_s"].values()) + result["overlap_contention_s"]
+    busy += sum(result["comm_exposed_by_dimension_s"][dim] for dim in ("tp", "pp", "ep"))
     assert result["bubble_s"] == pytest.approx(busy / 16)
 
 
@@ -85,13 +85,13 @@ def test_throughput_table_has_every_published_row():
     assert len(table) == 17
     figures = summary(table)
     # a regression guard at today's accuracy (the target is every row within +-20%, median +-10%):
-    # 14 of 17 rows within +-20%, median 1.067, no row off by more than 1.22x. The three misses
-    # (1.203-1.220) are H100 runs: torchtitan's 500 W H100, an llm-foundry row and Megatron's
-    # 1.7B weak-scaling row (1.330 before its unfused vocab-parallel loss was counted); on A100
-    # every row is within 0.93-1.06.
-    assert all(0.9 < row.ratio < 1.23 for row in table)
-    assert sum(abs(row.ratio - 1) <= 0.2 for row in table) >= 14
-    assert rows_by_id(table)["MCORE-1.7B-48"].ratio == pytest.approx(1.22, abs=0.005)
+    # 16 of 17 rows within +-20%, median 1.038, no row off by more than 1.21x. The miss (1.205) is
+    # torchtitan's 500 W H100 8B run, whose step is compute; Megatron's 1.7B weak-scaling row is at
+    # 1.196 (1.330 before its unfused vocab-parallel loss was counted); on A100 every row is within
+    # 0.92-1.04.
+    assert all(0.85 < row.ratio < 1.21 for row in table)
+    assert sum(abs(row.ratio - 1) <= 0.2 for row in table) >= 16
+    assert rows_by_id(table)["MCORE-1.7B-48"].ratio == pytest.approx(1.196, abs=0.005)
     assert 0.9 <= figures["median_ratio"] <= 1.1
 
 

@@ -102,16 +102,17 @@ def test_the_combinations_are_minimal_and_the_best_few_offer_more_gpus_and_adapt
 def test_one_change_that_suffices_ranks_before_combinations():
     """Llama-3.1-8B, ZeRO-3 over 8 H100s, micro-batch 4 x 4096 tokens, no checkpointing: 158 GiB, mostly
     activations. Micro-batch 1 with accumulation 4 keeps the global batch and fits alone; at a flat
-    utilisation its step time per token is unchanged (executed FLOPs per token do not depend on the
-    micro-batch; the data-parallel traffic hides under compute): slowdown 1.0. Full checkpointing also fits
-    alone, at (8N + 16Lsd) / (6N + 12Lsd) = 4/3."""
+    utilisation the executed FLOPs per token do not depend on the micro-batch and the data-parallel
+    traffic hides under compute but for FSDP's first gather and last reduce-scatter, now paid for each of
+    4 micro-batches: slowdown within 1% of 1.0. Full checkpointing also fits alone, at (8N + 16Lsd) /
+    (6N + 12Lsd) = 4/3 (the SMs hidden traffic holds are left out here, so the ratio is the FLOPs')."""
     settings = TrainingSettings(micro_batch=4, seq_len=4096, zero=3, gpus=8)
-    ranked = ranked_changes(LLAMA_8B, settings, 80.0, H100, FLAT)
+    ranked = ranked_changes(LLAMA_8B, settings, 80.0, H100, FLAT.model_copy(update={"nccl_sm_share": 0.0}))
     assert ranked[0].update == {"micro_batch": 1, "grad_accum": 4}
-    assert ranked[0].slowdown == pytest.approx(1.0) and len(ranked[0].steps) == 1
+    assert ranked[0].slowdown == pytest.approx(1.0, rel=0.01) and len(ranked[0].steps) == 1
     assert any(len(o.steps) > 1 for o in ranked[1:])
     _, checkpointing = option_with(ranked, {"checkpointing": "full"})
-    assert checkpointing.slowdown == pytest.approx(4 / 3)
+    assert checkpointing.slowdown == pytest.approx(4 / 3, rel=1e-3)  # less FSDP's exposed first and last unit
     assert not any({"micro_batch": 1, "grad_accum": 4}.items() <= o.update.items() for o in ranked[1:])
 
 

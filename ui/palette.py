@@ -47,6 +47,8 @@ STEP_PART_COLOUR = {
     "recompute": "#8c564b",
     "optimizer": "#ff7f0e",
     "vision": "#e377c2",
+    "host launch": "#7f7f7f",
+    "compute lost to hidden traffic": "#ff9896",
     "pipeline bubble": "#c7c7c7",
 }
 TRAFFIC_COLOUR = "#d62728"

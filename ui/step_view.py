@@ -41,7 +41,9 @@ def step_view(
             "step_breakdown_figure",
             asked,
             lambda: step_breakdown_figure(
-                estimate.compute_by_class_s, estimate.comm_exposed_by_dimension_s, estimate.bubble_s
+                estimate.compute_by_class_s | {"compute lost to hidden traffic": estimate.overlap_contention_s},
+                estimate.comm_exposed_by_dimension_s,
+                estimate.bubble_s,
             ),
         )
         left.plotly_chart(breakdown, width="stretch")

@@ -42,8 +42,9 @@ def throughput_section() -> None:
     figures_row.metric("Worst row", f"{figures['worst_ratio']:.2f}", width="content")
     figures_row.metric("Rows within ±20%", f"{figures['share_within_20pct']:.0%}", width="content")
     st.plotly_chart(throughput_ratio_figure([row.id for row in table], [row.ratio for row in table]), width="stretch")
-    with st.expander("Throughput rows: assumptions and sources"):
+    with st.expander("Throughput rows: assumptions, sources and command lines"):
         for row in table:
             st.markdown(f"**{row.id}**: source {row.source}")
             for assumption in row.assumptions:
                 st.markdown(f"- {assumption}")
+            st.code(row.command, language="bash", wrap_lines=True)

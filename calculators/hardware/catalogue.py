@@ -20,6 +20,7 @@ files (not uploads) must also name a public document in every `source` cell.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
@@ -273,9 +274,50 @@ def load_gpu_catalogue(path: Path | None = None) -> tuple[GpuSpec, ...]:
     return _read_catalogue(Path(path))
 
 
+VARIANTS_PATH = DATA_DIR / "gpu_variants.csv"
+VARIANT_FIELDS = (
+    "bf16_tflops", "fp16_tflops", "fp8_tflops", "tf32_tflops", "memory_bandwidth_tbps", "memory_gb", "tdp_w",
+)  # fmt: skip
+
+
+class GpuVariant(BaseModel):
+    """A catalogue GPU as one published run had it (a power limit, another memory): a row of
+    data/gpu_variants.csv, found by name but not offered by the planner (nobody rents it)."""
+
+    name: str
+    base: str
+    bf16_tflops: float = Field(gt=0)
+    fp16_tflops: float = Field(gt=0)
+    fp8_tflops: float = Field(gt=0)
+    tf32_tflops: float = Field(gt=0)
+    memory_bandwidth_tbps: float = Field(gt=0)
+    memory_gb: float = Field(gt=0)
+    tdp_w: float = Field(gt=0)
+    source: str
+    as_of: str
+    notes: str = ""
+
+
+@lru_cache(maxsize=1)
+def load_gpu_variants() -> tuple[GpuSpec, ...]:
+    """The variants of data/gpu_variants.csv as GpuSpecs: the base GPU with the variant's figures
+    and source."""
+    with VARIANTS_PATH.open(newline="") as handle:
+        variants = [GpuVariant.model_validate(row) for row in csv.DictReader(handle)]
+    by_name = {gpu.name: gpu for gpu in load_gpu_catalogue()}
+    specs = []
+    for variant in variants:
+        csv_rows.require_public_source(variant.source, variant.name, CatalogueError)
+        figures = {field: getattr(variant, field) for field in VARIANT_FIELDS}
+        base = by_name[variant.base]
+        specs.append(base.model_copy(update=figures | {"name": variant.name, "source": variant.source}))
+    return tuple(specs)
+
+
 def find_gpu(name: str, catalogue: Iterable[GpuSpec] | None = None) -> GpuSpec:
-    """The GPU called `name` (case-insensitive). KeyError names up to 3 close matches."""
-    gpus = list(load_gpu_catalogue() if catalogue is None else catalogue)
+    """The GPU called `name` (case-insensitive), in the catalogue or, with the default catalogue,
+    among its variants (load_gpu_variants). KeyError names up to 3 close matches."""
+    gpus = list(load_gpu_catalogue() + load_gpu_variants() if catalogue is None else catalogue)
     by_key = {gpu.name.casefold(): gpu for gpu in gpus}
     wanted = name.strip().casefold()
     if wanted in by_key:

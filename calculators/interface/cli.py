@@ -753,6 +753,7 @@ def time_command(args: argparse.Namespace) -> str:
             for dim, exposed in estimate.comm_exposed_by_dimension_s.items()
         ),
         f"  pipeline bubble {estimate.bubble_s:.4f} s",
+        f"  compute lost to hidden traffic's SMs {estimate.overlap_contention_s:.4f} s",
     ]
     return "\n".join(lines)
 
@@ -865,6 +866,24 @@ def _calibration_summary(result, out: Path) -> str:
             lines.append(f"  {record.name:<36}{record.value:>12.2f} {record.unit}{percent}")
         else:
             lines.append(f"  {record.name:<36}skipped: {record.skipped_reason or record.error}")
+    return "\n".join(lines)
+
+
+def validation_command(args: argparse.Namespace) -> str:
+    """Every published measurement next to its estimate: peak memory and training throughput."""
+    from calculators.interface.validation import validation_report  # it parses command lines with this module
+
+    report = validation_report()
+    if args.json:
+        return json.dumps(report, indent=2)
+    lines = []
+    for section, unit in (("memory", "GiB"), ("throughput", "tokens/s per GPU")):
+        lines.append(f"{section} ({unit}): id, measured, estimate, estimate / measured")
+        for row in report[section]:
+            if "error" in row:
+                lines.append(f"  {row['id']:<34}error: {row['error']}")
+                continue
+            lines.append(f"  {row['id']:<34}{row['measured']:>12,.2f}{row['estimate']:>12,.2f}{row['ratio']:>8.3f}")
     return "\n".join(lines)
 
 
@@ -1046,6 +1065,9 @@ def build_parser() -> OneLineParser:
         "--rdzv-timeout-s", type=float, default=300.0, help="seconds to wait for every node to arrive"
     )
     calibrate.set_defaults(handler=calibrate_command)
+    validation = commands.add_parser("validation", help="every published measurement next to its estimate")
+    validation.add_argument("--json", action="store_true", help="print JSON")
+    validation.set_defaults(handler=validation_command)
     presets = commands.add_parser("presets", help="list the model presets")
     presets.add_argument("--json", action="store_true")
     presets.set_defaults(handler=presets_command)

@@ -585,6 +585,14 @@ def _declare() -> list[Setting]:
             ui_scale=0.01,
             flag="--overlap-pp",
         ),
+        time(
+            "nccl_sm_share",
+            "nccl_sms",
+            "SMs hidden collectives hold (%)",
+            state="cost_nccl_sm_share_pct",
+            ui_scale=0.01,
+            flag="--nccl-sm-share",
+        ),
         time("gpus_per_node", "gpn", "GPUs per node", state="cost_gpus_per_node", flag="--gpus-per-node"),
         time(
             "virtual_stages", "vstages", "Virtual pipeline stages", state="cost_virtual_stages", flag="--virtual-stages"
@@ -601,6 +609,14 @@ def _declare() -> list[Setting]:
             flag="--attention-kernel",
         ),
         time("fp32_uses_tf32", "tf32", "fp32 matmuls on TF32", state="cost_tf32", flag="--tf32"),
+        time("launch", "launch", "Kernel launch (host)", state="cost_launch", flag="--launch"),
+        time(
+            "sustained_clock_factor",
+            "sustained_clock",
+            "Sustained over burst matmul clock (assumed)",
+            state="cost_sustained_clock",
+            flag="--sustained-clock",
+        ),
         time(
             "matmul_fraction",
             "mm_frac",

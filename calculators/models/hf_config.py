@@ -366,6 +366,15 @@ def _layer_fields(fields: _Fields, model_type: str, hidden: int, heads: int, lay
         extra.update(norms_per_layer=0, final_norm=False)
     if model_type == "gpt_bigcode" and fields.boolean("multi_query", default=True):
         extra["n_kv_heads"] = 1
+    if model_type == "mpt":
+        # MptConfig (transformers src/transformers/models/mpt/configuration_mpt.py): LayerNorm
+        # (norm_type low_precision_layernorm), biases only without no_bias (default True), learned
+        # positions of max_seq_len with learned_pos_emb (default True), as llm-foundry builds MPT
+        bias = not fields.boolean("no_bias", default=True)
+        extra.update(norm="layernorm", norm_bias=bias, linear_bias=bias)
+        if fields.boolean("learned_pos_emb", default=True):
+            positions = fields.integer("max_seq_len", "max_position_embeddings", default=2048)
+            extra.update(position_embedding="learned", max_position_embeddings=positions)
     if model_type == "gpt_neox":
         # GPTNeoXLayer's input_layernorm and post_attention_layernorm are nn.LayerNorm whether or not
         # the config names layer_norm_eps (transformers src/transformers/models/gpt_neox/modeling_gpt_neox.py)

@@ -166,9 +166,10 @@ def _layout_candidates(
             share = search.sequences // dp
             if search.sequences % dp:
                 continue
+            unbound = None  # the (layout, micro-batch) at which memory stopped binding
             for zero in _zero_stages(dp, pp, offload):
-                chosen = _least_recomputation(
-                    search, capacity_gib, dp, zero, tp, pp, offload, precision, host_limit_gib
+                chosen = _same_without_search(search, capacity_gib, dp, zero, unbound, host_limit_gib) or (
+                    _least_recomputation(search, capacity_gib, dp, zero, tp, pp, offload, precision, host_limit_gib)
                 )
                 if chosen is None:
                     continue
@@ -178,10 +179,32 @@ def _layout_candidates(
                 if micro > 1:
                     found.append((layout, dp, micro // 2, note))
                 if zero >= 1 and layout["checkpointing"] == "none" and micro == share:
-                    break  # memory does not bind: a higher ZeRO stage only adds traffic
+                    # memory does not bind; the higher stages are still timed (one fit check each):
+                    # they send more but can hide more of it (FSDP's per-unit gathers against one
+                    # bucket after backward)
+                    unbound = (layout, micro)
         if found:
             return found
     return []
+
+
+def _same_without_search(
+    search: LayoutSearch,
+    capacity_gib: float,
+    dp: int,
+    zero: int,
+    unbound: tuple[dict, int] | None,
+    host_limit_gib: float,
+) -> tuple[dict, int] | None:
+    """The layout memory stopped binding at, at ZeRO stage `zero`, when it fits with the same
+    micro-batch and no recomputation (checked once, no search); None otherwise."""
+    if unbound is None:
+        return None
+    layout, micro = unbound
+    layout = layout | {"zero": zero}
+    share = search.sequences // dp
+    peak = search.peak_gib(host_limit_gib, gpus=dp, micro_batch=micro, grad_accum=share // micro, **layout)
+    return (layout, micro) if peak is not None and peak <= capacity_gib else None
 
 
 def _least_recomputation(

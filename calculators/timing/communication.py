@@ -26,6 +26,8 @@ node while the product of it and the dimensions inside it fits `gpus_per_node`.
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+
 from calculators.models.geometry import (
     layer_linears,
     lm_head_params,
@@ -40,6 +42,15 @@ from calculators.workload.finetune import model_lora_parameters
 from calculators.workload.precision import compute_bytes, gradient_bytes, weight_bytes
 from calculators.workload.training import TrainingSettings
 from calculators.workload.vision import trained_vision_parameters
+
+# Gradient buckets a data-parallel step reduces at once: PyTorch DDP's bucket_cap_mb=25
+# (pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html); Megatron-Core's
+# bucket of max(40M, 1M x dp) elements (NVIDIA/Megatron-LM megatron/core/distributed/
+# distributed_data_parallel.py @core_v0.8.0); DeepSpeed ZeRO-2's reduce_bucket_size of 5e8 elements
+# (deepspeed.readthedocs.io zero config).
+DDP_BUCKET_BYTES = 25 * 2**20
+MEGATRON_BUCKET_ELEMENTS = 40_000_000
+DEEPSPEED_BUCKET_ELEMENTS = 500_000_000
 
 # Achieved / spec NVLink bandwidth: about 88% (github.com/stas00/ml-engineering network/README.md
 # @7bc7c305).
@@ -80,7 +91,23 @@ def layer_parameters_per_rank(spec: ModelSpec, tensor_parallel: int, expert_para
     return linears + router_elements(spec) + spec.norms_per_layer * norm_parameters(spec)
 
 
+# The last call's (spec, settings, expert parallel, result): one estimate asks for the same rank's
+# parameters several times (optimizer, traffic, message sizes), with the same objects.
+_LAST_TRAINABLE: list[tuple[ModelSpec, TrainingSettings, int, float]] = []
+
+
 def trainable_parameters_per_rank(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int = 1) -> float:
+    """trainable_parameters_of_rank, remembered for the last (spec, settings) objects asked."""
+    if _LAST_TRAINABLE:
+        last_spec, last_settings, last_ep, result = _LAST_TRAINABLE[0]
+        if last_spec is spec and last_settings is settings and last_ep == expert_parallel:
+            return result
+    result = trainable_parameters_of_rank(spec, settings, expert_parallel)
+    _LAST_TRAINABLE[:] = [(spec, settings, expert_parallel, result)]
+    return result
+
+
+def trainable_parameters_of_rank(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int = 1) -> float:
     """Trainable parameters one tensor x pipeline rank holds, whose gradients data parallelism
     reduces.
 
@@ -270,3 +297,75 @@ def link_gbytes_per_s(
         return intra
     network = inter_node_gbps / 8 * (nics_in_flight if crosses else 1)
     return min(network, intra) if intra else network
+
+
+# --- message sizes: what one collective of each dimension carries ----------------------------
+
+
+class DimensionCollective(BaseModel):
+    """One dimension's collective: its kind, the bytes of one call (the full buffer) and the
+    ranks and nodes of its group."""
+
+    collective: str
+    size_bytes: float
+    ranks: int
+    nodes: int
+
+
+def dp_message(spec: ModelSpec, settings: TrainingSettings, expert_parallel: int = 1) -> tuple[str, float]:
+    """(collective, bytes of one call) of data parallelism: ZeRO-3 / FSDP gathers one layer's
+    weights at a time (FSDP2 wraps each transformer block, torchtitan parallelize_llama.py;
+    ZeRO-3 prefetches per module) and reduce-scatters its gradients; DDP (ZeRO-0) all-reduces
+    DDP_BUCKET_BYTES buckets, ZeRO-1 and ZeRO-2 reduce DeepSpeed's DEEPSPEED_BUCKET_ELEMENTS,
+    Megatron its MEGATRON_BUCKET_ELEMENTS (ZeRO-2 as reduce-scatters); never more than the whole
+    gradient."""
+    params = trainable_parameters_per_rank(spec, settings, expert_parallel)
+    grad_b = gradient_bytes(settings.precision)
+    if settings.zero >= 3:
+        layers = max(1.0, spec.n_layers / settings.pipeline_parallel)
+        return "all_gather", params / layers * weight_bytes(settings.precision)
+    collective = "reduce_scatter" if settings.zero == 2 else "all_reduce"
+    if settings.framework == "megatron":
+        bucket = max(MEGATRON_BUCKET_ELEMENTS, 1_000_000 * settings.gpus) * grad_b
+    elif settings.zero == 0:
+        bucket = DDP_BUCKET_BYTES
+    else:
+        bucket = DEEPSPEED_BUCKET_ELEMENTS * grad_b
+    return collective, min(params * grad_b, bucket)
+
+
+def group_nodes(inner_gpus: int, degree: int, gpus_per_node: int) -> int:
+    """Nodes a group of `degree` ranks spaced `inner_gpus` apart spans."""
+    return -(-degree // ranks_per_node(inner_gpus, degree, gpus_per_node))
+
+
+def dimension_collectives(
+    spec: ModelSpec, settings: TrainingSettings, gpus_per_node: int, expert_parallel: int = 1
+) -> dict[str, DimensionCollective]:
+    """Each dimension's collective, message size and group: tensor parallel all-reduces the
+    b x s x h activations (Shoeybi et al. 2019), pipeline stages send b x s x h / t (Narayanan
+    et al. 2021), experts all-to-all b x s x k x h (GShard), data parallel as dp_message."""
+    t, d, p = settings.tensor_parallel, settings.gpus, settings.pipeline_parallel
+    activation = activation_bytes(spec, settings)
+    dp_collective, dp_size = dp_message(spec, settings, expert_parallel) if d > 1 else ("all_reduce", 0.0)
+    experts = activation * spec.experts_per_token
+    return {
+        "tp": DimensionCollective(
+            collective="all_reduce", size_bytes=activation, ranks=t, nodes=group_nodes(1, t, gpus_per_node)
+        ),
+        "dp": DimensionCollective(
+            collective=dp_collective, size_bytes=dp_size, ranks=d, nodes=group_nodes(t, d, gpus_per_node)
+        ),
+        "pp": DimensionCollective(
+            collective="send_recv",
+            size_bytes=activation / t,
+            ranks=2,
+            nodes=2 if crosses_nodes(t * d, p, gpus_per_node) else 1,
+        ),
+        "ep": DimensionCollective(
+            collective="all_to_all",
+            size_bytes=experts,
+            ranks=expert_parallel,
+            nodes=group_nodes(t, expert_parallel, gpus_per_node),
+        ),
+    }

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.mllama import layers_skipped_without_images
 from calculators.models.spec import ModelSpec, extension
-from calculators.timing import communication, host_link
+from calculators.timing import collectives, communication, host_link
 from calculators.timing.communication import bubble_fraction
 from calculators.timing.flops import (
     matmul_flops_factor,
@@ -41,10 +41,11 @@ from calculators.timing.operations import (
     ATTENTION_KERNEL_NAMES,
     DEFAULT_MATMUL_FRACTION,
     LOSS_KERNEL_NAMES,
-    SUSTAINED_CLOCK_FACTOR,
     curve_family,
     expert_parallel_of,
     flash_attention_fraction,
+    host_issue_seconds,
+    host_seconds_per_kernel,
     kernels_fused,
     loss_kernel_in_use,
     matmul_fraction,
@@ -55,6 +56,7 @@ from calculators.timing.operations import (
 from calculators.timing.rates import rate_and_format
 from calculators.timing.settings import TimeSettings
 from calculators.workload.compatibility import settings_offload
+from calculators.workload.precision import gradient_bytes, weight_bytes
 from calculators.workload.training import TrainingSettings, decoder_settings, language_model_settings
 
 # --- the result -----------------------------------------------------------------------------
@@ -101,6 +103,10 @@ class TimeEstimate(BaseModel):
     host_exposed_s: float = Field(
         default=0.0, description="host traffic and CPU step not hidden under compute, part of step_s"
     )
+    overlap_contention_s: float = Field(
+        default=0.0,
+        description="compute lost to the SMs collectives take while they run hidden under it, part of step_s",
+    )
 
 
 # --- the estimate -------------------------------------------------------------------------
@@ -113,9 +119,15 @@ def exposed_comm_s(comm_s: float, hideable_under_s: float, overlap_fraction: flo
     return comm_s - hidden
 
 
-def dimension_links(gpu: GpuSpec, settings: TrainingSettings, time_settings: TimeSettings) -> dict[str, float]:
+def dimension_links(
+    gpu: GpuSpec, settings: TrainingSettings, time_settings: TimeSettings, spec: ModelSpec | None = None
+) -> dict[str, float]:
     """GB/s per GPU per direction each dimension's traffic runs at (placement in
-    calculators.timing.communication.dimension_crossings)."""
+    calculators.timing.communication.dimension_crossings). With the model `spec`, each
+    dimension's collective at its message size on the measured curves (curve_links); without,
+    the flat link of communication.link_gbytes_per_s."""
+    if spec is not None:
+        return curve_links(gpu, spec, settings, time_settings)
     crossings = communication.dimension_crossings(settings, time_settings.gpus_per_node, time_settings.expert_parallel)
     nics = communication.ring_nics_in_flight(settings, time_settings.gpus_per_node)
     return {
@@ -130,6 +142,66 @@ def dimension_links(gpu: GpuSpec, settings: TrainingSettings, time_settings: Tim
     }
 
 
+def curve_links(
+    gpu: GpuSpec, spec: ModelSpec, settings: TrainingSettings, time_settings: TimeSettings
+) -> dict[str, float]:
+    """Effective GB/s of each dimension's traffic: one call of its collective at its message size
+    (communication.dimension_collectives) timed on the measured curves
+    (calculators.timing.collectives), latency included, as bytes sent / seconds."""
+    measured = collectives.measured_intra_curves(time_settings.collective_curves)
+    groups = communication.dimension_collectives(
+        spec, settings, time_settings.gpus_per_node, expert_parallel_of(spec, time_settings)
+    )
+    # a dimension of one rank sends nothing: its rate, never used, is the flat link's
+    idle = communication.link_gbytes_per_s(
+        gpu.interconnect_gbps, False, time_settings.inter_node_gbps, time_settings.intra_node_efficiency
+    )
+    links = {}
+    for dim, group in groups.items():
+        if group.ranks <= 1 or group.size_bytes <= 0:
+            links[dim] = idle
+            continue
+        bus = collectives.bus_gbytes_per_s(
+            gpu, group.collective, group.size_bytes, group.ranks, group.nodes, time_settings.inter_node_gbps,
+            time_settings.intra_node_efficiency, measured,
+        )  # fmt: skip
+        seconds = collectives.collective_seconds(
+            group.collective, group.size_bytes, group.ranks, bus, collectives.curve_ranks(gpu, group.nodes)
+        )
+        links[dim] = group.size_bytes * collectives.volume_factor(group.collective, group.ranks) / seconds / 1e9
+    return links
+
+
+# The backward's share of a step's compute, the window gradient traffic can hide under: 4 of the 6
+# FLOPs per parameter and token (Kaplan et al. 2020, arXiv 2001.08361, Sec. 2.1).
+BACKWARD_SHARE = 2 / 3
+
+
+def unhidden_dp_seconds(
+    spec: ModelSpec, settings: TrainingSettings, time_settings: TimeSettings, dp_gbytes_per_s: float
+) -> tuple[float, float]:
+    """(per micro-batch, once per step) data-parallel seconds no framework can hide, whatever
+    the overlap setting:
+
+    - FSDP / ZeRO-3 gathers the first unit's weights before any compute and reduce-scatters the
+      last unit's gradients after the last backward: prefetching overlaps every other unit's
+      gather with its neighbour's compute (Zhao et al. 2023, PyTorch FSDP, arXiv 2304.11277,
+      Sec. 3.3.2, backward and forward prefetch; FSDP2 prefetches one unit ahead);
+    - DDP and ZeRO 1/2 launch each gradient bucket as backward fills it, so the last bucket
+      (the first layers' gradients) starts after backward ends (Li et al. 2020, PyTorch
+      Distributed, arXiv 2006.15704, Sec. 3.2.3)."""
+    n = settings.gpus
+    if n == 1:
+        return 0.0, 0.0
+    collective, size = communication.dp_message(spec, settings, expert_parallel_of(spec, time_settings))
+    rate = dp_gbytes_per_s * 1e9
+    if settings.zero >= 3:
+        gathered = size * collectives.volume_factor("all_gather", n)
+        reduced = gathered * gradient_bytes(settings.precision) / weight_bytes(settings.precision)
+        return (gathered + reduced) / rate, 0.0
+    return 0.0, size * collectives.volume_factor(collective, n) / rate
+
+
 def comm_seconds(
     spec: ModelSpec, settings: TrainingSettings, time_settings: TimeSettings, dp_gbytes_per_s: float, compute_s: float
 ) -> tuple[float, float, float]:
@@ -138,16 +210,24 @@ def comm_seconds(
 
     Traffic every micro-batch (ZeRO 2/3) overlaps with that micro-batch's compute; traffic
     once per step (the ZeRO 0/1 all-reduce, ZeRO 2's weight all-gather) only with the last
-    micro-batch's backward, so gradient accumulation does not hide it further. The last
-    micro-batch's compute is one window: its own traffic and the once-per-step traffic share it.
+    micro-batch's backward (BACKWARD_SHARE of its compute), so gradient accumulation does not
+    hide it further. The last micro-batch is one window for its own traffic and the once-per-step
+    traffic. What no framework hides (unhidden_dp_seconds: FSDP's first gather and last
+    reduce-scatter, DDP's last bucket) stays exposed; of the rest `overlap_fraction` hides, never
+    more than the window's compute.
     """
     per_micro_b, per_step_b = communication.dp_bytes(spec, settings, expert_parallel_of(spec, time_settings))
     micro_compute_s = compute_s / settings.grad_accum
     per_micro_s = per_micro_b / (dp_gbytes_per_s * 1e9)
     per_step_s = per_step_b / (dp_gbytes_per_s * 1e9)
+    unhidden_micro, unhidden_step = unhidden_dp_seconds(spec, settings, time_settings, dp_gbytes_per_s)
+    unhidden_micro, unhidden_step = min(unhidden_micro, per_micro_s), min(unhidden_step, per_step_s)
     overlap = time_settings.overlap_fraction
-    exposed = (settings.grad_accum - 1) * exposed_comm_s(per_micro_s, micro_compute_s, overlap)
-    exposed += exposed_comm_s(per_micro_s + per_step_s, micro_compute_s, overlap)
+    hideable_micro = per_micro_s - unhidden_micro
+    exposed = (settings.grad_accum - 1) * (unhidden_micro + exposed_comm_s(hideable_micro, micro_compute_s, overlap))
+    last_window_s = micro_compute_s * BACKWARD_SHARE if per_step_s else micro_compute_s
+    hideable_last = hideable_micro + per_step_s - unhidden_step
+    exposed += unhidden_micro + unhidden_step + exposed_comm_s(hideable_last, last_window_s, overlap)
     total_bytes = settings.grad_accum * per_micro_b + per_step_b
     return settings.grad_accum * per_micro_s + per_step_s, exposed, total_bytes
 
@@ -175,7 +255,7 @@ def _assumptions(
         if time_settings.utilisation is not None
         else f"each GEMM at dense peak x achievable fraction ({basis}) x the measured {curve_family(gpu)} shape "
         "curve x "
-        f"{SUSTAINED_CLOCK_FACTOR:g} sustained clocks (assumed), "
+        f"{time_settings.sustained_clock_factor:g} sustained clocks (an assumption, --sustained-clock), "
         "or memory-bound; "
         + ATTENTION_KERNEL_NAMES[time_settings.attention_kernel]
         + f" at {flash_attention_fraction(gpu, time_settings.attention_kernel):.3f} of peak; norms, activations, "
@@ -183,6 +263,7 @@ def _assumptions(
         "bandwidth-bound"
     )
     crossings = communication.dimension_crossings(settings, time_settings.gpus_per_node)
+    issue_us = host_seconds_per_kernel(time_settings.launch, time_settings.compile) * 1e6
     fused = kernels_fused(settings, time_settings.compile, time_settings.kernels)
     placement = ", ".join(
         f"{dim} {'across nodes' if crossings[dim] else 'in a node'} {links[dim]:.0f} GB/s" for dim in ("tp", "dp", "pp")
@@ -193,16 +274,26 @@ def _assumptions(
         f"matmuls in {fmt} at the dense peak from the GPU catalogue; {compute}",
         f"data parallel over {settings.gpus} GPU(s), ZeRO-{settings.zero}, trainable parameters per rank only; "
         f"tensor parallel {settings.tensor_parallel} (4 all-reduces per layer), pipeline "
-        f"{settings.pipeline_parallel} x {time_settings.virtual_stages} virtual stage(s); ring collectives "
-        f"2(n-1)/n, across nodes on every NIC of the group in a node; {time_settings.gpus_per_node} GPUs per "
-        f"node: {placement}",
-        f"overlap: data parallel {time_settings.overlap_fraction:.0%}, tensor parallel "
-        f"{time_settings.tp_overlap_fraction:.0%}, pipeline p2p {time_settings.pp_overlap_fraction:.0%}",
+        f"{settings.pipeline_parallel} x {time_settings.virtual_stages} virtual stage(s); each collective at its "
+        "message size on measured nccl-tests curves (data/collective_curves.csv"
+        + (", this host's calibrated curves inside a node" if time_settings.collective_curves else "")
+        + "), across nodes hierarchical on every NIC of the node; "
+        f"{time_settings.gpus_per_node} GPUs per node: {placement}",
+        f"overlap (each bounded by the compute it runs beside): data parallel {time_settings.overlap_fraction:.0%} "
+        + (
+            "less FSDP's first gather and last reduce-scatter of each micro-batch"
+            if settings.zero >= 3
+            else "of the last micro-batch's backward, less the last gradient bucket"
+        )
+        + f", tensor parallel {time_settings.tp_overlap_fraction:.0%} (plain TP 0%, async TP or Megatron's "
+        f"--tp-comm-overlap more), pipeline p2p {time_settings.pp_overlap_fraction:.0%}",
         "norms, rotary embeddings and activation as "
         + ("fused kernels" if fused else "eager PyTorch ops")
         + (" (torch.compile)" if time_settings.compile else "")
         + "; the loss as "
-        + LOSS_KERNEL_NAMES[loss_kernel_in_use(settings, fused, time_settings.loss_kernel)],
+        + LOSS_KERNEL_NAMES[loss_kernel_in_use(settings, fused, time_settings.loss_kernel)]
+        + f"; the host issues each kernel in {issue_us:g} us (eager: dispatch 2 + launch 4, compiled: launch 4, "
+        "CUDA graphs: 0) and no step runs faster",
         "no data loading or evaluation time; checkpoint writes not included",
     ]
 
@@ -227,8 +318,9 @@ def comm_by_dimension(
     `links` (dimension_links), and the data-parallel bytes each GPU sends; `settings` are the
     workload's, images in. Tensor-parallel all-reduces run in the layers a step runs (not those a
     step without images skips), an encoder-decoder's decoder layers on the target's activations,
-    not the input's; their and the pipeline's traffic hides by its overlap fraction, the expert
-    all-to-all not at all (the MoE layer waits for its tokens), data parallel's as comm_seconds."""
+    not the input's; their and the pipeline's traffic hides by its overlap fraction (at most the
+    step's compute), the expert all-to-all not at all (the MoE layer waits for its tokens), data
+    parallel's as comm_seconds."""
     language = language_model_settings(spec, settings)
     m = language.grad_accum
     running_layers = 1 - layers_skipped_without_images(spec, settings) / spec.n_layers
@@ -243,8 +335,8 @@ def comm_by_dimension(
     seconds = {"dp": dp_s, "tp": tp_s, "pp": pp_s, "ep": ep_s}
     exposed = {
         "dp": dp_exposed,
-        "tp": tp_s * (1 - time_settings.tp_overlap_fraction),
-        "pp": pp_s * (1 - time_settings.pp_overlap_fraction),
+        "tp": exposed_comm_s(tp_s, compute_s, time_settings.tp_overlap_fraction),
+        "pp": exposed_comm_s(pp_s, compute_s, time_settings.pp_overlap_fraction),
         "ep": ep_s,
     }
     return seconds, exposed, dp_bytes
@@ -268,10 +360,15 @@ def estimate_time(
     else:
         parts = step_compute(spec, settings, step_kernels(spec, language, gpu, time_settings, peak, fmt))
         compute_s, by_class = parts.total_s, parts.by_class_s
-    links = dimension_links(gpu, language, time_settings)
+        issue_s = host_issue_seconds(spec, language, time_settings)
+        if issue_s > compute_s:  # the GPU waits for the host to launch its kernels
+            by_class["host launch"] = issue_s - compute_s
+            compute_s = issue_s
+    links = dimension_links(gpu, language, time_settings, spec)
     comm_s, exposed_s, dp_bytes = comm_by_dimension(spec, settings, time_settings, links, compute_s)
     m = language.grad_accum
-    busy_s = compute_s + exposed_s["tp"] + exposed_s["pp"] + exposed_s["ep"]
+    contention_s = overlap_contention_seconds(comm_s, exposed_s, time_settings)
+    busy_s = compute_s + contention_s + exposed_s["tp"] + exposed_s["pp"] + exposed_s["ep"]
     bubble_s = bubble_fraction(language.pipeline_parallel, m, time_settings.virtual_stages) * busy_s
     link = host_link.host_link(gpu, time_settings.host_link_gbytes_per_s)
     host = offload_seconds(spec, settings, time_settings, link, compute_s)
@@ -321,7 +418,18 @@ def estimate_time(
         host_transfer_s=host.transfer_s,
         cpu_optimizer_s=host.cpu_optimizer_s,
         host_exposed_s=host.exposed_s,
+        overlap_contention_s=contention_s,
     )
+
+
+def overlap_contention_seconds(
+    comm_s: dict[str, float], exposed_s: dict[str, float], time_settings: TimeSettings
+) -> float:
+    """Compute a step loses while its hidden collectives run beside it: NCCL's kernels hold
+    `nccl_sm_share` of the SMs for as long as they run, so the compute they overlap runs that much
+    slower (at least: waves that no longer fit add a tail)."""
+    hidden_s = sum(comm_s[dim] - exposed_s[dim] for dim in comm_s)
+    return hidden_s * time_settings.nccl_sm_share
 
 
 def offload_seconds(

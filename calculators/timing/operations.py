@@ -33,7 +33,7 @@ from calculators.memory.mllama import layers_skipped_without_images
 from calculators.models.geometry import attention_linears, layer_linears, split
 from calculators.models.spec import ModelSpec, extension
 from calculators.timing.communication import trainable_parameters_per_rank
-from calculators.timing.settings import AttentionKernel, Kernels, LossKernel, TimeSettings
+from calculators.timing.settings import AttentionKernel, Kernels, Launch, LossKernel, TimeSettings
 from calculators.workload.precision import (
     compute_bytes,
     gradient_bytes,
@@ -115,14 +115,6 @@ FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
 # curve, every other GPU H100's (an assumption for those with no curve of their own).
 MATMUL_CURVE_PATH = DATA_DIR / "matmul_efficiency.csv"
 CURVE_FAMILIES = ("H100", "B200")
-# Sustained over burst matmul rate: an ASSUMPTION, not a measurement. mamf-finder reports the
-# fastest of 100 timed iterations per shape, not their mean (github.com/stas00/ml-engineering
-# compute/accelerator/benchmarks/README.md @744d01e), and a GPU holds a lower clock under a whole
-# step's heat and power than in its best iteration (ibid. compute/accelerator/README.md, "the
-# cooler you keep the GPU, the higher the sustained clock"), but neither gives a figure. 0.825
-# stands until a measured training-step GEMM rate replaces it (calibrate --device cuda, applied
-# as the matmul fraction); it used to cite a "15-20% below burst" line the README does not have.
-SUSTAINED_CLOCK_FACTOR = 0.825
 # FlashAttention forward + backward, fraction of dense BF16 peak: 50-73% on A100 for
 # FlashAttention-2 (Dao 2023, arXiv 2307.08691, abstract), midpoint 0.615; 35% on H100
 # (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, abstract: "FlashAttention-2 achieves
@@ -138,14 +130,26 @@ FLASH1_SLOWDOWN = 2.0
 # 2407.08608, abstract): the midpoint, 1.75x. On other families it is not available and the
 # FlashAttention-2 fraction applies.
 FLASH3_SPEEDUP_HOPPER = 1.75
+# cuDNN's fused flash attention, PyTorch SDPA's default on H100 and newer from 2.5: "up to 75%
+# speed-up over FlashAttentionV2" on H100 (pytorch.org/blog/pytorch2-5/, CuDNN backend for SDPA):
+# 1.75x FlashAttention-2 on Hopper and Blackwell, taken at that upper bound; elsewhere
+# FlashAttention-2's fraction.
+CUDNN_SPEEDUP_HOPPER = 1.75
+CUDNN_FAMILIES = ("H100", "B200")
 ATTENTION_KERNEL_NAMES: dict[str, str] = {
     "flash2": "FlashAttention-2",
     "flash1": "FlashAttention-1 / Triton",
     "flash3": "FlashAttention-3",
+    "cudnn": "cuDNN fused attention",
 }
 # Kernel launch latency: a few microseconds per launch (NVIDIA developer blog, "Getting
-# Started with CUDA Graphs", 2019): no kernel finishes faster than one launch.
+# Started with CUDA Graphs", 2019): no kernel finishes faster than one launch, and the host spends
+# about as long issuing it.
 KERNEL_LAUNCH_S = 4e-6
+# Eager PyTorch's dispatch before each launch: "Overhead for torch functions when run on
+# torch.Tensor objects is on the order of 2 us" (pytorch/pytorch benchmarks/overrides_benchmark/
+# README.md @v2.1.0).
+EAGER_DISPATCH_S = 2e-6
 
 
 def _named_by_prefix(name: str, prefixes: tuple[tuple[str, str], ...]) -> str | None:
@@ -193,6 +197,8 @@ def flash_attention_fraction(gpu: GpuSpec, kernel: AttentionKernel = "flash2") -
         return fraction / FLASH1_SLOWDOWN
     if kernel == "flash3" and family == "H100":
         return fraction * FLASH3_SPEEDUP_HOPPER
+    if kernel == "cudnn" and family in CUDNN_FAMILIES:
+        return fraction * CUDNN_SPEEDUP_HOPPER
     return fraction
 
 
@@ -640,7 +646,7 @@ def step_kernels(
     fraction = time_settings.matmul_fraction or matmul_fraction(gpu, compute_format)
     rates = GemmRates(
         peak_tflops=peak_tflops,
-        fraction=fraction * SUSTAINED_CLOCK_FACTOR,
+        fraction=fraction * time_settings.sustained_clock_factor,
         bandwidth_tbps=gpu.memory_bandwidth_tbps,
         element_bytes=1.0 if settings.precision == "fp8" else compute_bytes(settings.precision),
         curve=curve_family(gpu),
@@ -887,3 +893,52 @@ def step_compute(spec: ModelSpec, settings: TrainingSettings, kernels: StepKerne
         optimizer_s=optimizer_seconds(spec, language, kernels),
         recompute_s=m * recompute,
     )
+
+
+# --- the host: issuing a step's kernels ------------------------------------------------------
+
+
+def host_seconds_per_kernel(launch: Launch, compiled: bool) -> float:
+    """Host seconds to issue one kernel: eager PyTorch dispatches then launches it
+    (EAGER_DISPATCH_S + KERNEL_LAUNCH_S), compiled code (torch.compile's inductor) launches its
+    fused kernels (KERNEL_LAUNCH_S), CUDA graphs replay the step's kernels in one launch (0).
+    auto: compiled with torch.compile, else eager."""
+    mode = launch if launch != "auto" else ("compiled" if compiled else "eager")
+    return {"eager": EAGER_DISPATCH_S + KERNEL_LAUNCH_S, "compiled": KERNEL_LAUNCH_S, "cuda-graphs": 0.0}[mode]
+
+
+def elementwise_kernels_per_layer(spec: ModelSpec, fused: bool) -> int:
+    """Kernels of one layer's bandwidth-bound forward ops (the sequences of
+    elementwise_bytes_per_token): per norm 1 (LayerNorm, or fused), eager RMSNorm's 6 (cast,
+    pow, mean, * rsqrt, cast back, * weight); 2 residual adds; the activation 1, a gated one eager
+    2 (act, * up); rotary embeddings fused 1, eager 5 per q and k (* cos, neg, cat, * sin, +)."""
+    norm = 1 if fused or spec.norm == "layernorm" else 6
+    kernels = spec.norms_per_layer * norm + 2
+    kernels += 2 if spec.is_gated_mlp and not fused else 1
+    if spec.position_embedding == "rope":
+        kernels += 1 if fused else 10
+    return kernels
+
+
+def kernels_per_micro_batch(spec: ModelSpec, settings: TrainingSettings, fused: bool) -> float:
+    """Kernels one micro-batch issues on a rank's pipeline stage: per layer each GEMM forward and
+    its input and weight gradients (an expert MLP's linear as one grouped GEMM), fused attention forward and
+    backward, the bandwidth-bound ops forward and one backward kernel each; recomputation reruns
+    the forward; the head's GEMMs and the loss (1 fused kernel, else PyTorch's 6: cast,
+    log_softmax, nll, and their backward). The optimizer's few multi-tensor kernels are left out."""
+    layers, backward_layers = stage_layers(spec, settings)
+    gemms = len(layer_linears(spec, settings.tensor_parallel))
+    elementwise = elementwise_kernels_per_layer(spec, fused)
+    forward = gemms + 1 + elementwise
+    backward = 2 * gemms + 1 + elementwise
+    recomputed = forward if settings.checkpointing == "full" else 0
+    head = 3 + (1 if fused else 6) if spec.head == "lm" else 0
+    return layers * forward + backward_layers * (backward + recomputed) + head
+
+
+def host_issue_seconds(spec: ModelSpec, settings: TrainingSettings, time_settings: TimeSettings) -> float:
+    """Host seconds to issue one step's kernels (all micro-batches of the language model's
+    `settings`): no step runs faster, since the GPU can only run what the host has launched."""
+    fused = kernels_fused(settings, time_settings.compile, time_settings.kernels)
+    per_kernel = host_seconds_per_kernel(time_settings.launch, time_settings.compile)
+    return settings.grad_accum * kernels_per_micro_batch(spec, settings, fused) * per_kernel

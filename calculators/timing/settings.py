@@ -8,10 +8,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from calculators.timing.collectives import CurvePoint
 from calculators.timing.communication import NVLINK_EFFICIENCY
 
 # The kernels a run uses, named apart from the precision (each described in calculators.timing.operations).
-AttentionKernel = Literal["flash2", "flash1", "flash3"]
+AttentionKernel = Literal["flash2", "flash1", "flash3", "cudnn"]
+# How the host issues a step's kernels: eager PyTorch (a dispatch and a launch per op), compiled
+# (torch.compile's inductor: a launch per fused kernel), CUDA graphs (one replay per step); auto =
+# compiled with torch.compile, else eager (calculators.timing.operations.host_seconds_per_kernel).
+Launch = Literal["auto", "eager", "compiled", "cuda-graphs"]
 Kernels = Literal["auto", "eager", "fused"]
 LossKernel = Literal["auto", "fused", "eager", "vocab-parallel"]
 Fp8Recipe = Literal["dynamic", "delayed"]
@@ -20,6 +25,19 @@ Fp8Recipe = Literal["dynamic", "delayed"]
 # Host cores per GPU by default: an AWS p5.48xlarge has 192 vCPUs (2 per physical core) for 8 H100s
 # (https://aws.amazon.com/ec2/instance-types/p5/): 12 cores per GPU.
 DEFAULT_HOST_CORES_PER_GPU = 12.0
+# Sustained over burst matmul rate: an ASSUMPTION, not a measurement. mamf-finder reports the
+# fastest of 100 timed iterations per shape, not their mean (github.com/stas00/ml-engineering
+# compute/accelerator/benchmarks/README.md @744d01e), and a GPU holds a lower clock under a whole
+# step's heat and power than in its best iteration (ibid. compute/accelerator/README.md, "the
+# cooler you keep the GPU, the higher the sustained clock"), but neither gives a figure. 0.825
+# stands until a measured training-step GEMM rate replaces it (calibrate --device cuda, applied
+# as the matmul fraction, or --sustained-clock); it used to cite a "15-20% below burst" line the README does not have.
+SUSTAINED_CLOCK_FACTOR = 0.825
+# The SMs NCCL holds while overlapped: an FSDP-style all-gather beside a GEMM on an H100 ran 24 blocks,
+# one SM each, of its 132 (NVIDIA developer forum, "Compute-Communication Overlap Causes Severe GEMM
+# Performance Degradation because of Tail Effect", https://forums.developer.nvidia.com/t/337991):
+# 24/132; other GPUs take the same share, an assumption.
+NCCL_SM_SHARE = 24 / 132
 DEFAULT_INTER_NODE_GBPS = 400.0  # Gb/s network per GPU (one 400G NIC per GPU, as HGX H100 nodes)
 
 
@@ -27,8 +45,10 @@ DEFAULT_INTER_NODE_GBPS = 400.0  # Gb/s network per GPU (one 400G NIC per GPU, a
 # command takes them, the rest (dataset, epochs, utilisation) only the commands that time a run.
 STEP_SETTING_FIELDS: tuple[str, ...] = (
     "gpus_per_node", "inter_node_gbps", "overlap_fraction", "tp_overlap_fraction", "pp_overlap_fraction",
-    "virtual_stages", "compile", "kernels", "loss_kernel", "attention_kernel", "fp32_uses_tf32", "matmul_fraction",
-    "expert_parallel", "host_cores_per_gpu", "host_link_gbytes_per_s",
+    "nccl_sm_share",
+    "virtual_stages", "compile", "kernels", "loss_kernel", "attention_kernel", "launch", "fp32_uses_tf32",
+    "matmul_fraction",
+    "expert_parallel", "host_cores_per_gpu", "host_link_gbytes_per_s", "sustained_clock_factor",
 )  # fmt: skip
 
 
@@ -55,7 +75,24 @@ class TimeSettings(BaseModel):
     inter_node_gbps: float = Field(
         default=DEFAULT_INTER_NODE_GBPS, ge=0.1, le=100_000, description="network Gb/s per GPU between nodes"
     )
-    intra_node_efficiency: float = Field(default=NVLINK_EFFICIENCY, ge=0.01, le=1)
+    intra_node_efficiency: float = Field(
+        default=NVLINK_EFFICIENCY,
+        ge=0.01,
+        le=1,
+        description="achieved / one-way link rate of interconnects with no measured collective curve (PCIe, bridges)",
+    )
+    collective_curves: dict[str, list[CurvePoint]] | None = Field(
+        default=None,
+        description="a calibration's measured curves ('all_reduce', 'all_gather', 'reduce_scatter': bytes and "
+        "bus GB/s per payload), which replace the published intra-node ones; None = data/collective_curves.csv",
+    )
+    sustained_clock_factor: float = Field(
+        default=SUSTAINED_CLOCK_FACTOR,
+        ge=0.3,
+        le=1,
+        description="sustained over burst matmul rate under a whole step's heat and power: an ASSUMPTION "
+        "(SUSTAINED_CLOCK_FACTOR), shown with the estimate",
+    )
     overlap_fraction: float = Field(
         default=1.0,
         ge=0,
@@ -71,6 +108,13 @@ class TimeSettings(BaseModel):
     )
     pp_overlap_fraction: float = Field(
         default=0.0, ge=0, le=1, description="share of pipeline point-to-point traffic hidden under compute"
+    )
+    nccl_sm_share: float = Field(
+        default=NCCL_SM_SHARE,
+        ge=0,
+        le=0.9,
+        description="share of the SMs collectives hold while they run hidden under compute (NCCL's blocks), "
+        "which that compute loses",
     )
     expert_parallel: int = Field(
         default=1,
@@ -98,8 +142,14 @@ class TimeSettings(BaseModel):
     attention_kernel: AttentionKernel = Field(
         default="flash2",
         description="fused attention kernel: FlashAttention-2 (and PyTorch SDPA's flash backend), "
-        "FlashAttention-1 / its Triton port (MPT in llm-foundry), half as fast, or FlashAttention-3, 1.75x on "
-        "Hopper (FlashAttention-2 elsewhere)",
+        "FlashAttention-1 / its Triton port (MPT in llm-foundry), half as fast, FlashAttention-3, 1.75x on "
+        "Hopper (FlashAttention-2 elsewhere), or cuDNN's fused attention (SDPA's default on H100 and newer "
+        "from PyTorch 2.5), up to 1.75x on Hopper",
+    )
+    launch: Launch = Field(
+        default="auto",
+        description="how the host issues kernels: eager PyTorch, compiled (torch.compile) or CUDA graphs; a step "
+        "is never faster than the host issues its kernels; auto = compiled with torch.compile, else eager",
     )
     fp8_recipe: Fp8Recipe = Field(
         default="dynamic",
@@ -142,6 +192,15 @@ class TimeSettings(BaseModel):
         if not measured or gpu_name not in measured or not self.takes_measured_matmul_fraction():
             return self
         return self.model_copy(update={"matmul_fraction": measured[gpu_name]})
+
+    def with_measured_collectives(self, curves: dict[str, list] | None) -> TimeSettings:
+        """These settings with a calibration's measured collective curves ({'all_reduce':
+        [{bytes, bus_gbytes_per_s}, ...], 'all_gather': ..., 'reduce_scatter': ...}) in place of
+        the published intra-node ones, unless the settings already carry curves; no curves, no
+        change. Raises pydantic's ValidationError for a point that is not a positive number."""
+        if not curves or self.collective_curves:
+            return self
+        return self.model_validate(self.model_dump() | {"collective_curves": curves})
 
     @model_validator(mode="after")
     def _one_dataset_size(self) -> TimeSettings:

@@ -44,50 +44,48 @@ class ThroughputRow(BaseModel):
     step_s: float
     assumptions: list[str]
     source: str
+    command: str = ""
+
+
+# torchtitan's Grand Teton H100s: 96 GB HBM2e at 2.4 TB/s under a 500 W limit, a variant of
+# data/gpu_variants.csv (the midpoint of the SXM and NVL rates, torchtitan benchmarks/
+# llama3_h100_202412_torchtitan.md, Hardware and footnote 2).
+GRAND_TETON_H100 = "H100-96GB-HBM2e-500W"
+
+
+def row_gpu_name(row: dict) -> str:
+    """The GPU (or variant) a row ran on: the catalogue's, except torchtitan's 96 GB H100s."""
+    return GRAND_TETON_H100 if "96GB HBM2e" in row["notes"] else row["gpu"]
 
 
 def row_gpu(row: dict) -> tuple[GpuSpec, list[str]]:
-    """The catalogue GPU, except torchtitan's Grand Teton H100s: 96 GB HBM2e at 2.4 TB/s under a
-    500 W limit, whose peak "is between SXM and NVL" (torchtitan benchmarks/
-    llama3_h100_202412_torchtitan.md, Hardware and footnote 2): the midpoint of the two
-    catalogue rows' dense rates is taken."""
-    gpu = find_gpu(row["gpu"])
-    if "96GB HBM2e" not in row["notes"]:
+    """The catalogue GPU or variant of a row, and what it assumes."""
+    gpu = find_gpu(row_gpu_name(row))
+    if gpu.name != GRAND_TETON_H100:
         return gpu, []
-    nvl = find_gpu("H100-NVL-94GB")
-    rates = {
-        field: (getattr(gpu, field) + getattr(nvl, field)) / 2
-        for field in ("bf16_tflops", "fp16_tflops", "fp8_tflops", "tf32_tflops")
-    }
-    grand_teton = gpu.model_copy(update=rates | {"memory_bandwidth_tbps": 2.4, "memory_gb": 96})
-    return grand_teton, [f"H100 96GB HBM2e: {rates['bf16_tflops']:g} TFLOPS bf16 (SXM/NVL midpoint), 2.4 TB/s"]
+    return gpu, [f"{gpu.name}: {gpu.bf16_tflops:g} TFLOPS bf16 (SXM/NVL midpoint), {gpu.memory_bandwidth_tbps:g} TB/s"]
+
+
+def config_path(architecture: str, seq_len: int) -> Path:
+    """The config.json of a row's architecture: an MPT as llm-foundry builds it for the run's
+    max_seq_len (`<name>-seq<seq_len>.json`: learned positions of that length, bias-free
+    LayerNorm, no biases; its pretrain yamls set no alibi, so llmfoundry/models/mpt/
+    configuration_mpt.py's defaults hold, and the benchmark table's NumParams grows with SeqLen
+    by exactly d_model per position) where that file exists, else the shared config."""
+    path = CONFIGS / Path(architecture).name
+    as_built = path.with_name(f"{path.stem}-seq{seq_len}.json")
+    return as_built if as_built.exists() else path
 
 
 def _spec(architecture: str, seq_len: int) -> ModelSpec:
     if architecture.startswith("preset "):
         return get_preset(architecture.removeprefix("preset "))
-    path = CONFIGS / Path(architecture).name
-    config = path.read_bytes()
-    spec = spec_from_hf_config(config, path.name)
-    if json.loads(config).get("model_type") == "mpt":
-        spec = _mpt(spec, seq_len)
-    return spec
-
-
-def _mpt(spec: ModelSpec, seq_len: int) -> ModelSpec:
-    """llm-foundry's MPT as its pretrain yamls build it (mosaicml/llm-foundry
-    scripts/train/yamls/pretrain/mpt-*.yaml set no alibi, so llmfoundry/models/mpt/
-    configuration_mpt.py's defaults hold): learned positions of the run's max_seq_len (the
-    benchmark table's NumParams grows with SeqLen by exactly d_model per position), a bias-free
-    low-precision LayerNorm and a GELU MLP; the shared configs give only the sizes."""
-    return spec.model_copy(
-        update={
-            "norm": "layernorm",
-            "norm_bias": False,
-            "position_embedding": "learned",
-            "max_position_embeddings": seq_len,
-        }
-    )
+    path = config_path(architecture, seq_len)
+    config = json.loads(path.read_bytes())
+    if config.get("model_type") == "mpt" and "max_seq_len" not in config:
+        # a run of bench/llm_foundry_table.py with no as-built file: the same reading in memory
+        config |= {"max_seq_len": seq_len, "max_position_embeddings": seq_len}
+    return spec_from_hf_config(json.dumps(config).encode(), path.name)
 
 
 def _precision(text: str) -> str:
@@ -189,6 +187,33 @@ def row_inputs(row: dict) -> tuple[ModelSpec, TrainingSettings, TimeSettings, li
     return spec, settings, time_settings, assumptions
 
 
+def row_cli_args(row: dict) -> list[str]:
+    """The `python -m calculators time` arguments that build row_inputs' settings through the public
+    flags (the estimate of `time ... --json` is the row's)."""
+    spec_args = (
+        ["--model", row["architecture"].removeprefix("preset ")]
+        if row["architecture"].startswith("preset ")
+        else ["--config-json", str(config_path(row["architecture"], int(row["seq_len"])).relative_to(DATA.parent))]
+    )
+    _, settings, time_settings, _ = row_inputs(row)
+    args = [
+        *spec_args,
+        *("--micro-batch", str(settings.micro_batch), "--seq-len", str(settings.seq_len)),
+        *("--grad-accum", str(settings.grad_accum), "--gpus", str(settings.gpus)),
+        *("--tensor-parallel", str(settings.tensor_parallel), "--pipeline-parallel", str(settings.pipeline_parallel)),
+        *("--precision", settings.precision, "--zero", str(settings.zero), "--checkpointing", settings.checkpointing),
+        *("--gpu", row_gpu_name(row), "--inter-node-gbps", f"{time_settings.inter_node_gbps:g}"),
+        *("--kernels", time_settings.kernels, "--attention-kernel", time_settings.attention_kernel),
+        *("--loss-kernel", time_settings.loss_kernel, "--dataset-tokens", f"{time_settings.dataset_tokens:.0f}"),
+    ]
+    return args + (["--compile"] if time_settings.compile else [])
+
+
+def row_command(row: dict) -> str:
+    """The command line that prints the row's estimate (tokens_per_s_per_gpu in its JSON)."""
+    return f"python -m calculators time {' '.join(row_cli_args(row))} --json  # tokens_per_s_per_gpu"
+
+
 def load_rows(path: Path = THROUGHPUT_PATH) -> list[dict]:
     with path.open(newline="") as handle:
         return list(csv.DictReader(handle))
@@ -216,6 +241,7 @@ def throughput_table(path: Path = THROUGHPUT_PATH) -> list[ThroughputRow]:
                 step_s=estimate.step_s,
                 assumptions=assumptions,
                 source=row["source"],
+                command=row_command(row) if path == THROUGHPUT_PATH else "",
             )
         )
     return table
