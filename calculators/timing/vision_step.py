@@ -56,7 +56,6 @@ from calculators.timing.communication import allreduce_bytes, link_gbytes_per_s
 from calculators.timing.data_loading import DataLoader, InputCeiling, input_ceiling
 from calculators.timing.operations import (
     KERNEL_LAUNCH_S,
-    SUSTAINED_CLOCK_FACTOR,
     curve_family,
     flash_attention_fraction,
     matmul_curve,
@@ -64,7 +63,12 @@ from calculators.timing.operations import (
     shape_factor,
 )
 from calculators.timing.rates import rate_and_format
-from calculators.timing.settings import DEFAULT_HOST_CORES_PER_GPU, DEFAULT_INTER_NODE_GBPS, NVLINK_EFFICIENCY
+from calculators.timing.settings import (
+    DEFAULT_HOST_CORES_PER_GPU,
+    DEFAULT_INTER_NODE_GBPS,
+    NVLINK_EFFICIENCY,
+    SUSTAINED_CLOCK_FACTOR,
+)
 
 VISION_LAYERS_PATH = DATA_DIR / "vision_layers.json"
 Precision = Literal["fp32", "amp-bf16", "amp-fp16"]
