@@ -31,7 +31,11 @@ def test_the_headline_is_plan_servings_cheapest_for_the_same_inputs():
     metrics = _metrics(app)
     assert metrics["USD per hour"] == f"${cheapest.usd_per_hour:,.2f}"
     assert metrics["USD per million output tokens"] == f"${cheapest.usd_per_million_output_tokens:,.3f}"
-    assert metrics["GPUs in all"] == f"{cheapest.replicas * cheapest.tensor_parallel:,}"
+    # whole instances are rented: the GPUs billed are the instances' GPUs, spare ones included
+    assert metrics["GPUs rented"] == f"{cheapest.instances * cheapest.gpus_per_instance:,}"
+    assert f"on {cheapest.instances} x {cheapest.instance_type} ({cheapest.gpus} x {cheapest.gpu})" in (
+        app.success[0].value
+    )
     assert metrics["Time per output token (ms)"] == f"{cheapest.tpot_s * 1e3:,.1f}"
     assert cheapest.gpu in app.success[0].value and f"{cheapest.weight_precision} weights" in app.success[0].value
     table = app.dataframe[0].value

@@ -45,7 +45,7 @@ from calculators.models.spec import ModelSpec
 from calculators.plan.changes import RANKING_TIME_SETTINGS, RankedChange, best_few, ranked_changes
 from calculators.plan.figures import hours_range_text, hours_text, usd_range_text, usd_text
 from calculators.plan.search import DEFAULT_MAX_GPUS, PlanRequest, PlanResult, plan_run
-from calculators.plan.serving import ServingPlanRequest, ServingPlanResult, plan_serving
+from calculators.plan.serving import ServingPlanRequest, ServingPlanResult, plan_serving, rented_words
 from calculators.timing.estimate import estimate_time
 from calculators.timing.serving import LatencyLimits, ServingRequest, estimate_serving_speed, serving_assumptions
 from calculators.timing.settings import STEP_SETTING_FIELDS, TimeSettings
@@ -533,9 +533,10 @@ def serving_plan_command(args: argparse.Namespace) -> str:
 
 def _serving_plan_line(plan) -> str:
     return (
-        f"{plan.replicas} x {plan.tensor_parallel} {plan.gpu} ({plan.weight_precision}) on {plan.provider} "
-        f"{plan.pricing}: ${plan.usd_per_hour:,.2f}/h, ${plan.usd_per_million_output_tokens:,.3f} per M output, "
-        f"TTFT {plan.ttft_s * 1e3:,.0f} ms, TPOT {plan.tpot_s * 1e3:,.1f} ms, concurrency {plan.concurrency}"
+        f"{plan.replicas} x {plan.tensor_parallel} {plan.gpu} ({plan.weight_precision}) on {rented_words(plan)}, "
+        f"{plan.provider} {plan.pricing}: ${plan.usd_per_hour:,.2f}/h, ${plan.usd_per_million_output_tokens:,.3f} "
+        f"per M output, TTFT {plan.ttft_s * 1e3:,.0f} ms, TPOT {plan.tpot_s * 1e3:,.1f} ms, concurrency "
+        f"{plan.concurrency}"
     )
 
 
@@ -546,6 +547,7 @@ def format_serving_plan(result: ServingPlanResult) -> str:
         f"({result.searched:,} configurations in {result.seconds:.2f} s)"
     ]
     lines += [f"problem: {problem}" for problem in result.problems]
+    lines += [f"left out: {words}" for words in result.left_out if words not in result.problems]
     if result.cheapest is not None:
         lines.append(f"cheapest: {_serving_plan_line(result.cheapest)}")
     lines += [f"  {_serving_plan_line(plan)}" for plan in result.plans]
@@ -663,7 +665,8 @@ def serving_time_command(args: argparse.Namespace) -> str:
     workload, request = _serving_request(args)
     try:
         gpu = find_gpu(args.gpu)
-        speed = estimate_serving_speed(workload.model, workload.serving, gpu, request)
+        # --concurrency 0 picks the best concurrency within --ttft-ms and --tpot-ms, or says what is reachable
+        speed = estimate_serving_speed(workload.model, workload.serving, gpu, request, _latency_limits(args))
     except (KeyError, ValueError) as error:
         raise UsageError(str(error).strip("'\"")) from None
     result = {"model": workload.model.name, "mode": "inference"} | speed.model_dump(mode="json")
@@ -705,20 +708,27 @@ def serving_cost_command(args: argparse.Namespace) -> str:
         return json.dumps([option.model_dump(mode="json") for option in options], indent=2)
     lines = [
         f"{workload.model.name} (inference), {request.input_len:,} in / {request.output_len:,} out, tensor parallel "
-        f"{workload.serving.tensor_parallel}: {len(options)} options, cheapest per million output tokens first"
+        f"{workload.serving.tensor_parallel}: {len(options)} options, cheapest per million output tokens first "
+        "(whole instances; the tokens of every replica they hold)"
     ]
     for option in options[: args.top]:
-        if option.excluded_reason:
+        if option.usd_per_hour is None:
             lines.append(f"  {option.gpu:<24}{option.provider:<11}{option.pricing:<10} left out: "
                          f"{option.excluded_reason}")  # fmt: skip
             continue
+        missed = f"  misses the targets: {option.excluded_reason}" if option.excluded_reason else ""
         lines.append(
-            f"  {option.gpu:<24}{option.provider:<11}{option.pricing:<10}${option.usd_per_hour:>8,.2f}/h  "
+            f"  {option.gpu:<24}{option.provider:<11}{option.pricing:<10}${option.usd_per_hour:>8,.2f}/h for "
+            f"{option.instances} x {option.instance_type} ({_replicas_text(option.replicas_per_instance)} each)  "
             f"${option.usd_per_million_output_tokens:>8,.3f} per M output, "
             f"${option.usd_per_million_input_tokens:>7,.3f} per M input  "
-            f"concurrency {option.concurrency}, TPOT {option.tpot_s * 1e3:,.1f} ms"
+            f"concurrency {option.concurrency}, TPOT {option.tpot_s * 1e3:,.1f} ms{missed}"
         )
     return "\n".join(lines)
+
+
+def _replicas_text(count: int) -> str:
+    return f"{count:,} replica{'s' if count != 1 else ''}"
 
 
 def time_command(args: argparse.Namespace) -> str:
