@@ -55,8 +55,12 @@ def test_weight_precision_accepts_fp4(capsys):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--input-len", "-3"], "--input-len must be a whole number of tokens"),
-        (["--output-len", "abc"], "--output-len must be a whole number of tokens"),
+        (["--input-len", "-3"], "--input-len: must be greater than 0 and at most 10,000,000, not -3"),
+        (["--input-len", "0"], "--input-len: must be greater than 0 and at most 10,000,000, not 0"),
+        (["--output-len", "abc"], "--output-len: expected a number, got 'abc'"),
+        (["--concurrency", "-1"], "--concurrency: must be greater than 0 and at most 16,777,216, not -1"),
+        (["--ttft-ms", "-5"], "--ttft-ms: must be greater than 0 and at most 3,600,000, not -5"),
+        (["--concurrency", "0", "--ttft-ms", "0.001"], "no concurrency meets the latency targets"),
         (["--input-len", "4000", "--output-len", "500"], "beyond the 4,096 positions"),
         (["--concurrency", "500"], "concurrency 500 does not fit"),
         (["--gpu", "V100-SXM2-32GB", "--weight-precision", "fp4"], "runs no fp4 serving kernel"),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -81,7 +80,7 @@ def _setting_type(item: Setting, flag: str):
 
     def parse(raw: str):
         try:
-            return item.parse(raw, flag)
+            return item.parse_flag(raw, flag)
         except SettingError as error:
             raise UsageError(str(error)) from None
 
@@ -654,10 +653,8 @@ def _serving_request(args: argparse.Namespace) -> tuple[ServeWorkload, ServingRe
 
 
 def _latency_limits(args: argparse.Namespace) -> LatencyLimits:
-    ttft_ms, tpot_ms = getattr(args, "ttft_ms", None), getattr(args, "tpot_ms", None)
-    return LatencyLimits(
-        ttft_s=None if ttft_ms is None else ttft_ms / 1e3, tpot_s=None if tpot_ms is None else tpot_ms / 1e3
-    )
+    """The targets of --ttft-ms and --tpot-ms (read in ms, kept in s by their declarations)."""
+    return LatencyLimits(**values_for(LatencyLimits, setting_values(args)))
 
 
 def serving_time_command(args: argparse.Namespace) -> str:
@@ -893,45 +890,11 @@ def mlperf_command(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def _tokens_flag(flag: str):
-    def parse(raw: str) -> int:
-        if not raw.strip().isdigit() or not 0 < int(raw) <= 10_000_000:
-            raise UsageError(f"{flag} must be a whole number of tokens from 1 to 10,000,000, not {echo(raw)}")
-        return int(raw)
-
-    return parse
-
-
-def _positive_flag(flag: str, unit: str, most: float):
-    def parse(raw: str) -> float:
-        try:
-            value = float(raw)
-        except ValueError:
-            value = math.nan
-        if not 0 < value <= most:  # also refuses NaN
-            raise UsageError(f"{flag} must be a positive number of {unit} up to {most:,.0f}, not {echo(raw)}")
-        return value
-
-    return parse
-
-
-def _milliseconds_flag(flag: str):
-    return _positive_flag(flag, "milliseconds", 3_600_000)
-
-
 def add_serving_request_arguments(parser: argparse.ArgumentParser) -> None:
-    """--input-len and --output-len of --mode inference, and `--concurrency 0` for the best that fits."""
-    group = parser.add_argument_group("serving (--mode inference)")
-    group.add_argument("--input-len", type=_tokens_flag("--input-len"), default=1024, help="prompt tokens per request")
-    group.add_argument(
-        "--output-len", type=_tokens_flag("--output-len"), default=1024, help="generated tokens per request"
-    )
-    group.add_argument(
-        "--requests-per-s", type=_positive_flag("--requests-per-s", "requests per second", 1e7),
-        help="requests arriving per second: replicas and USD per month",
-    )  # fmt: skip
-    group.add_argument("--ttft-ms", type=_milliseconds_flag("--ttft-ms"), help="time-to-first-token target (ms)")
-    group.add_argument("--tpot-ms", type=_milliseconds_flag("--tpot-ms"), help="time-per-output-token target (ms)")
+    """--input-len, --output-len, --requests-per-s, --ttft-ms and --tpot-ms of --mode inference, as
+    calculators.interface.settings declares them, and `--concurrency 0` for the best that fits."""
+    requests = [item for item in all_settings() if item.model in (ServingRequest, ServingPlanRequest, LatencyLimits)]
+    add_setting_arguments(parser.add_argument_group("serving (--mode inference)"), requests)
     for action in parser._actions:
         if "--concurrency" in action.option_strings:
             declared = action.type
