@@ -122,3 +122,10 @@ def test_a_ttft_target_no_layout_meets_gives_the_best_reachable_and_its_cost(cap
     assert problem.startswith("no layout meets the targets; the nearest reachable is TTFT")
     assert f"on {best['instances']} x {best['instance_type']} " in problem
     assert f"${best['usd_per_hour']:,.2f} per hour" in problem
+
+
+def test_cost_refuses_lengths_past_the_models_positions_in_one_line(capsys):
+    """Llama 2 was trained on 4,096 positions: 4,000 in + 500 out = 4,500 fit no GPU, said once."""
+    assert main(["cost", *SERVE, "--input-len", "4000", "--output-len", "500"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "beyond the 4,096 positions" in err

@@ -46,7 +46,13 @@ from calculators.plan.figures import hours_range_text, hours_text, usd_range_tex
 from calculators.plan.search import DEFAULT_MAX_GPUS, PlanRequest, PlanResult, plan_run
 from calculators.plan.serving import ServingPlanRequest, ServingPlanResult, plan_serving, rented_words
 from calculators.timing.estimate import estimate_time
-from calculators.timing.serving import LatencyLimits, ServingRequest, estimate_serving_speed, serving_assumptions
+from calculators.timing.serving import (
+    LatencyLimits,
+    ServingRequest,
+    context_problem,
+    estimate_serving_speed,
+    serving_assumptions,
+)
 from calculators.timing.settings import STEP_SETTING_FIELDS, TimeSettings
 from calculators.validation.error_band import time_band_for
 from calculators.workload.build import (
@@ -685,6 +691,9 @@ def serving_time_command(args: argparse.Namespace) -> str:
 def serving_cost_command(args: argparse.Namespace) -> str:
     """USD per million output and input tokens on every priced GPU and provider."""
     workload, request = _serving_request(args)
+    too_long = context_problem(workload.model, request)  # the same on every GPU: one line, not a row each
+    if too_long:
+        raise UsageError(too_long)
     catalogue = list(load_gpu_catalogue())
     try:
         limits = _latency_limits(args)
