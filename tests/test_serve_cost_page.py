@@ -28,3 +28,20 @@ def test_memory_serve_verdict_links_to_time_and_cost():
     app = open_app(mode="inference", gpu="H100-SXM5-80GB")
     links = [element for element in app.get("page_link")]
     assert links, "the Serve verdict links to the Time and cost page"
+
+
+def test_the_cost_table_bills_whole_instances():
+    """Llama-2-7B fits one GPU: an 8-GPU instance bills its whole price and runs 8 replicas, never one
+    GPU's share of it."""
+    from calculators.cost.prices import load_prices
+
+    app = open_app("app_pages/cost.py", mode="inference", model="llama-2-7b", gpu="H100-SXM5-80GB", conc="8")
+    table = next(frame.value for frame in app.dataframe if "USD per million output tokens" in frame.value.columns)
+    sheet: dict[tuple[str, str], set[float]] = {}  # an instance type may be priced in several regions
+    for price in load_prices():
+        sheet.setdefault((price.provider, price.instance_type), set()).add(round(price.on_demand_usd_per_hour, 2))
+    on_demand = table[(table["pricing"] == "on demand") & (table["GPUs per instance"] == 8)]
+    assert len(on_demand) > 0
+    for row in on_demand.to_dict("records"):
+        assert row["replicas per instance"] == 8  # 8 GPUs // 1 GPU per replica
+        assert row["USD per hour (one instance)"] in sheet[(row["provider"], row["instance"])]

@@ -31,7 +31,11 @@ def test_the_headline_is_plan_servings_cheapest_for_the_same_inputs():
     metrics = _metrics(app)
     assert metrics["USD per hour"] == f"${cheapest.usd_per_hour:,.2f}"
     assert metrics["USD per million output tokens"] == f"${cheapest.usd_per_million_output_tokens:,.3f}"
-    assert metrics["GPUs in all"] == f"{cheapest.replicas * cheapest.tensor_parallel:,}"
+    # whole instances are rented: the GPUs billed are the instances' GPUs, spare ones included
+    assert metrics["GPUs rented"] == f"{cheapest.instances * cheapest.gpus_per_instance:,}"
+    assert f"on {cheapest.instances} x {cheapest.instance_type} ({cheapest.gpus} x {cheapest.gpu})" in (
+        app.success[0].value
+    )
     assert metrics["Time per output token (ms)"] == f"{cheapest.tpot_s * 1e3:,.1f}"
     assert cheapest.gpu in app.success[0].value and f"{cheapest.weight_precision} weights" in app.success[0].value
     table = app.dataframe[0].value
@@ -108,3 +112,14 @@ def test_the_nearest_plan_is_judged_on_the_targets_it_misses():
     # a tie on the ratio goes to the cheaper plan
     dear, cheap = _plan(0.2, 0.01, 5.0), _plan(0.2, 0.01, 2.0)
     assert closest_to_targets([dear, cheap], LatencyLimits(ttft_s=0.1)) == cheap
+
+
+def test_weights_no_single_instance_holds_are_named_on_the_page():
+    """Llama-3.1-405B in bf16 is 810 GB: on the L40S (8 x 48 GB in its largest instance) it needs more than
+    one node, which the page says in an expander rather than dropping it silently."""
+    app = open_app(PAGE, **(ASK | {"model": "llama-3.1-405b", "rps": "1", "in_len": "1024", "out_len": "1024"}))
+    assert not app.exception
+    expander = next(element for element in app.expander if element.label.startswith("Left out: weights that need"))
+    text = " ".join(element.value for element in expander.markdown)
+    assert "Bf16 weights of llama-3.1-405b fit in no single priced instance of" in text and "L40S-48GB" in text
+    assert "pipeline parallel serving is not modelled" in text

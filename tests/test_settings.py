@@ -46,6 +46,35 @@ def test_every_cli_flag_has_the_declared_default():
                 assert defaults[item.flag] == item.default_value, (name, item.flag)
 
 
+SERVING_REQUEST_KEYS = ("serve_input_len", "serve_output_len", "serve_requests_per_s", "serve_ttft_ms", "serve_tpot_ms")
+
+
+def test_the_serving_request_flags_are_their_declarations():
+    """--input-len ... --tpot-ms keep their names (the CLI contract) and take their default and help from the
+    one declaration: 1,024 tokens each way, no request rate and no latency target unless given."""
+    commands = build_parser()._subparsers._group_actions[0].choices
+    flags = {key: setting(key).flag for key in SERVING_REQUEST_KEYS}
+    assert list(flags.values()) == ["--input-len", "--output-len", "--requests-per-s", "--ttft-ms", "--tpot-ms"]
+    for name in ("time", "cost", "plan"):
+        actions = {action.option_strings[0]: action for action in commands[name]._actions if action.option_strings}
+        for key, flag in flags.items():
+            assert actions[flag].default == setting(key).default_value, (name, flag)
+            assert actions[flag].help == setting(key).help_text.replace("%", "%%"), (name, flag)
+    assert [setting(key).default_value for key in SERVING_REQUEST_KEYS] == [1024, 1024, None, None, None]
+    assert setting("serve_requests_per_s").start_value == 1.0  # the app starts from 1 request/s
+
+
+def test_latency_target_flags_read_milliseconds_as_links_do():
+    """250 ms is 0.25 s; 0 is no target; a bound is said in the milliseconds the flag was written in."""
+    ttft = setting("serve_ttft_ms")
+    assert ttft.parse_flag("250", "--ttft-ms") == 0.25
+    assert ttft.parse_flag("0", "--ttft-ms") is None
+    assert ttft.parse_flag("250", "--ttft-ms") == ttft.parse_shown("250")
+    with pytest.raises(SettingError, match=r"^--ttft-ms: must be greater than 0 and at most 3,600,000, not -5$"):
+        ttft.parse_flag("-5", "--ttft-ms")
+    assert setting("serve_input_len").parse_flag("512", "--input-len") == 512  # tokens: no scale
+
+
 def test_query_keys_and_flags_are_unique():
     queries = [item.query for item in all_settings()]
     assert len(queries) == len(set(queries))

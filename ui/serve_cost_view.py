@@ -103,6 +103,11 @@ def _speed_on(spec, settings, gpu: GpuSpec, request: ServingRequest) -> None:
 
 def _cost_table(spec, settings, request: ServingRequest, catalogue: list[GpuSpec]) -> None:
     st.subheader("Cost per million tokens")
+    st.caption(
+        "Each instance is rented whole and runs as many replicas as it holds (each replica inside one "
+        "instance); the price per million tokens counts the tokens of all of them. An instance of one GPU is the "
+        "price of one GPU."
+    )
     options = serving_cost_options(spec, settings, request, load_prices(), catalogue)
     served = [option for option in options if option.excluded_reason is None]
     frame = pd.DataFrame(
@@ -112,8 +117,10 @@ def _cost_table(spec, settings, request: ServingRequest, catalogue: list[GpuSpec
                 "provider": o.provider,
                 "instance": o.instance_type,
                 "pricing": o.pricing,
+                "GPUs per instance": o.gpus_per_instance,
                 "GPUs per replica": o.tensor_parallel,
-                "USD per hour (one replica)": round(o.usd_per_hour, 2),
+                "replicas per instance": o.replicas_per_instance,
+                "USD per hour (one instance)": round(o.usd_per_hour, 2),
                 "USD per million output tokens": round(o.usd_per_million_output_tokens, 4),
                 "USD per million input tokens": round(o.usd_per_million_input_tokens, 4),
                 "concurrent sequences": o.concurrency,
@@ -127,7 +134,8 @@ def _cost_table(spec, settings, request: ServingRequest, catalogue: list[GpuSpec
         st.download_button("Download the table (CSV)", csv_bytes(frame), "serving_cost.csv", "text/csv")
     else:
         st.info("No priced GPU serves these settings: use more tensor-parallel GPUs or smaller weights.")
-    left_out = {o.gpu: o.excluded_reason for o in options if o.excluded_reason is not None}
+    # one line per GPU and reason: a reason about one instance's size names that instance
+    left_out = list(dict.fromkeys((o.gpu, o.excluded_reason) for o in options if o.excluded_reason is not None))
     if left_out:
-        with st.expander(f"GPUs left out ({len(left_out)})"):
-            st.markdown("\n".join(f"- {name}: {reason}" for name, reason in left_out.items()))
+        with st.expander(f"Left out ({len(left_out)})"):
+            st.markdown("\n".join(f"- {name}: {reason}" for name, reason in left_out))

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from calculators.cost.exports import csv_bytes
 from calculators.hardware.catalogue import GpuSpec
-from calculators.plan.serving import ServingPlan, ServingPlanRequest, ServingPlanResult, plan_serving
+from calculators.plan.serving import ServingPlan, ServingPlanRequest, ServingPlanResult, plan_serving, rented_words
 from calculators.timing.serving import LatencyLimits
 from ui import state
 from ui.axes import axis
@@ -52,11 +52,21 @@ def layout_words(plan: ServingPlan) -> str:
     )
 
 
-def plan_words(plan: ServingPlan) -> str:
-    """A plan's layout, where it is rented and its figures, with units."""
+def spare_words(plan: ServingPlan) -> str:
+    """What the rented instances hold beyond the replicas asked for, or '' when nothing."""
+    spare = plan.replicas_held - plan.replicas
+    if spare <= 0:
+        return ""
     return (
-        # plan_serving prices each GPU at its cheapest offer's rate per GPU-hour, whatever the instance's size
-        f"**{layout_words(plan)}** at the per-GPU rate of {plan.provider} {plan.instance_type}, {plan.pricing}: "
+        f" (their spare GPUs hold {spare:,} more replica{'s' if spare != 1 else ''}; the price per million tokens "
+        "counts every replica the instances hold)"
+    )
+
+
+def plan_words(plan: ServingPlan) -> str:
+    """A plan's layout, the whole instances rented and its figures, with units."""
+    return (
+        f"**{layout_words(plan)}** on {rented_words(plan)}, {plan.provider} {plan.pricing}{spare_words(plan)}: "
         f"${plan.usd_per_hour:,.2f} per hour (${plan.usd_per_month:,.0f} per month), "
         f"${plan.usd_per_million_output_tokens:,.3f} per million output tokens; "
         f"time to first token {plan.ttft_s * 1e3:,.0f} ms, time per output token {plan.tpot_s * 1e3:,.1f} ms, "
@@ -111,7 +121,7 @@ def plans_table(plans: list[ServingPlan]) -> pd.DataFrame:
             {
                 "plan": number,
                 "GPU": plan.gpu,
-                "GPUs in all": plan.gpus,
+                "GPUs rented": plan.gpus,
                 "USD per hour": round(plan.usd_per_hour, 2),
                 "USD per million output tokens": round(plan.usd_per_million_output_tokens, 4),
                 "time to first token (ms)": round(plan.ttft_s * 1e3, 1),
@@ -120,7 +130,10 @@ def plans_table(plans: list[ServingPlan]) -> pd.DataFrame:
                 "replicas": plan.replicas,
                 "GPUs per replica (tensor parallel)": plan.tensor_parallel,
                 "provider": plan.provider,
-                "instance priced per GPU": plan.instance_type,
+                "instance": plan.instance_type,
+                "instances": plan.instances,
+                "GPUs per instance": plan.gpus_per_instance,
+                "replicas the instances hold": plan.replicas_held,
                 "pricing": plan.pricing,
                 "USD per month": round(plan.usd_per_month),
                 "USD per million input tokens": round(plan.usd_per_million_input_tokens, 4),
@@ -152,7 +165,7 @@ def _headline(plan: ServingPlan) -> None:
         "USD per hour", f"${plan.usd_per_hour:,.2f}", help=f"${plan.usd_per_month:,.0f} per month", width="content"
     )
     row.metric("USD per million output tokens", f"${plan.usd_per_million_output_tokens:,.3f}", width="content")
-    row.metric("GPUs in all", f"{plan.gpus:,}", help=layout_words(plan), width="content")
+    row.metric("GPUs rented", f"{plan.gpus:,}", help=f"{layout_words(plan)} on {rented_words(plan)}", width="content")
     row.metric("Time to first token (ms)", f"{plan.ttft_s * 1e3:,.0f}", width="content")
     row.metric("Time per output token (ms)", f"{plan.tpot_s * 1e3:,.1f}", width="content")
 
@@ -175,9 +188,9 @@ def serve_plan_section(workload, catalogue: list[GpuSpec], prices: list) -> None
     spec, settings = workload.spec, workload.serving
     st.caption(
         "The cheapest way to serve the sidebar's model: every priced GPU, tensor-parallel size (1 to 8), weight "
-        "precision (bf16, fp8, int4, fp4 where the GPU runs it) and concurrency is searched, and the replicas that "
-        "carry the request rate are priced on the cheapest offer for that GPU. The KV cache, context and prefill "
-        "chunk come from the sidebar."
+        "precision (bf16, fp8, int4, fp4 where the GPU runs it) and concurrency is searched; the replicas that "
+        "carry the request rate are packed into whole instances, each replica inside one instance, of the offer "
+        "that bills least for them. The KV cache, context and prefill chunk come from the sidebar."
     )
     _inputs(sorted({price.provider for price in prices}))  # unknown providers from a link are named and dropped
     request, problem = serving_plan_request()
@@ -193,6 +206,7 @@ def serve_plan_section(workload, catalogue: list[GpuSpec], prices: list) -> None
     )
     if result.cheapest is None:
         _unmet(result)
+        _left_out(result)
         return
     _headline(result.cheapest)
     vendors = {gpu.name: gpu.vendor for gpu in catalogue}
@@ -215,3 +229,12 @@ def serve_plan_section(workload, catalogue: list[GpuSpec], prices: list) -> None
     st.download_button(
         "Serving plans (CSV)", lambda: csv_bytes(table), "serving_plans.csv", "text/csv", on_click="ignore"
     )
+    _left_out(result)
+
+
+def _left_out(result: ServingPlanResult) -> None:
+    """The weight precisions no single instance of a GPU holds: serving them takes pipeline parallel."""
+    shown = [words for words in result.left_out if words not in result.problems]
+    if shown:
+        with st.expander(f"Left out: weights that need more than one node ({len(shown)})"):
+            st.markdown("\n".join(f"- {words[:1].upper() + words[1:]}." for words in shown))

@@ -83,12 +83,15 @@ class PriceCatalogueError(ValueError):
     """A price sheet (or uploaded CSV) is malformed; the message names file, row, instance and field."""
 
 
+def instance_usd_per_hour(price: CloudPrice, spot: bool = False) -> float | None:
+    """Price of one whole instance-hour, on demand or spot (None if the row has no spot price)."""
+    return price.spot_usd_per_hour if spot else price.on_demand_usd_per_hour
+
+
 def usd_per_gpu_hour(price: CloudPrice, spot: bool = False) -> float | None:
     """Price of one GPU-hour: the instance price divided by its GPUs (None if no spot price)."""
-    instance_usd_per_hour = price.spot_usd_per_hour if spot else price.on_demand_usd_per_hour
-    if instance_usd_per_hour is None:
-        return None
-    return instance_usd_per_hour / price.gpu_count
+    whole = instance_usd_per_hour(price, spot)
+    return None if whole is None else whole / price.gpu_count
 
 
 def prices_as_of(prices: Iterable[CloudPrice]) -> tuple[dt.date, dt.date] | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -45,9 +44,15 @@ from calculators.models.spec import ModelSpec
 from calculators.plan.changes import RANKING_TIME_SETTINGS, RankedChange, best_few, ranked_changes
 from calculators.plan.figures import hours_range_text, hours_text, usd_range_text, usd_text
 from calculators.plan.search import DEFAULT_MAX_GPUS, PlanRequest, PlanResult, plan_run
-from calculators.plan.serving import ServingPlanRequest, ServingPlanResult, plan_serving
+from calculators.plan.serving import ServingPlanRequest, ServingPlanResult, plan_serving, rented_words
 from calculators.timing.estimate import estimate_time
-from calculators.timing.serving import LatencyLimits, ServingRequest, estimate_serving_speed, serving_assumptions
+from calculators.timing.serving import (
+    LatencyLimits,
+    ServingRequest,
+    context_problem,
+    estimate_serving_speed,
+    serving_assumptions,
+)
 from calculators.timing.settings import STEP_SETTING_FIELDS, TimeSettings
 from calculators.validation.error_band import time_band_for
 from calculators.workload.build import (
@@ -81,7 +86,7 @@ def _setting_type(item: Setting, flag: str):
 
     def parse(raw: str):
         try:
-            return item.parse(raw, flag)
+            return item.parse_flag(raw, flag)
         except SettingError as error:
             raise UsageError(str(error)) from None
 
@@ -533,9 +538,10 @@ def serving_plan_command(args: argparse.Namespace) -> str:
 
 def _serving_plan_line(plan) -> str:
     return (
-        f"{plan.replicas} x {plan.tensor_parallel} {plan.gpu} ({plan.weight_precision}) on {plan.provider} "
-        f"{plan.pricing}: ${plan.usd_per_hour:,.2f}/h, ${plan.usd_per_million_output_tokens:,.3f} per M output, "
-        f"TTFT {plan.ttft_s * 1e3:,.0f} ms, TPOT {plan.tpot_s * 1e3:,.1f} ms, concurrency {plan.concurrency}"
+        f"{plan.replicas} x {plan.tensor_parallel} {plan.gpu} ({plan.weight_precision}) on {rented_words(plan)}, "
+        f"{plan.provider} {plan.pricing}: ${plan.usd_per_hour:,.2f}/h, ${plan.usd_per_million_output_tokens:,.3f} "
+        f"per M output, TTFT {plan.ttft_s * 1e3:,.0f} ms, TPOT {plan.tpot_s * 1e3:,.1f} ms, concurrency "
+        f"{plan.concurrency}"
     )
 
 
@@ -546,6 +552,7 @@ def format_serving_plan(result: ServingPlanResult) -> str:
         f"({result.searched:,} configurations in {result.seconds:.2f} s)"
     ]
     lines += [f"problem: {problem}" for problem in result.problems]
+    lines += [f"left out: {words}" for words in result.left_out if words not in result.problems]
     if result.cheapest is not None:
         lines.append(f"cheapest: {_serving_plan_line(result.cheapest)}")
     lines += [f"  {_serving_plan_line(plan)}" for plan in result.plans]
@@ -652,10 +659,8 @@ def _serving_request(args: argparse.Namespace) -> tuple[ServeWorkload, ServingRe
 
 
 def _latency_limits(args: argparse.Namespace) -> LatencyLimits:
-    ttft_ms, tpot_ms = getattr(args, "ttft_ms", None), getattr(args, "tpot_ms", None)
-    return LatencyLimits(
-        ttft_s=None if ttft_ms is None else ttft_ms / 1e3, tpot_s=None if tpot_ms is None else tpot_ms / 1e3
-    )
+    """The targets of --ttft-ms and --tpot-ms (read in ms, kept in s by their declarations)."""
+    return LatencyLimits(**values_for(LatencyLimits, setting_values(args)))
 
 
 def serving_time_command(args: argparse.Namespace) -> str:
@@ -663,7 +668,8 @@ def serving_time_command(args: argparse.Namespace) -> str:
     workload, request = _serving_request(args)
     try:
         gpu = find_gpu(args.gpu)
-        speed = estimate_serving_speed(workload.model, workload.serving, gpu, request)
+        # --concurrency 0 picks the best concurrency within --ttft-ms and --tpot-ms, or says what is reachable
+        speed = estimate_serving_speed(workload.model, workload.serving, gpu, request, _latency_limits(args))
     except (KeyError, ValueError) as error:
         raise UsageError(str(error).strip("'\"")) from None
     result = {"model": workload.model.name, "mode": "inference"} | speed.model_dump(mode="json")
@@ -685,6 +691,9 @@ def serving_time_command(args: argparse.Namespace) -> str:
 def serving_cost_command(args: argparse.Namespace) -> str:
     """USD per million output and input tokens on every priced GPU and provider."""
     workload, request = _serving_request(args)
+    too_long = context_problem(workload.model, request)  # the same on every GPU: one line, not a row each
+    if too_long:
+        raise UsageError(too_long)
     catalogue = list(load_gpu_catalogue())
     try:
         limits = _latency_limits(args)
@@ -705,20 +714,27 @@ def serving_cost_command(args: argparse.Namespace) -> str:
         return json.dumps([option.model_dump(mode="json") for option in options], indent=2)
     lines = [
         f"{workload.model.name} (inference), {request.input_len:,} in / {request.output_len:,} out, tensor parallel "
-        f"{workload.serving.tensor_parallel}: {len(options)} options, cheapest per million output tokens first"
+        f"{workload.serving.tensor_parallel}: {len(options)} options, cheapest per million output tokens first "
+        "(whole instances; the tokens of every replica they hold)"
     ]
     for option in options[: args.top]:
-        if option.excluded_reason:
+        if option.usd_per_hour is None:
             lines.append(f"  {option.gpu:<24}{option.provider:<11}{option.pricing:<10} left out: "
                          f"{option.excluded_reason}")  # fmt: skip
             continue
+        missed = f"  misses the targets: {option.excluded_reason}" if option.excluded_reason else ""
         lines.append(
-            f"  {option.gpu:<24}{option.provider:<11}{option.pricing:<10}${option.usd_per_hour:>8,.2f}/h  "
+            f"  {option.gpu:<24}{option.provider:<11}{option.pricing:<10}${option.usd_per_hour:>8,.2f}/h for "
+            f"{option.instances} x {option.instance_type} ({_replicas_text(option.replicas_per_instance)} each)  "
             f"${option.usd_per_million_output_tokens:>8,.3f} per M output, "
             f"${option.usd_per_million_input_tokens:>7,.3f} per M input  "
-            f"concurrency {option.concurrency}, TPOT {option.tpot_s * 1e3:,.1f} ms"
+            f"concurrency {option.concurrency}, TPOT {option.tpot_s * 1e3:,.1f} ms{missed}"
         )
     return "\n".join(lines)
+
+
+def _replicas_text(count: int) -> str:
+    return f"{count:,} replica{'s' if count != 1 else ''}"
 
 
 def time_command(args: argparse.Namespace) -> str:
@@ -936,45 +952,11 @@ def mlperf_command(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def _tokens_flag(flag: str):
-    def parse(raw: str) -> int:
-        if not raw.strip().isdigit() or not 0 < int(raw) <= 10_000_000:
-            raise UsageError(f"{flag} must be a whole number of tokens from 1 to 10,000,000, not {echo(raw)}")
-        return int(raw)
-
-    return parse
-
-
-def _positive_flag(flag: str, unit: str, most: float):
-    def parse(raw: str) -> float:
-        try:
-            value = float(raw)
-        except ValueError:
-            value = math.nan
-        if not 0 < value <= most:  # also refuses NaN
-            raise UsageError(f"{flag} must be a positive number of {unit} up to {most:,.0f}, not {echo(raw)}")
-        return value
-
-    return parse
-
-
-def _milliseconds_flag(flag: str):
-    return _positive_flag(flag, "milliseconds", 3_600_000)
-
-
 def add_serving_request_arguments(parser: argparse.ArgumentParser) -> None:
-    """--input-len and --output-len of --mode inference, and `--concurrency 0` for the best that fits."""
-    group = parser.add_argument_group("serving (--mode inference)")
-    group.add_argument("--input-len", type=_tokens_flag("--input-len"), default=1024, help="prompt tokens per request")
-    group.add_argument(
-        "--output-len", type=_tokens_flag("--output-len"), default=1024, help="generated tokens per request"
-    )
-    group.add_argument(
-        "--requests-per-s", type=_positive_flag("--requests-per-s", "requests per second", 1e7),
-        help="requests arriving per second: replicas and USD per month",
-    )  # fmt: skip
-    group.add_argument("--ttft-ms", type=_milliseconds_flag("--ttft-ms"), help="time-to-first-token target (ms)")
-    group.add_argument("--tpot-ms", type=_milliseconds_flag("--tpot-ms"), help="time-per-output-token target (ms)")
+    """--input-len, --output-len, --requests-per-s, --ttft-ms and --tpot-ms of --mode inference, as
+    calculators.interface.settings declares them, and `--concurrency 0` for the best that fits."""
+    requests = [item for item in all_settings() if item.model in (ServingRequest, ServingPlanRequest, LatencyLimits)]
+    add_setting_arguments(parser.add_argument_group("serving (--mode inference)"), requests)
     for action in parser._actions:
         if "--concurrency" in action.option_strings:
             declared = action.type

@@ -66,6 +66,7 @@ class Setting:
     zero_means_unset: bool = False  # the widget's 0 stands for None (the model's own default)
     old_queries: tuple[str, ...] = ()  # URL keys older links used for this setting, still read
     needs: str = ""  # the model feature the setting applies to (MODEL_FEATURES), '' = every model
+    flag_shown: bool = False  # the CLI flag reads the shown units (--ttft-ms in ms), as links do
 
     # --- what the declaration says ---------------------------------------------------
 
@@ -154,13 +155,14 @@ class Setting:
 
     # --- checking a value -------------------------------------------------------------
 
-    def describe_range(self) -> str:
+    def describe_range(self, scale: float = 1.0) -> str:
+        """The bounds in words, divided by `scale` to read in the shown units (ms for a target in s)."""
         (low, low_open), (high, high_open) = self.lower, self.upper
         parts = []
         if low is not None:
-            parts.append(f"{'greater than' if low_open else 'at least'} {readable(low)}")
+            parts.append(f"{'greater than' if low_open else 'at least'} {readable(low / scale)}")
         if high is not None:
-            parts.append(f"{'less than' if high_open else 'at most'} {readable(high)}")
+            parts.append(f"{'less than' if high_open else 'at most'} {readable(high / scale)}")
         return " and ".join(parts)
 
     def check(self, value: Any, name: str = "") -> Any:
@@ -231,7 +233,20 @@ class Setting:
         number = _number_from_text(raw, name or self.label)
         if self.zero_means_unset and number == 0:
             return None
-        return self.check(number * scale if scale != 1 and math.isfinite(number) else number, name)
+        if scale == 1 or not math.isfinite(number):
+            return self.check(number, name)
+        try:
+            return self.check(number * scale, name)
+        except SettingError:  # say the bounds in the units the value was written in
+            raise SettingError(
+                f"{name or self.label}: must be {self.describe_range(scale)}, not {readable(number)}"
+            ) from None
+
+    def parse_flag(self, raw: str, flag: str) -> Any:
+        """A CLI argument, checked, in the units the flag reads (`flag_shown`: the shown ones)."""
+        if self.flag_shown and self.ui_scale != 1:
+            return self._parse_number(raw.strip(), flag, scale=self.ui_scale)
+        return self.parse(raw, flag)
 
     def parse_shown(self, raw: str) -> Any:
         """A value written in the units the app shows (billions of tokens, per cent), as links
@@ -469,13 +484,14 @@ def _declare() -> list[Setting]:
         serving(
             "tensor_parallel", "tp_serve", "Tensor-parallel GPUs", state="s_tensor_parallel", flag="--tensor-parallel"
         ),
-        # the requests served and the latency targets (Time and cost, Plan a run). The CLI's --input-len,
-        # --output-len, --requests-per-s, --ttft-ms and --tpot-ms are cli.add_serving_request_arguments.
+        # the requests served and the latency targets (Time and cost, Plan a run; the CLI's time, cost and plan
+        # with --mode inference, through cli.add_serving_request_arguments)
         Setting(
             "input_len",
             "in_len",
             "Input tokens per request",
             model=ServingRequest,
+            flag="--input-len",
             state="serve_input_len",
             default=1024,
             modes=("inference",),
@@ -485,44 +501,56 @@ def _declare() -> list[Setting]:
             "out_len",
             "Output tokens per request",
             model=ServingRequest,
+            flag="--output-len",
             state="serve_output_len",
             default=1024,
             modes=("inference",),
         ),
+        # no rate unless given on the command line (cost then leaves the replicas and month out, plan asks for
+        # one); the app starts from 1 request/s
         Setting(
             "requests_per_s",
             "rps",
             "Requests per second",
             model=ServingPlanRequest,
+            flag="--requests-per-s",
             state="serve_requests_per_s",
-            default=1.0,
+            app_default=1.0,
             modes=("inference",),
+            help="requests arriving per second: the replicas that carry them and the USD per month",
         ),
         # targets in ms, 0 = none; the app starts from MLPerf Inference's Llama-2-70B Server constraints,
-        # TTFT 2,000 ms and TPOT 200 ms (github.com/mlcommons/inference, loadgen/mlperf.conf)
+        # TTFT 2,000 ms and TPOT 200 ms (github.com/mlcommons/inference, loadgen/mlperf.conf); the command
+        # line has no target unless given
         Setting(
             "ttft_s",
             "ttft_ms",
             "Time to first token target (ms, 0 = none)",
             model=LatencyLimits,
+            flag="--ttft-ms",
+            flag_shown=True,
             state="serve_ttft_ms",
             ui_scale=1e-3,
             zero_means_unset=True,
             app_default=2.0,
             modes=("inference",),
-            help="the longest wait for the first token; 0 = no target. Starts at MLPerf Inference's 2,000 ms",
+            help="the longest wait for the first token, ms; 0 = no target. The app starts at MLPerf Inference's "
+            "2,000 ms",
         ),
         Setting(
             "tpot_s",
             "tpot_ms",
             "Time per output token target (ms, 0 = none)",
             model=LatencyLimits,
+            flag="--tpot-ms",
+            flag_shown=True,
             state="serve_tpot_ms",
             ui_scale=1e-3,
             zero_means_unset=True,
             app_default=0.2,
             modes=("inference",),
-            help="the longest time between output tokens; 0 = no target. Starts at MLPerf Inference's 200 ms",
+            help="the longest time between output tokens, ms; 0 = no target. The app starts at MLPerf Inference's "
+            "200 ms",
         ),
         # the run: dataset, throughput, prices
         time(

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.memory.serving import (
+    TENSOR_PARALLEL_SIZES,
     activation_element_bytes,
     decode_weight_read_bytes,
     kv_cache_bytes_per_sequence,
@@ -466,6 +467,27 @@ class LatencyLimits(BaseModel):
         )
 
 
+NODE_GPUS = max(TENSOR_PARALLEL_SIZES)  # the largest tensor parallel searched: one 8-GPU node (HGX, DGX)
+
+
+class DoesNotFit(ValueError):
+    """Not one sequence fits on the tensor-parallel group: the planner tells this from a GPU that runs no
+    kernel for the weights."""
+
+
+def does_not_fit_text(spec: ModelSpec, settings: ServingSettings, gpu: GpuSpec, tokens: int) -> str:
+    """Why not one sequence fits, and what would: more tensor-parallel GPUs inside one node, else smaller
+    weights, as serving across nodes needs pipeline parallel, which this model does not time."""
+    tp = settings.tensor_parallel
+    where = f"not one sequence of {tokens:,} tokens fits on {tp} x {gpu.name} with {settings.weight_precision} weights"
+    if tp >= NODE_GPUS:
+        return (
+            f"{where}: {spec.name} needs more than one node ({NODE_GPUS} GPUs): pipeline parallel serving is not "
+            "modelled; use smaller weights or a GPU with more memory"
+        )
+    return f"{where}: use more tensor-parallel GPUs (up to {NODE_GPUS}, one node) or smaller weights"
+
+
 def serving_speeds(
     spec: ModelSpec, settings: ServingSettings, gpu: GpuSpec, request: ServingRequest
 ) -> list[ServingSpeed]:
@@ -479,10 +501,7 @@ def serving_speeds(
     fits = fitting_concurrency(spec, settings, gpu, request)
     tokens = request.input_len + request.output_len
     if fits < 1:
-        raise ValueError(
-            f"not one sequence of {tokens:,} tokens fits on {settings.tensor_parallel} x {gpu.name} with "
-            f"{settings.weight_precision} weights: use more tensor-parallel GPUs or smaller weights"
-        )
+        raise DoesNotFit(does_not_fit_text(spec, settings, gpu, tokens))
     if request.concurrency > fits:
         raise ValueError(
             f"concurrency {request.concurrency:,} does not fit on {settings.tensor_parallel} x {gpu.name}: at most "
