@@ -163,7 +163,8 @@ def test_llama2_70b_lora_on_eight_gpus_meets_its_targets():
     but for Juniper's DeepSpeed run (M124), which the time model puts at half its published time even
     in the layout its own config sets: its log shows 12.7 s a step (10 steps per ~127 s between
     train_loss lines) where the time model has 7.2 s, and 3,878 sequences to converge where the
-    reference points give 3,179. No coefficient is fitted to close it. The 8-GPU B200 runs are timed
+    reference points give 3,179. No coefficient is fitted to close it. NeMo's runs on NVIDIA GPUs
+    take the cuDNN fused attention their configs set (NVTE_FUSED_ATTN=1, FP8_DPA=1); the 8-GPU B200 runs are timed
     in the layout and settings of their published NeMo configs (NEMO_LORA_B200_CONFIGS: TP1, cuDNN
     attention, CUDA graphs where set, NCCL_MIN_CTAS), Dell's M354 and Nebius's M407 among them: both
     ran NVFP4 matmuls, timed in FP8 (the catalogue has no FP4 rate)."""
@@ -244,6 +245,15 @@ def test_a_system_with_its_own_config_gets_it():
     assert not any("NVFP4" in line for line in v50.assumptions)
 
 
-def test_runs_without_a_published_config_keep_the_default_contention():
+def test_runs_without_a_b200_config_keep_the_default_contention():
     """H100's LoRA runs have no entry: the time model's NCCL share (24/132) stays."""
     assert _workload("M141").time_settings.nccl_sm_share == pytest.approx(24 / 132)
+
+
+def test_nemo_lora_on_nvidia_runs_cudnn_attention():
+    """training_results_v4.0 NVIDIA nemo/configs/config_common.sh: NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=1
+    FP8_DPA=1 (Transformer Engine's cuDNN backend); AMD's stack keeps FlashAttention-2."""
+    h100 = _workload("M141")
+    assert h100.time_settings.attention_kernel == "cudnn"
+    assert any("cuDNN fused attention" in line for line in h100.assumptions)
+    assert _workload("M240").time_settings.attention_kernel == "flash2"  # AMD, 8 MI300X

@@ -401,9 +401,6 @@ class NemoLoraConfig(BaseModel):
 
     tensor_parallel: int = Field(description="TP")
     context_parallel: int = Field(description="CP")
-    attention_kernel: AttentionKernel = Field(
-        description="FP8_DPA=1 (NVTE_FUSED_ATTN=1): Transformer Engine's cuDNN fused attention"
-    )
     launch: Launch = Field(description="LAYER_CUDA_GRAPH or MCORE_CUDA_GRAPH on: cuda-graphs; both off: auto")
     nccl_min_ctas: int = Field(description="NCCL_MIN_CTAS: the blocks, one SM each, NCCL's kernels hold")
     fp4: bool = Field(description="the config sources config_common_fp4.sh (FP4=True, NVFP4 matmuls)")
@@ -417,13 +414,13 @@ NEMO_LORA_B200_CONFIGS = {
     # NVIDIA/benchmarks/llama2_70b_lora/implementations/b200_preview_nemo/config_DGXB200_1x8x2xtp1pp1cp2.sh:
     # TP=1 CP=2 MINIBS=2, NVTE_FUSED_ATTN=1, FP8_DPA=1, LAYER_CUDA_GRAPH=1, NCCL_MIN_CTAS=32
     ("v4.1", ""): NemoLoraConfig(
-        tensor_parallel=1, context_parallel=2, attention_kernel="cudnn", launch="cuda-graphs", nccl_min_ctas=32,
+        tensor_parallel=1, context_parallel=2, launch="cuda-graphs", nccl_min_ctas=32,
         fp4=False, source="training_results_v4.1 NVIDIA b200_preview_nemo/config_DGXB200_1x8x2xtp1pp1cp2.sh",
     ),
     # NVIDIA/benchmarks/llama2_70b_lora/implementations/nyx_n1_ngc25.04_nemo/config_DGXB200_1x8x1xtp1pp1cp1.sh:
     # TP=1 CP=1 MINIBS=1, LAYER_CUDA_GRAPH=0 MCORE_CUDA_GRAPH=0; its config_common.sh FP8_DPA=1, NCCL_MIN_CTAS=32
     ("v5.0", ""): NemoLoraConfig(
-        tensor_parallel=1, context_parallel=1, attention_kernel="cudnn", launch="auto", nccl_min_ctas=32,
+        tensor_parallel=1, context_parallel=1, launch="auto", nccl_min_ctas=32,
         fp4=False, source="training_results_v5.0 NVIDIA nyx_n1_ngc25.04_nemo/config_DGXB200_1x8x1xtp1pp1cp1.sh",
     ),
     # Dell/benchmarks/llama2_70b_lora/implementations/nemo/config_DGXB200_1x8x1xtp1pp1cp1.sh (the same
@@ -431,19 +428,19 @@ NEMO_LORA_B200_CONFIGS = {
     # CUDA graph variable (megatron_gpt_peft_tuning_config.yaml: enable_cuda_graph False); its
     # config_common.sh FP8_DPA=1, NCCL_MIN_CTAS=32
     ("v5.1", ""): NemoLoraConfig(
-        tensor_parallel=1, context_parallel=1, attention_kernel="cudnn", launch="auto", nccl_min_ctas=32,
+        tensor_parallel=1, context_parallel=1, launch="auto", nccl_min_ctas=32,
         fp4=False, source="training_results_v5.1 Dell nemo/config_DGXB200_1x8x1xtp1pp1cp1.sh",
     ),
     # Dell/.../nemo/config_1xXE9680Lx8B200-SXM-180GB.sh: sources config_common_fp4.sh, MINIBS=2 CP=2,
     # MCORE_CUDA_GRAPH=1
     ("v5.1", "1xXE9680Lx8B200-SXM-180GB"): NemoLoraConfig(
-        tensor_parallel=1, context_parallel=2, attention_kernel="cudnn", launch="cuda-graphs", nccl_min_ctas=32,
+        tensor_parallel=1, context_parallel=2, launch="cuda-graphs", nccl_min_ctas=32,
         fp4=True, source="training_results_v5.1 Dell nemo/config_1xXE9680Lx8B200-SXM-180GB.sh",
     ),
     # Nebius/benchmarks/llama2_70b_lora/configs/nebius_b200_n1/config_DGXB200_1x8x1xtp1pp1cp1_fp4.sh:
     # sources config_common_fp4.sh, CP=1, MCORE_CUDA_GRAPH=0
     ("v5.1", "Nebius B200 n1 (8x B200-SXM-180GB)"): NemoLoraConfig(
-        tensor_parallel=1, context_parallel=1, attention_kernel="cudnn", launch="auto", nccl_min_ctas=32,
+        tensor_parallel=1, context_parallel=1, launch="auto", nccl_min_ctas=32,
         fp4=True, source="training_results_v5.1 Nebius configs/nebius_b200_n1/config_DGXB200_1x8x1xtp1pp1cp1_fp4.sh",
     ),
 }  # fmt: skip
@@ -591,6 +588,7 @@ def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
         virtual_stages=layout.virtual_stages,
         kernels="fused",
         fp8_recipe=recipe,
+        attention_kernel=nemo_attention_kernel(result, gpu),
         **config_time_settings(config, gpu),
     )
     assumptions = [
@@ -604,6 +602,11 @@ def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
         f"micro-batch {layout.micro_batch}, {grad_accum} micro-batches per step on {replicas} replicas; "
         f"{per_node} GPUs per NVLink domain; distributed optimizer (ZeRO-1); no recomputation",
     ]
+    if time_settings.attention_kernel == "cudnn":
+        assumptions.append(
+            "Transformer Engine's cuDNN fused attention (NVTE_FUSED_ATTN=1, FP8_DPA=1 in the configs; its FP8 "
+            "arithmetic not modelled)"
+        )
     if layout.tensor_parallel > 1:
         assumptions.append("tensor-parallel traffic not hidden (TP_COMM_OVERLAP's share unmeasured)")
     assumptions += config_assumptions(config, time_settings)
@@ -613,6 +616,19 @@ def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
         # training_results_v5.1 NVIDIA llama31_405b config_GB200_*_cg_fp4.sh source config_common_fp4.sh
         assumptions.append("the submission ran FP4 matmuls (its configs source config_common_fp4.sh): timed in FP8")
     return Workload(spec=spec, settings=settings, time_settings=time_settings, assumptions=assumptions)
+
+
+def nemo_attention_kernel(result: Submission, gpu: GpuSpec) -> AttentionKernel:
+    """cuDNN fused attention for NeMo's Llama 2 70B LoRA on NVIDIA GPUs: every such config read sets
+    FP8_DPA=1, and the v4.0-v4.1 ones NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=1, Transformer Engine's
+    cuDNN backend (training_results_v4.0 configs/config_common.sh of NVIDIA, Dell, Fujitsu,
+    GigaComputing, HPE, Oracle, Red_Hat and Supermicro; v4.1 NVIDIA eos_ngc24.09_nemo and
+    b200_preview_nemo; v5.0 NVIDIA nyx_n1_ngc25.04_nemo and v5.1 Dell nemo config_common.sh);
+    FP8 attention is a kernel of that backend (NVIDIA/TransformerEngine
+    transformer_engine/common/fused_attn/fused_attn_fp8.cu @fecb10b, cuDNN's sdpa_fp8 graphs).
+    FlashAttention-2 (the time model's default) for the other stacks."""
+    nemo_lora = result.benchmark == "llama2_70b_lora" and result.stack == "nemo"
+    return "cudnn" if nemo_lora and gpu.vendor == "NVIDIA" else "flash2"
 
 
 def config_layout(config: NemoLoraConfig) -> Layout:
@@ -626,12 +642,11 @@ def config_layout(config: NemoLoraConfig) -> Layout:
 
 
 def config_time_settings(config: NemoLoraConfig | None, gpu: GpuSpec) -> dict:
-    """The time model's settings a published config states: its attention kernel, how it launches
-    kernels and the SMs NCCL holds; none without a config (the TimeSettings defaults)."""
+    """The time model's settings a published config states: how it launches kernels and the SMs
+    NCCL holds; none without a config (the TimeSettings defaults)."""
     if config is None:
         return {}
     return {
-        "attention_kernel": config.attention_kernel,
         "launch": config.launch,
         "nccl_sm_share": nccl_sm_share(config, gpu),
     }
@@ -643,8 +658,7 @@ def config_assumptions(config: NemoLoraConfig | None, time_settings: TimeSetting
         return []
     launch = "CUDA graphs" if config.launch == "cuda-graphs" else "no CUDA graphs"
     lines = [
-        f"FP8_DPA=1: Transformer Engine's cuDNN fused attention (its FP8 arithmetic not modelled); {launch}; "
-        f"NCCL_MIN_CTAS={config.nccl_min_ctas}: NCCL holds {time_settings.nccl_sm_share:.0%} of the SMs "
+        f"{launch}; NCCL_MIN_CTAS={config.nccl_min_ctas}: NCCL holds {time_settings.nccl_sm_share:.0%} of the SMs "
         "while it runs hidden"
     ]
     if config.fp4:
