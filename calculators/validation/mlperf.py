@@ -9,7 +9,8 @@ sequence, evaluation schedule and reference convergence points (RCPs). A predict
               + evaluations x evaluation samples x forward time per sample
 
 with the step time from calculators.timing.estimate.estimate_time on the submitted GPUs in the
-layout NVIDIA's NeMo/Megatron submissions use (`layout_for`), or, for the submissions built on the
+layout NVIDIA's NeMo/Megatron submissions use (`layout_for`; the 8-GPU B200 Llama 2 70B LoRA runs in
+their own published configs, `NEMO_LORA_B200_CONFIGS`), or, for the submissions built on the
 reference's HF Trainer + DeepSpeed code, the layout their own published config sets
 (`HF_DEEPSPEED_RECIPES`), every assumption listed per row.
 No coefficient here is fitted to a result: each comes from the benchmark's rules, a submission's
@@ -419,14 +420,15 @@ NEMO_LORA_B200_CONFIGS = {
     ),
     # NVIDIA/benchmarks/llama2_70b_lora/implementations/nyx_n1_ngc25.04_nemo/config_DGXB200_1x8x1xtp1pp1cp1.sh:
     # TP=1 CP=1 MINIBS=1, LAYER_CUDA_GRAPH=0 MCORE_CUDA_GRAPH=0; its config_common.sh FP8_DPA=1, NCCL_MIN_CTAS=32
+    # (the same in the round's 8-GPU B200 configs of Dell, GigaComputing, Lambda, Lenovo, Oracle, Supermicro)
     ("v5.0", ""): NemoLoraConfig(
         tensor_parallel=1, context_parallel=1, launch="auto", nccl_min_ctas=32,
         fp4=False, source="training_results_v5.0 NVIDIA nyx_n1_ngc25.04_nemo/config_DGXB200_1x8x1xtp1pp1cp1.sh",
     ),
     # Dell/benchmarks/llama2_70b_lora/implementations/nemo/config_DGXB200_1x8x1xtp1pp1cp1.sh (the same
-    # in Dell's XE9685L and XE9780, Lenovo's and GigaComputing's B200 configs): TP=1 CP=1 MINIBS=1, no
-    # CUDA graph variable (megatron_gpt_peft_tuning_config.yaml: enable_cuda_graph False); its
-    # config_common.sh FP8_DPA=1, NCCL_MIN_CTAS=32
+    # in Dell's XE9685L and XE9780, Lenovo's, GigaComputing's, Supermicro's and University-of-Florida's
+    # 8-GPU B200 configs): TP=1 CP=1 MINIBS=1, no CUDA graph variable (conf/megatron_gpt_peft_tuning_config.yaml:
+    # enable_cuda_graph False); its config_common.sh FP8_DPA=1, NCCL_MIN_CTAS=32
     ("v5.1", ""): NemoLoraConfig(
         tensor_parallel=1, context_parallel=1, launch="auto", nccl_min_ctas=32,
         fp4=False, source="training_results_v5.1 Dell nemo/config_DGXB200_1x8x1xtp1pp1cp1.sh",
