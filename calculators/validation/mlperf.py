@@ -593,11 +593,12 @@ def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
         attention_kernel=nemo_attention_kernel(result, gpu),
         **config_time_settings(config, gpu),
     )
+    fp8_why = "the FP4 run taken as" if config and config.fp4 else "FP8=True in the submission configs;"
     assumptions = [
         layout.why + (f"; CP{cp} taken as data parallel over {seq_len}-token pieces" if cp > 1 else ""),
         f"{settings.precision} matmuls"
         + (
-            f" (FP8=True in the submission configs; {FP8_RECIPE_WORDS[recipe]})"
+            f" ({fp8_why} {FP8_RECIPE_WORDS[recipe]})"
             if settings.precision == "fp8"
             else " (no FP8 rate in the catalogue)"
         ),
