@@ -6,6 +6,7 @@ import pytest
 
 from calculators.validation.mlperf import (
     HF_DEEPSPEED_RECIPES,
+    NEMO_LORA_B200_CONFIGS,
     NOT_IN_CATALOGUE,
     catalogue_gpu,
     eval_schedule,
@@ -162,7 +163,11 @@ def test_llama2_70b_lora_on_eight_gpus_meets_its_targets():
     but for Juniper's DeepSpeed run (M124), which the time model puts at half its published time even
     in the layout its own config sets: its log shows 12.7 s a step (10 steps per ~127 s between
     train_loss lines) where the time model has 7.2 s, and 3,878 sequences to converge where the
-    reference points give 3,179. No coefficient is fitted to close it."""
+    reference points give 3,179. No coefficient is fitted to close it. NeMo's runs on NVIDIA GPUs
+    take the cuDNN fused attention their configs set (NVTE_FUSED_ATTN=1, FP8_DPA=1); the 8-GPU B200 runs are timed
+    in the layout and settings of their published NeMo configs (NEMO_LORA_B200_CONFIGS: TP1, cuDNN
+    attention, CUDA graphs where set, NCCL_MIN_CTAS), Dell's M354 and Nebius's M407 among them: both
+    ran NVFP4 matmuls, timed in FP8 (the catalogue has no FP4 rate)."""
     names = {"H100-SXM5-80GB", "H200-SXM-141GB", "B200-SXM-180GB", "MI300X-192GB", "MI325X-256GB"}
     rows = [
         row
@@ -214,3 +219,41 @@ def test_hf_trainer_stacks_also_evaluate_at_the_eval_delay():
     rows = {row.id: row for row in mlperf_table("llama2_70b_lora")}
     assert any("7 evaluations" in line for line in rows["M124"].assumptions)
     assert any("6 evaluations" in line for line in rows["M141"].assumptions)
+
+
+def test_b200_lora_is_timed_from_its_published_nemo_config():
+    """training_results_v5.1 Lenovo config_SR780aV3_SR680aV3_SR680aV4.sh: TP=1 CP=1 MINIBS=1, no CUDA
+    graph variable; config_common.sh FP8_DPA=1, NCCL_MIN_CTAS=32. 32 blocks of B200's 148 SMs."""
+    work = _workload("M379")  # Lenovo, v5.1, 8 B200, global batch 8
+    settings, time_settings = work.settings, work.time_settings
+    assert (settings.tensor_parallel, settings.gpus, settings.grad_accum, settings.seq_len) == (1, 8, 1, 8192)
+    assert (time_settings.attention_kernel, time_settings.launch) == ("cudnn", "auto")
+    assert time_settings.nccl_sm_share == pytest.approx(32 / 148)
+    assert not any("NVFP4" in line for line in work.assumptions)
+
+
+def test_a_system_with_its_own_config_gets_it():
+    """Dell's v5.1 XE9680L config sources config_common_fp4.sh with CP=2 MINIBS=2 MCORE_CUDA_GRAPH=1:
+    8 GPUs of TP1 hold 8 sequences cut in two, 4,096 tokens each, 2 pieces per GPU a step. The same
+    system in v5.0 (M248) ran its round's FP8 config."""
+    assert ("v5.1", "1xXE9680Lx8B200-SXM-180GB") in NEMO_LORA_B200_CONFIGS
+    work = _workload("M354")
+    assert (work.settings.seq_len, work.settings.grad_accum, work.time_settings.launch) == (4096, 2, "cuda-graphs")
+    assert any("NVFP4" in line and "timed in FP8" in line for line in work.assumptions)
+    v50 = _workload("M248")
+    assert (v50.settings.seq_len, v50.time_settings.launch) == (8192, "auto")
+    assert not any("NVFP4" in line for line in v50.assumptions)
+
+
+def test_runs_without_a_b200_config_keep_the_default_contention():
+    """H100's LoRA runs have no entry: the time model's NCCL share (24/132) stays."""
+    assert _workload("M141").time_settings.nccl_sm_share == pytest.approx(24 / 132)
+
+
+def test_nemo_lora_on_nvidia_runs_cudnn_attention():
+    """training_results_v4.0 NVIDIA nemo/configs/config_common.sh: NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=1
+    FP8_DPA=1 (Transformer Engine's cuDNN backend); AMD's stack keeps FlashAttention-2."""
+    h100 = _workload("M141")
+    assert h100.time_settings.attention_kernel == "cudnn"
+    assert any("cuDNN fused attention" in line for line in h100.assumptions)
+    assert _workload("M240").time_settings.attention_kernel == "flash2"  # AMD, 8 MI300X

@@ -9,7 +9,8 @@ sequence, evaluation schedule and reference convergence points (RCPs). A predict
               + evaluations x evaluation samples x forward time per sample
 
 with the step time from calculators.timing.estimate.estimate_time on the submitted GPUs in the
-layout NVIDIA's NeMo/Megatron submissions use (`layout_for`), or, for the submissions built on the
+layout NVIDIA's NeMo/Megatron submissions use (`layout_for`; the 8-GPU B200 Llama 2 70B LoRA runs in
+their own published configs, `NEMO_LORA_B200_CONFIGS`), or, for the submissions built on the
 reference's HF Trainer + DeepSpeed code, the layout their own published config sets
 (`HF_DEEPSPEED_RECIPES`), every assumption listed per row.
 No coefficient here is fitted to a result: each comes from the benchmark's rules, a submission's
@@ -37,7 +38,13 @@ from calculators.models.vision_library import vision_model
 from calculators.timing.data_loading import input_ceiling
 from calculators.timing.estimate import estimate_time
 from calculators.timing.flops import matmul_flops_factor
-from calculators.timing.settings import DEFAULT_HOST_CORES_PER_GPU, TimeSettings
+from calculators.timing.settings import (
+    DEFAULT_HOST_CORES_PER_GPU,
+    NCCL_SM_SHARE,
+    AttentionKernel,
+    Launch,
+    TimeSettings,
+)
 from calculators.timing.vision_step import VisionStepInput, estimate_vision_step
 from calculators.workload.training import TrainingSettings
 
@@ -387,6 +394,84 @@ def fp8_recipe_for(gpu: GpuSpec) -> str:
     return "delayed" if gpu.vendor == "NVIDIA" else "dynamic"
 
 
+class NemoLoraConfig(BaseModel):
+    """What one published NeMo Llama 2 70B LoRA config sets that the time model reads (its
+    config_*.sh and the config_common.sh it sources)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tensor_parallel: int = Field(description="TP")
+    context_parallel: int = Field(description="CP")
+    launch: Launch = Field(description="LAYER_CUDA_GRAPH or MCORE_CUDA_GRAPH on: cuda-graphs; both off: auto")
+    nccl_min_ctas: int = Field(description="NCCL_MIN_CTAS: the blocks, one SM each, NCCL's kernels hold")
+    fp4: bool = Field(description="the config sources config_common_fp4.sh (FP4=True, NVFP4 matmuls)")
+    source: str
+
+
+# The 8-GPU B200 configs, at training_results_v4.1 @b87b9e3, v5.0 @0fdc28f, v5.1 @441d65f4, keyed by
+# (round, system: '' for every system of the round without its own). Each sets TP=1 (the 140 GB
+# of bf16 weights fit in 180 GB) and FP8_DPA=1; none sets TP_COMM_OVERLAP for TP1 traffic.
+NEMO_LORA_B200_CONFIGS = {
+    # NVIDIA/benchmarks/llama2_70b_lora/implementations/b200_preview_nemo/config_DGXB200_1x8x2xtp1pp1cp2.sh:
+    # TP=1 CP=2 MINIBS=2, NVTE_FUSED_ATTN=1, FP8_DPA=1, LAYER_CUDA_GRAPH=1, NCCL_MIN_CTAS=32
+    ("v4.1", ""): NemoLoraConfig(
+        tensor_parallel=1, context_parallel=2, launch="cuda-graphs", nccl_min_ctas=32,
+        fp4=False, source="training_results_v4.1 NVIDIA b200_preview_nemo/config_DGXB200_1x8x2xtp1pp1cp2.sh",
+    ),
+    # NVIDIA/benchmarks/llama2_70b_lora/implementations/nyx_n1_ngc25.04_nemo/config_DGXB200_1x8x1xtp1pp1cp1.sh:
+    # TP=1 CP=1 MINIBS=1, LAYER_CUDA_GRAPH=0 MCORE_CUDA_GRAPH=0; its config_common.sh FP8_DPA=1, NCCL_MIN_CTAS=32
+    # (the same in the round's 8-GPU B200 configs of Dell, GigaComputing, Lambda, Lenovo, Oracle, Supermicro)
+    ("v5.0", ""): NemoLoraConfig(
+        tensor_parallel=1, context_parallel=1, launch="auto", nccl_min_ctas=32,
+        fp4=False, source="training_results_v5.0 NVIDIA nyx_n1_ngc25.04_nemo/config_DGXB200_1x8x1xtp1pp1cp1.sh",
+    ),
+    # Dell/benchmarks/llama2_70b_lora/implementations/nemo/config_DGXB200_1x8x1xtp1pp1cp1.sh (the same
+    # in Dell's XE9685L and XE9780, Lenovo's, GigaComputing's, Supermicro's and University-of-Florida's
+    # 8-GPU B200 configs): TP=1 CP=1 MINIBS=1, no CUDA graph variable (conf/megatron_gpt_peft_tuning_config.yaml:
+    # enable_cuda_graph False); its config_common.sh FP8_DPA=1, NCCL_MIN_CTAS=32
+    ("v5.1", ""): NemoLoraConfig(
+        tensor_parallel=1, context_parallel=1, launch="auto", nccl_min_ctas=32,
+        fp4=False, source="training_results_v5.1 Dell nemo/config_DGXB200_1x8x1xtp1pp1cp1.sh",
+    ),
+    # Dell/.../nemo/config_1xXE9680Lx8B200-SXM-180GB.sh: sources config_common_fp4.sh, MINIBS=2 CP=2,
+    # MCORE_CUDA_GRAPH=1
+    ("v5.1", "1xXE9680Lx8B200-SXM-180GB"): NemoLoraConfig(
+        tensor_parallel=1, context_parallel=2, launch="cuda-graphs", nccl_min_ctas=32,
+        fp4=True, source="training_results_v5.1 Dell nemo/config_1xXE9680Lx8B200-SXM-180GB.sh",
+    ),
+    # Nebius/benchmarks/llama2_70b_lora/configs/nebius_b200_n1/config_DGXB200_1x8x1xtp1pp1cp1_fp4.sh:
+    # sources config_common_fp4.sh, CP=1, MCORE_CUDA_GRAPH=0
+    ("v5.1", "Nebius B200 n1 (8x B200-SXM-180GB)"): NemoLoraConfig(
+        tensor_parallel=1, context_parallel=1, launch="auto", nccl_min_ctas=32,
+        fp4=True, source="training_results_v5.1 Nebius configs/nebius_b200_n1/config_DGXB200_1x8x1xtp1pp1cp1_fp4.sh",
+    ),
+}  # fmt: skip
+
+# SMs per GPU, to turn NCCL_MIN_CTAS into the share of SMs NCCL holds: B200 enables 74 SMs on each
+# of its two dies, 148 (Chips and Cheese, "Nvidia's B200: Keeping the CUDA Juggernaut Rolling", 2025,
+# https://chipsandcheese.com/p/nvidias-b200-keeping-the-cuda-juggernaut).
+STREAMING_MULTIPROCESSORS = {"B200-SXM-180GB": 148}
+
+
+def nemo_lora_config(result: Submission, gpu: GpuSpec) -> NemoLoraConfig | None:
+    """The published config of an 8-GPU NeMo Llama 2 70B LoRA run on B200 (NEMO_LORA_B200_CONFIGS):
+    the system's own where it has one, its round's otherwise; None for other runs."""
+    if (result.benchmark, result.stack, gpu.name, result.accelerators_total) != (
+        "llama2_70b_lora", "nemo", "B200-SXM-180GB", 8,
+    ):  # fmt: skip
+        return None
+    return NEMO_LORA_B200_CONFIGS.get((result.round, result.system)) or NEMO_LORA_B200_CONFIGS.get((result.round, ""))
+
+
+def nccl_sm_share(config: NemoLoraConfig | None, gpu: GpuSpec) -> float:
+    """The SMs NCCL holds while its collectives run hidden: NCCL_MIN_CTAS blocks, one SM each
+    (NCCL's environment documentation: "the minimum number of CTAs NCCL should use for each
+    kernel"), of the GPU's SMs, where a config states it; the time model's default otherwise."""
+    if config is None or gpu.name not in STREAMING_MULTIPROCESSORS:
+        return NCCL_SM_SHARE
+    return config.nccl_min_ctas / STREAMING_MULTIPROCESSORS[gpu.name]
+
+
 class Submission(BaseModel):
     """What a prediction reads of a result: results on the same system share one (and its cached
     prediction), whoever submitted them."""
@@ -402,6 +487,7 @@ class Submission(BaseModel):
         description="nemo (the NVIDIA and AMD stacks), deepspeed (Juniper's HF Trainer + DeepSpeed), "
         "optimum-habana (Intel's Gaudi2 LoRA), maxtext (Google's TPU runs) or tinygrad (tinycorp's ResNet)"
     )
+    system: str = Field(default="", description="the system, only where it published a config of its own")
 
 
 def stack_of(framework: str, submitter: str = "", benchmark: str = "") -> str:
@@ -432,6 +518,7 @@ def submission_of(result: MlperfResult) -> Submission:
         accelerators_per_node=result.accelerators_per_node,
         global_batch_size=result.global_batch_size,
         stack=stack_of(result.framework, result.submitter, result.benchmark),
+        system=result.system_name if (result.round, result.system_name) in NEMO_LORA_B200_CONFIGS else "",
     )
 
 
@@ -458,7 +545,8 @@ def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
     attention's quadratic term counted on the shorter piece (an undercount, stated)."""
     benchmark = result.benchmark
     spec = benchmark_model(benchmark)
-    layout = layout_for(benchmark, gpu, spec)
+    config = nemo_lora_config(result, gpu)
+    layout = layout_for(benchmark, gpu, spec) if config is None else config_layout(config)
     gpus = result.accelerators_total
     model_gpus = layout.tensor_parallel * layout.pipeline_parallel
     if gpus % model_gpus:
@@ -502,25 +590,84 @@ def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
         virtual_stages=layout.virtual_stages,
         kernels="fused",
         fp8_recipe=recipe,
+        attention_kernel=nemo_attention_kernel(result, gpu),
+        **config_time_settings(config, gpu),
     )
+    fp8_why = "the FP4 run taken as" if config and config.fp4 else "FP8=True in the submission configs;"
     assumptions = [
         layout.why + (f"; CP{cp} taken as data parallel over {seq_len}-token pieces" if cp > 1 else ""),
         f"{settings.precision} matmuls"
         + (
-            f" (FP8=True in the submission configs; {FP8_RECIPE_WORDS[recipe]})"
+            f" ({fp8_why} {FP8_RECIPE_WORDS[recipe]})"
             if settings.precision == "fp8"
             else " (no FP8 rate in the catalogue)"
         ),
         f"micro-batch {layout.micro_batch}, {grad_accum} micro-batches per step on {replicas} replicas; "
         f"{per_node} GPUs per NVLink domain; distributed optimizer (ZeRO-1); no recomputation",
-        "tensor-parallel traffic not hidden (TP_COMM_OVERLAP's share unmeasured)",
     ]
+    if time_settings.attention_kernel == "cudnn":
+        assumptions.append(
+            "Transformer Engine's cuDNN fused attention (NVTE_FUSED_ATTN=1, FP8_DPA=1 in the configs; its FP8 "
+            "arithmetic not modelled)"
+        )
+    if layout.tensor_parallel > 1:
+        assumptions.append("tensor-parallel traffic not hidden (TP_COMM_OVERLAP's share unmeasured)")
+    assumptions += config_assumptions(config, time_settings)
     if lora:
         assumptions.append("LoRA r=16 on q, k, v and o (the reference's target modules), frozen bf16 base")
     if benchmark == "llama31_405b" and result.round == "v5.1" and gpu.name == "GB200 (per B200 GPU)":
         # training_results_v5.1 NVIDIA llama31_405b config_GB200_*_cg_fp4.sh source config_common_fp4.sh
         assumptions.append("the submission ran FP4 matmuls (its configs source config_common_fp4.sh): timed in FP8")
     return Workload(spec=spec, settings=settings, time_settings=time_settings, assumptions=assumptions)
+
+
+def nemo_attention_kernel(result: Submission, gpu: GpuSpec) -> AttentionKernel:
+    """cuDNN fused attention for NeMo's Llama 2 70B LoRA on NVIDIA GPUs: every such config read sets
+    FP8_DPA=1, and the v4.0-v4.1 ones NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=1, Transformer Engine's
+    cuDNN backend (training_results_v4.0 configs/config_common.sh of NVIDIA, Dell, Fujitsu,
+    GigaComputing, HPE, Oracle, Red_Hat and Supermicro; v4.1 NVIDIA eos_ngc24.09_nemo and
+    b200_preview_nemo; v5.0 NVIDIA nyx_n1_ngc25.04_nemo and v5.1 Dell nemo config_common.sh);
+    FP8 attention is a kernel of that backend (NVIDIA/TransformerEngine
+    transformer_engine/common/fused_attn/fused_attn_fp8.cu @fecb10b, cuDNN's sdpa_fp8 graphs).
+    FlashAttention-2 (the time model's default) for the other stacks."""
+    nemo_lora = result.benchmark == "llama2_70b_lora" and result.stack == "nemo"
+    return "cudnn" if nemo_lora and gpu.vendor == "NVIDIA" else "flash2"
+
+
+def config_layout(config: NemoLoraConfig) -> Layout:
+    """The layout a published NeMo config sets: TP and CP as it names them, PP1, micro-batch 1 (MBS=1)."""
+    return Layout(
+        tensor_parallel=config.tensor_parallel, pipeline_parallel=1, context_parallel=config.context_parallel,
+        virtual_stages=1, micro_batch=1,
+        why=f"TP{config.tensor_parallel} PP1 CP{config.context_parallel} as the submission's config sets "
+        f"({config.source})",
+    )  # fmt: skip
+
+
+def config_time_settings(config: NemoLoraConfig | None, gpu: GpuSpec) -> dict:
+    """The time model's settings a published config states: how it launches kernels and the SMs
+    NCCL holds; none without a config (the TimeSettings defaults)."""
+    if config is None:
+        return {}
+    return {
+        "launch": config.launch,
+        "nccl_sm_share": nccl_sm_share(config, gpu),
+    }
+
+
+def config_assumptions(config: NemoLoraConfig | None, time_settings: TimeSettings) -> list[str]:
+    """The lines that say what a published config set and how the time model takes it."""
+    if config is None:
+        return []
+    launch = "CUDA graphs" if config.launch == "cuda-graphs" else "no CUDA graphs"
+    lines = [
+        f"{launch}; NCCL_MIN_CTAS={config.nccl_min_ctas}: NCCL holds {time_settings.nccl_sm_share:.0%} of the SMs "
+        "while it runs hidden"
+    ]
+    if config.fp4:
+        lines.append("the submission ran NVFP4 matmuls (its config sources config_common_fp4.sh): timed in FP8, "
+                     "the catalogue has no FP4 rate")  # fmt: skip
+    return lines
 
 
 class HfDeepSpeedRecipe(BaseModel):
