@@ -84,6 +84,14 @@ def test_cp_shares_sequences_between_data_parallel_gpus():
     assert split.model_flops_per_token == plain.model_flops_per_token
 
 
+def test_recomputed_attention_sends_its_ring_again():
+    # per layer: forward sends 1 x, backward 2 x the bytes; full checkpointing reruns the forward
+    # in backward: (1 + 1 + 2) / (1 + 2) = 4/3 of the ring's seconds
+    plain = estimate_time(LLAMA31_8B, settings(), H100, time_settings(context_parallel=4))
+    full = estimate_time(LLAMA31_8B, settings(checkpointing="full"), H100, time_settings(context_parallel=4))
+    assert full.comm_by_dimension_s["cp"] == pytest.approx(plain.comm_by_dimension_s["cp"] * 4 / 3)
+
+
 def test_a_long_sequence_inside_a_node_hides_its_ring():
     # 131,072 tokens over 8 ranks of one node: each ring step's attention (16,384 queries against
     # 16,384 keys) takes far longer than its 64 MiB send over NVLink; every GPU does the

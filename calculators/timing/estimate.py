@@ -441,7 +441,8 @@ def ring_seconds(
 ) -> context_parallel.RingSeconds:
     """One step's context-parallel ring traffic on one rank (calculators.timing.context_parallel):
     each micro-batch's K, V sends at their size on the measured send/recv curves, hidden under
-    the attention steps they run beside; none without context parallel. `rank` are the settings
+    the attention steps they run beside, forward again where checkpointing recomputes attention
+    (full and selective: operations.recompute_seconds); none without context parallel. `rank` are the settings
     one rank runs (rank_settings), `kernels` its step_kernels."""
     cp = time_settings.context_parallel
     if cp == 1:
@@ -455,7 +456,10 @@ def ring_seconds(
         collectives.measured_intra_curves(time_settings.collective_curves),
     )
     layers, backward_layers = stage_layers(spec, rank)
-    micro = context_parallel.ring_seconds(send_s, kernels.attention_forward_s(spec, rank), cp, layers, backward_layers)
+    # full and selective checkpointing rerun attention's forward in backward, its ring with it
+    recomputed = backward_layers if rank.checkpointing in ("full", "selective") else 0.0
+    attention_s = kernels.attention_forward_s(spec, rank)
+    micro = context_parallel.ring_seconds(send_s, attention_s, cp, layers + recomputed, backward_layers)
     m = rank.grad_accum
     return context_parallel.RingSeconds(total_s=m * micro.total_s, exposed_s=m * micro.exposed_s)
 
@@ -467,8 +471,8 @@ def context_parallel_assumptions(cp: int) -> list[str]:
     return [
         f"context parallel {cp}: each sequence split over {cp} of the data-parallel GPUs, 2 chunks each for "
         "causal load balancing; attention as Transformer Engine's ring (K, V sent to the next rank each of "
-        f"{cp - 1} steps, K, V and their gradients in backward), each send hidden under its attention step; "
-        "recomputed attention's sends under full checkpointing not counted"
+        f"{cp - 1} steps, K, V and their gradients in backward, again where checkpointing reruns attention), "
+        "each send hidden under its attention step"
     ]
 
 
