@@ -9,6 +9,7 @@ from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.memory.engine import estimate_memory
 from calculators.plan.figures import hours_range_text, usd_range_text
+from calculators.timing.context_parallel import rank_settings
 from calculators.timing.estimate import estimate_time
 from calculators.validation.error_band import time_band_for
 from calculators.workload.compatibility import stack_problem
@@ -51,7 +52,9 @@ for note in inputs.notes:
 if inputs.time_settings is None:
     st.stop()
 
-peak_gib = remembered("cost_peak", json_key(spec, settings), lambda: estimate_memory(spec, settings).peak_gib)
+# under context parallel each GPU holds seq_len / cp tokens of every sequence
+rank = rank_settings(settings, inputs.time_settings.context_parallel)
+peak_gib = remembered("cost_peak", json_key(spec, rank), lambda: estimate_memory(spec, rank).peak_gib)
 calibrated = measured_matmul_fraction(settings.precision)
 if calibrated:
     st.caption(

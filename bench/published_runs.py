@@ -1,5 +1,6 @@
 """The time model on published runs that are not in shared/validation: torchtitan's Llama 3.1 runs
-on Grand Teton H100s (96 GB HBM2e, 500 W; data/gpu_variants.csv) at 8, 128, 256 and 512 GPUs.
+on Grand Teton H100s (96 GB HBM2e, 500 W; data/gpu_variants.csv) at 8, 128, 256 and 512 GPUs, with
+context parallel up to 262,144-token sequences (Tables 2 and 6).
 
     python bench/published_runs.py
 
@@ -31,6 +32,11 @@ FOUR_OH_FIVE_B = {
     "model": "llama-3.1-405b", "micro_batch": 4, "grad_accum": 8, "checkpointing": "full", "precision": "fp8",
     "tp": 8, "pp": 8,
 }  # fmt: skip
+# Tables 2 and 6: FSDP x CP over 8 ranks of each sequence's group, local batch 1 (8B) or 8 (405B, in 8
+# micro-batches of 1: torchtitan's default of as many micro-batches as stages), full checkpointing,
+# torch.compile and Float8; the data-parallel degree here counts the context-parallel ranks
+EIGHT_B_CP = {"model": "llama-3.1-8b", "micro_batch": 1, "checkpointing": "full", "precision": "fp8", "dp": 8}
+FOUR_OH_FIVE_B_CP = FOUR_OH_FIVE_B | {"micro_batch": 1, "grad_accum": 8, "dp": 8}
 RUNS = [
     ("Table 1: 8B FSDP 8", EIGHT_B | {"dp": 8}, {}, 5762),
     ("Table 1: 8B FSDP 8 + compile", EIGHT_B | {"dp": 8}, {"compile": True}, 6667),
@@ -44,13 +50,25 @@ RUNS = [
         {"compile": True, "virtual_stages": 2},
         128,
     ),
-]
+    *(
+        (f"Table 2: 8B FSDP {8 // cp} x CP {cp}, {32768 * cp:,} tokens", EIGHT_B_CP | {"seq_len": 32768 * cp},
+         {"compile": True, "context_parallel": cp}, measured)
+        for cp, measured in ((1, 3890), (2, 2540), (4, 1071), (8, 548))
+    ),
+    *(
+        (f"Table 6: 405B FSDP {8 // cp} x CP {cp} x TP 8 x PP 8, {32768 * cp:,} tokens",
+         FOUR_OH_FIVE_B_CP | {"seq_len": 32768 * cp}, {"compile": True, "context_parallel": cp}, measured)
+        for cp, measured in ((1, 76), (2, 47), (4, 31), (8, 16))
+    ),
+]  # fmt: skip
 
 
 def estimate(run: dict, time: dict) -> float:
-    """Tokens/s per GPU of one run (sequences of 8192 tokens, FSDP = ZeRO-3, 400 Gb/s per GPU)."""
+    """Tokens/s per GPU of one run (sequences of 8192 tokens unless the run says, FSDP = ZeRO-3, 400 Gb/s
+    per GPU)."""
     settings = TrainingSettings(
-        micro_batch=run["micro_batch"], seq_len=8192, grad_accum=run.get("grad_accum", 1), gpus=run["dp"],
+        micro_batch=run["micro_batch"], seq_len=run.get("seq_len", 8192), grad_accum=run.get("grad_accum", 1),
+        gpus=run["dp"],
         tensor_parallel=run.get("tp", 1), pipeline_parallel=run.get("pp", 1), precision=run["precision"], zero=3,
         checkpointing=run["checkpointing"],
     )  # fmt: skip

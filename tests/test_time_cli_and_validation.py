@@ -20,7 +20,7 @@ def test_time_json_prints_the_step_breakdown(capsys):
     result = json.loads(out)
     assert code == 0
     assert {"step_s", "tokens_per_s_per_gpu", "mfu", "hfu", "bubble_s"} <= set(result)
-    assert set(result["comm_exposed_by_dimension_s"]) == {"dp", "tp", "pp", "ep"}
+    assert set(result["comm_exposed_by_dimension_s"]) == {"dp", "tp", "pp", "ep", "cp"}
     assert "gemm" in result["compute_by_class_s"]
     # TP 4 x DP 2 fill the 8-GPU node; the second pipeline stage is on the next node
     assert result["crosses_nodes"] == {"tp": False, "dp": False, "pp": True, "ep": False}

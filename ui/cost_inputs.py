@@ -113,6 +113,7 @@ def _step_controls() -> dict:
             "gpus_per_node": state.number(left, "cost_gpus_per_node", step=1),
             "virtual_stages": state.number(left, "cost_virtual_stages", step=1),
             "expert_parallel": state.number(left, "cost_expert_parallel", step=1),
+            "context_parallel": state.number(left, "cost_context_parallel", step=1),
             "matmul_fraction": state.number(middle, "cost_matmul_fraction", step=0.05),
             "tp_overlap_fraction": state.number(middle, "cost_tp_overlap_pct", step=10.0),
             "pp_overlap_fraction": state.number(middle, "cost_pp_overlap_pct", step=10.0),

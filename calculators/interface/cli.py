@@ -45,6 +45,7 @@ from calculators.plan.changes import RANKING_TIME_SETTINGS, RankedChange, best_f
 from calculators.plan.figures import hours_range_text, hours_text, usd_range_text, usd_text
 from calculators.plan.search import DEFAULT_MAX_GPUS, PlanRequest, PlanResult, plan_run
 from calculators.plan.serving import ServingPlanRequest, ServingPlanResult, plan_serving, rented_words
+from calculators.timing.context_parallel import rank_settings
 from calculators.timing.estimate import estimate_time
 from calculators.timing.serving import (
     LatencyLimits,
@@ -256,9 +257,20 @@ def format_serving_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _refuse_context_parallel(args: argparse.Namespace, command: str) -> None:
+    """The memory engine takes no context-parallel degree: `command` refuses one rather than give
+    the peak of whole sequences (`time` and `cost` take it, the peak at seq_len / cp per GPU)."""
+    if getattr(args, "context_parallel", 1) > 1:
+        raise UsageError(
+            f"`{command}` does not model context parallel; give --seq-len as the tokens each GPU holds "
+            "(seq_len / context parallel), or use `time` or `cost` with --context-parallel"
+        )
+
+
 def memory_command(args: argparse.Namespace) -> str:
     if args.gpu_memory_gib is not None and not 0 < args.gpu_memory_gib < 100_000:
         raise UsageError("--gpu-memory-gib must be a positive number of GiB below 100,000")
+    _refuse_context_parallel(args, "memory")
     workload = workload_from_args(args)
     if not workload.is_training:
         result = serving_result(workload.model, workload.serving, args.gpu_memory_gib)
@@ -358,6 +370,7 @@ def gpus_command(args: argparse.Namespace) -> str:
 
 
 def fit_command(args: argparse.Namespace) -> str:
+    _refuse_context_parallel(args, "fit")
     workload = workload_from_args(args)
     catalogue = load_gpu_catalogue()
     if not workload.is_training:
@@ -463,7 +476,8 @@ def cost_command(args: argparse.Namespace) -> str:
     time_settings = _time_settings_from_args(args)
     catalogue = list(load_gpu_catalogue())
     prices = _prices_from_args(args, catalogue)
-    peak = estimate_memory(spec, settings).peak_gib
+    # under context parallel each GPU holds seq_len / cp tokens of every sequence
+    peak = estimate_memory(spec, rank_settings(settings, time_settings.context_parallel)).peak_gib
     options = cost_options(
         spec,
         settings,

@@ -626,6 +626,13 @@ def _declare() -> list[Setting]:
             "virtual_stages", "vstages", "Virtual pipeline stages", state="cost_virtual_stages", flag="--virtual-stages"
         ),
         time("expert_parallel", "ep", "Expert parallel", state="cost_expert_parallel", flag="--expert-parallel"),
+        time(
+            "context_parallel",
+            "cp",
+            "Context parallel (ranks per sequence)",
+            state="cost_context_parallel",
+            flag="--context-parallel",
+        ),
         time("compile", "compile", "torch.compile", state="cost_compile", flag="--compile"),
         time("kernels", "kernels", "Norm, RoPE, activation and loss kernels", state="cost_kernels", flag="--kernels"),
         time("loss_kernel", "loss_kernel", "Cross-entropy kernel", state="cost_loss_kernel", flag="--loss-kernel"),

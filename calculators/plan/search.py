@@ -602,9 +602,15 @@ def plan_run(
     plan's hours and USD ranges; without it a range is the estimate alone. `spot_savings` (default:
     data/aws_spot_savings.csv) spreads spot prices across regions. With `request.rank_on`
     "pessimistic" the deadline, the budget and the front judge each plan by the high end of its
-    ranges. Raises ValueError when the global batch is shorter than one sequence or a measured
-    matmul fraction is not in (0, 1].
+    ranges. Raises ValueError when the global batch is shorter than one sequence, a measured
+    matmul fraction is not in (0, 1] or the step settings ask for context parallel (the search's
+    layouts split sequences over data parallel only).
     """
+    if time_settings is not None and time_settings.context_parallel > 1:
+        raise ValueError(
+            "the planner does not search context-parallel layouts; time one with `time` or `cost` "
+            "and --context-parallel"
+        )
     started = time.perf_counter()
     ownership = ownership or OwnershipSettings()
     base = base.model_copy(update={"method": METHOD_OF_MODE[request.mode]})

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.mllama import layers_skipped_without_images
 from calculators.models.spec import ModelSpec, extension
-from calculators.timing import collectives, communication, host_link
+from calculators.timing import collectives, communication, context_parallel, host_link
 from calculators.timing.communication import bubble_fraction
 from calculators.timing.flops import (
     matmul_flops_factor,
@@ -41,6 +41,7 @@ from calculators.timing.operations import (
     ATTENTION_KERNEL_NAMES,
     DEFAULT_MATMUL_FRACTION,
     LOSS_KERNEL_NAMES,
+    StepKernels,
     curve_family,
     expert_parallel_of,
     flash_attention_fraction,
@@ -50,6 +51,7 @@ from calculators.timing.operations import (
     loss_kernel_in_use,
     matmul_fraction,
     measured_part,
+    stage_layers,
     step_compute,
     step_kernels,
 )
@@ -352,29 +354,39 @@ def estimate_time(
     encoder's own work is its own op class, "vision" (calculators.timing.operations.vision_seconds).
     """
     language = language_model_settings(spec, settings)
+    cp = time_settings.context_parallel
+    context_parallel.check_context_parallel(spec, settings, cp)
+    # what one rank runs: under context parallel, seq_len / cp tokens of each sequence (text only)
+    rank = context_parallel.rank_settings(language, cp)
     peak, fmt = rate_and_format(gpu, language.precision, time_settings.fp32_uses_tf32)
     model_flops, executed_flops = step_flops_per_token(spec, settings)
+    kernels = step_kernels(spec, rank, gpu, time_settings, peak, fmt)
     if time_settings.utilisation is not None:
-        compute_s = _flat_compute_s(language, executed_flops, peak, time_settings.utilisation)
+        compute_s = _flat_compute_s(rank, executed_flops, peak, time_settings.utilisation)
         by_class = {"flat utilisation": compute_s}
     else:
-        parts = step_compute(spec, settings, step_kernels(spec, language, gpu, time_settings, peak, fmt))
+        parts = step_compute(spec, context_parallel.rank_settings(settings, cp), kernels)
         compute_s, by_class = parts.total_s, parts.by_class_s
-        issue_s = host_issue_seconds(spec, language, time_settings)
+        issue_s = host_issue_seconds(spec, rank, time_settings)
         if issue_s > compute_s:  # the GPU waits for the host to launch its kernels
             by_class["host launch"] = issue_s - compute_s
             compute_s = issue_s
-    links = dimension_links(gpu, language, time_settings, spec)
-    comm_s, exposed_s, dp_bytes = comm_by_dimension(spec, settings, time_settings, links, compute_s)
+    links = dimension_links(gpu, rank, time_settings, spec)
+    comm_s, exposed_s, dp_bytes = comm_by_dimension(
+        spec, context_parallel.rank_settings(settings, cp), time_settings, links, compute_s
+    )
+    ring = ring_seconds(spec, rank, gpu, time_settings, kernels)
+    comm_s["cp"], exposed_s["cp"] = ring.total_s, ring.exposed_s
     m = language.grad_accum
     contention_s = overlap_contention_seconds(comm_s, exposed_s, time_settings)
-    busy_s = compute_s + contention_s + exposed_s["tp"] + exposed_s["pp"] + exposed_s["ep"]
+    busy_s = compute_s + contention_s + sum(exposed_s[dim] for dim in ("tp", "pp", "ep", "cp"))
     bubble_s = bubble_fraction(language.pipeline_parallel, m, time_settings.virtual_stages) * busy_s
     link = host_link.host_link(gpu, time_settings.host_link_gbytes_per_s)
     host = offload_seconds(spec, settings, time_settings, link, compute_s)
     step_s = busy_s + bubble_s + exposed_s["dp"] + host.exposed_s
 
-    tokens_per_step = language.micro_batch * language.seq_len * m * language.gpus
+    # cp of the data-parallel ranks share each sequence
+    tokens_per_step = language.micro_batch * language.seq_len * m * language.gpus // cp
     tokens_per_s = tokens_per_step / step_s
     per_gpu = tokens_per_s / language.total_gpus
     mfu = per_gpu * model_flops / (peak * 1e12)
@@ -413,13 +425,55 @@ def estimate_time(
         steps_per_epoch=steps_per_epoch,
         hours_per_epoch=hours_per_epoch,
         hours_total=hours_per_epoch * time_settings.epochs,
-        assumptions=_assumptions(gpu, language, time_settings, fmt, links) + offload_assumptions(gpu, language, link),
+        assumptions=_assumptions(gpu, language, time_settings, fmt, links)
+        + context_parallel_assumptions(cp)
+        + offload_assumptions(gpu, language, link),
         host_link_gbytes_per_s=None if link is None else link.h2d_gbytes_per_s,
         host_transfer_s=host.transfer_s,
         cpu_optimizer_s=host.cpu_optimizer_s,
         host_exposed_s=host.exposed_s,
         overlap_contention_s=contention_s,
     )
+
+
+def ring_seconds(
+    spec: ModelSpec, rank: TrainingSettings, gpu: GpuSpec, time_settings: TimeSettings, kernels: StepKernels
+) -> context_parallel.RingSeconds:
+    """One step's context-parallel ring traffic on one rank (calculators.timing.context_parallel):
+    each micro-batch's K, V sends at their size on the measured send/recv curves, hidden under
+    the attention steps they run beside, forward again where checkpointing recomputes attention
+    (full and selective: operations.recompute_seconds); none without context parallel. `rank` are the settings
+    one rank runs (rank_settings), `kernels` its step_kernels."""
+    cp = time_settings.context_parallel
+    if cp == 1:
+        return context_parallel.RingSeconds(total_s=0.0, exposed_s=0.0)
+    send_s = context_parallel.ring_send_seconds(
+        gpu,
+        context_parallel.kv_chunk_bytes(spec, rank),
+        context_parallel.ring_crosses_nodes(rank, cp, time_settings.gpus_per_node),
+        time_settings.inter_node_gbps,
+        time_settings.intra_node_efficiency,
+        collectives.measured_intra_curves(time_settings.collective_curves),
+    )
+    layers, backward_layers = stage_layers(spec, rank)
+    # full and selective checkpointing rerun attention's forward in backward, its ring with it
+    recomputed = backward_layers if rank.checkpointing in ("full", "selective") else 0.0
+    attention_s = kernels.attention_forward_s(spec, rank)
+    micro = context_parallel.ring_seconds(send_s, attention_s, cp, layers + recomputed, backward_layers)
+    m = rank.grad_accum
+    return context_parallel.RingSeconds(total_s=m * micro.total_s, exposed_s=m * micro.exposed_s)
+
+
+def context_parallel_assumptions(cp: int) -> list[str]:
+    """What context parallel assumes, in words (nothing without it)."""
+    if cp == 1:
+        return []
+    return [
+        f"context parallel {cp}: each sequence split over {cp} of the data-parallel GPUs, 2 chunks each for "
+        "causal load balancing; attention as Transformer Engine's ring (K, V sent to the next rank each of "
+        f"{cp - 1} steps, K, V and their gradients in backward, again where checkpointing reruns attention), "
+        "each send hidden under its attention step"
+    ]
 
 
 def overlap_contention_seconds(

@@ -613,6 +613,7 @@ class StepKernels(BaseModel):
     loss_kernel: LossKernel
     expert_parallel: int
     fp8_recipe: str = "dynamic"
+    context_parallel: int = 1
 
     @property
     def bytes_per_s(self) -> float:
@@ -620,8 +621,12 @@ class StepKernels(BaseModel):
         return self.gemm.bandwidth_tbps * 1e12
 
     def attention_forward_s(self, spec: ModelSpec, settings: TrainingSettings) -> float:
-        """attention_seconds_forward of one layer of `spec` on one micro-batch of `settings`."""
-        return attention_seconds_forward(spec, settings, self.attention_peak_tflops, self.attention_fraction)
+        """attention_seconds_forward of one layer of `spec` on one micro-batch of `settings`.
+        Under context parallel N, `settings` hold a rank's s / N tokens whose queries attend over
+        the whole causal sequence, load-balanced: 1/N of the whole attention, N x what s / N tokens
+        alone would cost (calculators.timing.context_parallel)."""
+        own = attention_seconds_forward(spec, settings, self.attention_peak_tflops, self.attention_fraction)
+        return own * self.context_parallel
 
 
 def expert_parallel_of(spec: ModelSpec, time_settings: TimeSettings) -> int:
@@ -659,6 +664,7 @@ def step_kernels(
         loss_kernel=time_settings.loss_kernel,
         expert_parallel=expert_parallel_of(spec, time_settings),
         fp8_recipe=time_settings.fp8_recipe,
+        context_parallel=time_settings.context_parallel,
     )
 
 

@@ -48,7 +48,7 @@ STEP_SETTING_FIELDS: tuple[str, ...] = (
     "nccl_sm_share",
     "virtual_stages", "compile", "kernels", "loss_kernel", "attention_kernel", "launch", "fp32_uses_tf32",
     "matmul_fraction",
-    "expert_parallel", "host_cores_per_gpu", "host_link_gbytes_per_s", "sustained_clock_factor",
+    "expert_parallel", "context_parallel", "host_cores_per_gpu", "host_link_gbytes_per_s", "sustained_clock_factor",
 )  # fmt: skip
 
 
@@ -121,6 +121,13 @@ class TimeSettings(BaseModel):
         ge=1,
         le=1024,
         description="expert-parallel degree inside data parallel (mixture of experts; ignored for dense models)",
+    )
+    context_parallel: int = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description="context-parallel degree inside data parallel: each sequence split over this many ranks, "
+        "attention as a ring exchanging K and V chunks (calculators.timing.context_parallel); 1 = none",
     )
     virtual_stages: int = Field(
         default=1, ge=1, le=128, description="model chunks per pipeline rank (interleaved 1F1B; 1 = plain 1F1B)"
