@@ -134,3 +134,24 @@ def test_a_calibration_applies_its_curves_once():
         TimeSettings(dataset_tokens=1e9).with_measured_collectives(
             {"all_reduce": [{"bytes": 0, "bus_gbytes_per_s": 1}]}
         )
+
+
+def test_a_send_across_nodes_is_one_hop_and_the_nic_at_its_point_to_point_peak():
+    """One H100 sends 2 MiB to a GPU of another node on 400 Gb/s (50 GB/s): 4.1 us of hop latency
+    (123 us / 30 ring steps) + 2,097,152 / (47e9: 46-48 GB/s per NDR NIC, nccl-tests issue 290) =
+    4.1 + 44.620 = 48.720 us, 43.045 GB/s; 8 MiB: 4.1 + 178.482 = 182.582 us, 45.945 GB/s. On a
+    200 Gb/s NIC 2 MiB take 4.1 + 89.241 = 93.341 us, 22.468 GB/s. Not the network all-reduce curve (which
+    put 2 MiB at 4.3 GB/s: a 16 MiB two-node all-reduce's NIC share, intra-node phases and ring
+    steps included)."""
+    assert bus_gbytes_per_s(H100, "send_recv", 2 * 2**20, 2, 2, 400, NVLINK) == pytest.approx(43.045, rel=1e-4)
+    assert bus_gbytes_per_s(H100, "send_recv", 8 * 2**20, 2, 2, 400, NVLINK) == pytest.approx(45.945, rel=1e-4)
+    assert bus_gbytes_per_s(H100, "send_recv", 2 * 2**20, 2, 2, 200, NVLINK) == pytest.approx(22.468, rel=1e-4)
+    assert _seconds("send_recv", 2 * 2**20, 2, 2) == pytest.approx(48.720e-6, rel=1e-4)
+
+
+def test_a_send_across_nodes_waits_for_its_slower_hop_inside_the_node():
+    """1 MiB: the NIC would carry it at 1,048,576 / (4.1 + 22.310 us) = 39.70 GB/s, but the
+    NVLink 4 send at 1 MiB is 396.4 x 39.93 / 482.26 = 32.821 GB/s (the all-reduce sweep's
+    shape on the send plateau): the ring step takes the slower."""
+    assert bus_gbytes_per_s(H100, "send_recv", 2**20, 2, 2, 400, NVLINK) == pytest.approx(32.821, rel=1e-4)
+    assert bus_gbytes_per_s(H100, "send_recv", 2**20, 2, 1, 400, NVLINK) == pytest.approx(32.821, rel=1e-4)

@@ -17,6 +17,9 @@ A collective of `size` bytes over `ranks` GPUs on `nodes` nodes is timed as
   depends on intra-node speed", model 3); the NIC runs at the efficiency the network curve
   measured for as many bytes per NIC (per-accelerator rate = busbw x (k-1)/(n-1)), never
   faster than the intra-node figure;
+- a send to another node (pipeline stages, a context-parallel ring leaving the node) is one
+  hop's latency and the NIC at its point-to-point peak (point_to_point_gbytes_per_s), not a
+  point of the all-reduce curve;
 - a ring all-gather or reduce-scatter pays one hop of latency per rank (n - 1 steps), so
   rings longer than the curve's add HOP_LATENCY_S per extra rank; all-reduce across nodes runs
   NCCL's tree (logarithmic in nodes) and is left at the curve's latency.
@@ -63,6 +66,10 @@ NVLS_FABRICS = ("nvlink4", "nvlink5")
 # 2 x 15 ring steps (github.com/lessizzmore/create-a3mega-ztan-fork ztan-NCCL-test-result
 # @02dd8f45): 4.1 us per step.
 HOP_LATENCY_S = 123e-6 / 30
+# Share of its line rate one NDR (400 Gb/s) InfiniBand NIC carries point to point on large
+# messages: "For NDR @ 400Gbps you should see 46-48GB/s per NIC" (NVIDIA's nccl-tests maintainer,
+# comment of 2025-03-03 in https://github.com/NVIDIA/nccl-tests/issues/290): 47 of 50 GB/s.
+NIC_PEAK_EFFICIENCY = 47 / 50
 
 
 class CurveRow(BaseModel):
@@ -250,12 +257,27 @@ def bus_gbytes_per_s(
     intra = intra_node_gbytes_per_s(gpu, collective, size_bytes, ranks, fallback_efficiency, measured)
     if nodes <= 1 and intra:
         return intra
+    if collective == "send_recv":
+        network = point_to_point_gbytes_per_s(size_bytes, inter_node_gbps)
+        return min(network, intra) if intra else network
     if not intra:  # no link between GPUs: every rank reaches the others through its own NIC
         nodes = ranks
     carried = nic_bytes(collective, size_bytes, ranks, nodes)
     seconds = carried / (inter_node_gbps / 8 * 1e9 * network_efficiency(gpu, carried))
     network = size_bytes * volume_factor(collective, ranks) / seconds / 1e9
     return min(network, intra) if intra else network
+
+
+def point_to_point_gbytes_per_s(size_bytes: float, inter_node_gbps: float) -> float:
+    """GB/s of one send of `size_bytes` from a GPU to a GPU of another node: one hop's latency
+    (HOP_LATENCY_S, a ring step across two nodes) and then the NIC at its point-to-point peak
+    (NIC_PEAK_EFFICIENCY x `inter_node_gbps` / 8). A send is not read on the network all-reduce
+    curve: that curve's small payloads carry the reduction's intra-node phases and every ring
+    step's latency, which one send does not (ml-engineering network/README.md @744d01e,
+    "Measuring the inter-node fabric on its own": a collective across nodes "will always lean on
+    the intra-node fabric"; the wire is measured point to point, ib_write_bw)."""
+    nic_bytes_per_s = inter_node_gbps / 8 * 1e9 * NIC_PEAK_EFFICIENCY
+    return size_bytes / (HOP_LATENCY_S + size_bytes / nic_bytes_per_s) / 1e9
 
 
 def curve_ranks(gpu: GpuSpec, nodes: int) -> int:
