@@ -1,6 +1,7 @@
 """MLPerf Training: the data, samples to converge, the prediction's arithmetic and the CLI contract."""
 
 import json
+import math
 
 import pytest
 
@@ -12,6 +13,7 @@ from calculators.validation.mlperf import (
     eval_schedule,
     evaluations,
     load_convergence_points,
+    load_published_layouts,
     load_results,
     mlperf_table,
     ratio_groups,
@@ -234,11 +236,13 @@ def test_b200_lora_is_timed_from_its_published_nemo_config():
 
 def test_a_system_with_its_own_config_gets_it():
     """Dell's v5.1 XE9680L config sources config_common_fp4.sh with CP=2 MINIBS=2 MCORE_CUDA_GRAPH=1:
-    8 GPUs of TP1 hold 8 sequences cut in two, 4,096 tokens each, 2 pieces per GPU a step. The same
-    system in v5.0 (M248) ran its round's FP8 config."""
+    8 GPUs of TP1 hold 8 sequences, each split over 2 GPUs (context parallel 2): 4 replicas of 2
+    GPUs, 8 / 4 = 2 sequences each a step. The same system in v5.0 (M248) ran its round's FP8 config."""
     assert ("v5.1", "1xXE9680Lx8B200-SXM-180GB") in NEMO_LORA_B200_CONFIGS
     work = _workload("M354")
-    assert (work.settings.seq_len, work.settings.grad_accum, work.time_settings.launch) == (4096, 2, "cuda-graphs")
+    settings, time_settings = work.settings, work.time_settings
+    assert (settings.seq_len, settings.gpus, settings.grad_accum) == (8192, 8, 2)
+    assert (time_settings.context_parallel, time_settings.launch) == (2, "cuda-graphs")
     assert any("NVFP4" in line and "timed in FP8" in line for line in work.assumptions)
     v50 = _workload("M248")
     assert (v50.settings.seq_len, v50.time_settings.launch) == (8192, "auto")
@@ -257,3 +261,36 @@ def test_nemo_lora_on_nvidia_runs_cudnn_attention():
     assert h100.time_settings.attention_kernel == "cudnn"
     assert any("cuDNN fused attention" in line for line in h100.assumptions)
     assert _workload("M240").time_settings.attention_kernel == "flash2"  # AMD, 8 MI300X
+
+
+def test_published_layouts_fit_their_results():
+    """Every row of data/mlperf_layouts.csv is a result's, and its TP x PP x CP divides the result's
+    GPUs into replicas that split the global batch into whole micro-batches."""
+    results = {result.id: result for result in load_results()}
+    layouts = load_published_layouts()
+    assert len(layouts) >= 90
+    for result_id, layout in layouts.items():
+        result = results[result_id]
+        model_gpus = layout.tensor_parallel * layout.pipeline_parallel * layout.context_parallel
+        assert result.accelerators_total % model_gpus == 0, result_id
+        replicas = result.accelerators_total // model_gpus
+        assert result.global_batch_size % (replicas * layout.micro_batch) == 0, result_id
+
+
+def test_context_parallel_runs_take_the_config_and_the_ring():
+    """NVIDIA's 512 GB200 Llama 3.1 8B (M402) ran config_GB200_128x4x1xtp2pp1cp4_8b.sh: TP2 CP4, so
+    512 / 2 = 256 data-parallel GPUs of which 4 share each 8,192-token sequence: 64 replicas, global
+    batch 64, one sequence each a step. Evaluations: 1,024 sequences over 64 replicas = 16 each, a
+    forward a third of a sequence's share of the step (2N of 6N), every 12,288 sequences:
+    ceil(samples / 12,288) of them. Cisco's 128 H100 (M351) ran TP2 CP1
+    (config_DGXH100_16x8x1xtp2pp1cp1.sh), not context parallel."""
+    work = _workload("M402")
+    assert (work.settings.tensor_parallel, work.settings.gpus, work.settings.seq_len) == (2, 256, 8192)
+    assert (work.time_settings.context_parallel, work.settings.grad_accum) == (4, 1)
+    row = next(row for row in mlperf_table("llama31_8b") if row.id == "M402")
+    evals = math.ceil(row.samples_to_converge / 12_288)
+    expected_s = row.samples_to_converge / 64 * row.step_s + evals * 16 * row.step_s / 3
+    assert row.minutes_predicted == pytest.approx(expected_s / 60)
+    assert any("CP4" in line and "ring" in line for line in row.assumptions)
+    cisco = _workload("M351")
+    assert (cisco.settings.tensor_parallel, cisco.time_settings.context_parallel) == (2, 1)

@@ -38,6 +38,7 @@ DATA_FILES = (
     "measured_peak_memory.csv",
     "measured_peak_memory_frameworks.csv",
     "mlperf_benchmark_definitions.csv",
+    "mlperf_layouts.csv",
     "mlperf_training.csv",
     "models.csv",
     "serving_throughput.csv",

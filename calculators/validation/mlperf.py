@@ -9,7 +9,9 @@ sequence, evaluation schedule and reference convergence points (RCPs). A predict
               + evaluations x evaluation samples x forward time per sample
 
 with the step time from calculators.timing.estimate.estimate_time on the submitted GPUs in the
-layout NVIDIA's NeMo/Megatron submissions use (`layout_for`; the 8-GPU B200 Llama 2 70B LoRA runs in
+layout the submission's own NeMo config sets where data/mlperf_layouts.csv has it (TP, PP, context
+parallel, virtual stages, micro-batch; context parallel as the time model's ring), else the layout
+NVIDIA's NeMo/Megatron submissions use (`layout_for`; the 8-GPU B200 Llama 2 70B LoRA runs in
 their own published configs, `NEMO_LORA_B200_CONFIGS`), or, for the submissions built on the
 reference's HF Trainer + DeepSpeed code, the layout their own published config sets
 (`HF_DEEPSPEED_RECIPES`), every assumption listed per row.
@@ -26,12 +28,13 @@ import statistics
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from calculators import DATA_DIR
 from calculators.cost.prices import load_prices
 from calculators.cost.pricing import instances_needed, run_cost_usd
 from calculators.hardware.catalogue import GpuSpec, find_gpu
+from calculators.hardware.csv_rows import check_public_source
 from calculators.models.presets import get_preset
 from calculators.models.spec import ModelSpec
 from calculators.models.vision_library import vision_model
@@ -50,6 +53,7 @@ from calculators.workload.training import TrainingSettings
 
 RESULTS_PATH = DATA_DIR / "mlperf_training.csv"
 DEFINITIONS_PATH = DATA_DIR / "mlperf_benchmark_definitions.csv"
+LAYOUTS_PATH = DATA_DIR / "mlperf_layouts.csv"
 RESULTS_SITE = "https://mlcommons.org/benchmarks/training/"
 
 # Benchmarks whose model is a language model this app's time model covers.
@@ -158,6 +162,42 @@ def load_results() -> tuple[MlperfResult, ...]:
 def load_convergence_points() -> tuple[ConvergencePoint, ...]:
     """Every reference convergence point of data/mlperf_benchmark_definitions.csv."""
     return tuple(ConvergencePoint.model_validate(row) for row in _read(DEFINITIONS_PATH))
+
+
+class PublishedLayout(BaseModel):
+    """The parallel layout one NeMo/Megatron submission's own launch config sets (a row of
+    data/mlperf_layouts.csv): TENSOR_MODEL_PARALLEL (TP), PIPELINE_MODEL_PARALLEL (PP),
+    CONTEXT_PARALLEL (CP), INTERLEAVED_PIPELINE (virtual stages, with PP > 1) and MICRO_BATCH_SIZE of
+    the config_*.sh whose node count, GPUs per node and MINIBS x data-parallel replicas are the
+    result's (the configs' MINIBS is the sequences per replica a step, global batch / (GPUs / (TP x
+    PP x CP)))."""
+
+    model_config = ConfigDict(frozen=True)
+
+    result_id: str
+    tensor_parallel: int = Field(ge=1, le=64)
+    pipeline_parallel: int = Field(ge=1, le=128)
+    context_parallel: int = Field(ge=1, le=64)
+    virtual_stages: int = Field(ge=1, le=128)
+    micro_batch: int = Field(ge=1, le=64)
+    source: str
+    as_of: dt.date
+
+    @field_validator("source")
+    @classmethod
+    def _public(cls, source: str) -> str:
+        return check_public_source(source)
+
+    @property
+    def config_name(self) -> str:
+        """The config file's name, for the assumption lines."""
+        return self.source.rsplit("/", 1)[-1]
+
+
+@lru_cache(maxsize=1)
+def load_published_layouts() -> dict[str, PublishedLayout]:
+    """Every published layout of data/mlperf_layouts.csv by result id, read once per process."""
+    return {row["result_id"]: PublishedLayout.model_validate(row) for row in _read(LAYOUTS_PATH)}
 
 
 # --- which catalogue GPU a result ran on ------------------------------------------------------
@@ -488,6 +528,9 @@ class Submission(BaseModel):
         "optimum-habana (Intel's Gaudi2 LoRA), maxtext (Google's TPU runs) or tinygrad (tinycorp's ResNet)"
     )
     system: str = Field(default="", description="the system, only where it published a config of its own")
+    published: PublishedLayout | None = Field(
+        default=None, description="the layout the submission's own launch config sets (data/mlperf_layouts.csv)"
+    )
 
 
 def stack_of(framework: str, submitter: str = "", benchmark: str = "") -> str:
@@ -519,6 +562,7 @@ def submission_of(result: MlperfResult) -> Submission:
         global_batch_size=result.global_batch_size,
         stack=stack_of(result.framework, result.submitter, result.benchmark),
         system=result.system_name if (result.round, result.system_name) in NEMO_LORA_B200_CONFIGS else "",
+        published=load_published_layouts().get(result.id),
     )
 
 
@@ -539,28 +583,61 @@ class Workload(BaseModel):
     )
 
 
+def submission_layout(result: Submission, gpu: GpuSpec, spec: ModelSpec) -> Layout:
+    """The layout the result ran in: the 8-GPU B200 LoRA configs (NEMO_LORA_B200_CONFIGS), the
+    submission's own config where data/mlperf_layouts.csv has it, NeMo's typical layout otherwise."""
+    config = nemo_lora_config(result, gpu)
+    if config is not None:
+        return config_layout(config)
+    if result.published is not None:
+        return published_layout(result.published)
+    return layout_for(result.benchmark, gpu, spec)
+
+
+def published_layout(published: PublishedLayout) -> Layout:
+    """A row of data/mlperf_layouts.csv as a Layout, its config named in the words."""
+    return Layout(
+        tensor_parallel=published.tensor_parallel, pipeline_parallel=published.pipeline_parallel,
+        context_parallel=published.context_parallel, virtual_stages=published.virtual_stages,
+        micro_batch=published.micro_batch,
+        why=f"TP{published.tensor_parallel} PP{published.pipeline_parallel} CP{published.context_parallel}"
+        + (f", {published.virtual_stages} virtual stages" if published.virtual_stages > 1 else "")
+        + f", micro-batch {published.micro_batch} as the submission's {published.config_name} sets",
+    )  # fmt: skip
+
+
+def context_parallel_degree(layout: Layout, batch: int, replicas: int, published: bool) -> int:
+    """The layout's context-parallel degree; without a published config, NeMo's way with fewer
+    sequences than replicas: each sequence cut over replicas / batch GPUs (CP), and none where the
+    batch splits evenly otherwise."""
+    cp = layout.context_parallel
+    if published:
+        return cp
+    if batch < replicas:
+        cp = max(cp, replicas // batch)
+    if replicas % cp or (batch * cp) % replicas:
+        cp = 1 if batch % replicas == 0 else cp
+    return cp
+
+
 def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
-    """The result's benchmark on its GPUs. Context parallelism (not a setting of this app) is
-    taken as data parallelism over sequences cut into CP pieces: the same tokens per GPU, the
-    attention's quadratic term counted on the shorter piece (an undercount, stated)."""
+    """The result's benchmark on its GPUs. Context parallelism runs as the time model's
+    (calculators.timing.context_parallel): each sequence split over CP of the data-parallel GPUs,
+    attention as Transformer Engine's ring of K, V sends."""
     benchmark = result.benchmark
     spec = benchmark_model(benchmark)
     config = nemo_lora_config(result, gpu)
-    layout = layout_for(benchmark, gpu, spec) if config is None else config_layout(config)
+    layout = submission_layout(result, gpu, spec)
     gpus = result.accelerators_total
     model_gpus = layout.tensor_parallel * layout.pipeline_parallel
     if gpus % model_gpus:
         raise ValueError(f"{gpus} GPUs do not divide into TP{layout.tensor_parallel} x PP{layout.pipeline_parallel}")
     batch = result.global_batch_size
-    replicas = gpus // model_gpus
-    cp = layout.context_parallel
-    if batch < replicas:  # fewer sequences than replicas: the framework cuts sequences (CP)
-        cp = max(cp, replicas // batch)
-    if replicas % cp or (batch * cp) % replicas:
-        cp = 1 if batch % replicas == 0 else cp
-    if (batch * cp) % replicas:
-        raise ValueError(f"global batch {batch} does not split over {replicas} data-parallel replicas")
-    seq_len = SEQ_LEN[benchmark] // cp
+    replicas = gpus // model_gpus  # data-parallel GPUs, the context-parallel ranks among them
+    cp = context_parallel_degree(layout, batch, replicas, result.published is not None)
+    if (batch * cp) % (replicas * layout.micro_batch):
+        raise ValueError(f"global batch {batch} does not split over {replicas // cp} data-parallel replicas")
+    seq_len = SEQ_LEN[benchmark]
     grad_accum = batch * cp // replicas // layout.micro_batch or 1
     lora = benchmark == "llama2_70b_lora"
     if result.stack in HF_DEEPSPEED_RECIPES:
@@ -591,18 +668,24 @@ def workload_for(result: Submission, gpu: GpuSpec) -> Workload:
         kernels="fused",
         fp8_recipe=recipe,
         attention_kernel=nemo_attention_kernel(result, gpu),
+        context_parallel=cp,
         **config_time_settings(config, gpu),
     )
     fp8_why = "the FP4 run taken as" if config and config.fp4 else "FP8=True in the submission configs;"
     assumptions = [
-        layout.why + (f"; CP{cp} taken as data parallel over {seq_len}-token pieces" if cp > 1 else ""),
+        layout.why
+        + (
+            f"; CP{cp}: each {seq_len:,}-token sequence split over {cp} GPUs, attention as a ring of K, V sends"
+            if cp > 1
+            else ""
+        ),
         f"{settings.precision} matmuls"
         + (
             f" ({fp8_why} {FP8_RECIPE_WORDS[recipe]})"
             if settings.precision == "fp8"
             else " (no FP8 rate in the catalogue)"
         ),
-        f"micro-batch {layout.micro_batch}, {grad_accum} micro-batches per step on {replicas} replicas; "
+        f"micro-batch {layout.micro_batch}, {grad_accum} micro-batches per step on {replicas // cp} replicas; "
         f"{per_node} GPUs per NVLink domain; distributed optimizer (ZeRO-1); no recomputation",
     ]
     if time_settings.attention_kernel == "cudnn":
@@ -908,11 +991,11 @@ def resnet_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
 def language_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
     """(samples / global batch) x step time + evaluations x the forward passes of one replica.
 
-    An evaluation splits its sequences (or a context-parallel run's pieces of them) over the
-    data-parallel replicas, each running ceil(pieces / replicas) of them, one micro-batch's share of
-    the step each: a forward is 2 of the step's matmul_flops_factor FLOPs per weight (Kaplan et al.
-    2020 Sec. 2.1: 2N forward of 6N; 2N of 4N with a frozen base). With fewer pieces than replicas
-    the evaluation takes one forward, not a fraction of one."""
+    An evaluation splits its sequences over the data-parallel replicas (under context parallel a
+    replica is CP GPUs sharing each sequence), each running ceil(sequences / replicas) of them, one
+    sequence's share of the step each: a forward is 2 of the step's matmul_flops_factor FLOPs per
+    weight (Kaplan et al. 2020 Sec. 2.1: 2N forward of 6N; 2N of 4N with a frozen base). With fewer
+    sequences than replicas the evaluation takes one forward, not a fraction of one."""
     work = workload_for(result, gpu)
     estimate = estimate_time(work.spec, work.settings, work.gpu or gpu, work.time_settings)
     batch = result.global_batch_size
@@ -922,10 +1005,11 @@ def language_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
     if work.evaluates_at_delay and schedule.evals_skipped:
         schedule = schedule.model_copy(update={"evals_skipped": schedule.evals_skipped - 1})
     settings = work.settings
-    pieces = schedule.eval_samples * SEQ_LEN[result.benchmark] // settings.seq_len
-    piece_s = estimate.step_s / (settings.grad_accum * settings.micro_batch)
+    replicas = settings.gpus // work.time_settings.context_parallel
+    sequence_s = estimate.step_s / (settings.grad_accum * settings.micro_batch)
     forward_share = 2 / matmul_flops_factor(settings)
-    eval_s = evaluations(samples, schedule) * math.ceil(pieces / settings.gpus) * piece_s * forward_share
+    per_replica = math.ceil(schedule.eval_samples / replicas)
+    eval_s = evaluations(samples, schedule) * per_replica * sequence_s * forward_share
     notes = work.assumptions + [
         f"{samples:,.0f} sequences to converge at global batch {batch} (RCP olympic mean, interpolated)",
         f"{evaluations(samples, schedule)} evaluations of {schedule.eval_samples:,} sequences, forward only",
