@@ -14,6 +14,7 @@ from calculators.timing.collectives import (
     collective_seconds,
     curve_from_points,
     curve_ranks,
+    fabric_hop_latency_s,
     nic_bytes,
     published_curves,
     volume_factor,
@@ -149,9 +150,22 @@ def test_a_send_across_nodes_is_one_hop_and_the_nic_at_its_point_to_point_peak()
     assert _seconds("send_recv", 2 * 2**20, 2, 2) == pytest.approx(48.720e-6, rel=1e-4)
 
 
-def test_a_send_across_nodes_waits_for_its_slower_hop_inside_the_node():
-    """1 MiB: the NIC would carry it at 1,048,576 / (4.1 + 22.310 us) = 39.70 GB/s, but the
-    NVLink 4 send at 1 MiB is 396.4 x 39.93 / 482.26 = 32.821 GB/s (the all-reduce sweep's
-    shape on the send plateau): the ring step takes the slower."""
-    assert bus_gbytes_per_s(H100, "send_recv", 2**20, 2, 2, 400, NVLINK) == pytest.approx(32.821, rel=1e-4)
-    assert bus_gbytes_per_s(H100, "send_recv", 2**20, 2, 1, 400, NVLINK) == pytest.approx(32.821, rel=1e-4)
+def test_a_send_inside_an_nvswitch_node_is_one_hop_and_the_send_plateau():
+    """NVLink 4's hop: the 32 KiB all-reduce at 1.44 GB/s takes 32,768 x 1.75 / 1.44e9 = 39.822 us
+    over 2 x 7 ring steps, 2.8444 us each. A 4 MiB send: 2.8444 + 4,194,304 / 396.4e9 (the
+    nvbandwidth send plateau) = 2.8444 + 10.581 = 13.425 us, 312.42 GB/s (the all-reduce sweep's
+    shape put it at 88.1). Across nodes 1 MiB takes the NIC's 4.1 + 22.310 us, 39.70 GB/s, the
+    slower of its two hops (NVLink: 2.8444 + 2.6453 us, 191.01 GB/s)."""
+    assert fabric_hop_latency_s("nvlink4") == pytest.approx(2.8444e-6, rel=1e-4)
+    assert bus_gbytes_per_s(H100, "send_recv", 4 * 2**20, 2, 1, 400, NVLINK) == pytest.approx(312.42, rel=1e-4)
+    assert bus_gbytes_per_s(H100, "send_recv", 2**20, 2, 1, 400, NVLINK) == pytest.approx(191.01, rel=1e-4)
+    assert bus_gbytes_per_s(H100, "send_recv", 2**20, 2, 2, 400, NVLINK) == pytest.approx(39.70, rel=1e-3)
+
+
+def test_a_send_on_amd_mesh_keeps_the_sweep_shape():
+    """xGMI is a mesh (a pair shares one link of seven): its sends stay on the all-reduce shape it
+    borrows from NVLink 4, 1 MiB at 39.93 and 1 GiB at 463.58 GB/s of that sweep: 0.086134."""
+    mi300x = find_gpu("MI300X-192GB")
+    small = bus_gbytes_per_s(mi300x, "send_recv", 2**20, 2, 1, 400, NVLINK)
+    large = bus_gbytes_per_s(mi300x, "send_recv", 2**30, 2, 1, 400, NVLINK)
+    assert small / large == pytest.approx(39.93 / 463.58, rel=1e-4)

@@ -17,9 +17,11 @@ A collective of `size` bytes over `ranks` GPUs on `nodes` nodes is timed as
   depends on intra-node speed", model 3); the NIC runs at the efficiency the network curve
   measured for as many bytes per NIC (per-accelerator rate = busbw x (k-1)/(n-1)), never
   faster than the intra-node figure;
-- a send to another node (pipeline stages, a context-parallel ring leaving the node) is one
-  hop's latency and the NIC at its point-to-point peak (point_to_point_gbytes_per_s), not a
-  point of the all-reduce curve;
+- a send (pipeline stages, a context-parallel ring's K, V) is one hop's latency and then its
+  link at the send plateau, not a point of an all-reduce sweep, whose small payloads carry
+  2(n - 1) steps of latency: inside an NVSwitch node the fabric's hop (fabric_hop_latency_s) and
+  its send plateau; to another node HOP_LATENCY_S and the NIC at its point-to-point peak
+  (point_to_point_gbytes_per_s), never faster than the hop inside the node;
 - a ring all-gather or reduce-scatter pays one hop of latency per rank (n - 1 steps), so
   rings longer than the curve's add HOP_LATENCY_S per extra rank; all-reduce across nodes runs
   NCCL's tree (logarithmic in nodes) and is left at the curve's latency.
@@ -62,6 +64,10 @@ DEFAULT_NETWORK_CURVE = "tcpxo-h100"
 # (ml-engineering network/README.md @744d01e, SHARP: "a ramp that starts above 4").
 NVLS_MIN_RANKS = 5
 NVLS_FABRICS = ("nvlink4", "nvlink5")
+# Fabrics behind an NVSwitch, where any two GPUs send to each other over their whole link (NVIDIA
+# HGX/DGX A100, H100, B200); AMD's xGMI is a mesh whose pairs share one link of seven, so its sends
+# stay on the all-reduce sweep's shape.
+SWITCHED_FABRICS = ("nvlink3", "nvlink4", "nvlink5")
 # One ring step's latency: the 2-node, 16-rank all-reduce of 8 to 256 bytes takes 123 us in
 # 2 x 15 ring steps (github.com/lessizzmore/create-a3mega-ztan-fork ztan-NCCL-test-result
 # @02dd8f45): 4.1 us per step.
@@ -201,9 +207,27 @@ def intra_node_gbytes_per_s(
     if fabric is None or not link:
         return link * fallback_efficiency
     curves = published_curves()
-    shape = curves[(SHAPE_OF_FABRIC.get(fabric, fabric), "all_reduce")].shape(size_bytes)
     own_link = curves[(fabric, "all_reduce")].link_gbytes_per_s
-    return link * shape * _plateau(fabric, collective, ranks) / own_link
+    plateau = link * _plateau(fabric, collective, ranks) / own_link
+    if collective == "send_recv" and fabric in SWITCHED_FABRICS:
+        return one_hop_gbytes_per_s(size_bytes, fabric_hop_latency_s(fabric), plateau)
+    shape = curves[(SHAPE_OF_FABRIC.get(fabric, fabric), "all_reduce")].shape(size_bytes)
+    return plateau * shape
+
+
+def fabric_hop_latency_s(fabric: str) -> float:
+    """One ring step's latency inside a node of `fabric`: its all-reduce sweep's smallest payload
+    takes 2(n - 1) ring steps of latency (the LL protocol at 32 KiB moves next to nothing), so
+    that time / 2(n - 1); NVLink 4: 32,768 x 1.75 / 1.44 GB/s = 39.8 us / 14 = 2.84 us."""
+    curve = published_curves()[(SHAPE_OF_FABRIC.get(fabric, fabric), "all_reduce")]
+    smallest = curve.points[0]
+    seconds = smallest.bytes * volume_factor("all_reduce", curve.gpus) / (smallest.bus_gbytes_per_s * 1e9)
+    return seconds / (2 * (curve.gpus - 1))
+
+
+def one_hop_gbytes_per_s(size_bytes: float, latency_s: float, peak_gbytes_per_s: float) -> float:
+    """GB/s of one send of `size_bytes`: one hop's latency, then the link at its peak."""
+    return size_bytes / (latency_s + size_bytes / (peak_gbytes_per_s * 1e9)) / 1e9
 
 
 def network_curve(gpu: GpuSpec) -> Curve:
@@ -276,8 +300,7 @@ def point_to_point_gbytes_per_s(size_bytes: float, inter_node_gbps: float) -> fl
     step's latency, which one send does not (ml-engineering network/README.md @744d01e,
     "Measuring the inter-node fabric on its own": a collective across nodes "will always lean on
     the intra-node fabric"; the wire is measured point to point, ib_write_bw)."""
-    nic_bytes_per_s = inter_node_gbps / 8 * 1e9 * NIC_PEAK_EFFICIENCY
-    return size_bytes / (HOP_LATENCY_S + size_bytes / nic_bytes_per_s) / 1e9
+    return one_hop_gbytes_per_s(size_bytes, HOP_LATENCY_S, inter_node_gbps / 8 * NIC_PEAK_EFFICIENCY)
 
 
 def curve_ranks(gpu: GpuSpec, nodes: int) -> int:
