@@ -8,6 +8,11 @@ row names its figure). TFLOPS there count FlashAttention's FLOPs: 4 x b x s^2 x 
 forward, half of it with the causal mask, backward 2.5x (flash-attention
 benchmarks/benchmark_flash_attention.py, flops()), the same FLOPs the time model counts.
 
+The FlashAttention-3 paper's backward figure (Fig. 6) is read as without the causal mask: its
+FlashAttention-2 bars agree with the FlashAttention-2 paper's unmasked H100 figures (214 TFLOPS at 512
+tokens, head dim 128, against 2.5 / (3.5 / 248 - 1 / 309) = 230 derived from them; the masked ones
+give 154).
+
 A configuration between the measured ones is interpolated in log2 of the sequence length and of the
 head dim and clamped to the measured range. A GPU outside the two measured families takes the
 nearest one's figures scaled by its own 16-bit peak (attention_kernel_rates).

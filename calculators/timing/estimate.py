@@ -455,8 +455,8 @@ def ring_seconds(
     layers, backward_layers = stage_layers(spec, rank)
     # full and selective checkpointing rerun attention's forward in backward, its ring with it
     recomputed = backward_layers if rank.checkpointing in ("full", "selective") else 0.0
-    attention_s, _ = kernels.attention_s(spec, rank)
-    micro = context_parallel.ring_seconds(send_s, attention_s, cp, layers + recomputed, backward_layers)
+    forward_s, backward_s = kernels.attention_s(spec, rank)
+    micro = context_parallel.ring_seconds(send_s, forward_s, cp, layers + recomputed, backward_layers, backward_s)
     m = rank.grad_accum
     return context_parallel.RingSeconds(total_s=m * micro.total_s, exposed_s=m * micro.exposed_s)
 
