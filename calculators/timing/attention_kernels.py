@@ -173,5 +173,11 @@ def attention_kernel_rates(gpu: GpuSpec, family: str | None, kernel: str) -> Att
     if kernel == "cudnn" and family not in CUDNN_FAMILIES:
         kernel = "flash2"
     measured = measured_family(gpu, family)
-    scale = sixteen_bit_peak_tflops(gpu) / sixteen_bit_peak_tflops(find_gpu(MEASURED_GPU[measured]))
+    scale = sixteen_bit_peak_tflops(gpu) / measured_gpu_peak_tflops(measured)
     return AttentionKernelRates(family=measured, kernel=kernel, scale=scale)
+
+
+@functools.cache
+def measured_gpu_peak_tflops(family: str) -> float:
+    """The catalogue's 16-bit peak of the GPU `family`'s figures were measured on (MEASURED_GPU)."""
+    return sixteen_bit_peak_tflops(find_gpu(MEASURED_GPU[family]))
