@@ -147,6 +147,7 @@ def matmul_rate_tflops(gpu: GpuSpec, weight_precision: str) -> float:
 # elsewhere (vllm-project/vllm vllm/v1/attention/backends/fa_utils.py, get_flash_attn_version);
 # attention_rates falls back to FlashAttention-2 off Hopper.
 SERVING_ATTENTION_KERNEL = "flash3"
+DECODE_ATTENTION_KEYS = 16384  # the longest sequence FlashAttention's figures measure
 
 
 def attention_forward_tflops(rates: AttentionKernelRates, spec: ModelSpec, causal: bool, keys: float) -> float:
@@ -314,8 +315,9 @@ def decode_step(
     )
     linear = linear_flop_seconds(spec, sequences, tp, rates.matmul_tflops, rates.curve)
     linear += head_flop_seconds(spec, sequences, tp, rates.matmul_tflops, rates.curve)
-    # one query per sequence over its whole context: no causal mask
-    attention_tflops = attention_forward_tflops(rates.attention, spec, False, mean_context)
+    # one query per sequence over its whole context, no causal mask, at the kernel's plateau (its
+    # longest measured sequence): reading the KV cache bounds decode attention, its FLOPs rarely
+    attention_tflops = attention_forward_tflops(rates.attention, spec, False, DECODE_ATTENTION_KEYS)
     attention = decode_attention_flops(spec, mean_context, sequences, tp) / (attention_tflops * 1e12)
     weights_s = weights / rates.bandwidth_bytes_per_s
     kv_s = kv / rates.bandwidth_bytes_per_s
