@@ -78,3 +78,23 @@ def test_a100_takes_its_forward_and_backward_figure_for_both_passes():
     """A100's FlashAttention-2 figures are forward + backward only: 182 TFLOPS at 8k, head dim 128,
     causal, for each pass."""
     assert measured_tflops("A100", "flash2", True, 128.0, 8192.0) == (182, 182)
+
+
+def test_an_image_models_attention_runs_at_flash_attention_2_without_the_mask():
+    """A made-up GPU of 100 bf16 TFLOPS without FP8 takes A100's figures x 100 / 312: FlashAttention-2
+    without the mask at head dim 64 and 512 tokens (a ViT's 197 clamp there), 132 TFLOPS forward +
+    backward (FlashAttention-2 paper Fig. 4a), 42.308 TFLOPS for each pass."""
+    from calculators.hardware.catalogue import GpuSpec
+    from calculators.models.vision_library import vision_model
+    from calculators.timing import vision_step as vs
+
+    device = GpuSpec(
+        name="Made-up-GPU", vendor="test", category="datacenter", memory_gb=80, memory_bandwidth_tbps=1.0,
+        fp32_tflops=10, bf16_tflops=100, fp16_tflops=100, launch_year=2024, source="a made-up test device",
+        as_of="2026-11-27",
+    )  # fmt: skip
+    rates = vs.step_rates(
+        device, vs.VisionStepInput(model=vision_model("resnet50"), micro_batch=8, precision="amp-bf16")
+    )
+    assert rates.attention_forward_tflops == pytest.approx(132 * 100 / 312)
+    assert rates.attention_backward_tflops == pytest.approx(132 * 100 / 312)
