@@ -98,3 +98,15 @@ def test_an_image_models_attention_runs_at_flash_attention_2_without_the_mask():
     )
     assert rates.attention_forward_tflops == pytest.approx(132 * 100 / 312)
     assert rates.attention_backward_tflops == pytest.approx(132 * 100 / 312)
+
+
+def test_a_figure_without_a_public_source_is_refused():
+    from pydantic import ValidationError
+
+    from calculators.timing.attention_kernels import AttentionKernelPoint
+
+    row = dict(gpu_family="H100", kernel="flash2", direction="forward", causal="true", head_dim=128, seq_len=512)
+    row |= dict(measured_tflops=191, figure="Fig. 5d", as_of="2024-07-11")
+    assert AttentionKernelPoint.model_validate(row | {"source": "https://arxiv.org/abs/2407.08608"}).causal
+    with pytest.raises(ValidationError, match="not an https:// URL"):
+        AttentionKernelPoint.model_validate(row | {"source": "a benchmark I ran"})

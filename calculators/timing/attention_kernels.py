@@ -24,10 +24,11 @@ import csv
 import functools
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from calculators import DATA_DIR
 from calculators.hardware.catalogue import GpuSpec, find_gpu
+from calculators.hardware.csv_rows import check_public_source
 from calculators.timing.interpolate import log2_bracket
 
 ATTENTION_KERNELS_PATH = DATA_DIR / "attention_kernels.csv"
@@ -56,8 +57,14 @@ class AttentionKernelPoint(BaseModel):
     head_dim: int = Field(gt=0)
     seq_len: int = Field(gt=0)
     measured_tflops: float = Field(gt=0)
+    figure: str = Field(min_length=1)  # which figure of the source, in words
     source: str = Field(min_length=1)
     as_of: str = Field(min_length=1)
+
+    @field_validator("source")
+    @classmethod
+    def _public(cls, source: str) -> str:
+        return check_public_source(source)
 
 
 # (family, kernel, direction, causal) -> {head_dim: ((seq_len, ...), (tflops, ...))}
