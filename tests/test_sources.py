@@ -24,6 +24,7 @@ from calculators.models.spec import ModelSpec
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 DATA_FILES = (
+    "attention_kernels.csv",
     "aws_spot_savings.csv",
     "cpus.csv",
     "cloud_prices.csv",

@@ -13,10 +13,10 @@ from calculators.timing.estimate import estimate_time
 from calculators.timing.operations import (
     GemmRates,
     activation_bytes_per_element,
-    attention_seconds_forward,
+    attention_rates,
+    attention_seconds,
     curve_family,
     elementwise_bytes_per_token,
-    flash_attention_fraction,
     fp8_cast_bytes,
     gemm_seconds,
     kernels_fused,
@@ -106,38 +106,36 @@ def test_gemm_roofline_memory_bound_shape():
 
 def test_flash_attention_forward():
     """b 1, s 4096, heads x head_dim 4096: 4 x 4096^2 x 4096 / 2 (causal) = 1.3744e11 FLOPs at
-    989 x 0.35 = 346.15 TFLOPS -> 0.39705 ms."""
-    seconds = attention_seconds_forward(LLAMA2_7B, TrainingSettings(seq_len=4096), 989, 0.35)
-    assert seconds == pytest.approx(0.39705e-3, rel=1e-4)
+    FlashAttention-2's published 319 TFLOPS (H100, head dim 128, 4k, causal) -> 0.43085 ms."""
+    forward, _ = attention_seconds(LLAMA2_7B, TrainingSettings(seq_len=4096), attention_rates(H100))
+    assert forward == pytest.approx(0.43085e-3, rel=1e-4)
 
 
-def test_flash_attention_1_and_triton_run_at_half_the_flash_attention_2_fraction():
-    """FlashAttention-2 is about 2x FlashAttention-1 (arXiv 2307.08691 abstract): H100 0.35 -> 0.175,
-    A100 0.615 -> 0.3075. The forward of the test above at 989 x 0.175 = 173.08 TFLOPS: 0.79410 ms."""
-    assert flash_attention_fraction(H100) == 0.35
-    assert flash_attention_fraction(H100, "flash1") == pytest.approx(0.175)
-    assert flash_attention_fraction(find_gpu("A100-SXM4-80GB"), "flash1") == pytest.approx(0.3075)
-    seconds = attention_seconds_forward(
-        LLAMA2_7B, TrainingSettings(seq_len=4096), 989, flash_attention_fraction(H100, "flash1")
-    )
-    assert seconds == pytest.approx(0.79410e-3, rel=1e-4)
+def test_flash_attention_1_runs_at_its_own_published_figures():
+    """FlashAttention-1 forward + backward on H100 at 4k, head dim 128, causal: 126 TFLOPS, against
+    FlashAttention-2's 294 (FlashAttention-2 paper's H100 figure): the whole attention 294 / 126
+    = 2.333x as long. Forward of the test above: 1.3744e11 / 126e12 = 1.09078 ms."""
+    forward, backward = attention_seconds(LLAMA2_7B, TrainingSettings(seq_len=4096), attention_rates(H100, "flash1"))
+    assert forward == pytest.approx(1.09078e-3, rel=1e-4)
+    flash2 = sum(attention_seconds(LLAMA2_7B, TrainingSettings(seq_len=4096), attention_rates(H100)))
+    assert (forward + backward) / flash2 == pytest.approx(294 / 126)
 
 
 def test_flash_attention_3_runs_faster_on_hopper_only():
-    """FlashAttention-3 is 1.5-2.0x FlashAttention-2 on H100 (arXiv 2407.08608 abstract): 0.35 x 1.75
-    = 0.6125 on H100 and H200; A100 has no FlashAttention-3 and keeps 0.615."""
-    assert flash_attention_fraction(H100, "flash3") == pytest.approx(0.6125)
-    assert flash_attention_fraction(find_gpu("H200-SXM-141GB"), "flash3") == pytest.approx(0.6125)
-    assert flash_attention_fraction(find_gpu("A100-SXM4-80GB"), "flash3") == 0.615
+    """FlashAttention-3's forward at 4k, head dim 128, causal on H100: 579 TFLOPS (FlashAttention-3
+    paper Fig. 5d), also on H200 (same peak); A100 has no FlashAttention-3 and runs FlashAttention-2."""
+    assert attention_rates(H100, "flash3").tflops(True, 128, 4096)[0] == 579
+    assert attention_rates(find_gpu("H200-SXM-141GB"), "flash3").tflops(True, 128, 4096)[0] == 579
+    assert attention_rates(find_gpu("A100-SXM4-80GB"), "flash3").kernel == "flash2"
 
 
 def test_attention_kernel_setting_reaches_the_step():
     settings = TrainingSettings(seq_len=4096)
     flash2 = estimate_time(LLAMA2_7B, settings, H100, TimeSettings(dataset_tokens=1e9))
     flash1 = estimate_time(LLAMA2_7B, settings, H100, TimeSettings(dataset_tokens=1e9, attention_kernel="flash1"))
-    assert flash1.compute_by_class_s["attention"] == pytest.approx(2 * flash2.compute_by_class_s["attention"])
+    assert flash1.compute_by_class_s["attention"] == pytest.approx(294 / 126 * flash2.compute_by_class_s["attention"])
     assert flash1.compute_by_class_s["gemm"] == flash2.compute_by_class_s["gemm"]
-    assert any("FlashAttention-1 / Triton at 0.175" in line for line in flash1.assumptions)
+    assert any("FlashAttention-1 / Triton at its published TFLOPS" in line for line in flash1.assumptions)
 
 
 def test_adamw_step_bytes_per_parameter():
@@ -340,7 +338,9 @@ def test_t5_decoder_layers_time_their_cross_attention_blocks():
     """flan-t5-base: 12 encoder and 12 decoder layers, h 768 = 12 heads x 64. Each decoder layer
     has a cross-attention block (q/k/v/o, 768 x 768 each) that the layer's own linears leave out:
     the step's GEMMs gain 12 x those four linears' forward and backward, and its attention gains 12
-    cores over the whole encoder square, twice a causal layer's half: the attention doubles."""
+    cores over the whole encoder square without the mask: 4 x 8 x 512^2 x 768 = 6,442,450,944 FLOPs
+    forward, 3.5x that forward and backward at FlashAttention-2's published 215 TFLOPS (H100, head
+    dim 64, 512 tokens, no mask): 12 x 3.5 x 6.44245e9 / 215e12 = 1.258525 ms."""
     from calculators.models.geometry import attention_linears
     from calculators.models.library import library_spec
     from calculators.timing.operations import layer_gemm_seconds
@@ -355,4 +355,4 @@ def test_t5_decoder_layers_time_their_cross_attention_blocks():
     rates = GemmRates(peak_tflops=989.0, fraction=794.5 / 989 * 0.825, bandwidth_tbps=3.35, element_bytes=2)
     fwd, bwd = layer_gemm_seconds(t5, settings, rates, True, linears=attention_linears(t5))
     assert with_blocks["gemm"] - without["gemm"] == pytest.approx(12 * (fwd + bwd))
-    assert with_blocks["attention"] == pytest.approx(2 * without["attention"])
+    assert with_blocks["attention"] - without["attention"] == pytest.approx(1.258525e-3, rel=1e-5)

@@ -13,7 +13,8 @@ FORMULAS = [
     "(Kaplan et al. 2020; PaLM appendix B; Korthikanti et al. 2022)",
     "GEMM s = max(2 m n k / (dense peak x achievable fraction at the shape x 0.825 sustained), bytes / bandwidth)"
     " per linear of a layer, per tensor-parallel rank and micro-batch (mamf-finder; XLA's measured H100 curve)",
-    "attention s = FlashAttention FLOPs / (peak x 0.615 A100, 0.35 H100) (Dao 2023; Shah et al. 2024); norms, "
+    "attention s = FlashAttention FLOPs / the kernel's published TFLOPS at the head dim, sequence length and mask, "
+    "forward and backward (Dao 2023; Shah et al. 2024; other GPUs scaled by peak); norms, "
     "activations, loss and optimizer = bytes / memory bandwidth",
     "data-parallel bytes per GPU = 2 (n - 1) / n x trainable per-rank gradient bytes (ring; nccl-tests "
     "PERFORMANCE.md); ZeRO-3 x 1.5; tensor parallel 4 all-reduces of b s h per layer; pipeline 2 b s h per micro-batch",

@@ -80,20 +80,27 @@ class RingSeconds(BaseModel):
 
 
 def ring_seconds(
-    send_s: float, attention_forward_s: float, degree: int, forward_layers: float, backward_layers: float
+    send_s: float,
+    attention_forward_s: float,
+    degree: int,
+    forward_layers: float,
+    backward_layers: float,
+    attention_backward_s: float | None = None,
 ) -> RingSeconds:
     """Ring traffic of one micro-batch: per layer N - 1 sends of `send_s` in forward, each beside
     one of the N attention steps (attention_forward_s / N, the layer's forward attention on this
     rank), and N - 1 sends of twice the bytes (K, V and dK, dV) in backward beside the backward's
-    steps (2.5x the forward, Dao 2023); each send exposed by what it exceeds its step's compute."""
+    steps (attention_backward_s / N; without it 2.5x the forward's FLOPs at the forward's rate, Dao
+    2023); each send exposed by what it exceeds its step's compute."""
     if degree == 1:
         return RingSeconds(total_s=0.0, exposed_s=0.0)
     steps = degree - 1
     step_fwd_s = attention_forward_s / degree
+    step_bwd_s = (2.5 * attention_forward_s if attention_backward_s is None else attention_backward_s) / degree
     forward = steps * send_s
     backward = steps * 2 * send_s
     exposed_forward = steps * max(0.0, send_s - step_fwd_s)
-    exposed_backward = steps * max(0.0, 2 * send_s - 2.5 * step_fwd_s)
+    exposed_backward = steps * max(0.0, 2 * send_s - step_bwd_s)
     return RingSeconds(
         total_s=forward_layers * forward + backward_layers * backward,
         exposed_s=forward_layers * exposed_forward + backward_layers * exposed_backward,

@@ -38,13 +38,12 @@ from calculators.timing.flops import (
     vision_flops_per_token,
 )
 from calculators.timing.operations import (
-    ATTENTION_KERNEL_NAMES,
     DEFAULT_MATMUL_FRACTION,
     LOSS_KERNEL_NAMES,
     StepKernels,
+    attention_assumption,
     curve_family,
     expert_parallel_of,
-    flash_attention_fraction,
     host_issue_seconds,
     host_seconds_per_kernel,
     kernels_fused,
@@ -258,9 +257,7 @@ def _assumptions(
         else f"each GEMM at dense peak x achievable fraction ({basis}) x the measured {curve_family(gpu)} shape "
         "curve x "
         f"{time_settings.sustained_clock_factor:g} sustained clocks (an assumption, --sustained-clock), "
-        "or memory-bound; "
-        + ATTENTION_KERNEL_NAMES[time_settings.attention_kernel]
-        + f" at {flash_attention_fraction(gpu, time_settings.attention_kernel):.3f} of peak; norms, activations, "
+        "or memory-bound; " + attention_assumption(gpu, time_settings.attention_kernel) + "; norms, activations, "
         "loss and optimizer "
         "bandwidth-bound"
     )
@@ -458,8 +455,8 @@ def ring_seconds(
     layers, backward_layers = stage_layers(spec, rank)
     # full and selective checkpointing rerun attention's forward in backward, its ring with it
     recomputed = backward_layers if rank.checkpointing in ("full", "selective") else 0.0
-    attention_s = kernels.attention_forward_s(spec, rank)
-    micro = context_parallel.ring_seconds(send_s, attention_s, cp, layers + recomputed, backward_layers)
+    forward_s, backward_s = kernels.attention_s(spec, rank)
+    micro = context_parallel.ring_seconds(send_s, forward_s, cp, layers + recomputed, backward_layers, backward_s)
     m = rank.grad_accum
     return context_parallel.RingSeconds(total_s=m * micro.total_s, exposed_s=m * micro.exposed_s)
 

@@ -11,7 +11,8 @@ Every operation gets a roofline time, max(FLOPs / achievable rate, bytes / memor
   curve of data/matmul_efficiency.csv, relative to its best shape) x the sustained-clock
   factor (0.825, an assumption: see SUSTAINED_CLOCK_FACTOR).
 - attention: FlashAttention's FLOPs (causal half of the square, backward 2.5x forward; Dao
-  2023, arXiv 2307.08691, Sec. 4) at its published fraction of peak.
+  2023, arXiv 2307.08691, Sec. 4) at the kernel's published TFLOPS for the layer's head dim,
+  sequence length and mask, forward and backward apart (calculators.timing.attention_kernels).
 - norms, residual adds, activations, rotary embeddings, the loss and the optimizer step:
   bandwidth-bound, bytes / memory bandwidth.
 - recomputation by the checkpointing policy (Korthikanti et al. 2022, arXiv 2205.05198).
@@ -20,10 +21,8 @@ Every operation gets a roofline time, max(FLOPs / achievable rate, bytes / memor
 
 from __future__ import annotations
 
-import bisect
 import csv
 import functools
-import math
 
 from pydantic import BaseModel, Field
 
@@ -32,7 +31,14 @@ from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.mllama import layers_skipped_without_images
 from calculators.models.geometry import attention_linears, layer_linears, split
 from calculators.models.spec import ModelSpec, extension
+from calculators.timing.attention_kernels import (
+    BACKWARD_FLOPS_RATIO,
+    MEASURED_GPU,
+    AttentionKernelRates,
+    attention_kernel_rates,
+)
 from calculators.timing.communication import trainable_parameters_per_rank
+from calculators.timing.interpolate import log2_bracket
 from calculators.timing.settings import AttentionKernel, Kernels, Launch, LossKernel, TimeSettings
 from calculators.workload.precision import (
     compute_bytes,
@@ -115,27 +121,6 @@ FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
 # curve, every other GPU H100's (an assumption for those with no curve of their own).
 MATMUL_CURVE_PATH = DATA_DIR / "matmul_efficiency.csv"
 CURVE_FAMILIES = ("H100", "B200")
-# FlashAttention forward + backward, fraction of dense BF16 peak: 50-73% on A100 for
-# FlashAttention-2 (Dao 2023, arXiv 2307.08691, abstract), midpoint 0.615; 35% on H100
-# (Shah et al. 2024, FlashAttention-3, arXiv 2407.08608, abstract: "FlashAttention-2 achieves
-# only 35% utilization on H100"). Others: 0.5, an assumption.
-FLASH_ATTENTION_FRACTION: dict[str, float] = {"A100": 0.615, "H100": 0.35}
-DEFAULT_FLASH_ATTENTION_FRACTION = 0.5
-# FlashAttention-1 and its Triton port run at half FlashAttention-2's rate: FlashAttention-2
-# yields "around 2x speedup compared to FlashAttention" (Dao 2023, arXiv 2307.08691, abstract);
-# llm-foundry's Triton kernel (attn_impl: triton, the default of its benchmark runs) is "slightly
-# faster than flash", its flash-attn==1.0.9 (mosaicml/llm-foundry TUTORIAL.md and setup.py @v0.3.0).
-FLASH1_SLOWDOWN = 2.0
-# FlashAttention-3 (Hopper only) is 1.5-2.0x FlashAttention-2 on H100 (Shah et al. 2024, arXiv
-# 2407.08608, abstract): the midpoint, 1.75x. On other families it is not available and the
-# FlashAttention-2 fraction applies.
-FLASH3_SPEEDUP_HOPPER = 1.75
-# cuDNN's fused flash attention, PyTorch SDPA's default on H100 and newer from 2.5: "up to 75%
-# speed-up over FlashAttentionV2" on H100 (pytorch.org/blog/pytorch2-5/, CuDNN backend for SDPA):
-# 1.75x FlashAttention-2 on Hopper and Blackwell, taken at that upper bound; elsewhere
-# FlashAttention-2's fraction.
-CUDNN_SPEEDUP_HOPPER = 1.75
-CUDNN_FAMILIES = ("H100", "B200")
 ATTENTION_KERNEL_NAMES: dict[str, str] = {
     "flash2": "FlashAttention-2",
     "flash1": "FlashAttention-1 / Triton",
@@ -186,20 +171,19 @@ def curve_family(gpu: GpuSpec) -> str:
     return family if family in CURVE_FAMILIES else "H100"
 
 
-def flash_attention_fraction(gpu: GpuSpec, kernel: AttentionKernel = "flash2") -> float:
-    """Fused attention's forward + backward fraction of dense peak on this GPU's family:
-    FlashAttention-2's (also PyTorch SDPA's flash backend), half of it for FlashAttention-1 and
-    its Triton port (FLASH1_SLOWDOWN), 1.75x it for FlashAttention-3 on Hopper
-    (FLASH3_SPEEDUP_HOPPER)."""
-    family = gpu_family(gpu)
-    fraction = FLASH_ATTENTION_FRACTION.get(family or "", DEFAULT_FLASH_ATTENTION_FRACTION)
-    if kernel == "flash1":
-        return fraction / FLASH1_SLOWDOWN
-    if kernel == "flash3" and family == "H100":
-        return fraction * FLASH3_SPEEDUP_HOPPER
-    if kernel == "cudnn" and family in CUDNN_FAMILIES:
-        return fraction * CUDNN_SPEEDUP_HOPPER
-    return fraction
+def attention_rates(gpu: GpuSpec, kernel: AttentionKernel = "flash2") -> AttentionKernelRates:
+    """The published figures that time fused attention `kernel` on this GPU
+    (attention_kernels.attention_kernel_rates on its die family)."""
+    return attention_kernel_rates(gpu, gpu_family(gpu), kernel)
+
+
+def attention_assumption(gpu: GpuSpec, kernel: AttentionKernel = "flash2") -> str:
+    """How attention is timed on this GPU, in words: the kernel that runs (FlashAttention-2 where
+    the one asked for does not) and whose figures, scaled by what."""
+    rates = attention_rates(gpu, kernel)
+    words = f"{ATTENTION_KERNEL_NAMES[rates.kernel]} at its published TFLOPS per head dim, sequence length and mask "
+    words += f"on {MEASURED_GPU[rates.family]}"
+    return words + ("" if rates.scale == 1 else f" x {rates.scale:.2f} (this GPU's 16-bit peak over that one's)")
 
 
 class GemmRates(BaseModel):
@@ -263,17 +247,6 @@ def matmul_curve(family: str) -> MatmulCurve:
     return MatmulCurve(rows=rows, ns=ns, ks=ks, tflops=tflops, best_tflops=max(tflops.values()))
 
 
-def _bracket(values: tuple[float, ...], x: float) -> tuple[float, float, float]:
-    """(lower, upper, weight of upper) for x on a log2 scale, clamped to the measured range."""
-    x = min(max(x, values[0]), values[-1])
-    upper_index = min(bisect.bisect_left(values, x), len(values) - 1)
-    upper = values[upper_index]
-    lower = values[max(upper_index - 1, 0)]
-    if upper == lower:
-        return lower, upper, 0.0
-    return lower, upper, (math.log2(x) - math.log2(lower)) / (math.log2(upper) - math.log2(lower))
-
-
 @functools.lru_cache(maxsize=65536)
 def shape_factor(rows: float, n: float, k: float, family: str = "H100") -> float:
     """Achievable rate of a (rows x k) @ (k x n) GEMM relative to the best measured shape of
@@ -290,7 +263,7 @@ def shape_factor(rows: float, n: float, k: float, family: str = "H100") -> float
 
 
 def _corners(values: tuple[float, ...], x: float) -> tuple[tuple[float, float], tuple[float, float]]:
-    lower, upper, weight = _bracket(values, x)
+    lower, upper, weight = log2_bracket(values, x)
     return (lower, 1 - weight), (upper, weight)
 
 
@@ -369,15 +342,19 @@ def head_gemm_seconds(spec: ModelSpec, settings: TrainingSettings, rates: GemmRa
     return forward, data_grad + (weight_grad if settings.method == "full" else 0.0)
 
 
-def attention_seconds_forward(
-    spec: ModelSpec, settings: TrainingSettings, peak_tflops: float, fraction: float
-) -> float:
-    """Forward FlashAttention of one layer on one micro-batch and rank: Q@K^T and P@V over the
-    causal half, 4 x b x s^2 x (heads/t x head_dim) / 2 FLOPs (Dao 2023, Sec. 4.1, which counts
-    causal attention as half), at peak x fraction. The backward is 2.5x (ibid.)."""
+def attention_seconds(
+    spec: ModelSpec, settings: TrainingSettings, rates: AttentionKernelRates, causal: bool = True
+) -> tuple[float, float]:
+    """(forward, backward) FlashAttention of one layer on one micro-batch and rank: Q@K^T and P@V,
+    4 x b x s^2 x (heads/t x head_dim) FLOPs forward, half of it with the causal mask (Dao 2023,
+    Sec. 4.1), the backward 2.5x (ibid.); each at the kernel's published TFLOPS for the layer's
+    head dim, sequence length and mask (attention_kernels), at least one launch."""
     heads_dim = split(spec.q_dim, settings.tensor_parallel)
-    flops = 4.0 * settings.micro_batch * settings.seq_len**2 * heads_dim / 2
-    return max(flops / (peak_tflops * 1e12 * fraction), KERNEL_LAUNCH_S)
+    flops = 4.0 * settings.micro_batch * settings.seq_len**2 * heads_dim / (2 if causal else 1)
+    forward_tflops, backward_tflops = rates.tflops(causal, spec.attention_head_dim, settings.seq_len)
+    forward = max(flops / (forward_tflops * 1e12), KERNEL_LAUNCH_S)
+    backward = max(BACKWARD_FLOPS_RATIO * flops / (backward_tflops * 1e12), KERNEL_LAUNCH_S)
+    return forward, backward
 
 
 def kernels_fused(settings: TrainingSettings, compiled: bool, kernels: Kernels = "auto") -> bool:
@@ -602,13 +579,12 @@ class StepCompute(BaseModel):
 
 class StepKernels(BaseModel):
     """How one GPU runs a step's operations, from the GPU and the time settings (step_kernels):
-    the GEMMs at `gemm`'s rates, fused attention at attention_peak_tflops x attention_fraction,
+    the GEMMs at `gemm`'s rates, fused attention at its kernel's published figures (`attention`),
     the norms, rotary embeddings and activation fused or eager (kernels_fused), the loss's kernel
     setting (loss_kernel_in_use) and the expert-parallel degree the MoE layers split over."""
 
     gemm: GemmRates
-    attention_peak_tflops: float
-    attention_fraction: float
+    attention: AttentionKernelRates
     fused: bool
     loss_kernel: LossKernel
     expert_parallel: int
@@ -620,13 +596,14 @@ class StepKernels(BaseModel):
         """The memory bandwidth the bandwidth-bound ops run at, bytes per second."""
         return self.gemm.bandwidth_tbps * 1e12
 
-    def attention_forward_s(self, spec: ModelSpec, settings: TrainingSettings) -> float:
-        """attention_seconds_forward of one layer of `spec` on one micro-batch of `settings`.
-        Under context parallel N, `settings` hold a rank's s / N tokens whose queries attend over
-        the whole causal sequence, load-balanced: 1/N of the whole attention, N x what s / N tokens
-        alone would cost (calculators.timing.context_parallel)."""
-        own = attention_seconds_forward(spec, settings, self.attention_peak_tflops, self.attention_fraction)
-        return own * self.context_parallel
+    def attention_s(self, spec: ModelSpec, settings: TrainingSettings, causal: bool = True) -> tuple[float, float]:
+        """(forward, backward) attention_seconds of one layer of `spec` on one micro-batch of
+        `settings`. Under context parallel N, `settings` hold a rank's s / N tokens whose queries
+        attend over the whole causal sequence, load-balanced: 1/N of the whole attention, N x what
+        s / N tokens alone would cost (calculators.timing.context_parallel), each ring step a
+        kernel over s / N tokens."""
+        forward, backward = attention_seconds(spec, settings, self.attention, causal)
+        return forward * self.context_parallel, backward * self.context_parallel
 
 
 def expert_parallel_of(spec: ModelSpec, time_settings: TimeSettings) -> int:
@@ -645,9 +622,9 @@ def step_kernels(
     """The kernels of a step of `settings` (the language model's) on `gpu`, whose matmuls run at
     `peak_tflops` in `compute_format`: GEMMs at the achievable fraction of peak for large GEMMs
     (the measured one in `time_settings`, else mamf-finder's) x the sustained-clock factor, the
-    shape curve on top; fused attention at the bf16 peak (fp8 runs attention in bf16) x its
-    kernel's fraction; the bandwidth-bound ops fused or eager as kernels_fused decides
-    (torch.compile fuses them; that is its whole effect here)."""
+    shape curve on top; fused attention at its kernel's published figures scaled to this GPU's
+    16-bit peak (fp8 runs attention in bf16: attention_rates); the bandwidth-bound ops fused or
+    eager as kernels_fused decides (torch.compile fuses them; that is its whole effect here)."""
     fraction = time_settings.matmul_fraction or matmul_fraction(gpu, compute_format)
     rates = GemmRates(
         peak_tflops=peak_tflops,
@@ -658,8 +635,7 @@ def step_kernels(
     )
     return StepKernels(
         gemm=rates,
-        attention_peak_tflops=gpu.dense_tflops("bf16") or peak_tflops,
-        attention_fraction=flash_attention_fraction(gpu, time_settings.attention_kernel),
+        attention=attention_rates(gpu, time_settings.attention_kernel),
         fused=kernels_fused(settings, time_settings.compile, time_settings.kernels),
         loss_kernel=time_settings.loss_kernel,
         expert_parallel=expert_parallel_of(spec, time_settings),
@@ -669,12 +645,13 @@ def step_kernels(
 
 
 class LayerSeconds(BaseModel):
-    """One layer's seconds on one micro-batch and rank: its GEMMs forward and backward, and its
-    attention and bandwidth-bound ops forward (their backward: 2.5x and 2x the forward)."""
+    """One layer's seconds on one micro-batch and rank: its GEMMs and attention forward and
+    backward, and its bandwidth-bound ops forward (their backward: 2x the forward)."""
 
     gemm_forward: float
     gemm_backward: float
     attention_forward: float
+    attention_backward: float
     elementwise_forward: float
 
     @property
@@ -684,9 +661,9 @@ class LayerSeconds(BaseModel):
 
     @property
     def backward_s(self) -> float:
-        """The GEMMs' backward, attention's 2.5x its forward (Dao 2023) and the bandwidth-bound
-        ops' 2x (read the inputs and the output gradient, write the input gradient)."""
-        return self.gemm_backward + 2.5 * self.attention_forward + 2 * self.elementwise_forward
+        """The GEMMs' and attention's backward and the bandwidth-bound ops' 2x their forward (read
+        the inputs and the output gradient, write the input gradient)."""
+        return self.gemm_backward + self.attention_backward + 2 * self.elementwise_forward
 
     def blended(self, other: LayerSeconds, other_share: float) -> LayerSeconds:
         """Each figure as (1 - other_share) of this layer's and other_share of `other`'s."""
@@ -718,10 +695,12 @@ def _one_layer_seconds(spec: ModelSpec, settings: TrainingSettings, kernels: Ste
     forward, backward = layer_gemm_seconds(
         spec, settings, kernels.gemm, settings.method == "full", kernels.expert_parallel
     )
+    attention_forward, attention_backward = kernels.attention_s(spec, settings)
     return LayerSeconds(
         gemm_forward=forward,
         gemm_backward=backward,
-        attention_forward=kernels.attention_forward_s(spec, settings),
+        attention_forward=attention_forward,
+        attention_backward=attention_backward,
         elementwise_forward=elementwise_seconds_forward(spec, settings, kernels),
     )
 
@@ -740,8 +719,8 @@ def vision_seconds(spec: ModelSpec, settings: TrainingSettings, kernels: StepKer
     """One micro-batch's images through a vision-language model's image encoder, on the first
     pipeline stage (calculators.workload.vision): each layer's GEMMs, attention and bandwidth-bound ops
     timed as a language-model layer's are, on the encoder's shapes and patches, with attention
-    over the whole square (bidirectional: twice the causal half; within windows in Qwen2.5-VL's
-    windowed layers, VisionTower.attention_share) and, for Llama 3.2 Vision, its
+    over the whole square (bidirectional, at the kernel's figures without the mask; within windows
+    in Qwen2.5-VL's windowed layers, VisionTower.attention_share) and, for Llama 3.2 Vision, its
     cross-attention layers' keys and values over the image tokens. A frozen encoder runs forward
     only: it sits at the input, so no gradient flows into it; a trained one adds its backward
     (and its recomputation under full checkpointing). `settings` are the workload's, images in;
@@ -752,11 +731,12 @@ def vision_seconds(spec: ModelSpec, settings: TrainingSettings, kernels: StepKer
     trains = tower_trains(settings)
     gemm_fwd, gemm_bwd = layer_gemm_seconds(encoder_spec, encoder_settings, kernels.gemm, trains)
     share = vision_tower(spec).attention_share(encoder_settings.seq_len)
-    attention_fwd = kernels.attention_forward_s(encoder_spec, encoder_settings)
+    attention_fwd, attention_bwd = kernels.attention_s(encoder_spec, encoder_settings, causal=False)
     layer = LayerSeconds(
         gemm_forward=gemm_fwd,
         gemm_backward=gemm_bwd,
-        attention_forward=2 * share * attention_fwd,
+        attention_forward=share * attention_fwd,
+        attention_backward=share * attention_bwd,
         elementwise_forward=elementwise_seconds_forward(encoder_spec, encoder_settings, kernels),
     )
     per_layer = layer.forward_s
@@ -771,7 +751,8 @@ def cross_attention_seconds(spec: ModelSpec, settings: TrainingSettings, kernels
     step counts them as, per micro-batch (transformers models/mllama/modeling_mllama.py
     MllamaTextCrossAttention): k and v projected from the V image tokens instead of the t text
     tokens (forward, input and weight gradients), and attention of t queries over V keys, 4 b t V
-    q_dim FLOPs forward with no causal half, against the causal 2 b t^2 q_dim counted."""
+    q_dim FLOPs forward with no causal half, against the causal 2 b t^2 q_dim counted, at the
+    kernel's figures without the mask over V keys, backward 2.5x (Dao 2023)."""
     image_tokens_per_sample = cross_attention_image_tokens(spec, settings)
     if not image_tokens_per_sample:
         return 0.0
@@ -781,8 +762,11 @@ def cross_attention_seconds(spec: ModelSpec, settings: TrainingSettings, kernels
     text_kv = sum(linear_seconds(b * s, spec.hidden_size, kv_out, kernels.gemm))
     q_dim = split(spec.q_dim, settings.tensor_parallel)
     attention_flops = 4.0 * b * s * q_dim * (image_tokens_per_sample - s / 2)
-    attention_fwd = attention_flops / (kernels.attention_peak_tflops * 1e12 * kernels.attention_fraction)
-    per_layer = 2 * (image_kv - text_kv) + 3.5 * attention_fwd  # forward + 2.5x backward (Dao 2023)
+    forward_tflops, backward_tflops = kernels.attention.tflops(False, spec.attention_head_dim, image_tokens_per_sample)
+    attention_s = attention_flops / (forward_tflops * 1e12) + BACKWARD_FLOPS_RATIO * attention_flops / (
+        backward_tflops * 1e12
+    )
+    per_layer = 2 * (image_kv - text_kv) + attention_s
     return vision_tower(spec).cross_attention_layers * per_layer
 
 
@@ -794,9 +778,9 @@ def decoder_cross_attention_seconds(
     T5LayerCrossAttention, q/k/v/o of the self-attention's shapes; Raffel et al. 2020, arXiv
     1910.10683, Sec. 3.1.1), which the layer's own linears (calculators.models.geometry.layer_linears)
     leave out: q and o over the target's tokens, k and v over the input's (decoder_settings). Its
-    core attends from every target token to every input token: the input's whole square (twice
-    the causal half of the encoder's attention_seconds_forward) scaled by target / input;
-    backward 2.5x; full checkpointing reruns the block's forward. `trained_share`: the share of
+    core attends from every target token to every input token: the input's whole square
+    (attention_seconds without the mask) scaled by target / input, forward and backward; full
+    checkpointing reruns the block's forward. `trained_share`: the share of
     layers that run backward."""
     decoder_layers = extension(spec, "cross_attention_layers") / settings.pipeline_parallel
     if not decoder_layers:
@@ -808,12 +792,12 @@ def decoder_cross_attention_seconds(
     q_o = layer_gemm_seconds(spec, decoder, kernels.gemm, trains, linears=from_target)
     k_v = layer_gemm_seconds(spec, settings, kernels.gemm, trains, linears=from_input)
     fwd, bwd = q_o[0] + k_v[0], q_o[1] + k_v[1]
-    encoder_attention_fwd = kernels.attention_forward_s(spec, settings)
-    core = 2 * encoder_attention_fwd * decoder.seq_len / settings.seq_len
+    square_fwd, square_bwd = kernels.attention_s(spec, settings, causal=False)
+    core_fwd, core_bwd = (seconds * decoder.seq_len / settings.seq_len for seconds in (square_fwd, square_bwd))
     backward_layers = decoder_layers * trained_share
     gemm = decoder_layers * fwd + backward_layers * bwd
-    attention = decoder_layers * core + backward_layers * core * 2.5
-    recompute = backward_layers * (fwd + core) if settings.checkpointing == "full" else 0.0
+    attention = decoder_layers * core_fwd + backward_layers * core_bwd
+    recompute = backward_layers * (fwd + core_fwd) if settings.checkpointing == "full" else 0.0
     return gemm, attention, recompute
 
 
@@ -879,7 +863,7 @@ def step_compute(spec: ModelSpec, settings: TrainingSettings, kernels: StepKerne
         spec, language, kernels, backward_layers / layers if layers else 0.0
     )
     gemm = layers * layer.gemm_forward + backward_layers * layer.gemm_backward + head_fwd + head_bwd + cross_gemm
-    attention = layers * layer.attention_forward + backward_layers * layer.attention_forward * 2.5 + cross_attention
+    attention = layers * layer.attention_forward + backward_layers * layer.attention_backward + cross_attention
     # backward: read the inputs and the output gradient, write the input gradient
     elementwise = layers * layer.elementwise_forward + backward_layers * layer.elementwise_forward * 2
     if language.precision == "fp8":

@@ -36,12 +36,13 @@ from calculators.memory.serving import (
 )
 from calculators.models.geometry import layer_linears, split
 from calculators.models.spec import ModelSpec
+from calculators.timing.attention_kernels import AttentionKernelRates
 from calculators.timing.communication import NVLINK_EFFICIENCY, allreduce_bytes
 from calculators.timing.host_link import PCIE_ACHIEVABLE_FRACTION, pcie_payload_gbytes_per_s
 from calculators.timing.operations import (
     KERNEL_LAUNCH_S,
+    attention_rates,
     curve_family,
-    flash_attention_fraction,
     matmul_fraction,
     rows_and_copies,
     shape_factor,
@@ -142,11 +143,18 @@ def matmul_rate_tflops(gpu: GpuSpec, weight_precision: str) -> float:
     return achieved * FP4_OVER_BF16_ACHIEVED if kernel == "fp4" else achieved
 
 
-def attention_rate_tflops(gpu: GpuSpec) -> float:
-    """Fused attention's TFLOPS: the 16-bit peak x FlashAttention's fraction on this family, the
-    FlashAttention-3 one on Hopper (operations.flash_attention_fraction)."""
-    rate = gpu.bf16_tflops or gpu.fp16_tflops or gpu.fp32_tflops
-    return rate * flash_attention_fraction(gpu, "flash3")
+# vLLM's attention backend: FlashAttention-3 on Hopper (compute capability 9.x), FlashAttention-2
+# elsewhere (vllm-project/vllm vllm/v1/attention/backends/fa_utils.py, get_flash_attn_version);
+# attention_rates falls back to FlashAttention-2 off Hopper.
+SERVING_ATTENTION_KERNEL = "flash3"
+DECODE_ATTENTION_KEYS = 16384  # the longest sequence FlashAttention's figures measure
+
+
+def attention_forward_tflops(rates: AttentionKernelRates, spec: ModelSpec, causal: bool, keys: float) -> float:
+    """Fused attention's forward TFLOPS over `keys` keys per query at the model's head dim (the
+    training step's figures: operations.attention_rates)."""
+    forward, _ = rates.tflops(causal, spec.attention_head_dim, max(keys, 1.0))
+    return forward
 
 
 # --- links and fixed costs ------------------------------------------------------------------------
@@ -268,7 +276,7 @@ class ServingRates(BaseModel):
 
     bandwidth_bytes_per_s: float
     matmul_tflops: float
-    attention_tflops: float
+    attention: AttentionKernelRates
     curve: str
     kernel: str
 
@@ -279,7 +287,7 @@ def serving_rates(gpu: GpuSpec, settings: ServingSettings) -> ServingRates:
     return ServingRates(
         bandwidth_bytes_per_s=gpu.memory_bandwidth_tbps * 1e12 * settings.memory_bandwidth_efficiency,
         matmul_tflops=matmul_rate_tflops(gpu, settings.weight_precision),
-        attention_tflops=attention_rate_tflops(gpu),
+        attention=attention_rates(gpu, SERVING_ATTENTION_KERNEL),
         curve=curve_family(gpu),
         kernel=weight_kernel(gpu, settings.weight_precision),
     )
@@ -307,7 +315,10 @@ def decode_step(
     )
     linear = linear_flop_seconds(spec, sequences, tp, rates.matmul_tflops, rates.curve)
     linear += head_flop_seconds(spec, sequences, tp, rates.matmul_tflops, rates.curve)
-    attention = decode_attention_flops(spec, mean_context, sequences, tp) / (rates.attention_tflops * 1e12)
+    # one query per sequence over its whole context, no causal mask, at the kernel's plateau (its
+    # longest measured sequence): reading the KV cache bounds decode attention, its FLOPs rarely
+    attention_tflops = attention_forward_tflops(rates.attention, spec, False, DECODE_ATTENTION_KEYS)
+    attention = decode_attention_flops(spec, mean_context, sequences, tp) / (attention_tflops * 1e12)
     weights_s = weights / rates.bandwidth_bytes_per_s
     kv_s = kv / rates.bandwidth_bytes_per_s
     comm = tp_allreduce_seconds(spec, sequences, tp, gpu, activation_element_bytes(settings.weight_precision))
@@ -353,7 +364,8 @@ def prefill(
     weights_s = serving_weight_bytes(spec, settings) / rates.bandwidth_bytes_per_s
     # every chunk on the shape curve at its own row count (the last one taken as full)
     linear_s = linear_flop_seconds(spec, chunk, tp, rates.matmul_tflops, rates.curve) * tokens / chunk
-    attention_s = prefill_attention_flops(spec, tokens, tp) / (rates.attention_tflops * 1e12)
+    attention_tflops = attention_forward_tflops(rates.attention, spec, True, tokens)
+    attention_s = prefill_attention_flops(spec, tokens, tp) / (attention_tflops * 1e12)
     head_s = head_flop_seconds(spec, 1, tp, rates.matmul_tflops, rates.curve)
     comm = tp_allreduce_seconds(spec, tokens, tp, gpu, activation_element_bytes(settings.weight_precision))
     comm += tp_allreduce_seconds(spec, 0, tp, gpu) * (chunks - 1)  # each chunk pays the latencies again

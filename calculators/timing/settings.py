@@ -148,10 +148,10 @@ class TimeSettings(BaseModel):
     )
     attention_kernel: AttentionKernel = Field(
         default="flash2",
-        description="fused attention kernel: FlashAttention-2 (and PyTorch SDPA's flash backend), "
-        "FlashAttention-1 / its Triton port (MPT in llm-foundry), half as fast, FlashAttention-3, 1.75x on "
-        "Hopper (FlashAttention-2 elsewhere), or cuDNN's fused attention (SDPA's default on H100 and newer "
-        "from PyTorch 2.5), up to 1.75x on Hopper",
+        description="fused attention kernel, each at its published TFLOPS per head dim, sequence length and "
+        "causal mask: FlashAttention-2 (and PyTorch SDPA's flash backend), FlashAttention-1 / its Triton port "
+        "(MPT in llm-foundry), FlashAttention-3 (Hopper only; FlashAttention-2 elsewhere), or cuDNN's fused "
+        "attention (SDPA's cuDNN backend on H100 and newer; FlashAttention-2 elsewhere)",
     )
     launch: Launch = Field(
         default="auto",

@@ -52,12 +52,13 @@ from calculators.hardware.catalogue import GpuSpec, find_gpu
 from calculators.hardware.cpus import is_cpu
 from calculators.memory.vision_training import MAX_MICRO_BATCH, check_image_size, parameters_at
 from calculators.models.vision_library import VisionModel
+from calculators.timing.attention_kernels import sixteen_bit_peak_tflops
 from calculators.timing.communication import allreduce_bytes, link_gbytes_per_s
 from calculators.timing.data_loading import DataLoader, InputCeiling, input_ceiling
 from calculators.timing.operations import (
     KERNEL_LAUNCH_S,
+    attention_rates,
     curve_family,
-    flash_attention_fraction,
     matmul_curve,
     matmul_fraction,
     shape_factor,
@@ -131,6 +132,10 @@ FP32_BYTES = 4
 GRADIENT_BYTES = 4  # DDP all-reduces the fp32 gradients autocast leaves on the fp32 parameters
 # A ViT's attention backward over its forward (FlashAttention-2: Dao 2023, Sec. 4), as the text model.
 ATTENTION_BACKWARD_FACTOR = 2.5
+# A ViT's attention heads (timm vision_transformer.py: embed_dim / num_heads = 64 for ViT-S/B/L)
+# and the shortest sequence FlashAttention's figures measure, where a ViT's 197-577 tokens clamp.
+VIT_HEAD_DIM = 64
+VIT_ATTENTION_TOKENS = 512
 
 ACTIVATIONS = {"ReLU", "ReLU6", "SiLU", "GELU", "Hardswish", "Sigmoid", "Hardsigmoid", "Softmax"}
 STOCHASTIC = {"StochasticDepth", "DropPath", "Dropout"}
@@ -210,11 +215,11 @@ class Rates(BaseModel):
 
     conv_tflops: float
     matmul_tflops: float
-    attention_tflops: float
+    attention_forward_tflops: float
+    attention_backward_tflops: float
     conv_tensor_cores: bool  # convolutions on tensor cores (TF32 or half), which want NHWC
     matmul_tensor_cores: bool
     fraction: float  # achievable fraction x sustained clocks
-    attention_fraction: float
     bandwidth_bytes_per_s: float
     element_bytes: float
     curve: str
@@ -229,21 +234,29 @@ def element_bytes_of(precision: str) -> int:
 def step_rates(gpu: GpuSpec, run: VisionStepInput) -> Rates:
     """The device's peaks for this step: convolutions in TF32 where cuDNN's default allows it,
     matmuls as PyTorch's matmul default, attention at the bf16 peak (SDPA runs in the autocast
-    dtype), each at the part's achievable fraction x the sustained-clock factor, as the text model.
-    A CPU (calculators.hardware.cpus) has no tensor-core shape curve, no NHWC transposes and no
+    dtype), each at the part's achievable fraction x the sustained-clock factor, as the text model;
+    a ViT's fused attention at FlashAttention-2's published figures without the mask at head dim 64
+    (timm's ViTs) and the shortest measured sequence (VIT_ATTENTION_TOKENS; a ViT's 197-577
+    tokens lie below it), scaled to this GPU (operations.attention_rates). A CPU
+    (calculators.hardware.cpus) has no tensor-core shape curve, no NHWC transposes and no
     FlashAttention figure: its GEMMs and attention run at the achievable fraction of its peak."""
     conv_tflops, conv_format = rate_and_format(gpu, run.precision, run.conv_tf32)
     matmul_tflops, matmul_format = rate_and_format(gpu, run.precision, run.matmul_tf32)
     fraction = matmul_fraction(gpu, conv_format) * SUSTAINED_CLOCK_FACTOR
     on_gpu = not is_cpu(gpu)
+    attention_peak = matmul_tflops if run.precision == "fp32" else (gpu.dense_tflops("bf16") or matmul_tflops)
+    attention_forward = attention_backward = attention_peak * fraction
+    if on_gpu:
+        flash = attention_rates(gpu, "flash2").tflops(False, VIT_HEAD_DIM, VIT_ATTENTION_TOKENS)
+        attention_forward, attention_backward = (rate * attention_peak / sixteen_bit_peak_tflops(gpu) for rate in flash)
     return Rates(
         conv_tflops=conv_tflops,
         matmul_tflops=matmul_tflops,
-        attention_tflops=matmul_tflops if run.precision == "fp32" else (gpu.dense_tflops("bf16") or matmul_tflops),
+        attention_forward_tflops=attention_forward,
+        attention_backward_tflops=attention_backward,
         conv_tensor_cores=on_gpu and conv_format != "fp32",
         matmul_tensor_cores=on_gpu and matmul_format != "fp32",
         fraction=fraction,
-        attention_fraction=flash_attention_fraction(gpu) if on_gpu else fraction,
         bandwidth_bytes_per_s=gpu.memory_bandwidth_tbps * 1e12,
         element_bytes=element_bytes_of(run.precision),
         curve=curve_family(gpu),
@@ -398,8 +411,8 @@ def linear_seconds(layer: VisionLayer, batch: float, grow: float, tokens: float 
 
 def attention_seconds(layer: VisionLayer, batch: float, grow: float, rates: Rates) -> tuple[float, float]:
     """(forward, backward) of the attention matmuls (Q K^T and P V, the module's own FLOPs). A
-    ViT's runs fused (timm's F.scaled_dot_product_attention) at FlashAttention's fraction of peak,
-    backward 2.5x; Swin's windows run eager: batched 49 x 32 GEMMs on the shape curve, backward two
+    ViT's runs fused (timm's F.scaled_dot_product_attention) at FlashAttention's rates (step_rates),
+    backward 2.5x the FLOPs; Swin's windows run eager: batched 49 x 32 GEMMs on the shape curve, backward two
     GEMMs per forward GEMM (its softmax is a layer of its own)."""
     flops = layer.forward_flops * batch * grow
     if layer.type == "WindowAttention":
@@ -407,8 +420,9 @@ def attention_seconds(layer: VisionLayer, batch: float, grow: float, rates: Rate
         factor = shape_factor(rows, SWIN_WINDOW_TOKENS, SWIN_HEAD_DIM, rates.curve)
         forward = max(flops / (rates.matmul_tflops * 1e12 * rates.fraction * factor), KERNEL_LAUNCH_S)
         return forward, 2 * forward
-    forward = max(flops / (rates.attention_tflops * 1e12 * rates.attention_fraction), KERNEL_LAUNCH_S)
-    return forward, ATTENTION_BACKWARD_FACTOR * forward
+    forward = max(flops / (rates.attention_forward_tflops * 1e12), KERNEL_LAUNCH_S)
+    backward = max(ATTENTION_BACKWARD_FACTOR * flops / (rates.attention_backward_tflops * 1e12), KERNEL_LAUNCH_S)
+    return forward, backward
 
 
 def moves_of(layer_type: str) -> tuple[int, int] | None:
