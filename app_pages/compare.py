@@ -12,8 +12,10 @@ from ui.charts import memory_bandwidth_figure, roofline_figure, tflops_price_fig
 from ui.gpu_table import (
     FIELD_LABEL,
     FIT_COLUMNS,
+    MISSING_FIGURE_TEXT,
     SERVING_COLUMNS,
     gpu_table,
+    missing_figure_help,
     readable_fits,
     serving_fit_rows,
     side_by_side,
@@ -77,13 +79,18 @@ if fits is not None:
         )
 if fits_only and fits is not None:
     shown = shown[(shown["verdict"] != "does not fit") & shown["stack_problem"].isna()]
-st.caption(f"{len(shown)} of {len(table)} GPUs. Click a column header to sort. Tensor TFLOPS are dense (no sparsity).")
+st.caption(
+    f"{len(shown)} of {len(table)} GPUs. Click a column header to sort. Tensor TFLOPS are dense (no sparsity). "
+    f"{MISSING_FIGURE_TEXT}"
+)
 shown = readable_fits(shown)  # "none fits" and "-" rather than "None" in the fit columns
 fit_fields = [] if fits is None else list(SERVING_COLUMNS if workload.is_inference else FIT_COLUMNS)
 columns = ["name", *fit_fields, *SPEC_FIELDS, "detected", "yours"]
 number_formats = {"headroom_gib": "%.1f", "decode_tokens_per_s": "%.0f", "price_usd": "$%d"}
 column_config = {
-    column: st.column_config.NumberColumn(FIELD_LABEL[column], format=number_formats.get(column))
+    column: st.column_config.NumberColumn(
+        FIELD_LABEL[column], format=number_formats.get(column), help=missing_figure_help(shown[column])
+    )
     for column in columns
     if pd.api.types.is_numeric_dtype(shown[column]) and shown[column].dtype != bool
 } | {

@@ -23,6 +23,7 @@ from ui.cost_table import (
     left_out_rows,
     range_lines,
     ranked_rows,
+    shown_rows,
     table_and_left_out,
 )
 from ui.layout import wrapping_row
@@ -224,7 +225,7 @@ rows = ranked_rows(shown)
 LEADING_COLUMNS = ["gpu", "pricing", "hours", "usd", "usd range", "gpus", "provider"]
 rows = rows[[c for c in LEADING_COLUMNS if c in rows] + [c for c in rows.columns if c not in LEADING_COLUMNS]]
 st.dataframe(
-    rows,
+    shown_rows(rows),
     hide_index=True,
     width="stretch",
     column_config={
@@ -232,7 +233,6 @@ st.dataframe(
         "usd": st.column_config.NumberColumn("USD", format="dollar"),
         "usd per epoch": st.column_config.NumberColumn(format="$%.0f"),
         "usd per M tokens": st.column_config.NumberColumn(format="$%.3f"),
-        "interruptions per hour": st.column_config.NumberColumn(format="%.4f"),
     },
 )
 figure_columns = ["pricing", "gpu", "provider", "instance", "hours", "usd", "pareto"]
