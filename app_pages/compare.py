@@ -127,7 +127,10 @@ right.plotly_chart(
     ),
     width="stretch",
 )
-if workload.ready and not workload.is_inference:
+
+
+def show_roofline() -> None:
+    """The picked GPUs' rooflines with the workload's intensity, and their figures."""
     intensity = workload_intensity_flops_per_byte(workload.spec, workload.settings)
     roofline_gpus = [gpu for gpu in gpus if gpu.name in picked]
     points = [p for p in (roofline_point(gpu, fmt, intensity) for gpu in roofline_gpus) if p is not None]
@@ -144,3 +147,12 @@ if workload.ready and not workload.is_inference:
         f"GEMM, the MLP up-projection of one micro-batch ({workload.settings.micro_batch} x "
         f"{workload.settings.seq_len} tokens) in {fmt.upper()}: {intensity:.0f} FLOP per byte."
     )
+
+
+if workload.ready and not workload.is_inference:
+    # drawn only while open: the roofline moves with every change of the workload, and a chart drawn
+    # anew is the costliest element of a rerun in the browser (bench/bench_clicks.py)
+    label = "Roofline of the GPUs picked above, with the workload's intensity"
+    with st.expander(label, key="compare_roofline_open", on_change="rerun") as section:
+        if section.open:
+            show_roofline()
