@@ -91,17 +91,21 @@ def show_left_out() -> None:
     row prices (owned hardware is priced below, in Buy or rent)."""
     uncosted = unpriced_gpus(catalogue, inputs.prices, include_owned=False)
     if uncosted:
-        with st.expander(f"Not costed: {len(uncosted)} GPUs no rental row prices", expanded=False):
-            st.markdown("\n".join(f"- {line}" for line in uncosted))
+        label = f"Not costed: {len(uncosted)} GPUs no rental row prices"
+        with st.expander(label, key="cost_uncosted_open", on_change="rerun") as section:
+            if section.open:  # drawn only while open: a closed section costs a rerun nothing
+                st.markdown("\n".join(f"- {line}" for line in uncosted))
     if not left_out:
         return
-    with st.expander(f"Left out: {len(left_out)} options that do not fit or cannot run", expanded=False):
-        st.dataframe(
-            left_out_rows(left_out),
-            hide_index=True,
-            width="stretch",
-            column_config={"usd on demand": st.column_config.NumberColumn(format="$%.0f")},
-        )
+    label = f"Left out: {len(left_out)} options that do not fit or cannot run"
+    with st.expander(label, key="cost_left_out_open", on_change="rerun") as section:
+        if section.open:
+            st.dataframe(
+                left_out_rows(left_out),
+                hide_index=True,
+                width="stretch",
+                column_config={"usd on demand": st.column_config.NumberColumn(format="$%.0f")},
+            )
 
 
 chosen_gpu = next((gpu for gpu in catalogue if gpu.name == workload.gpu_name), None)
@@ -235,10 +239,15 @@ st.dataframe(
         "usd per M tokens": st.column_config.NumberColumn(format="$%.3f"),
     },
 )
-figure_columns = ["pricing", "gpu", "provider", "instance", "hours", "usd", "pareto"]
-figure = remembered("cost_figure", frame_key(rows, figure_columns), lambda: time_cost_figure(rows))
-st.plotly_chart(figure, width="stretch")
-st.caption("Dotted lines join the Pareto front: options that nothing else beats on both time and cost.")
+# drawn only while open: the chart moves with every change of the workload, and a chart drawn anew is the
+# costliest element of a rerun in the browser (bench/bench_clicks.py); the table's "pareto" column says the same
+label = "Chart: hours against USD of every option, with the Pareto fronts"
+with st.expander(label, key="cost_chart_open", on_change="rerun") as section:
+    if section.open:
+        figure_columns = ["pricing", "gpu", "provider", "instance", "hours", "usd", "pareto"]
+        figure = remembered("cost_figure", frame_key(rows, figure_columns), lambda: time_cost_figure(rows))
+        st.plotly_chart(figure, width="stretch")
+        st.caption("Dotted lines join the Pareto front: options that nothing else beats on both time and cost.")
 st.caption(escape_dollars("Ranges: " + "; ".join(range_lines(shown))))
 show_left_out()
 
@@ -315,9 +324,11 @@ elif ownership is not None:
         row.metric("Break-even", even_text, help="hours of use at which buying pays", width="content")
         st.caption(escape_dollars("; ".join(verdict.assumptions)))
 
-with st.expander("Assumptions, formulas and sources"):
-    # one element per list, not one per line: each element is a message to the browser on every rerun
-    if chosen_gpu is not None and estimate is not None:
+with st.expander("Assumptions, formulas and sources", key="cost_assumptions_open", on_change="rerun") as section:
+    # drawn only while open; one element per list, not one per line: each element is a message to the browser
+    if section.open and chosen_gpu is not None and estimate is not None:
         st.markdown(escape_dollars("\n".join(f"- {line}" for line in estimate.assumptions)))
-    st.markdown(escape_dollars("\n".join(f"{number}. {formula}" for number, formula in enumerate(FORMULAS, start=1))))
-    st.markdown("Catalogue dates: " + "; ".join(f"{k}: {v}" for k, v in dates.items()))
+    if section.open:
+        formulas = (f"{number}. {formula}" for number, formula in enumerate(FORMULAS, start=1))
+        st.markdown(escape_dollars("\n".join(formulas)))
+        st.markdown("Catalogue dates: " + "; ".join(f"{k}: {v}" for k, v in dates.items()))

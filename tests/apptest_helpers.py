@@ -19,6 +19,10 @@ SECTIONS = (
     "memory_trace_open",
     "memory_assumptions_open",
     "compare_roofline_open",
+    "cost_chart_open",
+    "cost_uncosted_open",
+    "cost_left_out_open",
+    "cost_assumptions_open",
 )
 
 
