@@ -23,6 +23,7 @@ SECTIONS = (
     "cost_uncosted_open",
     "cost_left_out_open",
     "cost_assumptions_open",
+    "cost_buy_open",
 )
 
 
