@@ -24,6 +24,7 @@ SECTIONS = (
     "cost_left_out_open",
     "cost_assumptions_open",
     "cost_buy_open",
+    "user_gpus_section",
 )
 
 
