@@ -25,6 +25,7 @@ SECTIONS = (
     "cost_assumptions_open",
     "cost_buy_open",
     "user_gpus_section",
+    "cost_prices_section",
 )
 
 
