@@ -9,6 +9,7 @@ run on its own for a deep link).
 import streamlit as st
 
 from ui import state
+from ui.layout import close_sidebar_on_narrow_window
 from ui.workload import workload_sidebar
 
 st.set_page_config(page_title="GPU sizing and cost", page_icon=":material/memory:", layout="wide")
@@ -31,6 +32,7 @@ if WORKLOAD_PAGES.get(navigation.url_path, True):
     st.session_state["workload"] = workload_sidebar()
 else:
     st.sidebar.caption("The workload settings are on Plan, Memory, Compare and Time and cost; they are kept.")
+close_sidebar_on_narrow_window()
 for warning in state.url_warnings():
     st.warning(warning)
 # The link is written at the top, before the page runs: a user's change reaches the kept values in its

@@ -12,8 +12,10 @@ from ui.charts import memory_bandwidth_figure, roofline_figure, tflops_price_fig
 from ui.gpu_table import (
     FIELD_LABEL,
     FIT_COLUMNS,
+    MISSING_FIGURE_TEXT,
     SERVING_COLUMNS,
     gpu_table,
+    missing_figure_help,
     readable_fits,
     serving_fit_rows,
     side_by_side,
@@ -78,13 +80,18 @@ if fits is not None:
         )
 if fits_only and fits is not None:
     shown = shown[(shown["verdict"] != "does not fit") & shown["stack_problem"].isna()]
-st.caption(f"{len(shown)} of {len(table)} GPUs. Click a column header to sort. Tensor TFLOPS are dense (no sparsity).")
+st.caption(
+    f"{len(shown)} of {len(table)} GPUs. Click a column header to sort. Tensor TFLOPS are dense (no sparsity). "
+    f"{MISSING_FIGURE_TEXT}"
+)
 shown = readable_fits(shown)  # "none fits" and "-" rather than "None" in the fit columns
 fit_fields = [] if fits is None else list(SERVING_COLUMNS if workload.is_inference else FIT_COLUMNS)
 columns = ["name", *fit_fields, *SPEC_FIELDS, "detected", "yours"]
 number_formats = {"headroom_gib": "%.1f", "decode_tokens_per_s": "%.0f", "price_usd": "$%d"}
 column_config = {
-    column: st.column_config.NumberColumn(FIELD_LABEL[column], format=number_formats.get(column))
+    column: st.column_config.NumberColumn(
+        FIELD_LABEL[column], format=number_formats.get(column), help=missing_figure_help(shown[column])
+    )
     for column in columns
     if pd.api.types.is_numeric_dtype(shown[column]) and shown[column].dtype != bool
 } | {
@@ -121,7 +128,10 @@ right.plotly_chart(
     ),
     width="stretch",
 )
-if workload.ready and not workload.is_inference:
+
+
+def show_roofline() -> None:
+    """The picked GPUs' rooflines with the workload's intensity, and their figures."""
     intensity = workload_intensity_flops_per_byte(workload.spec, workload.settings)
     roofline_gpus = [gpu for gpu in gpus if gpu.name in picked]
     points = [p for p in (roofline_point(gpu, fmt, intensity) for gpu in roofline_gpus) if p is not None]
@@ -138,6 +148,15 @@ if workload.ready and not workload.is_inference:
         f"GEMM, the MLP up-projection of one micro-batch ({workload.settings.micro_batch} x "
         f"{workload.settings.seq_len} tokens) in {fmt.upper()}: {intensity:.0f} FLOP per byte."
     )
+
+
+if workload.ready and not workload.is_inference:
+    # drawn only while open: the roofline moves with every change of the workload, and a chart drawn
+    # anew is the costliest element of a rerun in the browser (bench/bench_clicks.py)
+    label = "Roofline of the GPUs picked above, with the workload's intensity"
+    with st.expander(label, key="compare_roofline_open", on_change="rerun") as section:
+        if section.open:
+            show_roofline()
 
 # the GPUs picked side by side, else those the filters leave in the table
 looked_at = picked or list(shown["name"])

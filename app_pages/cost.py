@@ -24,6 +24,7 @@ from ui.cost_table import (
     left_out_rows,
     range_lines,
     ranked_rows,
+    shown_rows,
     table_and_left_out,
 )
 from ui.layout import wrapping_row
@@ -98,17 +99,21 @@ def show_left_out() -> None:
     row prices (owned hardware is priced below, in Buy or rent)."""
     uncosted = unpriced_gpus(catalogue, inputs.prices, include_owned=False)
     if uncosted:
-        with st.expander(f"Not costed: {len(uncosted)} GPUs no rental row prices", expanded=False):
-            st.markdown("\n".join(f"- {line}" for line in uncosted))
+        label = f"Not costed: {len(uncosted)} GPUs no rental row prices"
+        with st.expander(label, key="cost_uncosted_open", on_change="rerun") as section:
+            if section.open:  # drawn only while open: a closed section costs a rerun nothing
+                st.markdown("\n".join(f"- {line}" for line in uncosted))
     if not left_out:
         return
-    with st.expander(f"Left out: {len(left_out)} options that do not fit or cannot run", expanded=False):
-        st.dataframe(
-            left_out_rows(left_out),
-            hide_index=True,
-            width="stretch",
-            column_config={"usd on demand": st.column_config.NumberColumn(format="$%.0f")},
-        )
+    label = f"Left out: {len(left_out)} options that do not fit or cannot run"
+    with st.expander(label, key="cost_left_out_open", on_change="rerun") as section:
+        if section.open:
+            st.dataframe(
+                left_out_rows(left_out),
+                hide_index=True,
+                width="stretch",
+                column_config={"usd on demand": st.column_config.NumberColumn(format="$%.0f")},
+            )
 
 
 chosen_gpu = next((gpu for gpu in catalogue if gpu.name == workload.gpu_name), None)
@@ -232,7 +237,7 @@ rows = ranked_rows(shown)
 LEADING_COLUMNS = ["gpu", "pricing", "hours", "usd", "usd range", "gpus", "provider"]
 rows = rows[[c for c in LEADING_COLUMNS if c in rows] + [c for c in rows.columns if c not in LEADING_COLUMNS]]
 st.dataframe(
-    rows,
+    shown_rows(rows),
     hide_index=True,
     width="stretch",
     column_config={
@@ -240,13 +245,17 @@ st.dataframe(
         "usd": st.column_config.NumberColumn("USD", format="dollar"),
         "usd per epoch": st.column_config.NumberColumn(format="$%.0f"),
         "usd per M tokens": st.column_config.NumberColumn(format="$%.3f"),
-        "interruptions per hour": st.column_config.NumberColumn(format="%.4f"),
     },
 )
-figure_columns = ["pricing", "gpu", "provider", "instance", "hours", "usd", "pareto"]
-figure = remembered("cost_figure", frame_key(rows, figure_columns), lambda: time_cost_figure(rows))
-st.plotly_chart(figure, width="stretch")
-st.caption("Dotted lines join the Pareto front: options that nothing else beats on both time and cost.")
+# drawn only while open: the chart moves with every change of the workload, and a chart drawn anew is the
+# costliest element of a rerun in the browser (bench/bench_clicks.py); the table's "pareto" column says the same
+label = "Chart: hours against USD of every option, with the Pareto fronts"
+with st.expander(label, key="cost_chart_open", on_change="rerun") as section:
+    if section.open:
+        figure_columns = ["pricing", "gpu", "provider", "instance", "hours", "usd", "pareto"]
+        figure = remembered("cost_figure", frame_key(rows, figure_columns), lambda: time_cost_figure(rows))
+        st.plotly_chart(figure, width="stretch")
+        st.caption("Dotted lines join the Pareto front: options that nothing else beats on both time and cost.")
 st.caption(escape_dollars("Ranges: " + "; ".join(range_lines(shown))))
 show_left_out()
 
@@ -272,62 +281,76 @@ right.download_button(
     on_click="ignore",
 )
 
-st.subheader("Buy instead of rent?")
-gpu_names = sorted({option.gpu for option in shown})
-priced_to_buy = [name for name in gpu_names if next(g for g in catalogue if g.name == name).price_usd]
-# until the user picks: the sidebar's GPU when it is priced here, else the cheapest that fits and has a catalogue price
-ranked_names = [o.gpu for o in sorted(shown, key=lambda o: (o.excluded_reason is not None, o.usd_on_demand))]
-page_default = next((name for name in [workload.gpu_name, *ranked_names] if name in priced_to_buy), gpu_names[0])
-if state.is_set("cost_buy_gpu") and state.value("cost_buy_gpu") not in gpu_names:
-    st.warning(
-        f"GPU to buy: {state.quoted(state.value('cost_buy_gpu'))} is not among the GPUs priced above; "
-        f"using `{page_default}` instead.",
-        icon=":material/warning:",
-    )
-    state.forget("cost_buy_gpu")  # the page's choice, until the user picks one
-buy_gpu_name = state.choice(st, "cost_buy_gpu", options=gpu_names, page_default=page_default)
-buy_gpu = next(gpu for gpu in catalogue if gpu.name == buy_gpu_name)
-rent = cheapest([o for o in shown if o.gpu == buy_gpu_name], fits_only=False)
-cols = st.columns(4)
-purchase = state.number(cols[0], "cost_buy_price", step=1000.0)
-years = state.number(cols[1], "cost_buy_years", step=0.5)
-pue = state.number(cols[2], "cost_buy_pue", step=0.1)
-kwh = state.number(cols[3], "cost_buy_kwh", step=0.01)
-try:
-    ownership = OwnershipSettings(purchase_usd_per_gpu=purchase, years=years, pue=pue, electricity_usd_per_kwh=kwh)
-except ValueError as error:
-    st.info(f"Buy vs rent not available: {in_words(error)}")
-    ownership = None
-if ownership is not None and purchase_usd_per_gpu(buy_gpu, ownership) is None:
-    others = f"pick one that has ({', '.join(priced_to_buy)})" if priced_to_buy else "none of these GPUs has one"
-    st.info(
-        f"{buy_gpu.name} has no purchase price in the GPU catalogue, so owning it cannot be priced: enter a price "
-        f"per GPU above, or {others}."
-    )
-elif ownership is not None:
+
+def show_buy_or_rent() -> None:
+    """Owning the GPU against renting it for this run: the cheapest rental of the GPU picked, and the
+    purchase, years, PUE and electricity price of owning it."""
+    gpu_names = sorted({option.gpu for option in shown})
+    priced_to_buy = [name for name in gpu_names if next(g for g in catalogue if g.name == name).price_usd]
+    # until the user picks: the sidebar's GPU when it is priced here, else the cheapest that fits and has a
+    # catalogue price
+    ranked_names = [o.gpu for o in sorted(shown, key=lambda o: (o.excluded_reason is not None, o.usd_on_demand))]
+    page_default = next((name for name in [workload.gpu_name, *ranked_names] if name in priced_to_buy), gpu_names[0])
+    if state.is_set("cost_buy_gpu") and state.value("cost_buy_gpu") not in gpu_names:
+        st.warning(
+            f"GPU to buy: {state.quoted(state.value('cost_buy_gpu'))} is not among the GPUs priced above; "
+            f"using `{page_default}` instead.",
+            icon=":material/warning:",
+        )
+        state.forget("cost_buy_gpu")  # the page's choice, until the user picks one
+    buy_gpu_name = state.choice(st, "cost_buy_gpu", options=gpu_names, page_default=page_default)
+    buy_gpu = next(gpu for gpu in catalogue if gpu.name == buy_gpu_name)
+    rent = cheapest([o for o in shown if o.gpu == buy_gpu_name], fits_only=False)
+    cols = st.columns(4)
+    purchase = state.number(cols[0], "cost_buy_price", step=1000.0)
+    years = state.number(cols[1], "cost_buy_years", step=0.5)
+    pue = state.number(cols[2], "cost_buy_pue", step=0.1)
+    kwh = state.number(cols[3], "cost_buy_kwh", step=0.01)
     try:
-        rent_usd_per_hour = rent.instances * rent.on_demand_usd_per_hour
-        gpus_rented = rent.instances * rent.gpus_per_instance
-        verdict = buy_vs_rent(buy_gpu, gpus_rented, rent_usd_per_hour, rent.hours, ownership, inputs.energy)
+        ownership = OwnershipSettings(purchase_usd_per_gpu=purchase, years=years, pue=pue, electricity_usd_per_kwh=kwh)
     except ValueError as error:
         st.info(f"Buy vs rent not available: {in_words(error)}")
-    else:
-        row = wrapping_row()
-        rented_help = f"{rent.provider} {rent.instance_type}, on demand"
-        row.metric("Run, rented", f"${verdict.run_usd_rented:,.0f}", help=rented_help, width="content")
-        row.metric("Run, owned", f"${verdict.run_usd_owned:,.0f}", help="amortised purchase + energy", width="content")
-        owned_help = f"rented ${rent_usd_per_hour:,.2f}"
-        row.metric("Owned, per hour", f"${verdict.owned_usd_per_hour:,.2f}", help=owned_help, width="content")
-        even = verdict.break_even_hours
-        even_text = "never" if even is None else f"{even:,.0f} h"
-        row.metric("Break-even", even_text, help="hours of use at which buying pays", width="content")
-        st.caption(escape_dollars("; ".join(verdict.assumptions)))
+        ownership = None
+    if ownership is not None and purchase_usd_per_gpu(buy_gpu, ownership) is None:
+        others = f"pick one that has ({', '.join(priced_to_buy)})" if priced_to_buy else "none of these GPUs has one"
+        st.info(
+            f"{buy_gpu.name} has no purchase price in the GPU catalogue, so owning it cannot be priced: enter a price "
+            f"per GPU above, or {others}."
+        )
+    elif ownership is not None:
+        try:
+            rent_usd_per_hour = rent.instances * rent.on_demand_usd_per_hour
+            gpus_rented = rent.instances * rent.gpus_per_instance
+            verdict = buy_vs_rent(buy_gpu, gpus_rented, rent_usd_per_hour, rent.hours, ownership, inputs.energy)
+        except ValueError as error:
+            st.info(f"Buy vs rent not available: {in_words(error)}")
+        else:
+            row = wrapping_row()
+            rented_help = f"{rent.provider} {rent.instance_type}, on demand"
+            row.metric("Run, rented", f"${verdict.run_usd_rented:,.0f}", help=rented_help, width="content")
+            row.metric(
+                "Run, owned", f"${verdict.run_usd_owned:,.0f}", help="amortised purchase + energy", width="content"
+            )
+            owned_help = f"rented ${rent_usd_per_hour:,.2f}"
+            row.metric("Owned, per hour", f"${verdict.owned_usd_per_hour:,.2f}", help=owned_help, width="content")
+            even = verdict.break_even_hours
+            even_text = "never" if even is None else f"{even:,.0f} h"
+            row.metric("Break-even", even_text, help="hours of use at which buying pays", width="content")
+            st.caption(escape_dollars("; ".join(verdict.assumptions)))
 
-with st.expander("Assumptions, formulas and sources"):
-    # one element per list, not one per line: each element is a message to the browser on every rerun
-    if chosen_gpu is not None and estimate is not None:
+
+# drawn only while open: its five inputs and four metrics are redrawn on every change of the workload
+with st.expander("Buy instead of rent?", key="cost_buy_open", on_change="rerun") as section:
+    if section.open:
+        show_buy_or_rent()
+
+with st.expander("Assumptions, formulas and sources", key="cost_assumptions_open", on_change="rerun") as section:
+    # drawn only while open; one element per list, not one per line: each element is a message to the browser
+    if section.open and chosen_gpu is not None and estimate is not None:
         st.markdown(escape_dollars("\n".join(f"- {line}" for line in estimate.assumptions)))
-    st.markdown(escape_dollars("\n".join(f"{number}. {formula}" for number, formula in enumerate(FORMULAS, start=1))))
-    st.markdown("Catalogue dates: " + "; ".join(f"{k}: {v}" for k, v in dates.items()))
+    if section.open:
+        formulas = (f"{number}. {formula}" for number, formula in enumerate(FORMULAS, start=1))
+        st.markdown(escape_dollars("\n".join(formulas)))
+        st.markdown("Catalogue dates: " + "; ".join(f"{k}: {v}" for k, v in dates.items()))
 
 cpu_gpu_precision_section()

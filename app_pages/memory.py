@@ -147,33 +147,51 @@ if settings.total_gpus != settings.gpus:
 st.markdown(" · ".join(details))
 st.caption(framework_assumed(settings))
 
-left, right = st.columns(2)
-with left:
-    st.subheader("Breakdown at the peak")
-    rows = [
-        {"component": COMPONENT_LABEL[name], "GiB": round(gib, 3)}
-        for name, gib in estimate.components_gib.items()
-        if gib > 0
-    ]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    st.caption(
-        "Activations saved by one layer (GiB): "
-        + ", ".join(f"{name.replace('_', ' ')} {gib:.3f}" for name, gib in estimate.activations_per_layer_gib.items())
-    )
-with right:
-    st.subheader("Single changes")
-    found = remembered("memory_suggestions", asked, lambda: suggestions(spec, settings, workload.gpu_memory_gib))
-    st.dataframe(
-        pd.DataFrame(
-            # the verdict and the peak first: a narrow column would cut the long change text, not them
-            [{"fits": "yes" if s.fits else "no", "peak GiB": round(s.peak_gib, 2), "change": s.change} for s in found]
-        ),
-        hide_index=True,
-        width="stretch",
-    )
-    st.caption("Each change alone, with the peak it leaves.")
 
-trace_section(spec, settings, estimate)
+def show_tables() -> None:
+    """What the peak is made of, and each single change with the peak it leaves."""
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Breakdown at the peak")
+        rows = [
+            {"component": COMPONENT_LABEL[name], "GiB": round(gib, 3)}
+            for name, gib in estimate.components_gib.items()
+            if gib > 0
+        ]
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.caption(
+            "Activations saved by one layer (GiB): "
+            + ", ".join(
+                f"{name.replace('_', ' ')} {gib:.3f}" for name, gib in estimate.activations_per_layer_gib.items()
+            )
+        )
+    with right:
+        st.subheader("Single changes")
+        found = remembered("memory_suggestions", asked, lambda: suggestions(spec, settings, workload.gpu_memory_gib))
+        st.dataframe(
+            pd.DataFrame(
+                # the verdict and the peak first: a narrow column would cut the long change text, not them
+                [
+                    {"fits": "yes" if s.fits else "no", "peak GiB": round(s.peak_gib, 2), "change": s.change}
+                    for s in found
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+        st.caption("Each change alone, with the peak it leaves.")
 
-with st.expander("Assumptions and sources", expanded=False):
-    st.markdown("\n".join(f"- {assumption}" for assumption in estimate.assumptions))  # one element, not one a line
+
+# Drawn only while open, like the sidebar's stack: each element is a message to the browser and a
+# redraw on every change of the sidebar, and a reader who never opens them should not wait for them.
+with st.expander("Breakdown at the peak and single changes", key="memory_tables_open", on_change="rerun") as section:
+    if section.open:
+        show_tables()
+with st.expander(
+    "Trace exactly: one real step under fake tensors", key="memory_trace_open", on_change="rerun"
+) as section:
+    if section.open:
+        trace_section(spec, settings, estimate)
+with st.expander("Assumptions and sources", key="memory_assumptions_open", on_change="rerun") as section:
+    if section.open:
+        st.markdown("\n".join(f"- {assumption}" for assumption in estimate.assumptions))  # one element, not one a line

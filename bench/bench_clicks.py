@@ -21,6 +21,13 @@ and after that two requestAnimationFrame callbacks in a row: they run only once 
 is free of the React and Plotly work the rerun caused, so laying out tables and drawing figures
 count. The time is from just before the Enter key that commits the number to that second frame.
 Each page is brought to the front before its change: a page behind another gets no frames.
+
+Where the time went (issue 36, this 2-core machine; cProfile of the server, Chromium's CPU profile):
+streamlit's full garbage collection after every run (120-150 ms, now off in .streamlit/config.toml);
+each Plotly chart whose data change (streamlit's element id hashes the figure, so the browser mounts
+a new plot: about 0.1 s of Plotly each); then React redrawing every element sent, widgets most. So
+what a reader may never open (tables, the roofline, Time and cost's chart, buy or rent) is drawn
+only while its section is open; a chart that does not change (Compare's two scatters) costs little.
 """
 
 from __future__ import annotations

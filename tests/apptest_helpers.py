@@ -11,7 +11,22 @@ MEMORY_PAGE = "app_pages/memory.py"
 # The collapsible sections whose controls are drawn only while open (ui.state.section): the page
 # tests open them, as a user does before changing what is inside; tests of the closed state pass
 # open_sections=False.
-SECTIONS = ("stack_expander", "cost_step_section", "cost_energy_section")
+SECTIONS = (
+    "stack_expander",
+    "cost_step_section",
+    "cost_energy_section",
+    "memory_tables_open",
+    "memory_trace_open",
+    "memory_assumptions_open",
+    "compare_roofline_open",
+    "cost_chart_open",
+    "cost_uncosted_open",
+    "cost_left_out_open",
+    "cost_assumptions_open",
+    "cost_buy_open",
+    "user_gpus_section",
+    "cost_prices_section",
+)
 
 
 def open_app(page: str | None = None, timeout_s: float = 30, open_sections: bool = True, **query: str) -> AppTest:

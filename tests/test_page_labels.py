@@ -1,5 +1,6 @@
 """Labels for people on the pages: a price-sheet template that the upload reads back, and plan
-tables that say "-" where a cost does not apply instead of "None"."""
+tables that say "-" where a cost does not apply instead of "None", and a Compare table that says why
+a figure is missing."""
 
 import csv
 import datetime as dt
@@ -10,7 +11,10 @@ import pandas as pd
 from calculators import DATA_DIR
 from calculators.cost.prices import parse_price_csv
 from calculators.hardware.catalogue import load_gpu_catalogue
+from tests.apptest_helpers import open_app
 from ui.cost_inputs import price_sheet_template
+from ui.cost_table import shown_rows
+from ui.gpu_table import MISSING_FIGURE_TEXT, missing_figure_help
 from ui.plan_view import plans_display
 
 
@@ -43,3 +47,27 @@ def test_a_plan_table_says_dash_for_a_cost_that_does_not_apply_and_leads_with_th
     assert list(shown["provider"]) == ["AWS", "-"]
     assert "None" not in shown.astype(str).to_string()
     assert list(shown["usd"]) == [93.0, 40.0]  # a number column stays a number (it sorts as one)
+
+
+def test_the_cost_table_says_on_demand_rows_are_not_interrupted_instead_of_none():
+    rows = pd.DataFrame({"pricing": ["on demand", "spot"], "usd": [10.0, 4.0], "interruptions per hour": [None, 0.05]})
+    shown = shown_rows(rows)
+    assert list(shown["interruptions per hour"]) == ["- (on demand)", "0.0500"]
+    assert "None" not in shown.astype(str).to_string() and "nan" not in shown.astype(str).to_string()
+    assert rows["interruptions per hour"].isna().iloc[0]  # the downloads' rows keep the number (empty)
+
+
+def test_a_catalogue_column_with_missing_figures_says_what_none_means_in_its_header():
+    prices = pd.Series([30_000.0, None, None, 1_599.0])
+    assert missing_figure_help(prices) == "'None' for 2 of the 4 GPUs shown: no such figure (see below the filters)."
+    assert missing_figure_help(pd.Series([989.0, 312.0])) is None  # nothing missing: no note
+
+
+def test_the_compare_page_says_why_a_figure_is_missing_and_its_tables_hold_no_literal_none():
+    app = open_app("app_pages/compare.py", model="llama-2-7b")
+    assert any(MISSING_FIGURE_TEXT in caption.value for caption in app.caption)
+    catalogue = app.dataframe[0].value
+    # the figures stay numbers (they sort as numbers); their empty cells are explained, not filled
+    assert pd.api.types.is_float_dtype(catalogue["price_usd"]) and catalogue["price_usd"].isna().any()
+    for text_column in [c for c in catalogue.columns if not pd.api.types.is_numeric_dtype(catalogue[c])]:
+        assert not catalogue[text_column].isna().any(), text_column

@@ -16,6 +16,7 @@ def test_the_page_traces_on_request_and_shows_both_results_side_by_side():
     app.query_params["model"] = "gpt2"
     app.query_params["seq"] = "128"
     app.query_params["impl"] = "fused"
+    app.session_state["memory_trace_open"] = True  # its section is drawn only while open, as a reader opens it
     app.switch_page("app_pages/memory.py").run()  # the Plan page is the landing page
     assert not any(m.label == "Traced peak (allocated)" for m in app.metric)  # nothing runs on load
     next(b for b in app.button if b.label == "Trace this step").click().run()

@@ -195,35 +195,42 @@ def price_sheet_template() -> bytes:
 
 def _price_controls(catalogue: list[GpuSpec]) -> tuple[list[CloudPrice], float, list[str]]:
     notes = []
-    with st.expander("Prices: discount and your own price sheet"):
+    # closed, the section draws nothing and its settings keep their values (ui/state.section)
+    with state.section(st, "Prices: discount and your own price sheet", key="cost_prices_section"):
         discount_pct = state.number(st, "cost_discount_pct", step=5.0)
-        st.file_uploader(
-            "Upload a price sheet (CSV in the columns of the template below)",
-            type=["csv"],
-            key="price_upload",
-            on_change=_on_price_upload,
-            args=(catalogue,),
-        )
-        st.download_button(
-            "Price-sheet template (CSV)",
-            price_sheet_template,
-            "price-sheet-template.csv",
-            "text/csv",
-            on_click="ignore",
-            help="The columns of data/cloud_prices.csv and one example row to overwrite",
-        )
-        if st.session_state.get(UPLOAD_ERROR_KEY):
-            st.error(f"Price sheet not used: {st.session_state[UPLOAD_ERROR_KEY]}")
+        if state.drawn():
+            _price_sheet_controls(catalogue)
         uploaded = st.session_state.get(UPLOAD_STATE_KEY) or []
         only_mine = False
         if uploaded:
             only_mine = state.checkbox(st, "cost_only_mine")
             notes.append(f"Your price sheet adds {len(uploaded)} rows.")
-            if st.button("Forget my price sheet"):
+            if state.drawn() and st.button("Forget my price sheet"):
                 st.session_state[UPLOAD_STATE_KEY] = []
                 st.rerun()
     prices = list(uploaded) if only_mine else list(load_prices()) + list(uploaded)
     return prices, discount_pct / 100, notes
+
+
+def _price_sheet_controls(catalogue: list[GpuSpec]) -> None:
+    """The upload of a price sheet, its template, and why the last upload was not used."""
+    st.file_uploader(
+        "Upload a price sheet (CSV in the columns of the template below)",
+        type=["csv"],
+        key="price_upload",
+        on_change=_on_price_upload,
+        args=(catalogue,),
+    )
+    st.download_button(
+        "Price-sheet template (CSV)",
+        price_sheet_template,
+        "price-sheet-template.csv",
+        "text/csv",
+        on_click="ignore",
+        help="The columns of data/cloud_prices.csv and one example row to overwrite",
+    )
+    if st.session_state.get(UPLOAD_ERROR_KEY):
+        st.error(f"Price sheet not used: {st.session_state[UPLOAD_ERROR_KEY]}")
 
 
 def cost_inputs(catalogue: list[GpuSpec]) -> CostInputs:

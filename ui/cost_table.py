@@ -143,6 +143,19 @@ def ranked_rows(options: list[CostOption]) -> pd.DataFrame:
     )
 
 
+NOT_INTERRUPTED_TEXT = "- (on demand)"
+
+
+def shown_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The ranked rows as the page shows them: an on-demand row's interruptions per hour read
+    "- (on demand)" instead of the grid's "None" (a text column then; the downloads keep the number)."""
+    if "interruptions per hour" not in rows:
+        return rows
+    rates = rows["interruptions per hour"]
+    texts = [NOT_INTERRUPTED_TEXT if pd.isna(rate) else f"{rate:.4f}" for rate in rates]
+    return rows.assign(**{"interruptions per hour": texts})
+
+
 def range_lines(options: list[CostOption]) -> list[str]:
     """What the table's ranges rest on, each line once: the time model's measured error per GPU
     family (calculators.cost.ranges), interruptions at half and twice the rate, spot prices across

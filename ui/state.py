@@ -20,7 +20,7 @@ from typing import Any
 
 import streamlit as st
 
-from calculators.interface.settings import Setting, SettingError, all_settings
+from calculators.interface.settings import Setting, SettingError, all_settings, setting
 from ui.messages import in_words
 
 VALUE_PREFIX = "_value_"
@@ -39,10 +39,12 @@ def known_settings() -> list[Setting]:
 
 
 def _declared(key: str) -> Setting:
-    for item in known_settings():
-        if item.key == key:
-            return item
-    raise KeyError(key)
+    """The declaration of `key`, the calculators' first (as `known_settings` lists them): a dict look-up, since
+    every widget and kept value asks, a few hundred times a rerun."""
+    try:
+        return setting(key)
+    except KeyError:
+        return _APP_SETTINGS[key]  # a KeyError for a key nobody declared, as before
 
 
 def value(key: str) -> Any:

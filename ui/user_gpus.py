@@ -9,6 +9,7 @@ import datetime as dt
 import streamlit as st
 
 from calculators.hardware.catalogue import COLUMNS, CatalogueError, GpuSpec, parse_gpu_csv, parse_gpu_rows
+from ui import state
 from ui.messages import in_words
 
 STATE_KEY = "user_gpus"
@@ -82,7 +83,11 @@ def _row_from_form(name: str, values: dict[str, float]) -> dict[str, str]:
 def user_gpu_controls(catalogue: list[GpuSpec]) -> None:
     """The expander with the form, the upload and the list of the user's GPUs."""
     catalogue_names = {gpu.name.lower() for gpu in catalogue}
-    with st.expander(f"Your GPUs ({len(user_gpus())})", expanded=False):
+    # drawn only while open (its form has a dozen inputs, redrawn on every change of the workload), and kept
+    # open under its own key: the title changes with the count, which would make streamlit close it
+    with state.section(st, f"Your GPUs ({len(user_gpus())})", key="user_gpus_section") as section:
+        if not section.open:
+            return
         with st.form("add_gpu", clear_on_submit=False):
             name = st.text_input("Name", key="user_gpu_name")
             columns = st.columns(4)
