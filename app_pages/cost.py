@@ -14,7 +14,7 @@ from calculators.timing.estimate import estimate_time
 from calculators.validation.error_band import time_band_for
 from calculators.workload.compatibility import stack_problem
 from ui import state
-from ui.calibration_state import measured_matmul_fraction
+from ui.calibration_state import measured_collective_curves, measured_matmul_fraction
 from ui.charts import time_cost_figure
 from ui.cost_inputs import cost_inputs
 from ui.cost_table import (
@@ -125,6 +125,13 @@ if chosen_gpu is not None:
         chosen_time_settings = inputs.time_settings
         if chosen_gpu.name in calibrated and chosen_time_settings.utilisation is None:
             chosen_time_settings = chosen_time_settings.model_copy(update={"utilisation": calibrated[chosen_gpu.name]})
+        measured_curves = measured_collective_curves(chosen_gpu.name)
+        chosen_time_settings = chosen_time_settings.with_measured_collectives(measured_curves)
+        if measured_curves:
+            st.caption(
+                f"The step of {chosen_gpu.name} times its collectives on the curves measured on this host "
+                f"({', '.join(name.replace('_', '-') for name in measured_curves)}), not the published ones."
+            )
         estimate = remembered(
             "cost_step",
             json_key(spec, settings, chosen_gpu, chosen_time_settings),

@@ -293,3 +293,19 @@ def test_two_results_sharing_a_file_name_are_both_kept_and_the_same_one_twice_is
     )
     assert len(CalibrationStore(private_store).history()) == 2
     assert any(element.value.startswith("node-a, ") for element in app.caption)  # and in use again
+
+
+def test_the_cost_page_times_the_measured_gpus_collectives_on_the_swept_curves():
+    # a sweep of the measured GPU (H100-SXM5-80GB) that found 1 GB/s of bus bandwidth at every size;
+    # tests/test_collectives.py checks what a measured curve does to a step's time
+    slow = [{"bytes": size, "algbw_gbytes_per_s": 0.57, "busbw_gbytes_per_s": 1.0, "time_s": size / 0.57e9}
+            for size in (1 << 20, 1 << 26, 1 << 30)]  # fmt: skip
+    one_rank = [{"bytes": 1 << 20, "algbw_gbytes_per_s": 5.0, "busbw_gbytes_per_s": 0.0, "time_s": 2e-4}]
+    app = open_calibration()
+    upload(app, exported(all_reduce=slow, all_gather=one_rank))
+    app.toggle(key="use_calibration").set_value(True).run()
+    app.switch_page("app_pages/cost.py").run()
+    assert not app.exception
+    (caption,) = [c.value for c in app.caption if "curves measured on this host" in c.value]
+    # the one-rank all-gather moved nothing over a link and is not used
+    assert "(all-reduce)" in caption and "all-gather" not in caption

@@ -35,3 +35,23 @@ def measured_matmul_fraction(precision: str) -> dict[str, float]:
     if matmul_fraction is None:
         return {}
     return {calibration.catalogue_gpu: min(1.0, matmul_fraction)}
+
+
+def measured_collective_curves(gpu_name: str) -> dict[str, list[dict[str, float]]] | None:
+    """The active calibration's swept collective curves ({'all_reduce': [{bytes, bus_gbytes_per_s}], ...})
+    when it was measured on `gpu_name` (a catalogue GPU): the time model uses them in place of the
+    published intra-node curves for that GPU only. None when there is no such calibration or no sweep."""
+    calibration = active_calibration()
+    if calibration is None or calibration.catalogue_gpu != gpu_name:
+        return None
+    curves = {}
+    for name in ("all_reduce", "all_gather", "reduce_scatter"):
+        # a one-rank sweep moves nothing over a link (busbw 0): it says nothing about the fabric
+        points = [
+            {"bytes": point.bytes, "bus_gbytes_per_s": point.busbw_gbytes_per_s}
+            for point in getattr(calibration, name)
+            if point.busbw_gbytes_per_s > 0
+        ]
+        if points:
+            curves[name] = points
+    return curves or None
