@@ -15,9 +15,15 @@ The per-image activation figures come from data/vision_library.json (calculators
 which traced the real torchvision/timm modules; everything else is counted from the parameter
 count. `bench/vision_library.py --check` compares this engine with fresh traces. Pure: no torch.
 
-Left out, and said in the result's assumptions: activation checkpointing (torchvision's and timm's
-convolutional networks have no per-block checkpointing switch in their training recipes, and the
-table holds no per-block figures yet), the allocator's fragmentation and the CUDA context, and the
+Activation checkpointing (`checkpointing="full"`) wraps every block (timm's `set_grad_checkpointing`,
+torch.utils.checkpoint per block): forward keeps only each block's input and what lies outside the
+blocks, and backward recomputes one block at a time (shares from data/vision_layers.json,
+vision_library.checkpoint_shares). ZeRO/FSDP shards the optimizer states (stage 1), the gradients
+(2) and the weights (3) over the data-parallel GPUs (Rajbhandari et al. 2020, arXiv:1910.02054 Sec. 5).
+`device_peak_gib` adds what torch does not allocate: the caching allocator's reserve, the CUDA
+context, NCCL's buffers with more than one GPU (the text engine's Overheads defaults).
+
+Left out, and said in the result's assumptions: the weights ZeRO-3 gathers per block, and the
 backward's gradients of early layers at micro-batches so small that gradients outweigh activations.
 """
 
@@ -27,11 +33,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from calculators.models.vision_library import VisionModel, VisionVariant
+from calculators.memory.states import shard_divisor
+from calculators.models.vision_library import VisionModel, VisionVariant, checkpoint_shares
 from calculators.units import GIB
+from calculators.workload.training import Overheads
 
 Precision = Literal["fp32", "amp-bf16", "amp-fp16"]
 Optimizer = Literal["sgd", "adamw", "lamb"]
+Checkpointing = Literal["none", "full"]
+VISION_PRECISIONS: tuple[str, ...] = Precision.__args__
+VISION_OPTIMIZERS: tuple[str, ...] = Optimizer.__args__
+VISION_CHECKPOINTING: tuple[str, ...] = Checkpointing.__args__
 
 FP32_BYTES = 4
 LABEL_BYTES = 8  # int64 class indices, what torch.nn.functional.cross_entropy takes
@@ -54,11 +66,19 @@ class VisionTrainingInput(BaseModel):
 
     model: VisionModel
     micro_batch: int = Field(gt=0, le=MAX_MICRO_BATCH)  # images per GPU per step
-    image_size: int | None = None  # pixels per side, square; None: the model's reference resolution
+    image_size: int | None = Field(
+        default=None, gt=0, le=MAX_IMAGE_SIZE, description="pixels per side, square; none = the model's own"
+    )
     precision: Precision = "fp32"
-    channels_last: bool = False
+    channels_last: bool = Field(default=False, description="NHWC memory format (torch.channels_last)")
     optimizer: Optimizer = "sgd"
-    cudnn_workspace_gib: float = Field(default=DEFAULT_CUDNN_WORKSPACE_GIB, ge=0)
+    checkpointing: Checkpointing = "none"
+    gpus: int = Field(default=1, gt=0, le=1_000_000)  # data-parallel GPUs
+    zero: int = Field(default=0, ge=0, le=3)
+    cudnn_workspace_gib: float = Field(
+        default=DEFAULT_CUDNN_WORKSPACE_GIB, ge=0, le=64, description="cuDNN convolution workspace (GiB)"
+    )
+    overheads: Overheads = Overheads()
 
     @property
     def resolution(self) -> int:
@@ -78,9 +98,11 @@ class VisionMemoryResult(BaseModel):
     backward_transient_gib: float
     inputs_gib: float
     cudnn_workspace_gib: float
+    recompute_gib: float
     phases_gib: dict[str, float]
     peak_phase: str
     peak_gib: float
+    device_peak_gib: float
     parameters: int
     assumptions: list[str]
 
@@ -206,14 +228,17 @@ def estimate_vision_memory(run: VisionTrainingInput) -> VisionMemoryResult:
     check_image_size(model, size)
     variant = variant_of(model, run.precision, run.channels_last)
     parameters = parameters_at(model, size)
+    activations = activation_bytes(model, variant, run.micro_batch, size)
+    kept, recompute = checkpointed_activation_bytes(run, activations)
     parts = {
-        "weights": weight_bytes(parameters),
+        "weights": weight_bytes(parameters) / shard_divisor(run.zero, 3, run.gpus),
         "buffers": float(model.buffer_bytes),
-        "gradients": gradient_bytes(parameters),
-        "optimizer_states": optimizer_state_bytes(parameters, run.optimizer),
-        "optimizer_step_temporaries": optimizer_step_temporary_bytes(parameters),
+        "gradients": gradient_bytes(parameters) / shard_divisor(run.zero, 2, run.gpus),
+        "optimizer_states": optimizer_state_bytes(parameters, run.optimizer) / shard_divisor(run.zero, 1, run.gpus),
+        "optimizer_step_temporaries": optimizer_step_temporary_bytes(parameters) / shard_divisor(run.zero, 1, run.gpus),
         "autocast_weight_copies": float(variant.autocast_copy_bytes) if run.precision != "fp32" else 0.0,
-        "activations": activation_bytes(model, variant, run.micro_batch, size),
+        "activations": kept,
+        "recompute": recompute,
         "backward_transient": backward_transient_bytes(model, variant, run.micro_batch, size),
         "inputs": input_bytes(model, run.micro_batch, size),
         "cudnn_workspace": run.cudnn_workspace_gib * GIB,
@@ -225,9 +250,42 @@ def estimate_vision_memory(run: VisionTrainingInput) -> VisionMemoryResult:
         phases_gib={name: value / GIB for name, value in phases.items()},
         peak_phase=peak_phase,
         peak_gib=phases[peak_phase] / GIB,
+        device_peak_gib=device_peak_bytes(phases[peak_phase], run) / GIB,
         parameters=parameters,
         assumptions=assumptions(run),
     )
+
+
+def checks_checkpointing(model: VisionModel) -> str | None:
+    """Why the model cannot be checkpointed block by block, or None when it can."""
+    if checkpoint_shares(model.key) is None:
+        return f"{model.key} has no repeated blocks to checkpoint (the U-Net's skip connections cross every level)"
+    return None
+
+
+def checkpointed_activation_bytes(run: VisionTrainingInput, activations: float) -> tuple[float, float]:
+    """(kept through forward, recomputed at once in backward). Without checkpointing everything
+    is kept. With every block checkpointed (torch.utils.checkpoint: a block's forward runs under
+    no_grad and keeps its input, then runs again in backward; Chen et al. 2016, arXiv:1604.06174
+    Sec. 3), forward keeps the block inputs and what lies outside the blocks, and backward holds
+    one block's activations again, the largest at most: the shares traced in fp32 at the reference
+    resolution, applied to this variant's bytes at this size."""
+    if run.checkpointing == "none":
+        return activations, 0.0
+    problem = checks_checkpointing(run.model)
+    if problem:
+        raise VisionInputError(problem)
+    shares = checkpoint_shares(run.model.key)
+    return activations * shares.kept_share, activations * shares.largest_block_share
+
+
+def device_peak_bytes(allocated: float, run: VisionTrainingInput) -> float:
+    """What nvidia-smi shows at the peak: torch's allocated bytes with the caching allocator's
+    reserve, the CUDA context, and NCCL's buffers when the step all-reduces over several GPUs
+    (Overheads: the same stated defaults as the transformer engine)."""
+    overheads = run.overheads
+    nccl = overheads.nccl_gib if run.gpus > 1 else 0.0
+    return allocated * (1 + overheads.allocator_reserve_fraction) + (overheads.cuda_context_gib + nccl) * GIB
 
 
 def step_phases(parts: dict[str, float]) -> dict[str, float]:
@@ -236,18 +294,34 @@ def step_phases(parts: dict[str, float]) -> dict[str, float]:
     forward = held + parts["autocast_weight_copies"] + parts["activations"] + parts["cudnn_workspace"]
     return {
         "end of forward": forward,
-        "backward": forward + parts["backward_transient"],
+        "backward": forward + parts["backward_transient"] + parts["recompute"],
         "optimizer step": held + parts["gradients"] + parts["optimizer_step_temporaries"],
     }
 
 
 def assumptions(run: VisionTrainingInput) -> list[str]:
+    overheads = run.overheads
     lines = [
         "Activations from tracing the real torchvision/timm module (data/vision_library.json), "
         f"{run.model.source}, as of {run.model.as_of}.",
         f"cuDNN workspace {run.cudnn_workspace_gib:g} GiB (PaddlePaddle's default cap; PyTorch sets none).",
-        "No activation checkpointing; allocator fragmentation and the CUDA context are not counted.",
+        f"Device peak: allocated plus {overheads.allocator_reserve_fraction:.0%} allocator reserve, "
+        f"{overheads.cuda_context_gib:g} GiB CUDA context"
+        + (f", {overheads.nccl_gib:g} GiB NCCL buffers." if run.gpus > 1 else "."),
     ]
+    if run.checkpointing == "full":
+        lines.append(
+            "Every block checkpointed (timm set_grad_checkpointing): block inputs kept, one block recomputed at a "
+            "time; the shares come from the fp32 trace at the reference resolution."
+        )
+    else:
+        lines.append("No activation checkpointing.")
+    if run.zero:
+        sharded = ["optimizer states", "gradients", "weights"][: run.zero]
+        lines.append(
+            f"ZeRO-{run.zero} shards the {', '.join(sharded)} over {run.gpus} GPUs; "
+            "the weights ZeRO-3 gathers for one block at a time are not counted."
+        )
     if run.precision == "amp-fp16":
         lines.append("fp16 autocast reads the bf16 trace (same op lists and element size); loss scaling is a scalar.")
     return lines

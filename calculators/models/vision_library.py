@@ -19,6 +19,8 @@ resolve offline (`vision_model`).
 from __future__ import annotations
 
 import json
+import math
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -134,3 +136,75 @@ def vision_model(name: str, path: Path | None = None) -> VisionModel | None:
 def vision_model_names(path: Path | None = None) -> list[str]:
     """Every name the library answers to, for a search box."""
     return sorted({name for model in load_vision_library(path) for name in model.names()})
+
+
+# --- blocks, for activation checkpointing ----------------------------------------------------
+
+DEFAULT_VISION_LAYERS_PATH = DATA_DIR / "vision_layers.json"
+# Where each family's repeated blocks are, by module name: torchvision ResNet/ResNeXt `layerN.M`
+# (torchvision/models/resnet.py), EfficientNet/ConvNeXt `features.N.M` and MobileNet `features.N`
+# (efficientnet.py, convnext.py, mobilenetv2.py), RegNet `trunk_output.blockN.blockN-M` (regnet.py), timm
+# ViT/DeiT `blocks.N` and Swin `layers.N.blocks.M` (timm vision_transformer.py, swin_transformer.py): the
+# units timm's `set_grad_checkpointing` and torch.utils.checkpoint.checkpoint_sequential wrap. First match wins.
+BLOCK_PATTERNS = (
+    re.compile(r"layer\d+\.\d+"),
+    re.compile(r"features\.\d+\.\d+(?=\.)"),
+    re.compile(r"features\.\d+(?=\.)"),
+    re.compile(r"trunk_output\.block\d+\.block\d+-\d+"),
+    re.compile(r"blocks\.\d+"),
+    re.compile(r"layers\.\d+\.blocks\.\d+"),
+)
+
+
+class CheckpointShares(BaseModel):
+    """With every block checkpointed, as shares of what the whole step keeps without it (fp32,
+    reference resolution, per image): what stays (the block inputs and what lies outside the
+    blocks) and what one block recomputes in backward at most (the largest block's saved bytes)."""
+
+    blocks: int = Field(gt=0)
+    kept_share: float = Field(gt=0, le=1)
+    largest_block_share: float = Field(gt=0, le=1)
+
+
+def block_of(module_name: str) -> str | None:
+    """The checkpointable block a module belongs to (BLOCK_PATTERNS), or None for the stem and head."""
+    for pattern in BLOCK_PATTERNS:
+        match = pattern.match(module_name)
+        if match:
+            return match.group(0)
+    return None
+
+
+@lru_cache(maxsize=4)
+def _layer_tables(path: Path | None = None) -> dict[str, list]:
+    document = json.loads(Path(path or DEFAULT_VISION_LAYERS_PATH).read_text())
+    return {row["key"]: row["layers"] for row in document["models"]}
+
+
+@lru_cache(maxsize=64)
+def checkpoint_shares(key: str, path: Path | None = None) -> CheckpointShares | None:
+    """The shares of CheckpointShares from the model's traced modules (data/vision_layers.json:
+    name, type, output shape, FLOPs, saved bytes), or None where the model has no such blocks (the
+    U-Net, whose skip connections cross every level). A block's input is the output of the module
+    listed just before its first one, kept in fp32 (4 bytes an element)."""
+    layers = _layer_tables(path).get(key)
+    if not layers:
+        return None
+    saved_total = sum(row[4] for row in layers)
+    outside, per_block, inputs = 0.0, {}, 0.0
+    previous_shape: list[int] | None = None
+    for name, _type, shape, _flops, saved in layers:
+        block = block_of(name)
+        if block is None:
+            outside += saved
+        else:
+            if block not in per_block and previous_shape is not None:
+                inputs += 4 * math.prod(previous_shape)
+            per_block[block] = per_block.get(block, 0.0) + saved
+        previous_shape = shape
+    if not per_block or saved_total <= 0:
+        return None
+    kept = min((outside + inputs) / saved_total, 1.0)
+    return CheckpointShares(
+        blocks=len(per_block), kept_share=kept, largest_block_share=max(per_block.values()) / saved_total
+    )
