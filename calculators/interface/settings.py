@@ -423,6 +423,37 @@ def _declare() -> list[Setting]:
             flag="--channels-last",
             modes=TRAINING_MODES,
         ),
+        # the app keeps an image model's micro-batch, precision, optimizer and checkpointing apart from a
+        # transformer's (their choices differ); the command line reads them from the shared training flags
+        Setting(
+            "micro_batch",
+            "img_mb",
+            "Micro-batch (images per GPU)",
+            model=VisionTrainingInput,
+            state="v_micro_batch",
+            app_default=64,
+            modes=TRAINING_MODES,
+        ),
+        Setting(
+            "precision",
+            "img_prec",
+            "Precision",
+            model=VisionTrainingInput,
+            state="v_precision",
+            app_default="amp-bf16",
+            modes=TRAINING_MODES,
+        ),
+        Setting(
+            "optimizer", "img_opt", "Optimizer", model=VisionTrainingInput, state="v_optimizer", modes=TRAINING_MODES
+        ),
+        Setting(
+            "checkpointing",
+            "img_ckpt",
+            "Activation checkpointing",
+            model=VisionTrainingInput,
+            state="v_checkpointing",
+            modes=TRAINING_MODES,
+        ),
         Setting(
             "cudnn_workspace_gib",
             "cudnn_gib",

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.memory.vision_fit import check_vision_fit, vision_fit_matrix, vision_suggestions
 from calculators.memory.vision_training import (
+    PART_LABEL,
     VISION_CHECKPOINTING,
     VISION_OPTIMIZERS,
     VISION_PRECISIONS,
@@ -28,20 +29,6 @@ from calculators.models.vision_library import VisionModel, vision_model
 # The transformer recipes' mixed precision read as autocast for an image model: the same half-precision
 # compute, fp32 weights (torchvision references/classification/train.py `--amp`: torch.autocast + GradScaler).
 PRECISION_FOR_IMAGES = {"bf16-mixed": "amp-bf16", "fp16-mixed": "amp-fp16"}
-# JSON keys with their units, and the words a person reads for them.
-COMPONENT_WORDS = {
-    "weights_gib": "weights (fp32)",
-    "buffers_gib": "BatchNorm buffers",
-    "gradients_gib": "gradients",
-    "optimizer_states_gib": "optimizer states",
-    "optimizer_step_temporaries_gib": "optimizer step temporaries",
-    "autocast_weight_copies_gib": "autocast weight copies",
-    "activations_gib": "activations kept for backward",
-    "recompute_gib": "one block recomputed (checkpointing)",
-    "backward_transient_gib": "backward's gradients of feature maps",
-    "inputs_gib": "images and labels",
-    "cudnn_workspace_gib": "cuDNN workspace",
-}
 
 
 class VisionUsageError(ValueError):
@@ -128,7 +115,7 @@ def vision_memory_result(run: VisionTrainingInput, capacity_gib: float | None) -
         "peak_gib": estimate.peak_gib,
         "peak_phase": estimate.peak_phase,
         "device_peak_gib": estimate.device_peak_gib,
-        "components_gib": {key.removesuffix("_gib"): getattr(estimate, key) for key in COMPONENT_WORDS},
+        "components_gib": {name: getattr(estimate, f"{name}_gib") for name in PART_LABEL},
         "phases_gib": estimate.phases_gib,
         "assumptions": estimate.assumptions,
     }
@@ -155,7 +142,7 @@ def format_vision_memory(result: dict) -> str:
     ]
     for name, gib in result["components_gib"].items():
         if gib > 0:
-            lines.append(f"  {COMPONENT_WORDS[name + '_gib']:<40}{gib:>10.2f} GiB")
+            lines.append(f"  {PART_LABEL[name]:<40}{gib:>10.2f} GiB")
     lines.append(f"  {'parameters':<40}{result['parameters']:>14,}")
     if "fit" in result:
         fit = result["fit"]

@@ -288,15 +288,33 @@ def device_peak_bytes(allocated: float, run: VisionTrainingInput) -> float:
     return allocated * (1 + overheads.allocator_reserve_fraction) + (overheads.cuda_context_gib + nccl) * GIB
 
 
+_HELD = ("weights", "buffers", "optimizer_states", "inputs")
+_FORWARD = (*_HELD, "autocast_weight_copies", "activations", "cudnn_workspace")
+# What is live in each phase (module docstring).
+PHASE_PARTS: dict[str, tuple[str, ...]] = {
+    "end of forward": _FORWARD,
+    "backward": (*_FORWARD, "backward_transient", "recompute"),
+    "optimizer step": (*_HELD, "gradients", "optimizer_step_temporaries"),
+}
+# Each part in words, for a table or a chart (the result's fields are these names with `_gib`).
+PART_LABEL = {
+    "weights": "weights (fp32)",
+    "buffers": "BatchNorm buffers",
+    "gradients": "gradients",
+    "optimizer_states": "optimizer states",
+    "optimizer_step_temporaries": "optimizer step temporaries",
+    "autocast_weight_copies": "autocast weight copies",
+    "activations": "activations kept for backward",
+    "recompute": "one block recomputed (checkpointing)",
+    "backward_transient": "backward's gradients of feature maps",
+    "inputs": "images and labels",
+    "cudnn_workspace": "cuDNN workspace",
+}
+
+
 def step_phases(parts: dict[str, float]) -> dict[str, float]:
-    """Bytes live in each phase (module docstring)."""
-    held = parts["weights"] + parts["buffers"] + parts["optimizer_states"] + parts["inputs"]
-    forward = held + parts["autocast_weight_copies"] + parts["activations"] + parts["cudnn_workspace"]
-    return {
-        "end of forward": forward,
-        "backward": forward + parts["backward_transient"] + parts["recompute"],
-        "optimizer step": held + parts["gradients"] + parts["optimizer_step_temporaries"],
-    }
+    """Bytes live in each phase (PHASE_PARTS)."""
+    return {phase: sum(parts[name] for name in names) for phase, names in PHASE_PARTS.items()}
 
 
 def assumptions(run: VisionTrainingInput) -> list[str]:
