@@ -21,7 +21,7 @@ from calculators.models.hf_config import ModelInputError, spec_from_parameter_co
 from calculators.models.library import ModelNotFound
 from calculators.models.names import resolve_any, search_any
 from calculators.models.presets import load_presets
-from calculators.models.vision_library import checkpoint_shares, vision_model
+from calculators.models.vision_library import _block_profile, checkpoint_shares, vision_model
 from calculators.units import GIB
 from calculators.workload.build import workload_from_fields
 from tests.cli_helpers import run_cli
@@ -101,37 +101,37 @@ def test_device_peak_adds_reserve_context_and_nccl():
     assert many.device_peak_gib == pytest.approx(many.peak_gib * 1.10 + 0.5 + 1.5)  # NCCL buffers
 
 
-def test_checkpoint_shares_from_a_hand_made_layer_table(tmp_path):
-    # stem: 100 bytes saved, output 2 x 2 fp32 = 16 bytes (the first block's input); block layer1.0 saves
-    # 50 + 30, its output 1 element = 4 bytes (layer1.1's input); layer1.1 saves 40; the head 10. Total 230.
-    table = {
-        "models": [
-            {
-                "key": "tiny",
-                "layers": [
-                    ["conv1", "Conv2d", [1, 2, 2], 0, 100],
-                    ["layer1.0.conv1", "Conv2d", [1, 2, 2], 0, 50],
-                    ["layer1.0.bn1", "BatchNorm2d", [1, 1, 1], 0, 30],
-                    ["layer1.1.conv1", "Conv2d", [1, 1, 1], 0, 40],
-                    ["fc", "Linear", [10], 0, 10],
-                ],
-            }
-        ]
-    }
-    path = tmp_path / "layers.json"
-    path.write_text(json.dumps(table))
-    shares = checkpoint_shares("tiny", path)
-    assert shares.blocks == 2
-    assert shares.kept_share == pytest.approx((100 + 10 + 16 + 4) / 230)
-    assert shares.largest_block_share == pytest.approx(80 / 230)
+def test_block_profile_of_a_hand_made_layer_table():
+    # stem 100 bytes saved, block layer1.0 50 + 30, block layer1.1 40, head 10: 230 in all
+    layers = [
+        ["conv1", "Conv2d", [1, 2, 2], 0, 100],
+        ["layer1.0.conv1", "Conv2d", [1, 2, 2], 0, 50],
+        ["layer1.0.bn1", "BatchNorm2d", [1, 1, 1], 0, 30],
+        ["layer1.1.conv1", "Conv2d", [1, 1, 1], 0, 40],
+        ["fc", "Linear", [10], 0, 10],
+    ]
+    outside, blocks = _block_profile(layers)
+    assert outside == pytest.approx(110 / 230)
+    assert blocks == [
+        ("layer1.0", pytest.approx(100 / 230), pytest.approx(80 / 230)),
+        ("layer1.1", pytest.approx(100 / 230), pytest.approx(40 / 230)),
+    ]
 
 
-def test_checkpointing_keeps_the_kept_share_and_recomputes_one_block():
+def test_checkpointing_keeps_the_outside_and_the_block_inputs_and_recomputes_the_worst_block():
     plain = estimate_vision_memory(resnet50(micro_batch=64))
     checkpointed = estimate_vision_memory(resnet50(micro_batch=64, checkpointing="full"))
     shares = checkpoint_shares("resnet50")
-    assert checkpointed.activations_gib == pytest.approx(plain.activations_gib * shares.kept_share)
-    assert checkpointed.recompute_gib == pytest.approx(plain.activations_gib * shares.largest_block_share)
+    activations = plain.activations_gib * GIB
+    inputs = [64 * block.input_bytes_fp32 for block in shares.blocks]
+    kept = activations * shares.outside_share + sum(inputs)
+    assert checkpointed.activations_gib == pytest.approx(kept / GIB)
+    # while block k runs again: the stem's, the inputs of blocks 1..k and block k's own
+    live = [
+        activations * (block.outside_before_share + block.share) + sum(inputs[: k + 1])
+        for k, block in enumerate(shares.blocks)
+    ]
+    assert checkpointed.recompute_gib == pytest.approx(max(max(live) - kept, 0) / GIB)
     assert checkpointed.peak_gib < plain.peak_gib
 
 
@@ -225,3 +225,18 @@ def test_cli_bad_vision_input_is_one_error_line(capsys, argv, words):
 def test_cli_time_of_a_vision_model_says_which_commands_size_it(capsys):
     code, _, err = run_cli(capsys, "trace", "--model", "resnet50")
     assert code == 2 and "image model of the vision library" in err
+
+
+def test_every_checkpointable_model_has_measured_block_inputs_with_a_source():
+    from calculators.models.vision_library import load_vision_library
+
+    for model in load_vision_library():
+        shares = checkpoint_shares(model.key)
+        if model.kind == "unet":
+            assert shares is None
+            continue
+        assert shares is not None and shares.source and shares.as_of, model.key
+        # a block fed by the block before keeps its input; one fed by the stem or Swin's downsampling keeps none
+        assert sum(block.input_bytes_fp32 > 0 for block in shares.blocks) >= len(shares.blocks) // 2, model.key
+        # autocast keeps a block input in half or in fp32, never more than fp32
+        assert all(block.input_bytes_amp <= block.input_bytes_fp32 for block in shares.blocks), model.key

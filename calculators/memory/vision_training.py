@@ -264,19 +264,32 @@ def checks_checkpointing(model: VisionModel) -> str | None:
 
 
 def checkpointed_activation_bytes(run: VisionTrainingInput, activations: float) -> tuple[float, float]:
-    """(kept through forward, recomputed at once in backward). Without checkpointing everything
-    is kept. With every block checkpointed (torch.utils.checkpoint: a block's forward runs under
-    no_grad and keeps its input, then runs again in backward; Chen et al. 2016, arXiv:1604.06174
-    Sec. 3), forward keeps the block inputs and what lies outside the blocks, and backward holds
-    one block's activations again, the largest at most: the shares traced in fp32 at the reference
-    resolution, applied to this variant's bytes at this size."""
+    """(kept through forward, live above that at the worst moment of backward). Without
+    checkpointing everything is kept. With every block checkpointed (torch.utils.checkpoint: a block's
+    forward keeps nothing but its input and runs again in backward; Chen et al. 2016,
+    arXiv:1604.06174 Sec. 3), forward keeps what lies outside the blocks and each block's input.
+    Backward goes through the blocks last to first: while block k runs again, the head's tensors and
+    the inputs of the blocks after k are gone, so what is live is the stem's, the inputs of blocks
+    1..k and block k's activations; the worst block sets the backward's extra. The shares come from
+    the fp32 trace at the reference resolution, applied to this variant's bytes at this size; the
+    block inputs were measured per precision (fp32 where the residual stream adds an fp32 parameter)
+    and grow with the size unit."""
     if run.checkpointing == "none":
         return activations, 0.0
     problem = checks_checkpointing(run.model)
     if problem:
         raise VisionInputError(problem)
     shares = checkpoint_shares(run.model.key)
-    return activations * shares.kept_share, activations * shares.largest_block_share
+    model = run.model
+    growth = model.size_unit(run.resolution) / model.size_unit(model.reference_resolution)
+    per_input = run.micro_batch * growth
+    inputs_so_far, worst = 0.0, 0.0
+    for block in shares.blocks:
+        inputs_so_far += per_input * (block.input_bytes_fp32 if run.precision == "fp32" else block.input_bytes_amp)
+        live = activations * (block.outside_before_share + block.share) + inputs_so_far
+        worst = max(worst, live)
+    kept = activations * shares.outside_share + inputs_so_far
+    return kept, max(worst - kept, 0.0)
 
 
 def device_peak_bytes(allocated: float, run: VisionTrainingInput) -> float:

@@ -19,7 +19,6 @@ resolve offline (`vision_model`).
 from __future__ import annotations
 
 import json
-import math
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -148,7 +147,7 @@ DEFAULT_VISION_LAYERS_PATH = DATA_DIR / "vision_layers.json"
 # units timm's `set_grad_checkpointing` and torch.utils.checkpoint.checkpoint_sequential wrap. First match wins.
 BLOCK_PATTERNS = (
     re.compile(r"layer\d+\.\d+"),
-    re.compile(r"features\.\d+\.\d+(?=\.)"),
+    re.compile(r"features\.\d+\.\d+(?=\.|$)"),
     re.compile(r"features\.\d+(?=\.)"),
     re.compile(r"trunk_output\.block\d+\.block\d+-\d+"),
     re.compile(r"blocks\.\d+"),
@@ -156,14 +155,27 @@ BLOCK_PATTERNS = (
 )
 
 
-class CheckpointShares(BaseModel):
-    """With every block checkpointed, as shares of what the whole step keeps without it (fp32,
-    reference resolution, per image): what stays (the block inputs and what lies outside the
-    blocks) and what one block recomputes in backward at most (the largest block's saved bytes)."""
+class CheckpointedBlock(BaseModel):
+    """One block under activation checkpointing, per image at the reference resolution: the share of
+    the whole step's saved bytes (fp32 trace, data/vision_layers.json) that the modules outside any
+    block keep before it, and that the block itself keeps (what it recomputes in backward); the
+    bytes of its input the checkpoint keeps (data/vision_checkpointing.json), fp32 and autocast."""
 
-    blocks: int = Field(gt=0)
-    kept_share: float = Field(gt=0, le=1)
-    largest_block_share: float = Field(gt=0, le=1)
+    name: str
+    outside_before_share: float = Field(ge=0, le=1)
+    share: float = Field(ge=0, le=1)
+    input_bytes_fp32: float = Field(ge=0)
+    input_bytes_amp: float = Field(ge=0)
+
+
+class CheckpointShares(BaseModel):
+    """Every block checkpointed: the share kept outside the blocks (the stem and the head) and each
+    block in forward order, with the source of the measured block inputs."""
+
+    outside_share: float = Field(ge=0, le=1)
+    blocks: list[CheckpointedBlock] = Field(min_length=1)
+    source: str = Field(min_length=8)
+    as_of: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
 
 
 def block_of(module_name: str) -> str | None:
@@ -181,30 +193,49 @@ def _layer_tables(path: Path | None = None) -> dict[str, list]:
     return {row["key"]: row["layers"] for row in document["models"]}
 
 
-@lru_cache(maxsize=64)
-def checkpoint_shares(key: str, path: Path | None = None) -> CheckpointShares | None:
-    """The shares of CheckpointShares from the model's traced modules (data/vision_layers.json:
-    name, type, output shape, FLOPs, saved bytes), or None where the model has no such blocks (the
-    U-Net, whose skip connections cross every level). A block's input is the output of the module
-    listed just before its first one, kept in fp32 (4 bytes an element)."""
-    layers = _layer_tables(path).get(key)
-    if not layers:
-        return None
-    saved_total = sum(row[4] for row in layers)
-    outside, per_block, inputs = 0.0, {}, 0.0
-    previous_shape: list[int] | None = None
-    for name, _type, shape, _flops, saved in layers:
+DEFAULT_CHECKPOINTING_PATH = DATA_DIR / "vision_checkpointing.json"
+
+
+@lru_cache(maxsize=4)
+def _block_inputs(path: Path | None = None) -> dict[str, dict]:
+    document = json.loads(Path(path or DEFAULT_CHECKPOINTING_PATH).read_text())
+    return {row["key"]: row for row in document["models"]}
+
+
+def _block_profile(layers: list) -> tuple[float, list[tuple[str, float, float]]]:
+    """(share kept outside the blocks, [(block, outside share before it, its own share)]) of a layer
+    table's saved bytes (rows: name, type, output shape, FLOPs, saved bytes), in table order."""
+    saved_total = sum(row[4] for row in layers) or 1.0
+    outside, order, own = 0.0, {}, {}
+    for name, _type, _shape, _flops, saved in layers:
         block = block_of(name)
         if block is None:
             outside += saved
-        else:
-            if block not in per_block and previous_shape is not None:
-                inputs += 4 * math.prod(previous_shape)
-            per_block[block] = per_block.get(block, 0.0) + saved
-        previous_shape = shape
-    if not per_block or saved_total <= 0:
+            continue
+        order.setdefault(block, outside)
+        own[block] = own.get(block, 0.0) + saved
+    return outside / saved_total, [(block, order[block] / saved_total, own[block] / saved_total) for block in order]
+
+
+@lru_cache(maxsize=64)
+def checkpoint_shares(key: str) -> CheckpointShares | None:
+    """What checkpointing every block of the model keeps and recomputes (CheckpointShares), or None
+    where the model has no such blocks (the U-Net, whose skip connections cross every level)."""
+    layers, measured = _layer_tables().get(key), _block_inputs().get(key)
+    if not layers or measured is None:
         return None
-    kept = min((outside + inputs) / saved_total, 1.0)
-    return CheckpointShares(
-        blocks=len(per_block), kept_share=kept, largest_block_share=max(per_block.values()) / saved_total
-    )
+    outside, profile = _block_profile(layers)
+    if not profile:
+        return None
+    inputs = {name: (fp32, amp) for name, fp32, amp in measured["blocks"]}
+    blocks = [
+        CheckpointedBlock(
+            name=name,
+            outside_before_share=before,
+            share=share,
+            input_bytes_fp32=inputs.get(name, (0, 0))[0],
+            input_bytes_amp=inputs.get(name, (0, 0))[1],
+        )
+        for name, before, share in profile
+    ]
+    return CheckpointShares(outside_share=outside, blocks=blocks, source=measured["source"], as_of=measured["as_of"])
