@@ -25,6 +25,7 @@ from measure.vision.catalogue import BY_KEY, ENTRIES  # noqa: E402
 
 OUT = ROOT / "data" / "vision_checkpointing.json"
 CHECK_BATCH = 32
+TRACE_BATCH = 16  # images per traced checkpointed step (per-image figures divide by it)
 CHECK_SIZES = {"cnn": 288, "unet": 256, "swin": 448, "vit": 288}  # a size the table was not measured at
 
 
@@ -45,9 +46,13 @@ def measure(key: str) -> dict:
         with FakeTensorMode():
             model = materialize(model, False)
             measured[variant] = block_input_bytes(model, torch.randn(1, 3, size, size), dtype)
+    backward = {variant: checkpointed_backward(entry, size, variant) for variant in ("fp32", "amp-bf16")}
     return {
         "key": key,
         "resolution": size,
+        "traced_micro_batch": TRACE_BATCH,
+        "backward_extra_bytes_per_image": {variant: extra for variant, (extra, _) in backward.items()},
+        "backward_gradient_bytes": {variant: gradients for variant, (_, gradients) in backward.items()},
         "columns": ["block", "fp32_input_bytes", "amp_input_bytes"],
         "blocks": [[name, measured["fp32"][name], measured["amp-bf16"][name]] for name in measured["fp32"]],
         "source": row.source,
@@ -55,19 +60,42 @@ def measure(key: str) -> dict:
     }
 
 
+def checkpointed_backward(entry, size: int, precision: str) -> tuple[float, int]:
+    """A checkpointed step traced at the reference resolution: (activations live at the backward's
+    peak above those kept at the end of forward, per image; parameter gradients live then)."""
+    from measure.vision.trace import trace_vision_step
+
+    trace = trace_vision_step(entry, size, precision, False, TRACE_BATCH, "sgd", checkpointing=True)
+    at_peak = trace.phase_components["backward"]
+    extra = (at_peak.get("activations", 0) - trace.saved_bytes) / TRACE_BATCH
+    return extra, at_peak.get("gradients", 0)
+
+
+ABOUT = (
+    "Per model, every block under torch.utils.checkpoint, at the reference resolution, fp32 and bf16 autocast: "
+    "per block in forward order the bytes of its input for one image that the checkpoint keeps and nothing "
+    "else would (an input made by the block before), from one forward under fake tensors; and from a traced "
+    "checkpointed step of traced_micro_batch images, the activations live at the backward's peak above those "
+    "kept at the end of forward (per image) and the parameter gradients live then (bench/vision_checkpointing.py)."
+)
+
+
 def build(keys: list[str]) -> None:
-    rows = []
+    """Measure each model and write the file after each, so that a long run keeps what it has."""
     for key in keys:
         if BY_KEY[key].kind == "unet":
             continue  # no checkpointable blocks (calculators.models.vision_library.checkpoint_shares)
-        rows.append(measure(key))
-        print(rows[-1]["key"], len(rows[-1]["blocks"]), "blocks", flush=True)
-    about = (
-        "Per model and block, in forward order: the bytes of the block's input for one image at the reference "
-        "resolution that torch.utils.checkpoint keeps and nothing else would (an input made by the block before), "
-        "fp32 and under bf16 autocast; one forward of the module under fake tensors (bench/vision_checkpointing.py)."
-    )
-    OUT.write_text(json.dumps({"about": about, "models": rows}, indent=1) + "\n")
+        row = measure(key)
+        _write(row)
+        print(row["key"], len(row["blocks"]), "blocks", flush=True)
+
+
+def _write(row: dict) -> None:
+    kept = json.loads(OUT.read_text())["models"] if OUT.exists() else []  # the other models' rows stay
+    merged = [other for other in kept if other["key"] != row["key"]] + [row]
+    order = [entry.key for entry in ENTRIES]
+    merged.sort(key=lambda other: order.index(other["key"]))
+    OUT.write_text(json.dumps({"about": ABOUT, "models": merged}, indent=1) + "\n")
 
 
 def check(keys: list[str]) -> None:

@@ -78,3 +78,16 @@ def test_the_plan_page_says_it_sizes_transformers_for_an_image_model():
     app = open_app("app_pages/plan.py", model="resnet50")
     assert not app.exception
     assert any("Memory and Compare" in text for text in texts(app.info))
+
+
+def test_an_absurd_image_size_in_a_link_is_named_with_its_bound():
+    app = open_app(model="resnet50", img_px="99999")
+    assert not app.exception
+    shown = texts(app.warning) + texts(app.error)
+    assert any("4,096" in text for text in shown), shown
+
+
+def test_a_parameter_count_sized_like_an_image_model_points_to_the_vision_library():
+    app = open_app(src="Parameter count", params_b="0.0256")
+    assert not app.exception
+    assert any("vision library" in text for text in texts(app.info))

@@ -25,6 +25,8 @@ from calculators.memory.vision_training import (
     checks_checkpointing,
 )
 from calculators.models.hf_config import (
+    IMAGE_MODEL_HINT,
+    IMAGE_MODEL_SIZED_PARAMETERS,
     ModelInputError,
     spec_from_hf_config,
     spec_from_parameter_count,
@@ -206,6 +208,8 @@ def _parameter_count_model() -> tuple[ModelSpec | None, list[str], list[str]]:
         f"Assumed a Llama-style shape for {billions:g}B parameters: {spec.n_layers} layers, hidden "
         f"{spec.hidden_size}, {spec.n_heads} heads, FFN {spec.ffn_hidden_size}, vocab {spec.vocab_size}."
     )
+    if billions * 1e9 < IMAGE_MODEL_SIZED_PARAMETERS:
+        note += f" {IMAGE_MODEL_HINT[0].upper()}{IMAGE_MODEL_HINT[1:]} in the Preset box."
     return spec, [], [note]
 
 

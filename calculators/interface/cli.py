@@ -37,6 +37,8 @@ from calculators.memory.serving import estimate_serving, max_concurrency, max_co
 from calculators.memory.vision_training import VisionTrainingInput
 from calculators.models.geometry import active_parameters
 from calculators.models.hf_config import (
+    IMAGE_MODEL_HINT,
+    IMAGE_MODEL_SIZED_PARAMETERS,
     ModelInputError,
     describe_validation_error,
     spec_from_hf_config,
@@ -159,6 +161,8 @@ def model_from_args(args: argparse.Namespace) -> ModelSpec:
             return _transformer(resolve_any(args.model, fetch_hub_config))
         if args.config_json is not None:
             return spec_from_hf_config(args.config_json.read_bytes(), args.config_json.name)
+        if args.params < IMAGE_MODEL_SIZED_PARAMETERS:
+            _warn(args, f"--params {args.params:g}: {IMAGE_MODEL_HINT} with --model")
         return spec_from_parameter_count(args.params)
     except KeyError as error:
         raise UsageError(str(error).strip("'\"")) from None

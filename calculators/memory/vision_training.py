@@ -239,7 +239,11 @@ def estimate_vision_memory(run: VisionTrainingInput) -> VisionMemoryResult:
         "autocast_weight_copies": float(variant.autocast_copy_bytes) if run.precision != "fp32" else 0.0,
         "activations": kept,
         "recompute": recompute,
-        "backward_transient": backward_transient_bytes(model, variant, run.micro_batch, size),
+        "backward_transient": (
+            backward_transient_bytes(model, variant, run.micro_batch, size)
+            if run.checkpointing == "none"
+            else checkpointed_gradient_bytes(run)
+        ),
         "inputs": input_bytes(model, run.micro_batch, size),
         "cudnn_workspace": run.cudnn_workspace_gib * GIB,
     }
@@ -264,32 +268,43 @@ def checks_checkpointing(model: VisionModel) -> str | None:
 
 
 def checkpointed_activation_bytes(run: VisionTrainingInput, activations: float) -> tuple[float, float]:
-    """(kept through forward, live above that at the worst moment of backward). Without
-    checkpointing everything is kept. With every block checkpointed (torch.utils.checkpoint: a block's
-    forward keeps nothing but its input and runs again in backward; Chen et al. 2016,
-    arXiv:1604.06174 Sec. 3), forward keeps what lies outside the blocks and each block's input.
-    Backward goes through the blocks last to first: while block k runs again, the head's tensors and
-    the inputs of the blocks after k are gone, so what is live is the stem's, the inputs of blocks
-    1..k and block k's activations; the worst block sets the backward's extra. The shares come from
-    the fp32 trace at the reference resolution, applied to this variant's bytes at this size; the
-    block inputs were measured per precision (fp32 where the residual stream adds an fp32 parameter)
-    and grow with the size unit."""
+    """(kept through forward, live above that at the backward's peak). Without checkpointing
+    everything is kept. With every block checkpointed (torch.utils.checkpoint: a block's forward
+    keeps nothing but its input and runs again in backward; Chen et al. 2016, arXiv:1604.06174
+    Sec. 3), forward keeps what lies outside the blocks (its share of the fp32 trace, applied to this
+    variant's bytes at this size) and each block's input (measured per precision: fp32 where the
+    residual stream adds an fp32 parameter; grown with the size unit). Backward's extra, the block run
+    again and the gradients flowing through it, is per image from a traced checkpointed step at the
+    reference resolution, grown with the size unit."""
     if run.checkpointing == "none":
         return activations, 0.0
-    problem = checks_checkpointing(run.model)
+    shares = _checkpoint_shares(run.model)
+    precision = "fp32" if run.precision == "fp32" else "amp"
+    images = run.micro_batch * _unit_growth(run)
+    inputs = sum(block.input_bytes_fp32 if precision == "fp32" else block.input_bytes_amp for block in shares.blocks)
+    kept = activations * shares.outside_share + images * inputs
+    return kept, max(images * shares.backward_extra_bytes_per_image[precision], 0.0)
+
+
+def checkpointed_gradient_bytes(run: VisionTrainingInput) -> float:
+    """The parameter gradients live at a checkpointed backward's peak, which comes late, when the
+    first blocks run again and almost every gradient exists (traced; sharded as ZeRO-2 shards them)."""
+    shares = _checkpoint_shares(run.model)
+    precision = "fp32" if run.precision == "fp32" else "amp"
+    return shares.backward_gradient_bytes[precision] / shard_divisor(run.zero, 2, run.gpus)
+
+
+def _checkpoint_shares(model: VisionModel):
+    problem = checks_checkpointing(model)
     if problem:
         raise VisionInputError(problem)
-    shares = checkpoint_shares(run.model.key)
+    return checkpoint_shares(model.key)
+
+
+def _unit_growth(run: VisionTrainingInput) -> float:
+    """How much a per-image figure traced at the reference resolution grows at this size (pixels or tokens)."""
     model = run.model
-    growth = model.size_unit(run.resolution) / model.size_unit(model.reference_resolution)
-    per_input = run.micro_batch * growth
-    inputs_so_far, worst = 0.0, 0.0
-    for block in shares.blocks:
-        inputs_so_far += per_input * (block.input_bytes_fp32 if run.precision == "fp32" else block.input_bytes_amp)
-        live = activations * (block.outside_before_share + block.share) + inputs_so_far
-        worst = max(worst, live)
-    kept = activations * shares.outside_share + inputs_so_far
-    return kept, max(worst - kept, 0.0)
+    return model.size_unit(run.resolution) / model.size_unit(model.reference_resolution)
 
 
 def device_peak_bytes(allocated: float, run: VisionTrainingInput) -> float:
@@ -318,8 +333,8 @@ PART_LABEL = {
     "optimizer_step_temporaries": "optimizer step temporaries",
     "autocast_weight_copies": "autocast weight copies",
     "activations": "activations kept for backward",
-    "recompute": "one block recomputed (checkpointing)",
-    "backward_transient": "backward's gradients of feature maps",
+    "recompute": "blocks run again in backward (checkpointing)",
+    "backward_transient": "gradients live at the backward's peak",
     "inputs": "images and labels",
     "cudnn_workspace": "cuDNN workspace",
 }
@@ -342,8 +357,9 @@ def assumptions(run: VisionTrainingInput) -> list[str]:
     ]
     if run.checkpointing == "full":
         lines.append(
-            "Every block checkpointed (timm set_grad_checkpointing): block inputs kept, one block recomputed at a "
-            "time; the shares come from the fp32 trace at the reference resolution."
+            "Every block checkpointed (timm set_grad_checkpointing): block inputs kept, the blocks run again in "
+            "backward; kept bytes from the fp32 trace's shares and the measured block inputs, the backward's extra "
+            f"from a traced checkpointed step ({run.model.key}, data/vision_checkpointing.json)."
         )
     else:
         lines.append("No activation checkpointing.")

@@ -822,6 +822,15 @@ def spec_from_parameter_count(parameters: float, vocab_size: int = 32000) -> Mod
     return spec
 
 
+# Below this a bare count is as likely an image model's (ResNet-50 25.6M, ViT-B/16 86.6M, ConvNeXt-B 88.6M)
+# as a small transformer's: the answer names the vision library beside the shape it assumed.
+IMAGE_MODEL_SIZED_PARAMETERS = 1e9
+IMAGE_MODEL_HINT = (
+    "if this is an image model (ResNet-50 has 25.6M parameters), name it instead: the vision library sizes "
+    "ResNet, EfficientNet, ConvNeXt, ViT, DeiT, Swin and a U-Net by name (e.g. resnet50)"
+)
+
+
 # A shape is only offered for a count it comes near (within 25%): below about 6.3M parameters even one layer
 # of width 128 with a 32,000-token vocabulary holds too many, and small counts can fall between two shapes.
 PARAMETER_COUNT_TOLERANCE = (0.75, 1.25)

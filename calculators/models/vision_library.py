@@ -170,10 +170,14 @@ class CheckpointedBlock(BaseModel):
 
 class CheckpointShares(BaseModel):
     """Every block checkpointed: the share kept outside the blocks (the stem and the head) and each
-    block in forward order, with the source of the measured block inputs."""
+    block in forward order; from a traced checkpointed step at the reference resolution, per
+    precision (`fp32`, `amp`), the activations live at the backward's peak above those kept, per image
+    (the block run again and the gradients flowing through it), and the parameter gradients live then."""
 
     outside_share: float = Field(ge=0, le=1)
     blocks: list[CheckpointedBlock] = Field(min_length=1)
+    backward_extra_bytes_per_image: dict[Literal["fp32", "amp"], float]
+    backward_gradient_bytes: dict[Literal["fp32", "amp"], float]
     source: str = Field(min_length=8)
     as_of: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
 
@@ -206,10 +210,13 @@ def _block_profile(layers: list) -> tuple[float, list[tuple[str, float, float]]]
     """(share kept outside the blocks, [(block, outside share before it, its own share)]) of a layer
     table's saved bytes (rows: name, type, output shape, FLOPs, saved bytes), in table order."""
     saved_total = sum(row[4] for row in layers) or 1.0
+    # a block holds modules of its own: a lone layer named like one (EfficientNet's stem conv `features.0.0`)
+    # is not wrapped, so it stays with the stem and head (measure.vision.checkpointing.block_names)
+    real = {block_of(row[0]) for row in layers if block_of(row[0]) not in (None, row[0])}
     outside, order, own = 0.0, {}, {}
     for name, _type, _shape, _flops, saved in layers:
         block = block_of(name)
-        if block is None:
+        if block not in real:
             outside += saved
             continue
         order.setdefault(block, outside)
@@ -238,4 +245,14 @@ def checkpoint_shares(key: str) -> CheckpointShares | None:
         )
         for name, before, share in profile
     ]
-    return CheckpointShares(outside_share=outside, blocks=blocks, source=measured["source"], as_of=measured["as_of"])
+    def by_precision(values: dict) -> dict:
+        return {"fp32": values["fp32"], "amp": values["amp-bf16"]}
+
+    return CheckpointShares(
+        outside_share=outside,
+        blocks=blocks,
+        backward_extra_bytes_per_image=by_precision(measured["backward_extra_bytes_per_image"]),
+        backward_gradient_bytes=by_precision(measured["backward_gradient_bytes"]),
+        source=measured["source"],
+        as_of=measured["as_of"],
+    )

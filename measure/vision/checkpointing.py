@@ -27,7 +27,8 @@ class CheckpointedBlock(torch.nn.Module):
 def block_names(model: torch.nn.Module) -> list[str]:
     """The blocks as the layer table groups its modules: the block each module's name falls in."""
     names = [name for name, _ in model.named_modules() if name]
-    blocks = {block_of(name) for name in names} - {None}
+    # a block holds modules of its own, as calculators.models.vision_library._block_profile groups the table
+    blocks = {block_of(name) for name in names if block_of(name) not in (None, name)}
     # the outermost only: a block inside another is recomputed with it
     return [name for name in names if name in blocks and not any(name.startswith(b + ".") for b in blocks)]
 
