@@ -71,6 +71,7 @@ def step_part_colour(name: str) -> str:
 def pricing_colour(pricing: str) -> str:
     return PRICING_COLOUR.get(pricing, OTHER_COLOUR)
 
+
 # An image model's parts (calculators.memory.vision_training.PART_LABEL): the transformer's colour where the
 # part is the same thing, its own where it is not.
 VISION_PART_COLOUR = {

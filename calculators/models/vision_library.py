@@ -245,6 +245,7 @@ def checkpoint_shares(key: str) -> CheckpointShares | None:
         )
         for name, before, share in profile
     ]
+
     def by_precision(values: dict) -> dict:
         return {"fp32": values["fp32"], "amp": values["amp-bf16"]}
 
