@@ -46,14 +46,9 @@ def search_any(query: str, limit: int = 20) -> list[str]:
 
 
 def all_model_names() -> list[str]:
-    """Every bundled name: presets, library ids, then the vision library's keys (one per model)."""
-    return [*model_names(), *sorted(model.key for model in _vision_models())]
-
-
-def _vision_models():
-    from calculators.models.vision_library import load_vision_library
-
-    return load_vision_library()
+    """Every bundled name: presets, library ids, then every name the vision library answers to (its
+    keys, torchvision and timm names, Hub ids), so a search box finds `microsoft/resnet-50` too."""
+    return [*model_names(), *vision_model_names()]
 
 
 def closest_any(name: str, n: int = 3) -> list[str]:
