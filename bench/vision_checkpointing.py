@@ -25,7 +25,7 @@ from measure.vision.catalogue import BY_KEY, ENTRIES  # noqa: E402
 
 OUT = ROOT / "data" / "vision_checkpointing.json"
 CHECK_BATCH = 32
-TRACE_BATCH = 16  # images per traced checkpointed step (per-image figures divide by it)
+TRACE_BATCHES = (8, 16)  # two micro-batches separate what grows with the images from what does not
 CHECK_SIZES = {"cnn": 288, "unet": 256, "swin": 448, "vit": 288}  # a size the table was not measured at
 
 
@@ -50,9 +50,10 @@ def measure(key: str) -> dict:
     return {
         "key": key,
         "resolution": size,
-        "traced_micro_batch": TRACE_BATCH,
-        "backward_extra_bytes_per_image": {variant: extra for variant, (extra, _) in backward.items()},
-        "backward_gradient_bytes": {variant: gradients for variant, (_, gradients) in backward.items()},
+        "traced_micro_batches": list(TRACE_BATCHES),
+        "backward_extra_bytes_per_image": {variant: values[0] for variant, values in backward.items()},
+        "backward_extra_fixed_bytes": {variant: values[1] for variant, values in backward.items()},
+        "backward_gradient_bytes": {variant: values[2] for variant, values in backward.items()},
         "columns": ["block", "fp32_input_bytes", "amp_input_bytes"],
         "blocks": [[name, measured["fp32"][name], measured["amp-bf16"][name]] for name in measured["fp32"]],
         "source": row.source,
@@ -60,42 +61,50 @@ def measure(key: str) -> dict:
     }
 
 
-def checkpointed_backward(entry, size: int, precision: str) -> tuple[float, int]:
-    """A checkpointed step traced at the reference resolution: (activations live at the backward's
-    peak above those kept at the end of forward, per image; parameter gradients live then)."""
+def checkpointed_backward(entry, size: int, precision: str) -> tuple[float, float, int]:
+    """Checkpointed steps traced at the reference resolution with two micro-batches: (activations live
+    at the backward's peak above those kept at the end of forward, per image; what of them does not
+    grow with the batch, such as the autocast copies of a block's weights made again; the parameter
+    gradients live at the peak)."""
     from measure.vision.trace import trace_vision_step
 
-    trace = trace_vision_step(entry, size, precision, False, TRACE_BATCH, "sgd", checkpointing=True)
-    at_peak = trace.phase_components["backward"]
-    extra = (at_peak.get("activations", 0) - trace.saved_bytes) / TRACE_BATCH
-    return extra, at_peak.get("gradients", 0)
+    extras, gradients = [], 0
+    for batch in TRACE_BATCHES:
+        trace = trace_vision_step(entry, size, precision, False, batch, "sgd", checkpointing=True)
+        at_peak = trace.phase_components["backward"]
+        extras.append(at_peak.get("activations", 0) - trace.saved_bytes)
+        gradients = at_peak.get("gradients", 0)
+    (small, large), (b_small, b_large) = extras, TRACE_BATCHES
+    per_image = (large - small) / (b_large - b_small)
+    return per_image, large - b_large * per_image, gradients
 
 
 ABOUT = (
     "Per model, every block under torch.utils.checkpoint, at the reference resolution, fp32 and bf16 autocast: "
     "per block in forward order the bytes of its input for one image that the checkpoint keeps and nothing "
-    "else would (an input made by the block before), from one forward under fake tensors; and from a traced "
-    "checkpointed step of traced_micro_batch images, the activations live at the backward's peak above those "
-    "kept at the end of forward (per image) and the parameter gradients live then (bench/vision_checkpointing.py)."
+    "else would (an input made by the block before), from one forward under fake tensors; and from checkpointed "
+    "steps traced at two micro-batches (traced_micro_batches), the activations live at the backward's peak above "
+    "those kept at the end of forward, per image and what does not grow with the images, and the parameter "
+    "gradients live then (bench/vision_checkpointing.py)."
 )
 
 
-def build(keys: list[str]) -> None:
-    """Measure each model and write the file after each, so that a long run keeps what it has."""
+def build(keys: list[str], out: Path) -> None:
+    """Measure each model and write `out` after each, so that a long run keeps what it has."""
     for key in keys:
         if BY_KEY[key].kind == "unet":
             continue  # no checkpointable blocks (calculators.models.vision_library.checkpoint_shares)
         row = measure(key)
-        _write(row)
+        _write(row, out)
         print(row["key"], len(row["blocks"]), "blocks", flush=True)
 
 
-def _write(row: dict) -> None:
-    kept = json.loads(OUT.read_text())["models"] if OUT.exists() else []  # the other models' rows stay
+def _write(row: dict, out: Path) -> None:
+    kept = json.loads(out.read_text())["models"] if out.exists() else []  # the other models' rows stay
     merged = [other for other in kept if other["key"] != row["key"]] + [row]
     order = [entry.key for entry in ENTRIES]
     merged.sort(key=lambda other: order.index(other["key"]))
-    OUT.write_text(json.dumps({"about": ABOUT, "models": merged}, indent=1) + "\n")
+    out.write_text(json.dumps({"about": ABOUT, "models": merged}, indent=1) + "\n")
 
 
 def check(keys: list[str]) -> None:
@@ -131,9 +140,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated library keys (default: all)")
     parser.add_argument("--check", action="store_true", help="engine vs traced checkpointed steps")
+    parser.add_argument("--out", type=Path, default=OUT, help="where to write (default data/vision_checkpointing.json)")
     args = parser.parse_args()
     keys = args.only.split(",") if args.only else [entry.key for entry in ENTRIES]
-    check(keys) if args.check else build(keys)
+    check(keys) if args.check else build(keys, args.out)
 
 
 if __name__ == "__main__":

@@ -274,8 +274,9 @@ def checkpointed_activation_bytes(run: VisionTrainingInput, activations: float) 
     Sec. 3), forward keeps what lies outside the blocks (its share of the fp32 trace, applied to this
     variant's bytes at this size) and each block's input (measured per precision: fp32 where the
     residual stream adds an fp32 parameter; grown with the size unit). Backward's extra, the block run
-    again and the gradients flowing through it, is per image from a traced checkpointed step at the
-    reference resolution, grown with the size unit."""
+    again and the gradients flowing through it, is per image (grown with the size unit) and fixed (the
+    autocast copies of a block's weights made again), from checkpointed steps traced at the reference
+    resolution with two micro-batches."""
     if run.checkpointing == "none":
         return activations, 0.0
     shares = _checkpoint_shares(run.model)
@@ -283,7 +284,8 @@ def checkpointed_activation_bytes(run: VisionTrainingInput, activations: float) 
     images = run.micro_batch * _unit_growth(run)
     inputs = sum(block.input_bytes_fp32 if precision == "fp32" else block.input_bytes_amp for block in shares.blocks)
     kept = activations * shares.outside_share + images * inputs
-    return kept, max(images * shares.backward_extra_bytes_per_image[precision], 0.0)
+    extra = images * shares.backward_extra_bytes_per_image[precision] + shares.backward_extra_fixed_bytes[precision]
+    return kept, max(extra, 0.0)
 
 
 def checkpointed_gradient_bytes(run: VisionTrainingInput) -> float:

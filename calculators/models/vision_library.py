@@ -172,11 +172,13 @@ class CheckpointShares(BaseModel):
     """Every block checkpointed: the share kept outside the blocks (the stem and the head) and each
     block in forward order; from a traced checkpointed step at the reference resolution, per
     precision (`fp32`, `amp`), the activations live at the backward's peak above those kept, per image
-    (the block run again and the gradients flowing through it), and the parameter gradients live then."""
+    (the block run again and the gradients flowing through it) and whatever the batch (the autocast
+    copies of the block's weights made again), and the parameter gradients live then."""
 
     outside_share: float = Field(ge=0, le=1)
     blocks: list[CheckpointedBlock] = Field(min_length=1)
     backward_extra_bytes_per_image: dict[Literal["fp32", "amp"], float]
+    backward_extra_fixed_bytes: dict[Literal["fp32", "amp"], float] = {"fp32": 0.0, "amp": 0.0}
     backward_gradient_bytes: dict[Literal["fp32", "amp"], float]
     source: str = Field(min_length=8)
     as_of: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
@@ -253,6 +255,7 @@ def checkpoint_shares(key: str) -> CheckpointShares | None:
         outside_share=outside,
         blocks=blocks,
         backward_extra_bytes_per_image=by_precision(measured["backward_extra_bytes_per_image"]),
+        backward_extra_fixed_bytes=by_precision(measured.get("backward_extra_fixed_bytes", {"fp32": 0, "amp-bf16": 0})),
         backward_gradient_bytes=by_precision(measured["backward_gradient_bytes"]),
         source=measured["source"],
         as_of=measured["as_of"],
