@@ -5,6 +5,7 @@ import streamlit as st
 
 from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.memory.fit_matrix import fit_matrix
+from calculators.memory.vision_fit import vision_fit_matrix
 from calculators.timing.roofline import matmul_format, roofline_point, workload_intensity_flops_per_byte
 from calculators.workload.serving import serving_problem
 from ui import state
@@ -43,7 +44,10 @@ elif detection_message.startswith("This host has"):  # GPUs the catalogue lacks;
     st.caption(detection_message)
 
 fits = None
-if not workload.ready:
+if workload.is_vision:
+    fit_asked = json_key(workload.vision, gpus)
+    fits = remembered("compare_vision_fits", fit_asked, lambda: vision_fit_matrix(workload.vision, gpus))
+elif not workload.ready:
     st.warning("The workload in the sidebar has an error, so the fit columns are left out.")
 elif workload.is_inference:
     problem = serving_problem(workload.spec, workload.serving)
@@ -84,6 +88,8 @@ st.caption(
     f"{len(shown)} of {len(table)} GPUs. Click a column header to sort. Tensor TFLOPS are dense (no sparsity). "
     f"{MISSING_FIGURE_TEXT}"
 )
+if workload.is_vision:
+    st.caption(f"{workload.vision.model.key}: the largest micro-batch counts images per GPU; peaks are device peaks.")
 shown = readable_fits(shown)  # "none fits" and "-" rather than "None" in the fit columns
 fit_fields = [] if fits is None else list(SERVING_COLUMNS if workload.is_inference else FIT_COLUMNS)
 columns = ["name", *fit_fields, *SPEC_FIELDS, "detected", "yours"]

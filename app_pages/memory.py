@@ -21,6 +21,7 @@ from ui.memo import json_key, remembered
 from ui.serving_view import show_serving
 from ui.trace_view import trace_section
 from ui.user_gpus import user_gpus
+from ui.vision_view import show_vision_memory
 
 
 def framework_assumed(settings) -> str:
@@ -48,6 +49,9 @@ for message in workload.errors:
     st.error(message)
 for note in workload.notes:
     st.info(note)
+if workload.is_vision:  # an image model of the vision library: its own estimate and verdict
+    show_vision_memory(workload.vision, workload.gpu_name, workload.gpu_memory_gib)
+    st.stop()
 if not workload.ready:
     st.info("Fix the inputs in the sidebar to see the estimate.")
     st.stop()

@@ -8,6 +8,11 @@ comparable figure. Deep models are traced at 3, 4 and 5 layers and extended exac
 parallel, each importing torch once (`runner.TraceSession`, with a time limit per trace).
 
     python bench/accuracy.py [--json PATH] [--limit N] [--match TEXT] [--workers 2]
+    python bench/accuracy.py --vision [--match TEXT] [--json PATH]
+
+`--vision` compares the image models of the vision library instead: every model at its reference
+resolution and one it was not fitted at, in fp32 and fp16 autocast, 64 images, SGD with momentum
+(the check of bench/vision_library.py), one row per configuration and how many are within 3%.
 
 Prints one row per configuration, the engine's and the trace's peak phase, the median and
 maximum relative error of the peak, and for each configuration off by more than 3% the
@@ -301,13 +306,33 @@ def summarize(rows: list[Row], seconds: float) -> None:
         print(f"  {row.config.label}: {100 * row.relative_error:+.2f}% {where} (engine - trace, GiB: {diffs})")
 
 
+def vision_table(match: str | None, out: Path | None) -> None:
+    """The vision library's engine against fresh fake-tensor traces (bench/vision_library.py's check)."""
+    import vision_library  # bench/vision_library.py, beside this script
+
+    keys = [entry.key for entry in vision_library.ENTRIES if match is None or match in entry.key]
+    start = time.perf_counter()
+    rows = vision_library.check(keys, vision_library.ROOT / "data" / "vision_library.json")
+    print()
+    vision_library.summarize(rows)
+    within = sum(abs(row["peak_error"]) <= THRESHOLD and abs(row["saved_error"]) <= THRESHOLD for row in rows)
+    print(f"{within} of {len(rows)} configurations within {100 * THRESHOLD:.0f}% (peak and saved activations); "
+          f"{len(keys)} models, wall time {time.perf_counter() - start:.0f} s")  # fmt: skip
+    if out:
+        out.write_text(json.dumps(rows, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
     parser.add_argument("--limit", type=int, help="only the first N configurations")
     parser.add_argument("--match", help="only the configurations whose label contains this text")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--vision", action="store_true", help="the vision library's image models instead")
     args = parser.parse_args()
+    if args.vision:
+        vision_table(args.match, args.json)
+        return
     configs = [config for config in grid() if args.match is None or args.match in config.label][: args.limit]
     start = time.perf_counter()
     rows = run(configs, args.workers)

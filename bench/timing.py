@@ -19,12 +19,14 @@ def median_ms(function, repeats: int = 30) -> float:
     return statistics.median(timings)
 
 
-def page_rerun_ms(page: str, repeats: int) -> float:
+def page_rerun_ms(page: str, repeats: int, query: dict[str, str] | None = None) -> float:
     """Median rerun time of one page of the app under AppTest, after a warm-up run (imports
-    and caches are paid once per server)."""
+    and caches are paid once per server); `query`: the link's settings (?model=resnet50)."""
     from streamlit.testing.v1 import AppTest
 
     app = AppTest.from_file(str(REPO_ROOT / "app.py"), default_timeout=60)
+    for key, value in (query or {}).items():
+        app.query_params[key] = value
     app.switch_page(page)
     app.run()
     assert not app.exception, app.exception

@@ -200,10 +200,11 @@ def test_a_parameter_count_no_shape_comes_near_is_refused_in_words(count):
     with pytest.raises(ModelInputError, match="more than 25% off") as caught:
         spec_from_parameter_count(count)
     assert "vision model" in str(caught.value) and "no stand-in transformer is built" in str(caught.value)
+    assert "vision library" in str(caught.value)
 
 
 def test_an_image_models_config_is_refused_in_words_not_built_as_a_transformer():
     resnet = {"model_type": "resnet", "hidden_sizes": [256, 512, 1024, 2048], "depths": [3, 4, 6, 3]}
     with pytest.raises(ModelInputError, match="'resnet' is an image model") as caught:
         spec_from_hf_config(json.dumps(resnet))
-    assert "not modelled yet" in str(caught.value)
+    assert "vision library" in str(caught.value) and "transformer language models" in str(caught.value)

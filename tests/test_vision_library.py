@@ -149,7 +149,9 @@ def test_bad_image_sizes_name_the_bound():
     with pytest.raises(VisionInputError, match="multiple of 224"):
         check_image_size(swin, 300)
     with pytest.raises(VisionInputError, match="32 to 4096"):
-        estimate_vision_memory(VisionTrainingInput(model=vision_model("resnet50"), micro_batch=8, image_size=100_000))
+        check_image_size(vision_model("resnet50"), 100_000)
+    with pytest.raises(ValueError, match="4096"):  # the settings' own bound, before any estimate
+        VisionTrainingInput(model=vision_model("resnet50"), micro_batch=8, image_size=100_000)
 
 
 # --- against fresh traces -----------------------------------------------------------------------

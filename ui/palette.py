@@ -72,3 +72,21 @@ def step_part_colour(name: str) -> str:
 
 def pricing_colour(pricing: str) -> str:
     return PRICING_COLOUR.get(pricing, OTHER_COLOUR)
+
+
+# An image model's parts (calculators.memory.vision_training.PART_LABEL): the transformer's colour where the
+# part is the same thing, its own where it is not.
+VISION_PART_COLOUR = {
+    "weights": COMPONENT_COLOUR["weights"],
+    "buffers": "#17becf",  # BatchNorm buffers: teal
+    "gradients": COMPONENT_COLOUR["gradients"],
+    "optimizer_states": COMPONENT_COLOUR["optimizer_states"],
+    "optimizer_step_temporaries": COMPONENT_COLOUR["optimizer_step_temporaries"],
+    "autocast_weight_copies": COMPONENT_COLOUR["autocast_weight_copies"],
+    "activations": COMPONENT_COLOUR["activations"],
+    "recompute": "#bcbd22",  # one block recomputed: olive
+    "backward_transient": "#9467bd",  # the backward's feature-map gradients: purple
+    "inputs": "#8c564b",  # images and labels: brown
+    "cudnn_workspace": "#e377c2",  # cuDNN workspace: pink
+    "overheads": "#c7c7c7",  # allocator reserve, CUDA context, NCCL: light grey
+}

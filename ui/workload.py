@@ -18,7 +18,15 @@ from pydantic import ValidationError
 from calculators.hardware.catalogue import GpuSpec, load_gpu_catalogue
 from calculators.interface.settings import Setting, all_settings, applicable_values, build_workload
 from calculators.memory.fit_matrix import gpu_memory_gib
+from calculators.memory.vision_training import (
+    VisionInputError,
+    VisionTrainingInput,
+    check_image_size,
+    checks_checkpointing,
+)
 from calculators.models.hf_config import (
+    IMAGE_MODEL_HINT,
+    IMAGE_MODEL_SIZED_PARAMETERS,
     ModelInputError,
     spec_from_hf_config,
     spec_from_parameter_count,
@@ -28,12 +36,12 @@ from calculators.models.library import (
     ModelNotFound,
     bundled_spelling,
     library_model,
-    model_names,
-    resolve_model,
     split_model_ref,
 )
+from calculators.models.names import all_model_names, resolve_any
 from calculators.models.presets import load_presets
 from calculators.models.spec import ModelSpec
+from calculators.models.vision_library import VisionModel, vision_model
 from calculators.workload.build import GpuTarget, Workload
 from calculators.workload.config_fields import FrameworkConfigError
 from calculators.workload.framework_files import (
@@ -93,10 +101,16 @@ class SidebarWorkload:
     mode: str
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    vision: VisionTrainingInput | None = None  # an image model of the vision library: its own training step
 
     @property
     def ready(self) -> bool:
+        """A transformer workload the pages can answer (an image model's is `vision`)."""
         return self.workload is not None
+
+    @property
+    def is_vision(self) -> bool:
+        return self.vision is not None
 
     @property
     def is_inference(self) -> bool:
@@ -118,15 +132,18 @@ class SidebarWorkload:
 # --- the model ---------------------------------------------------------------------------
 
 
-def _named_model(name: str) -> tuple[ModelSpec | None, list[str], list[str]]:
-    """A preset, a bundled library model, a cached or Hub config by its id; what the user typed
-    stays in the box when it cannot be found."""
+def _named_model(name: str) -> tuple[ModelSpec | VisionModel | None, list[str], list[str]]:
+    """A preset, a bundled library model, an image model of the vision library, a cached or Hub config
+    by its id; what the user typed stays in the box when it cannot be found."""
+    image_model = vision_model(name)
+    if image_model is not None:
+        return image_model, [], [_vision_note(image_model)]
     try:
         if split_model_ref(name) is not None and library_model(name) is None:
             with st.spinner(f"Looking up {name} on Hugging Face..."):
-                spec = resolve_model(name, fetch_hub_config)
+                spec = resolve_any(name, fetch_hub_config)
         else:
-            spec = resolve_model(name, fetch_hub_config)
+            spec = resolve_any(name, fetch_hub_config)
     except ModelNotFound as error:
         return None, [error.for_page()], []
     except ModelInputError as error:
@@ -142,12 +159,19 @@ def _named_model(name: str) -> tuple[ModelSpec | None, list[str], list[str]]:
     return spec, [], [note]
 
 
-def _model_controls(presets: dict[str, ModelSpec]) -> tuple[ModelSpec | None, list[str], list[str]]:
+def _vision_note(model: VisionModel) -> str:
+    return (
+        f"{model.key}: an image model of the vision library ({model.parameters / 1e6:.1f}M parameters at "
+        f"{model.reference_resolution} px), traced from {model.source} as of {model.as_of}."
+    )
+
+
+def _model_controls(presets: dict[str, ModelSpec]) -> tuple[ModelSpec | VisionModel | None, list[str], list[str]]:
     sidebar = st.sidebar
     source = state.widget(sidebar.radio, "model_source", "Model from", MODEL_SOURCES, horizontal=True)
     preset_name = state.value("preset")
     if source == "Preset":
-        names = model_names()
+        names = all_model_names()
         options = names if preset_name in names else [*names, preset_name]  # a typed Hub id stays
         state.choice(
             sidebar,
@@ -155,8 +179,9 @@ def _model_controls(presets: dict[str, ModelSpec]) -> tuple[ModelSpec | None, li
             label="Model (preset or Hugging Face id)",
             options=options,
             accept_new_options=True,
-            help="Type any part of a name to search the presets and the bundled open models, or a "
-            "Hugging Face id org/name[@revision] to read its config.json.",
+            help="Type any part of a name to search the presets, the bundled open models and the image models of "
+            "the vision library (resnet50, vit_base_patch16_224, microsoft/resnet-50...), or a Hugging Face id "
+            "org/name[@revision] to read its config.json.",
         )
         return _named_model(state.value("preset"))
     if source == "Parameter count":
@@ -164,6 +189,8 @@ def _model_controls(presets: dict[str, ModelSpec]) -> tuple[ModelSpec | None, li
     if source == "config.json":
         return _uploaded_model()
     start_from, errors, _ = _named_model(preset_name)
+    if isinstance(start_from, VisionModel):
+        start_from, errors = None, [f"{start_from.key} is an image model: its architecture is the traced one."]
     if start_from is None:
         start_from = presets[DEFAULT_PRESET]
         errors = [f"{errors[0]} Starting from {DEFAULT_PRESET}."]
@@ -181,6 +208,8 @@ def _parameter_count_model() -> tuple[ModelSpec | None, list[str], list[str]]:
         f"Assumed a Llama-style shape for {billions:g}B parameters: {spec.n_layers} layers, hidden "
         f"{spec.hidden_size}, {spec.n_heads} heads, FFN {spec.ffn_hidden_size}, vocab {spec.vocab_size}."
     )
+    if billions * 1e9 < IMAGE_MODEL_SIZED_PARAMETERS:
+        note += f" {IMAGE_MODEL_HINT[0].upper()}{IMAGE_MODEL_HINT[1:]} in the Preset box."
     return spec, [], [note]
 
 
@@ -475,6 +504,8 @@ def workload_sidebar() -> SidebarWorkload:
     catalogue = list(load_gpu_catalogue()) + user_gpus()
     spec, errors, notes = _model_controls(presets)
     gpu = _gpu_controls(catalogue)
+    if isinstance(spec, VisionModel):
+        return _vision_sidebar(spec, gpu, errors, notes)
     mode = state.choice(st.sidebar, "mode", format_func=MODE_LABEL.get)
     if mode == "inference":
         _serving_controls(spec)
@@ -488,6 +519,58 @@ def workload_sidebar() -> SidebarWorkload:
     return SidebarWorkload(
         workload=workload, gpu_name=gpu.name, gpu_memory_gib=gpu.memory_gib, mode=mode, errors=errors, notes=notes
     )
+
+
+def _vision_controls(model: VisionModel) -> None:
+    """An image model's training step: images per GPU, their size and memory format, precision,
+    optimizer, checkpointing where the model has blocks, data parallel GPUs and ZeRO. The transformer's
+    controls (sequence length, LoRA, the training stack) mean nothing here and are not drawn."""
+    sidebar = st.sidebar
+    sidebar.caption("Mode: training (image models of the vision library are sized for training).")
+    state.choice(sidebar, "v_precision", format_func=PRECISION_LABEL.get)
+    col1, col2 = sidebar.columns(2)
+    state.number(col1, "v_micro_batch", label="Micro-batch (images)")
+    state.number(col2, "image_size", label="Image size (px, 0 = model's)", help=f"0 = {model.reference_resolution} px")
+    state.number(col1, "gpus")
+    state.choice(col2, "zero", format_func=lambda z: f"ZeRO-{z} · FSDP {FSDP_NAME[z]}")
+    state.choice(sidebar, "v_optimizer")
+    if checks_checkpointing(model) is None:
+        state.choice(sidebar, "v_checkpointing", format_func={"none": "none", "full": "every block"}.get)
+    state.checkbox(sidebar, "channels_last")
+    state.number(sidebar, "cudnn_workspace_gib")
+
+
+def vision_run(model: VisionModel) -> VisionTrainingInput:
+    """The kept settings as an image model's training step; raises ValueError (pydantic's, or
+    VisionInputError naming the bound) for settings it cannot take."""
+    checkpointing = state.value("v_checkpointing") if checks_checkpointing(model) is None else "none"
+    run = VisionTrainingInput(
+        model=model,
+        micro_batch=state.value("v_micro_batch"),
+        image_size=state.value("image_size"),
+        precision=state.value("v_precision"),
+        channels_last=state.value("channels_last"),
+        optimizer=state.value("v_optimizer"),
+        checkpointing=checkpointing,
+        gpus=state.value("gpus"),
+        zero=state.value("zero"),
+        cudnn_workspace_gib=state.value("cudnn_workspace_gib"),
+    )
+    check_image_size(model, run.resolution)
+    return run
+
+
+def _vision_sidebar(model: VisionModel, gpu: GpuTarget, errors: list[str], notes: list[str]) -> SidebarWorkload:
+    _vision_controls(model)
+    run = None
+    try:
+        run = vision_run(model)
+    except (ValueError, VisionInputError) as error:  # pydantic's ValidationError is a ValueError
+        errors.append(f"Training settings: {in_words(error)}")
+    return SidebarWorkload(
+        workload=None, gpu_name=gpu.name, gpu_memory_gib=gpu.memory_gib, mode="train", errors=errors, notes=notes,
+        vision=run,
+    )  # fmt: skip
 
 
 def _built(mode: str, spec: ModelSpec, gpu: GpuTarget, errors: list[str]) -> Workload | None:
@@ -514,6 +597,12 @@ def _with_calibration(workload: Workload, notes: list[str]) -> Workload:
 def require_training(workload: SidebarWorkload, what: str, purpose: str) -> None:
     """Stop a training-only page with the reason when the sidebar has no training workload:
     `what` names the page's answers ("Plans"), `purpose` what fixing the sidebar gives."""
+    if workload.is_vision:
+        st.info(
+            f"{what} are worked out for transformers; for the image model in the sidebar the Memory and Compare "
+            "pages give its memory and fit."
+        )
+        st.stop()
     if not workload.ready:
         reasons = " ".join(workload.errors)
         st.error(f"The workload in the sidebar has an error; fix it to {purpose}. {reasons}".strip())

@@ -25,20 +25,30 @@ from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
 from calculators.hardware.csv_rows import echo, one_line
 from calculators.interface import vision_cli
 from calculators.interface.settings import Setting, SettingError, all_settings, build_workload, values_for
+from calculators.interface.vision_commands import (
+    VisionUsageError,
+    named_vision_model,
+    vision_fit_output,
+    vision_memory_output,
+)
 from calculators.memory.engine import estimate_memory
 from calculators.memory.fit import check_fit, suggestions, verdict
 from calculators.memory.fit_matrix import fit_matrix, gpu_memory_gib
 from calculators.memory.result import COMPONENT_LABEL
 from calculators.memory.serving import estimate_serving, max_concurrency, max_context_len, serving_table
+from calculators.memory.vision_training import VisionTrainingInput
 from calculators.models.geometry import active_parameters
 from calculators.models.hf_config import (
+    IMAGE_MODEL_HINT,
+    IMAGE_MODEL_SIZED_PARAMETERS,
     ModelInputError,
     describe_validation_error,
     spec_from_hf_config,
     spec_from_parameter_count,
 )
 from calculators.models.hub import fetch_hub_config
-from calculators.models.library import ModelNotFound, resolve_model, search_models
+from calculators.models.library import ModelNotFound
+from calculators.models.names import resolve_any, search_any
 from calculators.models.presets import load_presets
 from calculators.models.spec import ModelSpec
 from calculators.plan.changes import RANKING_TIME_SETTINGS, RankedChange, best_few, ranked_changes
@@ -121,7 +131,11 @@ def add_setting_arguments(parser: argparse.ArgumentParser, items: Iterable[Setti
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     """The model flags, then the mode, training and serving flags of calculators.interface.settings."""
     model = parser.add_argument_group("model (one of)")
-    model.add_argument("--model", help="preset name or Hugging Face id (org/name[@revision]), e.g. llama-3.1-8b")
+    model.add_argument(
+        "--model",
+        help="preset name or Hugging Face id (org/name[@revision]), e.g. llama-3.1-8b; or an image model of the "
+        "vision library by its torchvision, timm or Hub name, e.g. resnet50, vit_base_patch16_224",
+    )
     model.add_argument("--config-json", type=Path, help="a Hugging Face config.json file")
     model.add_argument("--params", type=float, help="a bare parameter count, e.g. 7e9 (shape assumed)")
     parser.add_argument(
@@ -130,7 +144,9 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
         help="a torchtune or axolotl YAML, an accelerate config YAML, a DeepSpeed JSON or HF TrainingArguments JSON; "
         "fills the settings no flag gives",
     )
-    workload = [item for item in all_settings() if item.model in (None, TrainingSettings, ServingSettings)]
+    workload = [
+        item for item in all_settings() if item.model in (None, TrainingSettings, ServingSettings, VisionTrainingInput)
+    ]
     add_setting_arguments(parser.add_argument_group("workload"), workload)
     step = [item for item in all_settings() if item.model is TimeSettings and item.name in STEP_SETTING_FIELDS]
     add_setting_arguments(parser.add_argument_group("step (placement, overlap, schedule)"), step)
@@ -153,9 +169,11 @@ def model_from_args(args: argparse.Namespace) -> ModelSpec:
         raise UsageError("give exactly one of --model, --config-json or --params")
     try:
         if args.model is not None:
-            return resolve_model(args.model, fetch_hub_config)
+            return _transformer(resolve_any(args.model, fetch_hub_config))
         if args.config_json is not None:
             return spec_from_hf_config(args.config_json.read_bytes(), args.config_json.name)
+        if args.params < IMAGE_MODEL_SIZED_PARAMETERS:
+            _warn(args, f"--params {args.params:g}: {IMAGE_MODEL_HINT} with --model")
         return spec_from_parameter_count(args.params)
     except KeyError as error:
         raise UsageError(str(error).strip("'\"")) from None
@@ -164,6 +182,27 @@ def model_from_args(args: argparse.Namespace) -> ModelSpec:
     except OSError as error:
         raise UsageError(f"cannot read {echo(args.config_json)}: {error.strerror}") from None
     except ModelInputError as error:
+        raise UsageError(str(error)) from None
+
+
+def _transformer(model):
+    """A transformer's ModelSpec; an image model of the vision library is answered by `memory` and `fit`."""
+    if isinstance(model, ModelSpec):
+        return model
+    raise UsageError(f"{model.key} is an image model of the vision library: `memory` and `fit` size it")
+
+
+def _refuse_image_flags(args: argparse.Namespace) -> None:
+    """--image-size and --channels-last describe an image model; a transformer would silently ignore them."""
+    if getattr(args, "image_size", None) is not None or getattr(args, "channels_last", False):
+        raise UsageError("--image-size and --channels-last apply to image models of the vision library only")
+
+
+def _vision_answer(answer) -> str:
+    """An image model's answer, its problems as one usage line."""
+    try:
+        return answer()
+    except VisionUsageError as error:
         raise UsageError(str(error)) from None
 
 
@@ -198,6 +237,7 @@ def _warn(args: argparse.Namespace, warning: str) -> None:
 def workload_from_args(args: argparse.Namespace) -> Workload:
     """The mode's workload from the flags; every problem is one usage line."""
     spec = model_from_args(args)
+    _refuse_image_flags(args)
     try:
         values = _with_framework_config(args, setting_values(args))
         return build_workload(values.get("mode", args.mode), spec, values)
@@ -271,6 +311,11 @@ def memory_command(args: argparse.Namespace) -> str:
     if args.gpu_memory_gib is not None and not 0 < args.gpu_memory_gib < 100_000:
         raise UsageError("--gpu-memory-gib must be a positive number of GiB below 100,000")
     _refuse_context_parallel(args, "memory")
+    image_model = named_vision_model(args)
+    if image_model is not None:
+        gpu = _named_gpu(args)
+        capacity = args.gpu_memory_gib if args.gpu_memory_gib is not None or gpu is None else gpu_memory_gib(gpu)
+        return _vision_answer(lambda: vision_memory_output(args, image_model, capacity))
     workload = workload_from_args(args)
     if not workload.is_training:
         result = serving_result(workload.model, workload.serving, args.gpu_memory_gib)
@@ -371,6 +416,9 @@ def gpus_command(args: argparse.Namespace) -> str:
 
 def fit_command(args: argparse.Namespace) -> str:
     _refuse_context_parallel(args, "fit")
+    image_model = named_vision_model(args)
+    if image_model is not None:
+        return _vision_answer(lambda: vision_fit_output(args, image_model))
     workload = workload_from_args(args)
     catalogue = load_gpu_catalogue()
     if not workload.is_training:
@@ -926,7 +974,7 @@ def presets_command(args: argparse.Namespace) -> str:
 
 def models_command(args: argparse.Namespace) -> str:
     """Presets and bundled library models whose name contains every word of --search."""
-    names = search_models(args.search or "", limit=args.limit)
+    names = search_any(args.search or "", limit=args.limit)
     if args.json:
         return json.dumps(names, indent=2)
     return "\n".join(names)

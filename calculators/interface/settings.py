@@ -25,6 +25,7 @@ from calculators.cost.energy import EnergySettings
 from calculators.cost.options import OwnershipSettings
 from calculators.cost.run_inputs import RunInputs
 from calculators.cost.spot import DEFAULT_INTERRUPTIONS_PER_HOUR
+from calculators.memory.vision_training import VisionTrainingInput
 from calculators.models.spec import ModelSpec, extension
 from calculators.plan.serving import ServingPlanRequest
 from calculators.timing.serving import LatencyLimits, ServingRequest
@@ -453,6 +454,65 @@ def _declare() -> list[Setting]:
         training("quantised_linears", "nf4_linears", "Linears in NF4", modes=("finetune-qlora",)),
         training("lora_dropout", "lora_drop", "LoRA dropout", modes=ADAPTER_MODES),
         training("qkv_projection", "qkv_proj", "q/k/v projection", **train_only),
+        # image models of the vision library (micro-batch, precision, optimizer, checkpointing, GPUs and ZeRO
+        # are the training settings above, read for images)
+        Setting(
+            "image_size",
+            "img_px",
+            "Image size (pixels per side; 0 = the model's)",
+            model=VisionTrainingInput,
+            flag="--image-size",
+            unit="pixels",
+            zero_means_unset=True,
+            modes=TRAINING_MODES,
+        ),
+        Setting(
+            "channels_last",
+            "nhwc",
+            "Channels-last memory format (NHWC)",
+            model=VisionTrainingInput,
+            flag="--channels-last",
+            modes=TRAINING_MODES,
+        ),
+        # the app keeps an image model's micro-batch, precision, optimizer and checkpointing apart from a
+        # transformer's (their choices differ); the command line reads them from the shared training flags
+        Setting(
+            "micro_batch",
+            "img_mb",
+            "Micro-batch (images per GPU)",
+            model=VisionTrainingInput,
+            state="v_micro_batch",
+            app_default=64,
+            modes=TRAINING_MODES,
+        ),
+        Setting(
+            "precision",
+            "img_prec",
+            "Precision",
+            model=VisionTrainingInput,
+            state="v_precision",
+            app_default="amp-bf16",
+            modes=TRAINING_MODES,
+        ),
+        Setting(
+            "optimizer", "img_opt", "Optimizer", model=VisionTrainingInput, state="v_optimizer", modes=TRAINING_MODES
+        ),
+        Setting(
+            "checkpointing",
+            "img_ckpt",
+            "Activation checkpointing",
+            model=VisionTrainingInput,
+            state="v_checkpointing",
+            modes=TRAINING_MODES,
+        ),
+        Setting(
+            "cudnn_workspace_gib",
+            "cudnn_gib",
+            "cuDNN workspace (GiB)",
+            model=VisionTrainingInput,
+            flag="--cudnn-workspace-gib",
+            modes=TRAINING_MODES,
+        ),
         # one torch.compile switch (--compile, declared with the run's time settings) feeds memory too
         training("compile", "t_compile", "torch.compile", flag="", state="cost_compile", **train_only),
         training("load_whole_model", "load_whole", "Whole model on the GPU while loading", **train_only),

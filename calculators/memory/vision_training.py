@@ -15,9 +15,15 @@ The per-image activation figures come from data/vision_library.json (calculators
 which traced the real torchvision/timm modules; everything else is counted from the parameter
 count. `bench/vision_library.py --check` compares this engine with fresh traces. Pure: no torch.
 
-Left out, and said in the result's assumptions: activation checkpointing (torchvision's and timm's
-convolutional networks have no per-block checkpointing switch in their training recipes, and the
-table holds no per-block figures yet), the allocator's fragmentation and the CUDA context, and the
+Activation checkpointing (`checkpointing="full"`) wraps every block (timm's `set_grad_checkpointing`,
+torch.utils.checkpoint per block): forward keeps only each block's input and what lies outside the
+blocks, and backward recomputes one block at a time (shares from data/vision_layers.json,
+vision_library.checkpoint_shares). ZeRO/FSDP shards the optimizer states (stage 1), the gradients
+(2) and the weights (3) over the data-parallel GPUs (Rajbhandari et al. 2020, arXiv:1910.02054 Sec. 5).
+`device_peak_gib` adds what torch does not allocate: the caching allocator's reserve, the CUDA
+context, NCCL's buffers with more than one GPU (the text engine's Overheads defaults).
+
+Left out, and said in the result's assumptions: the weights ZeRO-3 gathers per block, and the
 backward's gradients of early layers at micro-batches so small that gradients outweigh activations.
 """
 
@@ -27,11 +33,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from calculators.models.vision_library import VisionModel, VisionVariant
+from calculators.memory.states import shard_divisor
+from calculators.models.vision_library import VisionModel, VisionVariant, checkpoint_shares
 from calculators.units import GIB
+from calculators.workload.training import Overheads
 
 Precision = Literal["fp32", "amp-bf16", "amp-fp16"]
 Optimizer = Literal["sgd", "adamw", "lamb"]
+Checkpointing = Literal["none", "full"]
+VISION_PRECISIONS: tuple[str, ...] = Precision.__args__
+VISION_OPTIMIZERS: tuple[str, ...] = Optimizer.__args__
+VISION_CHECKPOINTING: tuple[str, ...] = Checkpointing.__args__
 
 FP32_BYTES = 4
 LABEL_BYTES = 8  # int64 class indices, what torch.nn.functional.cross_entropy takes
@@ -54,11 +66,19 @@ class VisionTrainingInput(BaseModel):
 
     model: VisionModel
     micro_batch: int = Field(gt=0, le=MAX_MICRO_BATCH)  # images per GPU per step
-    image_size: int | None = None  # pixels per side, square; None: the model's reference resolution
+    image_size: int | None = Field(
+        default=None, gt=0, le=MAX_IMAGE_SIZE, description="pixels per side, square; none = the model's own"
+    )
     precision: Precision = "fp32"
-    channels_last: bool = False
+    channels_last: bool = Field(default=False, description="NHWC memory format (torch.channels_last)")
     optimizer: Optimizer = "sgd"
-    cudnn_workspace_gib: float = Field(default=DEFAULT_CUDNN_WORKSPACE_GIB, ge=0)
+    checkpointing: Checkpointing = "none"
+    gpus: int = Field(default=1, gt=0, le=1_000_000)  # data-parallel GPUs
+    zero: int = Field(default=0, ge=0, le=3)
+    cudnn_workspace_gib: float = Field(
+        default=DEFAULT_CUDNN_WORKSPACE_GIB, ge=0, le=64, description="cuDNN convolution workspace (GiB)"
+    )
+    overheads: Overheads = Overheads()
 
     @property
     def resolution(self) -> int:
@@ -78,9 +98,11 @@ class VisionMemoryResult(BaseModel):
     backward_transient_gib: float
     inputs_gib: float
     cudnn_workspace_gib: float
+    recompute_gib: float
     phases_gib: dict[str, float]
     peak_phase: str
     peak_gib: float
+    device_peak_gib: float
     parameters: int
     assumptions: list[str]
 
@@ -206,15 +228,22 @@ def estimate_vision_memory(run: VisionTrainingInput) -> VisionMemoryResult:
     check_image_size(model, size)
     variant = variant_of(model, run.precision, run.channels_last)
     parameters = parameters_at(model, size)
+    activations = activation_bytes(model, variant, run.micro_batch, size)
+    kept, recompute = checkpointed_activation_bytes(run, activations)
     parts = {
-        "weights": weight_bytes(parameters),
+        "weights": weight_bytes(parameters) / shard_divisor(run.zero, 3, run.gpus),
         "buffers": float(model.buffer_bytes),
-        "gradients": gradient_bytes(parameters),
-        "optimizer_states": optimizer_state_bytes(parameters, run.optimizer),
-        "optimizer_step_temporaries": optimizer_step_temporary_bytes(parameters),
+        "gradients": gradient_bytes(parameters) / shard_divisor(run.zero, 2, run.gpus),
+        "optimizer_states": optimizer_state_bytes(parameters, run.optimizer) / shard_divisor(run.zero, 1, run.gpus),
+        "optimizer_step_temporaries": optimizer_step_temporary_bytes(parameters) / shard_divisor(run.zero, 1, run.gpus),
         "autocast_weight_copies": float(variant.autocast_copy_bytes) if run.precision != "fp32" else 0.0,
-        "activations": activation_bytes(model, variant, run.micro_batch, size),
-        "backward_transient": backward_transient_bytes(model, variant, run.micro_batch, size),
+        "activations": kept,
+        "recompute": recompute,
+        "backward_transient": (
+            backward_transient_bytes(model, variant, run.micro_batch, size)
+            if run.checkpointing == "none"
+            else checkpointed_gradient_bytes(run)
+        ),
         "inputs": input_bytes(model, run.micro_batch, size),
         "cudnn_workspace": run.cudnn_workspace_gib * GIB,
     }
@@ -225,29 +254,123 @@ def estimate_vision_memory(run: VisionTrainingInput) -> VisionMemoryResult:
         phases_gib={name: value / GIB for name, value in phases.items()},
         peak_phase=peak_phase,
         peak_gib=phases[peak_phase] / GIB,
+        device_peak_gib=device_peak_bytes(phases[peak_phase], run) / GIB,
         parameters=parameters,
         assumptions=assumptions(run),
     )
 
 
+def checks_checkpointing(model: VisionModel) -> str | None:
+    """Why the model cannot be checkpointed block by block, or None when it can."""
+    if checkpoint_shares(model.key) is None:
+        return f"{model.key} has no repeated blocks to checkpoint (the U-Net's skip connections cross every level)"
+    return None
+
+
+def checkpointed_activation_bytes(run: VisionTrainingInput, activations: float) -> tuple[float, float]:
+    """(kept through forward, live above that at the backward's peak). Without checkpointing
+    everything is kept. With every block checkpointed (torch.utils.checkpoint: a block's forward
+    keeps nothing but its input and runs again in backward; Chen et al. 2016, arXiv:1604.06174
+    Sec. 3), forward keeps what lies outside the blocks (its share of the fp32 trace, applied to this
+    variant's bytes at this size) and each block's input (measured per precision: fp32 where the
+    residual stream adds an fp32 parameter; grown with the size unit). Backward's extra, the block run
+    again and the gradients flowing through it, is per image (grown with the size unit) and fixed (the
+    autocast copies of a block's weights made again), from checkpointed steps traced at the reference
+    resolution with two micro-batches."""
+    if run.checkpointing == "none":
+        return activations, 0.0
+    shares = _checkpoint_shares(run.model)
+    precision = "fp32" if run.precision == "fp32" else "amp"
+    images = run.micro_batch * _unit_growth(run)
+    inputs = sum(block.input_bytes_fp32 if precision == "fp32" else block.input_bytes_amp for block in shares.blocks)
+    kept = activations * shares.outside_share + images * inputs
+    extra = images * shares.backward_extra_bytes_per_image[precision] + shares.backward_extra_fixed_bytes[precision]
+    return kept, max(extra, 0.0)
+
+
+def checkpointed_gradient_bytes(run: VisionTrainingInput) -> float:
+    """The parameter gradients live at a checkpointed backward's peak, which comes late, when the
+    first blocks run again and almost every gradient exists (traced; sharded as ZeRO-2 shards them)."""
+    shares = _checkpoint_shares(run.model)
+    precision = "fp32" if run.precision == "fp32" else "amp"
+    return shares.backward_gradient_bytes[precision] / shard_divisor(run.zero, 2, run.gpus)
+
+
+def _checkpoint_shares(model: VisionModel):
+    problem = checks_checkpointing(model)
+    if problem:
+        raise VisionInputError(problem)
+    return checkpoint_shares(model.key)
+
+
+def _unit_growth(run: VisionTrainingInput) -> float:
+    """How much a per-image figure traced at the reference resolution grows at this size (pixels or tokens)."""
+    model = run.model
+    return model.size_unit(run.resolution) / model.size_unit(model.reference_resolution)
+
+
+def device_peak_bytes(allocated: float, run: VisionTrainingInput) -> float:
+    """What nvidia-smi shows at the peak: torch's allocated bytes with the caching allocator's
+    reserve, the CUDA context, and NCCL's buffers when the step all-reduces over several GPUs
+    (Overheads: the same stated defaults as the transformer engine)."""
+    overheads = run.overheads
+    nccl = overheads.nccl_gib if run.gpus > 1 else 0.0
+    return allocated * (1 + overheads.allocator_reserve_fraction) + (overheads.cuda_context_gib + nccl) * GIB
+
+
+_HELD = ("weights", "buffers", "optimizer_states", "inputs")
+_FORWARD = (*_HELD, "autocast_weight_copies", "activations", "cudnn_workspace")
+# What is live in each phase (module docstring).
+PHASE_PARTS: dict[str, tuple[str, ...]] = {
+    "end of forward": _FORWARD,
+    "backward": (*_FORWARD, "backward_transient", "recompute"),
+    "optimizer step": (*_HELD, "gradients", "optimizer_step_temporaries"),
+}
+# Each part in words, for a table or a chart (the result's fields are these names with `_gib`).
+PART_LABEL = {
+    "weights": "weights (fp32)",
+    "buffers": "BatchNorm buffers",
+    "gradients": "gradients",
+    "optimizer_states": "optimizer states",
+    "optimizer_step_temporaries": "optimizer step temporaries",
+    "autocast_weight_copies": "autocast weight copies",
+    "activations": "activations kept for backward",
+    "recompute": "blocks run again in backward (checkpointing)",
+    "backward_transient": "gradients live at the backward's peak",
+    "inputs": "images and labels",
+    "cudnn_workspace": "cuDNN workspace",
+}
+
+
 def step_phases(parts: dict[str, float]) -> dict[str, float]:
-    """Bytes live in each phase (module docstring)."""
-    held = parts["weights"] + parts["buffers"] + parts["optimizer_states"] + parts["inputs"]
-    forward = held + parts["autocast_weight_copies"] + parts["activations"] + parts["cudnn_workspace"]
-    return {
-        "end of forward": forward,
-        "backward": forward + parts["backward_transient"],
-        "optimizer step": held + parts["gradients"] + parts["optimizer_step_temporaries"],
-    }
+    """Bytes live in each phase (PHASE_PARTS)."""
+    return {phase: sum(parts[name] for name in names) for phase, names in PHASE_PARTS.items()}
 
 
 def assumptions(run: VisionTrainingInput) -> list[str]:
+    overheads = run.overheads
     lines = [
         "Activations from tracing the real torchvision/timm module (data/vision_library.json), "
         f"{run.model.source}, as of {run.model.as_of}.",
         f"cuDNN workspace {run.cudnn_workspace_gib:g} GiB (PaddlePaddle's default cap; PyTorch sets none).",
-        "No activation checkpointing; allocator fragmentation and the CUDA context are not counted.",
+        f"Device peak: allocated plus {overheads.allocator_reserve_fraction:.0%} allocator reserve, "
+        f"{overheads.cuda_context_gib:g} GiB CUDA context"
+        + (f", {overheads.nccl_gib:g} GiB NCCL buffers." if run.gpus > 1 else "."),
     ]
+    if run.checkpointing == "full":
+        lines.append(
+            "Every block checkpointed (timm set_grad_checkpointing): block inputs kept, the blocks run again in "
+            "backward; kept bytes from the fp32 trace's shares and the measured block inputs, the backward's extra "
+            f"from a traced checkpointed step ({run.model.key}, data/vision_checkpointing.json)."
+        )
+    else:
+        lines.append("No activation checkpointing.")
+    if run.zero:
+        sharded = ["optimizer states", "gradients", "weights"][: run.zero]
+        lines.append(
+            f"ZeRO-{run.zero} shards the {', '.join(sharded)} over {run.gpus} GPUs; "
+            "the weights ZeRO-3 gathers for one block at a time are not counted."
+        )
     if run.precision == "amp-fp16":
         lines.append("fp16 autocast reads the bf16 trace (same op lists and element size); loss scaling is a scalar.")
     return lines

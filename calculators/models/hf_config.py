@@ -223,9 +223,10 @@ VISION_MODEL_TYPES = frozenset(
      "upernet", "mask2former", "detr", "yolos", "dpt", "vit_mae", "vit_msn", "cvt", "focalnet", "hiera"}
 )  # fmt: skip
 NOT_A_LANGUAGE_MODEL = (
-    "this app sizes transformer language models (and vision-language models with a language model); image "
-    "classifiers and segmentation networks such as ResNet, ViT, ConvNeXt or U-Net are not modelled yet, and "
-    "no stand-in transformer is built for them"
+    "this app sizes transformer language models (and vision-language models with a language model) and the image "
+    "models of its vision library (ResNet, ResNeXt, EfficientNet, MobileNet, RegNet, ConvNeXt, ViT, DeiT, Swin, "
+    "U-Net: give the library's name, e.g. --model resnet50, or list them with `models --search`); this one is "
+    "neither, and no stand-in transformer is built for it"
 )
 
 
@@ -239,7 +240,8 @@ def _require(name: str, model_type: str = "", **sizes: int | None) -> None:
     if model_type and model_type not in KNOWN_MODEL_TYPES:
         raise ModelInputError(
             f"{name}: model_type {model_type!r} is not one this app reads; it lacks {', '.join(missing)}. "
-            "Describe the architecture by hand (the Custom fields) or upload a config that has them."
+            "Describe the architecture by hand (the Custom fields) or upload a config that has them; "
+            "image models are read from the vision library by name (e.g. resnet50, vit_base_patch16_224)."
         )
     raise ModelInputError(f"{name} lacks {', '.join(missing)}")
 
@@ -827,6 +829,15 @@ def spec_from_parameter_count(parameters: float, vocab_size: int = 32000) -> Mod
             f"{NOT_A_LANGUAGE_MODEL}"
         )
     return spec
+
+
+# Below this a bare count is as likely an image model's (ResNet-50 25.6M, ViT-B/16 86.6M, ConvNeXt-B 88.6M)
+# as a small transformer's: the answer names the vision library beside the shape it assumed.
+IMAGE_MODEL_SIZED_PARAMETERS = 1e9
+IMAGE_MODEL_HINT = (
+    "if this is an image model (ResNet-50 has 25.6M parameters), name it instead: the vision library sizes "
+    "ResNet, EfficientNet, ConvNeXt, ViT, DeiT, Swin and a U-Net by name (e.g. resnet50)"
+)
 
 
 # A shape is only offered for a count it comes near (within 25%): below about 6.3M parameters even one layer

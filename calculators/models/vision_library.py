@@ -19,6 +19,7 @@ resolve offline (`vision_model`).
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -134,3 +135,128 @@ def vision_model(name: str, path: Path | None = None) -> VisionModel | None:
 def vision_model_names(path: Path | None = None) -> list[str]:
     """Every name the library answers to, for a search box."""
     return sorted({name for model in load_vision_library(path) for name in model.names()})
+
+
+# --- blocks, for activation checkpointing ----------------------------------------------------
+
+DEFAULT_VISION_LAYERS_PATH = DATA_DIR / "vision_layers.json"
+# Where each family's repeated blocks are, by module name: torchvision ResNet/ResNeXt `layerN.M`
+# (torchvision/models/resnet.py), EfficientNet/ConvNeXt `features.N.M` and MobileNet `features.N`
+# (efficientnet.py, convnext.py, mobilenetv2.py), RegNet `trunk_output.blockN.blockN-M` (regnet.py), timm
+# ViT/DeiT `blocks.N` and Swin `layers.N.blocks.M` (timm vision_transformer.py, swin_transformer.py): the
+# units timm's `set_grad_checkpointing` and torch.utils.checkpoint.checkpoint_sequential wrap. First match wins.
+BLOCK_PATTERNS = (
+    re.compile(r"layer\d+\.\d+"),
+    re.compile(r"features\.\d+\.\d+(?=\.|$)"),
+    re.compile(r"features\.\d+(?=\.)"),
+    re.compile(r"trunk_output\.block\d+\.block\d+-\d+"),
+    re.compile(r"blocks\.\d+"),
+    re.compile(r"layers\.\d+\.blocks\.\d+"),
+)
+
+
+class CheckpointedBlock(BaseModel):
+    """One block under activation checkpointing, per image at the reference resolution: the share of
+    the whole step's saved bytes (fp32 trace, data/vision_layers.json) that the modules outside any
+    block keep before it, and that the block itself keeps (what it recomputes in backward); the
+    bytes of its input the checkpoint keeps (data/vision_checkpointing.json), fp32 and autocast."""
+
+    name: str
+    outside_before_share: float = Field(ge=0, le=1)
+    share: float = Field(ge=0, le=1)
+    input_bytes_fp32: float = Field(ge=0)
+    input_bytes_amp: float = Field(ge=0)
+
+
+class CheckpointShares(BaseModel):
+    """Every block checkpointed: the share kept outside the blocks (the stem and the head) and each
+    block in forward order; from a traced checkpointed step at the reference resolution, per
+    precision (`fp32`, `amp`), the activations live at the backward's peak above those kept, per image
+    (the block run again and the gradients flowing through it) and whatever the batch (the autocast
+    copies of the block's weights made again), and the parameter gradients live then."""
+
+    outside_share: float = Field(ge=0, le=1)
+    blocks: list[CheckpointedBlock] = Field(min_length=1)
+    backward_extra_bytes_per_image: dict[Literal["fp32", "amp"], float]
+    backward_extra_fixed_bytes: dict[Literal["fp32", "amp"], float] = {"fp32": 0.0, "amp": 0.0}
+    backward_gradient_bytes: dict[Literal["fp32", "amp"], float]
+    source: str = Field(min_length=8)
+    as_of: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+
+
+def block_of(module_name: str) -> str | None:
+    """The checkpointable block a module belongs to (BLOCK_PATTERNS), or None for the stem and head."""
+    for pattern in BLOCK_PATTERNS:
+        match = pattern.match(module_name)
+        if match:
+            return match.group(0)
+    return None
+
+
+@lru_cache(maxsize=4)
+def _layer_tables(path: Path | None = None) -> dict[str, list]:
+    document = json.loads(Path(path or DEFAULT_VISION_LAYERS_PATH).read_text())
+    return {row["key"]: row["layers"] for row in document["models"]}
+
+
+DEFAULT_CHECKPOINTING_PATH = DATA_DIR / "vision_checkpointing.json"
+
+
+@lru_cache(maxsize=4)
+def _block_inputs(path: Path | None = None) -> dict[str, dict]:
+    document = json.loads(Path(path or DEFAULT_CHECKPOINTING_PATH).read_text())
+    return {row["key"]: row for row in document["models"]}
+
+
+def _block_profile(layers: list) -> tuple[float, list[tuple[str, float, float]]]:
+    """(share kept outside the blocks, [(block, outside share before it, its own share)]) of a layer
+    table's saved bytes (rows: name, type, output shape, FLOPs, saved bytes), in table order."""
+    saved_total = sum(row[4] for row in layers) or 1.0
+    # a block holds modules of its own: a lone layer named like one (EfficientNet's stem conv `features.0.0`)
+    # is not wrapped, so it stays with the stem and head (measure.vision.checkpointing.block_names)
+    real = {block_of(row[0]) for row in layers if block_of(row[0]) not in (None, row[0])}
+    outside, order, own = 0.0, {}, {}
+    for name, _type, _shape, _flops, saved in layers:
+        block = block_of(name)
+        if block not in real:
+            outside += saved
+            continue
+        order.setdefault(block, outside)
+        own[block] = own.get(block, 0.0) + saved
+    return outside / saved_total, [(block, order[block] / saved_total, own[block] / saved_total) for block in order]
+
+
+@lru_cache(maxsize=64)
+def checkpoint_shares(key: str) -> CheckpointShares | None:
+    """What checkpointing every block of the model keeps and recomputes (CheckpointShares), or None
+    where the model has no such blocks (the U-Net, whose skip connections cross every level)."""
+    layers, measured = _layer_tables().get(key), _block_inputs().get(key)
+    if not layers or measured is None:
+        return None
+    outside, profile = _block_profile(layers)
+    if not profile:
+        return None
+    inputs = {name: (fp32, amp) for name, fp32, amp in measured["blocks"]}
+    blocks = [
+        CheckpointedBlock(
+            name=name,
+            outside_before_share=before,
+            share=share,
+            input_bytes_fp32=inputs.get(name, (0, 0))[0],
+            input_bytes_amp=inputs.get(name, (0, 0))[1],
+        )
+        for name, before, share in profile
+    ]
+
+    def by_precision(values: dict) -> dict:
+        return {"fp32": values["fp32"], "amp": values["amp-bf16"]}
+
+    return CheckpointShares(
+        outside_share=outside,
+        blocks=blocks,
+        backward_extra_bytes_per_image=by_precision(measured["backward_extra_bytes_per_image"]),
+        backward_extra_fixed_bytes=by_precision(measured.get("backward_extra_fixed_bytes", {"fp32": 0, "amp-bf16": 0})),
+        backward_gradient_bytes=by_precision(measured["backward_gradient_bytes"]),
+        source=measured["source"],
+        as_of=measured["as_of"],
+    )

@@ -14,6 +14,11 @@ from calculators.workload.training import (
 
 def check_supported(spec: ModelSpec, settings: TrainingSettings) -> None:
     """Raise ValueError for settings this model cannot take."""
+    if settings.optimizer == "lamb":
+        raise ValueError(
+            "LAMB is sized for the vision library's image models only; for a transformer choose adamw (the same two "
+            "fp32 moments per parameter)"
+        )
     if settings.images_per_sample:
         image_tokens_per_image(spec, settings)  # raises when the model's count depends on the image
     if settings.frozen_layers > spec.n_layers:

@@ -30,7 +30,9 @@ from calculators.workload.precision import (
 )
 
 Precision = Literal["fp32", "amp-fp16", "amp-bf16", "fp16-mixed", "bf16-mixed", "bf16", "fp8"]
-Optimizer = Literal["adamw", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "none"]
+# lamb: sized for the vision library's image models only (memory.vision_training); a transformer refuses it
+# (workload.support.check_supported)
+Optimizer = Literal["adamw", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "none", "lamb"]
 OptimizerImpl = Literal["foreach", "fused", "for-loop"]
 Checkpointing = Literal["none", "selective", "op-selective", "full"]
 Loss = Literal["full", "chunked", "fused-linear"]

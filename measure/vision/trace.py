@@ -262,12 +262,18 @@ def trace_vision_step(
     channels_last: bool = False,
     micro_batch: int = 2,
     optimizer: str = "sgd",
+    checkpointing: bool = False,
 ) -> VisionTrace:
-    """Trace one training step (the second of two) and return its bytes and FLOPs."""
+    """Trace one training step (the second of two) and return its bytes and FLOPs; with
+    `checkpointing`, every block recomputed in backward (measure.vision.checkpointing)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     policy = cuda_autocast_policy() if precision in AUTOCAST_DTYPE else contextlib.nullcontext()
     model = build_vision_model(entry, image_size)
+    if checkpointing:
+        from measure.vision.checkpointing import checkpoint_blocks
+
+        checkpoint_blocks(model)
     with _collector_paused(), policy, FakeTensorMode():
         step = VisionStep(entry, model, precision, channels_last, optimizer)
         with step.tracker:
