@@ -42,6 +42,7 @@ DATA_FILES = (
     "mlperf_layouts.csv",
     "mlperf_training.csv",
     "models.csv",
+    "serving_published_extra.csv",
     "serving_throughput.csv",
     "unpriced_gpus.csv",
     "vision_training.csv",
