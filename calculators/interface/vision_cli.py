@@ -22,6 +22,7 @@ from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.memory.vision_training import VisionInputError, VisionTrainingInput, estimate_vision_memory
 from calculators.models.hf_config import describe_validation_error
 from calculators.models.vision_library import VisionModel, vision_model
+from calculators.plan.vision import VisionPlan, VisionPlanRequest, VisionPlanResult, plan_vision_run
 from calculators.timing.vision_step import (
     IMAGENET_1K_TRAIN_IMAGES,
     VisionRunTime,
@@ -38,7 +39,7 @@ VISION_PRECISION = {
     "amp-bf16": "amp-bf16",
     "bf16-mixed": "amp-bf16",
 }
-VISION_OPTIMIZERS = ("sgd", "adamw")
+VISION_OPTIMIZERS = ("sgd", "adamw", "lamb")
 
 
 class VisionCliError(ValueError):
@@ -57,7 +58,7 @@ def step_input(model: VisionModel, args: argparse.Namespace) -> VisionStepInput:
     if precision is None:
         raise VisionCliError(f"{model.key} trains in fp32, amp-fp16 or amp-bf16 (autocast), not {args.precision}")
     if args.optimizer not in VISION_OPTIMIZERS:
-        raise VisionCliError(f"{model.key} trains with sgd or adamw here, not {args.optimizer}")
+        raise VisionCliError(f"{model.key} trains with sgd, adamw or lamb here, not {args.optimizer}")
     try:
         return VisionStepInput(
             model=model,
@@ -269,4 +270,54 @@ def cost_text(model: VisionModel, rows: list[VisionCostRow], top: int) -> str:
             + ("  input-bound" if row.input_bound else "")
             + ("" if row.fits else f"  does not fit ({row.peak_gib:.1f} GiB)")
         )
+    return "\n".join(lines)
+
+
+def plan_result(
+    model: VisionModel, args: argparse.Namespace, catalogue: list[GpuSpec], prices: list[CloudPrice]
+) -> VisionPlanResult:
+    """`plan` for an image model: GPU x count x ZeRO stage x provider x pricing (calculators.plan.vision)."""
+    known = {price.provider.casefold() for price in prices}
+    unknown = [name for name in args.providers or () if name.casefold() not in known]
+    if unknown:
+        raise VisionCliError(f"unknown provider {', '.join(unknown)}; the price sheet has: {', '.join(sorted(known))}")
+    step = step_input(model, args)
+    try:
+        request = VisionPlanRequest(
+            dataset_samples=dataset_images(args),
+            epochs=args.epochs,
+            deadline_hours=args.deadline_hours,
+            budget_usd=args.budget_usd,
+            max_gpus=args.max_gpus,
+            providers=tuple(args.providers) if args.providers else None,
+            allow_spot=not args.no_spot,
+            checkpoint_write_h=args.checkpoint_write_min / 60,
+            restart_h=args.restart_min / 60,
+            host_cores_per_gpu=args.host_cores_per_gpu,
+            loader=args.data_loader,
+        )
+    except ValidationError as error:
+        raise VisionCliError(describe_validation_error(error)) from None
+    return plan_vision_run(step, request, catalogue, prices)
+
+
+def _plan_line(plan: VisionPlan) -> str:
+    return (
+        f"{plan.gpus:>5} x {plan.gpu:<24}{plan.provider:<14}{plan.pricing:<10}ZeRO-{plan.zero}"
+        f"{plan.samples_per_s_per_gpu:>9,.0f} images/s/GPU{plan.hours:>10,.2f} h  ${plan.usd:>11,.2f}"
+        + ("  input-bound" if plan.input_bound else "")
+    )
+
+
+def plan_text(result: VisionPlanResult) -> str:
+    lines = [
+        f"{result.model} at {result.image_size} px on {result.dataset_samples:,} images x {result.epochs:g} "
+        f"epoch(s): {len(result.plans)} plans on the time-cost front ({result.candidates:,} priced)"
+    ]
+    lines += [f"problem: {problem}" for problem in result.problems]
+    for label, plan in (("cheapest within the limits", result.best_under_deadline),
+                        ("fastest within the limits", result.best_under_budget)):  # fmt: skip
+        if plan is not None:
+            lines.append(f"{label}: {_plan_line(plan).strip()}")
+    lines += [f"  {_plan_line(plan)}" for plan in result.plans]
     return "\n".join(lines)
