@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -23,6 +24,8 @@ from calculators.memory.vision_training import VisionInputError, VisionTrainingI
 from calculators.models.hf_config import describe_validation_error
 from calculators.models.vision_library import VisionModel, vision_model
 from calculators.plan.vision import VisionPlan, VisionPlanRequest, VisionPlanResult, plan_vision_run
+from calculators.timing.data_loading import DataLoader
+from calculators.timing.settings import DEFAULT_HOST_CORES_PER_GPU
 from calculators.timing.vision_step import (
     IMAGENET_1K_TRAIN_IMAGES,
     VisionRunTime,
@@ -86,22 +89,31 @@ def dataset_images(args: argparse.Namespace) -> int:
     return int(samples)
 
 
+class RunOptions(NamedTuple):
+    """What a run needs beyond its step: the images per epoch, the epochs and the data loader."""
+
+    dataset_samples: int = IMAGENET_1K_TRAIN_IMAGES
+    epochs: float = 1.0
+    host_cores_per_gpu: float = DEFAULT_HOST_CORES_PER_GPU
+    loader: DataLoader = "cpu"
+
+
+def run_options(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(dataset_images(args), args.epochs, args.host_cores_per_gpu, args.data_loader)
+
+
 def vision_run(model: VisionModel, args: argparse.Namespace, gpu: GpuSpec) -> VisionRunTime:
     """The run on `gpu`: the step, the loader's ceiling and the hours."""
+    return step_run(step_input(model, args), run_options(args), gpu)
+
+
+def step_run(step: VisionStepInput, options: RunOptions, gpu: GpuSpec) -> VisionRunTime:
+    """The run of `step` on `gpu`, each problem one line."""
     try:
-        return estimate_vision_run(
-            step_input(model, args),
-            gpu,
-            dataset_samples=dataset_images(args),
-            epochs=args.epochs,
-            host_cores_per_gpu=args.host_cores_per_gpu,
-            loader=args.data_loader,
-        )
+        return estimate_vision_run(step, gpu, *options)
     except (VisionInputError, ValueError) as error:
-        if isinstance(error, VisionCliError):
-            raise
         if is_cpu(gpu) and "rate" in str(error):
-            raise VisionCliError(f"{gpu.name} is a CPU: it trains in fp32 or amp-bf16, not {args.precision}") from None
+            raise VisionCliError(f"{gpu.name} is a CPU: it trains in fp32 or amp-bf16, not {step.precision}") from None
         raise VisionCliError(str(error)) from None
 
 
@@ -164,11 +176,15 @@ class VisionCostRow(BaseModel):
 
 
 def cost_rows(model: VisionModel, args: argparse.Namespace, prices: list[CloudPrice]) -> list[VisionCostRow]:
+    """`cost` for an image model: priced_rows of the step and run the flags describe."""
+    return priced_rows(step_input(model, args), run_options(args), prices)
+
+
+def priced_rows(step: VisionStepInput, options: RunOptions, prices: list[CloudPrice]) -> list[VisionCostRow]:
     """Every priced instance whose GPU the catalogue knows: the run's hours on that GPU and their
     on-demand cost, per epoch and to the end; enough whole instances for --gpus GPUs. The rows
     that fit come first, cheapest per epoch first."""
     catalogue = {gpu.name: gpu for gpu in load_gpu_catalogue()}
-    step = step_input(model, args)
     runs: dict[str, VisionRunTime | None] = {}
     rows = []
     for price in prices:
@@ -176,7 +192,7 @@ def cost_rows(model: VisionModel, args: argparse.Namespace, prices: list[CloudPr
         if gpu is None:
             continue
         if price.gpu not in runs:
-            runs[price.gpu] = _run_or_none(model, args, gpu)
+            runs[price.gpu] = _run_or_none(step, options, gpu)
         run = runs[price.gpu]
         if run is None:
             continue
@@ -202,17 +218,17 @@ def cost_rows(model: VisionModel, args: argparse.Namespace, prices: list[CloudPr
                 usd_total=run.hours_total * usd_per_hour,
             )
         )
-    rows += cpu_rows(model, args, step)
+    rows += cpu_rows(step, options)
     return sorted(rows, key=lambda row: (not row.fits, row.usd_per_epoch))
 
 
-def cpu_rows(model: VisionModel, args: argparse.Namespace, step: VisionStepInput) -> list[VisionCostRow]:
+def cpu_rows(step: VisionStepInput, options: RunOptions) -> list[VisionCostRow]:
     """The server CPUs of data/cpus.csv, one socket per data-parallel replica, priced as owned (the
     price sheet rents no bare CPU): purchase over 3 years plus facility power
     (calculators.cost.options.owned_usd_per_gpu_hour). A CPU without the precision (fp16) is left out."""
     rows = []
     for cpu in load_cpus():
-        run = _run_or_none(model, args, cpu)
+        run = _run_or_none(step, options, cpu)
         usd_per_socket_hour = owned_usd_per_gpu_hour(cpu, OwnershipSettings())
         if run is None or usd_per_socket_hour is None:
             continue
@@ -240,10 +256,10 @@ def cpu_rows(model: VisionModel, args: argparse.Namespace, step: VisionStepInput
     return rows
 
 
-def _run_or_none(model: VisionModel, args: argparse.Namespace, gpu: GpuSpec) -> VisionRunTime | None:
+def _run_or_none(step: VisionStepInput, options: RunOptions, gpu: GpuSpec) -> VisionRunTime | None:
     """The run on `gpu`, or None where the GPU has no rate for the precision (a V100 in bf16)."""
     try:
-        return vision_run(model, args, gpu)
+        return step_run(step, options, gpu)
     except VisionCliError:
         return None
 
