@@ -260,7 +260,7 @@ def vision_plan_problems(request: VisionPlanRequest, front: list[VisionPlan]) ->
     if request.deadline_hours is not None and fastest.hours > request.deadline_hours:
         problems.append(
             f"no plan ends within {request.deadline_hours:g} h: the fastest, {fastest.gpus} x {fastest.gpu}, takes "
-            f"{fastest.hours:,.1f} h (raise --max-gpus or the micro-batch)"
+            f"{fastest.hours:,.1f} h (allow more GPUs or a larger micro-batch)"
         )
     if request.budget_usd is not None and cheapest.usd > request.budget_usd:
         problems.append(
