@@ -65,15 +65,15 @@ def _cost_frame(rows: list[VisionCostRow]) -> pd.DataFrame:
             {
                 "GPU or CPU": row.gpu,
                 "Provider": row.provider,
-                "Instance": row.instance_type,
-                "Instances": row.instances,
-                "Fits in memory": "yes" if row.fits else f"no ({row.peak_gib:,.1f} GiB)",
-                "Images/s per GPU": round(row.samples_per_s_per_gpu),
-                "Input-bound": "yes" if row.input_bound else "no",
-                "Hours per epoch (h)": round(row.hours_per_epoch, 3),
-                "Hours total (h)": round(row.hours_total, 2),
                 "Cost per epoch (USD)": round(row.usd_per_epoch, 2),
                 "Cost total (USD)": round(row.usd_total, 2),
+                "Hours per epoch (h)": round(row.hours_per_epoch, 3),
+                "Hours total (h)": round(row.hours_total, 2),
+                "Images/s per GPU": round(row.samples_per_s_per_gpu),
+                "Input-bound": "yes" if row.input_bound else "no",
+                "Fits in memory": "yes" if row.fits else f"no ({row.peak_gib:,.1f} GiB)",
+                "Instance": row.instance_type,
+                "Instances": row.instances,
             }
             for row in rows
         ]
@@ -116,16 +116,16 @@ def _plan_frame(plans: list[VisionPlan]) -> pd.DataFrame:
                 "GPUs": plan.gpus,
                 "GPU": plan.gpu,
                 "Provider": plan.provider,
-                "Instance": plan.instance_type,
                 "Pricing": plan.pricing,
-                "Sharding": f"ZeRO-{plan.zero}",
-                "Peak memory (GiB)": round(plan.peak_gib, 1),
+                "Hours total (h)": round(plan.hours, 2),
+                "Cost total (USD)": round(plan.usd, 2),
+                "Cost per epoch (USD)": round(plan.usd_per_epoch, 2),
+                "Hours per epoch (h)": round(plan.hours_per_epoch, 3),
                 "Images/s per GPU": round(plan.samples_per_s_per_gpu),
                 "Input-bound": "yes" if plan.input_bound else "no",
-                "Hours per epoch (h)": round(plan.hours_per_epoch, 3),
-                "Hours total (h)": round(plan.hours, 2),
-                "Cost per epoch (USD)": round(plan.usd_per_epoch, 2),
-                "Cost total (USD)": round(plan.usd, 2),
+                "Sharding": f"ZeRO-{plan.zero}",
+                "Peak memory (GiB)": round(plan.peak_gib, 1),
+                "Instance": plan.instance_type,
             }
             for plan in plans
         ]

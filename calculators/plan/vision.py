@@ -284,5 +284,5 @@ def _assumptions(step: VisionStepInput, request: VisionPlanRequest) -> list[str]
         "ZeRO-3 moves 1.5x the bytes of the timed all-reduce and is not searched",
         f"data loading on {request.host_cores_per_gpu:g} host cores per GPU ({request.loader}); "
         "an input-bound plan is marked",
-        "spot: expected hours with checkpoints and restarts (calculators.cost.spot)",
+        "spot: expected hours with checkpoints, restarts and lost work after interruptions",
     ]
