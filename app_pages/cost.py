@@ -35,12 +35,16 @@ from ui.serve_cost_view import serve_cost_section
 from ui.step_view import step_view
 from ui.user_gpus import user_gpus
 from ui.vision_compare_view import cpu_gpu_precision_section
+from ui.vision_cost_view import vision_cost_section
 from ui.workload import require_training
 
 st.title("Time and cost")
 workload = st.session_state["workload"]
 if workload.ready and workload.is_inference:  # Serve: throughput, latency and cost per million tokens
     serve_cost_section(workload, list(load_gpu_catalogue()) + user_gpus())
+    st.stop()
+if workload.is_vision:  # an image model of the vision library: images/s, hours and cost per epoch
+    vision_cost_section(workload)
     st.stop()
 require_training(workload, "Times and costs", "see times and costs")
 spec, settings = workload.spec, workload.settings

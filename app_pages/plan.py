@@ -27,12 +27,16 @@ from ui.plan_view import (
 )
 from ui.serve_plan_view import serve_plan_section
 from ui.user_gpus import user_gpus
+from ui.vision_cost_view import vision_plan_section
 from ui.workload import require_training
 
 st.title("Plan a run")
 workload = st.session_state["workload"]
 if workload.ready and workload.is_inference:  # Serve: the cheapest way to serve a request rate at latency targets
     serve_plan_section(workload, list(load_gpu_catalogue()) + user_gpus(), kept_prices())
+    st.stop()
+if workload.is_vision:  # an image model of the vision library: GPUs, counts, ZeRO stage, epochs
+    vision_plan_section(workload)
     st.stop()
 st.caption(
     "What to rent (or buy), how many, with which settings, how long and for how much: every GPU, GPU count, "

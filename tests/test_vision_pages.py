@@ -75,12 +75,6 @@ def test_the_compare_page_fits_a_vision_model_on_every_gpu():
     assert "verdict" in table.columns and set(table["verdict"]) <= {"fits", "tight", "does not fit"}
 
 
-def test_the_plan_page_says_it_sizes_transformers_for_an_image_model():
-    app = open_app("app_pages/plan.py", model="resnet50")
-    assert not app.exception
-    assert any("Memory and Compare" in text for text in texts(app.info))
-
-
 def test_an_absurd_image_size_in_a_link_is_named_with_its_bound():
     app = open_app(model="resnet50", img_px="99999")
     assert not app.exception

@@ -64,7 +64,7 @@ def test_text_models_gain_sequences_per_second(capsys):
     ("extra", "words"),
     [
         (("--precision", "fp8"), "fp32, amp-fp16 or amp-bf16"),
-        (("--optimizer", "adafactor"), "sgd or adamw"),
+        (("--optimizer", "adafactor"), "sgd, adamw or lamb"),
         (("--image-size", "5000"), "at most 4,096"),
         (("--model", "vit_base_patch16_224", "--image-size", "230"), "multiple of 16"),
         (("--micro-batch", "0"), "micro"),

@@ -532,7 +532,8 @@ def _vision_controls(model: VisionModel) -> None:
     state.number(col1, "v_micro_batch", label="Micro-batch (images)")
     state.number(col2, "image_size", label="Image size (px, 0 = model's)", help=f"0 = {model.reference_resolution} px")
     state.number(col1, "gpus")
-    state.choice(col2, "zero", format_func=lambda z: f"ZeRO-{z} · FSDP {FSDP_NAME[z]}")
+    # full width: "ZeRO-2 · FSDP SHARD_GRAD_OP" is cut off in half the sidebar
+    state.choice(sidebar, "zero", format_func=lambda z: f"ZeRO-{z} · FSDP {FSDP_NAME[z]}")
     state.choice(sidebar, "v_optimizer")
     if checks_checkpointing(model) is None:
         state.choice(sidebar, "v_checkpointing", format_func={"none": "none", "full": "every block"}.get)

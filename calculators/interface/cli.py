@@ -625,6 +625,9 @@ def plan_command(args: argparse.Namespace) -> str:
     """Search GPUs, counts, layouts, providers and pricing for the cheapest and fastest plans."""
     if args.mode == "inference":
         return serving_plan_command(args)
+    image_model = vision_cli.vision_model_of(args)
+    if image_model is not None:
+        return _vision_plan(image_model, args)
     workload = training_workload(args, "plan")
     spec, settings = workload.model, workload.training
     time_settings = _time_settings_from_args(args)
@@ -697,6 +700,18 @@ def _vision_cost(model, args: argparse.Namespace) -> str:
     if args.json:
         return json.dumps([row.model_dump(mode="json") for row in rows], indent=2)
     return vision_cli.cost_text(model, rows, args.top)
+
+
+def _vision_plan(model, args: argparse.Namespace) -> str:
+    """`plan` for an image model of the vision library (calculators.interface.vision_cli)."""
+    prices = _prices_from_args(args, list(load_gpu_catalogue()))
+    try:
+        result = vision_cli.plan_result(model, args, list(load_gpu_catalogue()), prices)
+    except vision_cli.VisionCliError as error:
+        raise UsageError(str(error)) from None
+    if args.json:
+        return json.dumps(result.model_dump(mode="json"), indent=2)
+    return vision_cli.plan_text(result)
 
 
 def _vision_time(model, args: argparse.Namespace) -> str:

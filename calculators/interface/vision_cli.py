@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -22,6 +23,9 @@ from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.memory.vision_training import VisionInputError, VisionTrainingInput, estimate_vision_memory
 from calculators.models.hf_config import describe_validation_error
 from calculators.models.vision_library import VisionModel, vision_model
+from calculators.plan.vision import VisionPlan, VisionPlanRequest, VisionPlanResult, plan_vision_run
+from calculators.timing.data_loading import DataLoader
+from calculators.timing.settings import DEFAULT_HOST_CORES_PER_GPU
 from calculators.timing.vision_step import (
     IMAGENET_1K_TRAIN_IMAGES,
     VisionRunTime,
@@ -38,7 +42,7 @@ VISION_PRECISION = {
     "amp-bf16": "amp-bf16",
     "bf16-mixed": "amp-bf16",
 }
-VISION_OPTIMIZERS = ("sgd", "adamw")
+VISION_OPTIMIZERS = ("sgd", "adamw", "lamb")
 
 
 class VisionCliError(ValueError):
@@ -57,7 +61,7 @@ def step_input(model: VisionModel, args: argparse.Namespace) -> VisionStepInput:
     if precision is None:
         raise VisionCliError(f"{model.key} trains in fp32, amp-fp16 or amp-bf16 (autocast), not {args.precision}")
     if args.optimizer not in VISION_OPTIMIZERS:
-        raise VisionCliError(f"{model.key} trains with sgd or adamw here, not {args.optimizer}")
+        raise VisionCliError(f"{model.key} trains with sgd, adamw or lamb here, not {args.optimizer}")
     try:
         return VisionStepInput(
             model=model,
@@ -85,22 +89,31 @@ def dataset_images(args: argparse.Namespace) -> int:
     return int(samples)
 
 
+class RunOptions(NamedTuple):
+    """What a run needs beyond its step: the images per epoch, the epochs and the data loader."""
+
+    dataset_samples: int = IMAGENET_1K_TRAIN_IMAGES
+    epochs: float = 1.0
+    host_cores_per_gpu: float = DEFAULT_HOST_CORES_PER_GPU
+    loader: DataLoader = "cpu"
+
+
+def run_options(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(dataset_images(args), args.epochs, args.host_cores_per_gpu, args.data_loader)
+
+
 def vision_run(model: VisionModel, args: argparse.Namespace, gpu: GpuSpec) -> VisionRunTime:
     """The run on `gpu`: the step, the loader's ceiling and the hours."""
+    return step_run(step_input(model, args), run_options(args), gpu)
+
+
+def step_run(step: VisionStepInput, options: RunOptions, gpu: GpuSpec) -> VisionRunTime:
+    """The run of `step` on `gpu`, each problem one line."""
     try:
-        return estimate_vision_run(
-            step_input(model, args),
-            gpu,
-            dataset_samples=dataset_images(args),
-            epochs=args.epochs,
-            host_cores_per_gpu=args.host_cores_per_gpu,
-            loader=args.data_loader,
-        )
+        return estimate_vision_run(step, gpu, *options)
     except (VisionInputError, ValueError) as error:
-        if isinstance(error, VisionCliError):
-            raise
         if is_cpu(gpu) and "rate" in str(error):
-            raise VisionCliError(f"{gpu.name} is a CPU: it trains in fp32 or amp-bf16, not {args.precision}") from None
+            raise VisionCliError(f"{gpu.name} is a CPU: it trains in fp32 or amp-bf16, not {step.precision}") from None
         raise VisionCliError(str(error)) from None
 
 
@@ -163,11 +176,15 @@ class VisionCostRow(BaseModel):
 
 
 def cost_rows(model: VisionModel, args: argparse.Namespace, prices: list[CloudPrice]) -> list[VisionCostRow]:
+    """`cost` for an image model: priced_rows of the step and run the flags describe."""
+    return priced_rows(step_input(model, args), run_options(args), prices)
+
+
+def priced_rows(step: VisionStepInput, options: RunOptions, prices: list[CloudPrice]) -> list[VisionCostRow]:
     """Every priced instance whose GPU the catalogue knows: the run's hours on that GPU and their
     on-demand cost, per epoch and to the end; enough whole instances for --gpus GPUs. The rows
     that fit come first, cheapest per epoch first."""
     catalogue = {gpu.name: gpu for gpu in load_gpu_catalogue()}
-    step = step_input(model, args)
     runs: dict[str, VisionRunTime | None] = {}
     rows = []
     for price in prices:
@@ -175,7 +192,7 @@ def cost_rows(model: VisionModel, args: argparse.Namespace, prices: list[CloudPr
         if gpu is None:
             continue
         if price.gpu not in runs:
-            runs[price.gpu] = _run_or_none(model, args, gpu)
+            runs[price.gpu] = _run_or_none(step, options, gpu)
         run = runs[price.gpu]
         if run is None:
             continue
@@ -201,17 +218,17 @@ def cost_rows(model: VisionModel, args: argparse.Namespace, prices: list[CloudPr
                 usd_total=run.hours_total * usd_per_hour,
             )
         )
-    rows += cpu_rows(model, args, step)
+    rows += cpu_rows(step, options)
     return sorted(rows, key=lambda row: (not row.fits, row.usd_per_epoch))
 
 
-def cpu_rows(model: VisionModel, args: argparse.Namespace, step: VisionStepInput) -> list[VisionCostRow]:
+def cpu_rows(step: VisionStepInput, options: RunOptions) -> list[VisionCostRow]:
     """The server CPUs of data/cpus.csv, one socket per data-parallel replica, priced as owned (the
     price sheet rents no bare CPU): purchase over 3 years plus facility power
     (calculators.cost.options.owned_usd_per_gpu_hour). A CPU without the precision (fp16) is left out."""
     rows = []
     for cpu in load_cpus():
-        run = _run_or_none(model, args, cpu)
+        run = _run_or_none(step, options, cpu)
         usd_per_socket_hour = owned_usd_per_gpu_hour(cpu, OwnershipSettings())
         if run is None or usd_per_socket_hour is None:
             continue
@@ -239,10 +256,10 @@ def cpu_rows(model: VisionModel, args: argparse.Namespace, step: VisionStepInput
     return rows
 
 
-def _run_or_none(model: VisionModel, args: argparse.Namespace, gpu: GpuSpec) -> VisionRunTime | None:
+def _run_or_none(step: VisionStepInput, options: RunOptions, gpu: GpuSpec) -> VisionRunTime | None:
     """The run on `gpu`, or None where the GPU has no rate for the precision (a V100 in bf16)."""
     try:
-        return vision_run(model, args, gpu)
+        return step_run(step, options, gpu)
     except VisionCliError:
         return None
 
@@ -269,4 +286,54 @@ def cost_text(model: VisionModel, rows: list[VisionCostRow], top: int) -> str:
             + ("  input-bound" if row.input_bound else "")
             + ("" if row.fits else f"  does not fit ({row.peak_gib:.1f} GiB)")
         )
+    return "\n".join(lines)
+
+
+def plan_result(
+    model: VisionModel, args: argparse.Namespace, catalogue: list[GpuSpec], prices: list[CloudPrice]
+) -> VisionPlanResult:
+    """`plan` for an image model: GPU x count x ZeRO stage x provider x pricing (calculators.plan.vision)."""
+    known = {price.provider.casefold() for price in prices}
+    unknown = [name for name in args.providers or () if name.casefold() not in known]
+    if unknown:
+        raise VisionCliError(f"unknown provider {', '.join(unknown)}; the price sheet has: {', '.join(sorted(known))}")
+    step = step_input(model, args)
+    try:
+        request = VisionPlanRequest(
+            dataset_samples=dataset_images(args),
+            epochs=args.epochs,
+            deadline_hours=args.deadline_hours,
+            budget_usd=args.budget_usd,
+            max_gpus=args.max_gpus,
+            providers=tuple(args.providers) if args.providers else None,
+            allow_spot=not args.no_spot,
+            checkpoint_write_h=args.checkpoint_write_min / 60,
+            restart_h=args.restart_min / 60,
+            host_cores_per_gpu=args.host_cores_per_gpu,
+            loader=args.data_loader,
+        )
+    except ValidationError as error:
+        raise VisionCliError(describe_validation_error(error)) from None
+    return plan_vision_run(step, request, catalogue, prices)
+
+
+def _plan_line(plan: VisionPlan) -> str:
+    return (
+        f"{plan.gpus:>5} x {plan.gpu:<24}{plan.provider:<14}{plan.pricing:<10}ZeRO-{plan.zero}"
+        f"{plan.samples_per_s_per_gpu:>9,.0f} images/s/GPU{plan.hours:>10,.2f} h  ${plan.usd:>11,.2f}"
+        + ("  input-bound" if plan.input_bound else "")
+    )
+
+
+def plan_text(result: VisionPlanResult) -> str:
+    lines = [
+        f"{result.model} at {result.image_size} px on {result.dataset_samples:,} images x {result.epochs:g} "
+        f"epoch(s): {len(result.plans)} plans on the time-cost front ({result.candidates:,} priced)"
+    ]
+    lines += [f"problem: {problem}" for problem in result.problems]
+    for label, plan in (("cheapest within the limits", result.best_under_deadline),
+                        ("fastest within the limits", result.best_under_budget)):  # fmt: skip
+        if plan is not None:
+            lines.append(f"{label}: {_plan_line(plan).strip()}")
+    lines += [f"  {_plan_line(plan)}" for plan in result.plans]
     return "\n".join(lines)
