@@ -390,29 +390,8 @@ def _declare() -> list[Setting]:
             **train_only,
         ),
         training("freeze_vision_tower", "freeze_vt", "Freeze the vision tower", modes=("train",), needs="images"),
-        # image models of the vision library (calculators.models.vision_library); a text model ignores them
-        Setting(
-            "image_size",
-            "img_px",
-            "Image size (pixels per side; 0 = the model's)",
-            kind=int,
-            low=0,
-            high=4096,
-            flag="--image-size",
-            help="square training images of N x N pixels (default: the model's reference resolution)",
-            zero_means_unset=True,
-            modes=TRAINING_MODES,
-        ),
-        Setting(
-            "channels_last",
-            "nhwc",
-            "Channels-last memory format",
-            kind=bool,
-            default=False,
-            flag="--channels-last",
-            help="NHWC activations (torch.channels_last), what tensor-core convolutions want",
-            modes=TRAINING_MODES,
-        ),
+        # image models of the vision library (calculators.models.vision_library); a text model ignores it.
+        # The image size and channels-last switch are declared once, with the image settings below.
         Setting(
             "data_loader",
             "loader",
