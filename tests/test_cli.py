@@ -81,7 +81,7 @@ def test_config_json_file_is_accepted(capsys, tmp_path):
         ),
         (
             ["cost", "--model", "gpt2", "--mode", "inference", "--input-len", "0"],
-            "--input-len must be a whole number of tokens from 1 to 10,000,000, not 0",
+            "--input-len: must be greater than 0 and at most 10,000,000, not 0",
         ),
         (
             ["trace", "--model", "gpt2", "--mode", "inference"],

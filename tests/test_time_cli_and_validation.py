@@ -84,25 +84,23 @@ def test_throughput_table_has_every_published_row():
     table = throughput_table()
     assert len(table) == 17
     figures = summary(table)
-    # a regression guard at today's accuracy (the target is every row within +-20%, median +-10%):
-    # 16 of 17 rows within +-20%, median 1.038, no row off by more than 1.21x. The miss (1.205) is
-    # torchtitan's 500 W H100 8B run, whose step is compute; Megatron's 1.7B weak-scaling row is at
-    # 1.196 (1.330 before its unfused vocab-parallel loss was counted); on A100 every row is within
-    # 0.92-1.04.
-    assert all(0.85 < row.ratio < 1.21 for row in table)
-    assert sum(abs(row.ratio - 1) <= 0.2 for row in table) >= 16
-    assert rows_by_id(table)["MCORE-1.7B-48"].ratio == pytest.approx(1.196, abs=0.005)
+    # the target: every row within +-20%, the median within +-10% (1.019 since attention is timed at its
+    # kernel's published figures, data/attention_kernels.csv). Closest to the edges: llm-foundry's MPT-7B at
+    # 32k tokens (0.812) and torchtitan's 500 W H100 8B run (1.181); Megatron's 1.7B weak-scaling row 1.160.
+    assert all(0.8 <= row.ratio <= 1.2 for row in table)
+    assert rows_by_id(table)["MCORE-1.7B-48"].ratio == pytest.approx(1.160, abs=0.005)
     assert 0.9 <= figures["median_ratio"] <= 1.1
 
 
 def test_llm_foundry_tables_beyond_the_validation_page():
-    """All 216 runs of llm-foundry's MPT tables (bench/llm_foundry_table.py): median 1.060, A100
-    runs 134 of 139 within +-20%; H100 bf16 runs sit at a median 1.165 (the known H100 gap)."""
+    """All 216 runs of llm-foundry's MPT tables (bench/llm_foundry_table.py): median 0.973, A100
+    runs 135 of 139 within +-20%, H100 runs at a median 1.018 (1.165 while attention was one fraction of
+    peak); the 64k-token H100 runs are the lowest (0.78: FlashAttention's published figures stop at 16k)."""
     path = Path(__file__).resolve().parent.parent / "data" / "llm_foundry_throughput_table.csv"
     rows = {row["id"]: row for row in load_rows(path)}
     table = throughput_table(path)
     assert len(table) == 216
     assert 0.95 < summary(table)["median_ratio"] < 1.1
     a100 = [row.ratio for row in table if rows[row.id]["gpu"].startswith("A100")]
-    assert len(a100) == 139 and sum(abs(ratio - 1) <= 0.2 for ratio in a100) >= 130
-    assert all(0.8 < row.ratio < 1.45 for row in table)
+    assert len(a100) == 139 and sum(abs(ratio - 1) <= 0.2 for ratio in a100) >= 135
+    assert all(0.75 < row.ratio < 1.4 for row in table)
