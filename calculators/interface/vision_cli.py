@@ -3,7 +3,7 @@
 `--model resnet50` (or a timm name or Hub id of a library model) trains an image model: the flags
 `--micro-batch` (images per GPU), `--image-size`, `--precision`, `--channels-last`, `--optimizer`,
 `--gpus`, `--dataset-samples` (default ImageNet-1k's training images), `--epochs`,
-`--host-cores-per-gpu` and `--data-loader` describe the run. Every problem is a VisionCliError,
+`--host-cores-per-gpu` and `--data-loader` describe the run. Every problem is a VisionUsageError,
 one line the CLI prints as `error: ...`.
 """
 
@@ -12,16 +12,16 @@ from __future__ import annotations
 import argparse
 import math
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from calculators.cost.options import OwnershipSettings, owned_usd_per_gpu_hour
 from calculators.cost.prices import CloudPrice
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
 from calculators.hardware.cpus import find_cpu, is_cpu, load_cpus
+from calculators.interface.vision_args import VisionUsageError, image_precision, one_line_validation, vision_choice
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.memory.vision_training import VisionInputError, VisionTrainingInput, estimate_vision_memory
-from calculators.models.hf_config import describe_validation_error
-from calculators.models.vision_library import VisionModel, vision_model
+from calculators.models.vision_library import VisionModel
 from calculators.timing.vision_step import (
     IMAGENET_1K_TRAIN_IMAGES,
     VisionRunTime,
@@ -29,43 +29,22 @@ from calculators.timing.vision_step import (
     estimate_vision_run,
 )
 
-# The training precisions an image model takes, by the names --precision accepts: autocast keeps
-# fp32 weights, so the mixed names of the text model mean the same here.
-VISION_PRECISION = {
-    "fp32": "fp32",
-    "amp-fp16": "amp-fp16",
-    "fp16-mixed": "amp-fp16",
-    "amp-bf16": "amp-bf16",
-    "bf16-mixed": "amp-bf16",
-}
-VISION_OPTIMIZERS = ("sgd", "adamw")
-
-
-class VisionCliError(ValueError):
-    """A vision run the command line cannot take; the message is one line."""
-
-
-def vision_model_of(args: argparse.Namespace) -> VisionModel | None:
-    """The library image model `--model` names, or None (then the text path answers)."""
-    name = getattr(args, "model", None)
-    return vision_model(name) if name else None
+# The optimizers the time model steps (calculators.timing.vision_step.optimizer_seconds); memory also sizes LAMB.
+TIME_OPTIMIZERS = ("sgd", "adamw")
 
 
 def step_input(model: VisionModel, args: argparse.Namespace) -> VisionStepInput:
     """The step the flags describe, refused in one line where an image model cannot take them."""
-    precision = VISION_PRECISION.get(args.precision)
-    if precision is None:
-        raise VisionCliError(f"{model.key} trains in fp32, amp-fp16 or amp-bf16 (autocast), not {args.precision}")
-    if args.optimizer not in VISION_OPTIMIZERS:
-        raise VisionCliError(f"{model.key} trains with sgd or adamw here, not {args.optimizer}")
-    try:
+    precision = image_precision(args, model)
+    optimizer = vision_choice(args.optimizer, TIME_OPTIMIZERS, "--optimizer", model)
+    with one_line_validation():
         return VisionStepInput(
             model=model,
             micro_batch=args.micro_batch,
             image_size=args.image_size or None,
             precision=precision,
             channels_last=args.channels_last,
-            optimizer=args.optimizer,
+            optimizer=optimizer,
             gpus=args.gpus,
             conv_tf32=True,
             matmul_tf32=args.tf32,
@@ -73,14 +52,12 @@ def step_input(model: VisionModel, args: argparse.Namespace) -> VisionStepInput:
             inter_node_gbps=args.inter_node_gbps,
             overlap_fraction=args.overlap,
         )
-    except ValidationError as error:
-        raise VisionCliError(describe_validation_error(error)) from None
 
 
 def dataset_images(args: argparse.Namespace) -> int:
     """--dataset-samples, or ImageNet-1k's training images; tokens mean nothing to an image model."""
     if getattr(args, "dataset_tokens", None) is not None:
-        raise VisionCliError("an image model counts its data in images: give --dataset-samples, not --dataset-tokens")
+        raise VisionUsageError("an image model counts its data in images: give --dataset-samples, not --dataset-tokens")
     samples = args.dataset_samples or IMAGENET_1K_TRAIN_IMAGES
     return int(samples)
 
@@ -97,11 +74,13 @@ def vision_run(model: VisionModel, args: argparse.Namespace, gpu: GpuSpec) -> Vi
             loader=args.data_loader,
         )
     except (VisionInputError, ValueError) as error:
-        if isinstance(error, VisionCliError):
+        if isinstance(error, VisionUsageError):
             raise
         if is_cpu(gpu) and "rate" in str(error):
-            raise VisionCliError(f"{gpu.name} is a CPU: it trains in fp32 or amp-bf16, not {args.precision}") from None
-        raise VisionCliError(str(error)) from None
+            raise VisionUsageError(
+                f"{gpu.name} is a CPU: it trains in fp32 or amp-bf16, not {args.precision}"
+            ) from None
+        raise VisionUsageError(str(error)) from None
 
 
 def time_result(model: VisionModel, args: argparse.Namespace) -> dict:
@@ -111,7 +90,7 @@ def time_result(model: VisionModel, args: argparse.Namespace) -> dict:
         try:
             gpu = find_gpu(args.gpu)
         except KeyError as error:
-            raise VisionCliError(str(error).strip("'\"")) from None
+            raise VisionUsageError(str(error).strip("'\"")) from None
     run = vision_run(model, args, gpu)
     return _run_fields(run)
 
@@ -182,25 +161,8 @@ def cost_rows(model: VisionModel, args: argparse.Namespace, prices: list[CloudPr
         instances = math.ceil(step.gpus / price.gpu_count)
         usd_per_hour = instances * price.on_demand_usd_per_hour
         peak = _peak_gib(step)
-        rows.append(
-            VisionCostRow(
-                gpu=gpu.name,
-                provider=price.provider,
-                instance_type=price.instance_type,
-                region=price.region,
-                instances=instances,
-                fits=peak <= gpu_memory_gib(gpu),
-                peak_gib=peak,
-                samples_per_s_per_gpu=run.samples_per_s_per_gpu,
-                hours_per_epoch=run.hours_per_epoch,
-                hours_total=run.hours_total,
-                input_bound=run.input_bound,
-                input_ceiling_images_per_s_per_gpu=run.input_ceiling.ceiling_images_per_s_per_gpu,
-                usd_per_hour=usd_per_hour,
-                usd_per_epoch=run.hours_per_epoch * usd_per_hour,
-                usd_total=run.hours_total * usd_per_hour,
-            )
-        )
+        where = {"provider": price.provider, "instance_type": price.instance_type, "region": price.region}
+        rows.append(_cost_row(gpu.name, where, instances, peak, gpu_memory_gib(gpu), run, usd_per_hour))
     rows += cpu_rows(model, args, step)
     return sorted(rows, key=lambda row: (not row.fits, row.usd_per_epoch))
 
@@ -217,33 +179,39 @@ def cpu_rows(model: VisionModel, args: argparse.Namespace, step: VisionStepInput
             continue
         usd_per_hour = step.gpus * usd_per_socket_hour
         peak = _peak_gib(step)
-        rows.append(
-            VisionCostRow(
-                gpu=cpu.name,
-                provider="owned",
-                instance_type="CPU socket, 3 years + power",
-                region="your facility",
-                instances=step.gpus,
-                fits=peak <= cpu.memory_gb,
-                peak_gib=peak,
-                samples_per_s_per_gpu=run.samples_per_s_per_gpu,
-                hours_per_epoch=run.hours_per_epoch,
-                hours_total=run.hours_total,
-                input_bound=run.input_bound,
-                input_ceiling_images_per_s_per_gpu=run.input_ceiling.ceiling_images_per_s_per_gpu,
-                usd_per_hour=usd_per_hour,
-                usd_per_epoch=run.hours_per_epoch * usd_per_hour,
-                usd_total=run.hours_total * usd_per_hour,
-            )
-        )
+        rows.append(_cost_row(cpu.name, OWNED_CPU, step.gpus, peak, cpu.memory_gb, run, usd_per_hour))
     return rows
+
+
+# Where an owned CPU socket "runs": the price sheet rents no bare CPU.
+OWNED_CPU = {"provider": "owned", "instance_type": "CPU socket, 3 years + power", "region": "your facility"}
+
+
+def _cost_row(device: str, where: dict[str, str], instances: int, peak_gib: float, memory_gib: float,
+              run: VisionRunTime, usd_per_hour: float) -> VisionCostRow:  # fmt: skip
+    """One priced row: the run's rates and hours on `device`, their cost at `usd_per_hour`."""
+    return VisionCostRow(
+        gpu=device,
+        **where,
+        instances=instances,
+        fits=peak_gib <= memory_gib,
+        peak_gib=peak_gib,
+        samples_per_s_per_gpu=run.samples_per_s_per_gpu,
+        hours_per_epoch=run.hours_per_epoch,
+        hours_total=run.hours_total,
+        input_bound=run.input_bound,
+        input_ceiling_images_per_s_per_gpu=run.input_ceiling.ceiling_images_per_s_per_gpu,
+        usd_per_hour=usd_per_hour,
+        usd_per_epoch=run.hours_per_epoch * usd_per_hour,
+        usd_total=run.hours_total * usd_per_hour,
+    )
 
 
 def _run_or_none(model: VisionModel, args: argparse.Namespace, gpu: GpuSpec) -> VisionRunTime | None:
     """The run on `gpu`, or None where the GPU has no rate for the precision (a V100 in bf16)."""
     try:
         return vision_run(model, args, gpu)
-    except VisionCliError:
+    except VisionUsageError:
         return None
 
 
