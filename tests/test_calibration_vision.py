@@ -143,3 +143,17 @@ def test_the_calibration_page_shows_measured_against_the_estimate():
     assert list(table["measured (images/s)"]) == ["4,320.6", "47.0"]
     assert all(ratio != "-" for ratio in table["measured / estimate"])
     assert not any("None" in str(value) for value in table.to_numpy().ravel())
+
+
+def test_the_applied_calibration_times_its_row_on_time_and_cost():
+    app = open_app("app_pages/calibration.py", timeout_s=120)
+    app.file_uploader[0].set_value(("c.json", export_json(a_result()).encode(), "application/json")).run()
+    app.toggle(key="use_calibration").set_value(True).run()
+    app.switch_page("app_pages/cost.py").run(timeout=120)
+    app.selectbox(key="vision_cmp_gpu").set_value("H200-SXM-141GB").run(timeout=120)
+    app.number_input(key="vision_cmp_batch").set_value(128).run(timeout=120)
+    assert not app.exception
+    table = next(frame.value for frame in app.dataframe if "hours per epoch (h)" in frame.value.columns)
+    assert list(table["from"]) == ["estimate", "estimate", "estimate", "calibration"]
+    assert list(table["images/s"])[-1] == 4321  # the measurement itself: same model, batch and size
+    assert any("H200-SXM-141GB mixed bf16: measured by the applied calibration" in c.value for c in app.caption)
