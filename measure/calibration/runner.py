@@ -325,7 +325,9 @@ def _run_steps(
             records += [BenchmarkRecord(name=name, skipped_reason=step.skip_reason) for name in step.names]
             continue
         left_s = max(0.0, deadline_s - time.perf_counter())
-        weight_left = sum(later.weight for later in steps[index:] if not later.skip_reason)
+        # a later step that needs more than all the time left will be skipped: it takes no share of it
+        fitting = [later for later in steps[index + 1 :] if not later.skip_reason and later.min_s <= left_s]
+        weight_left = step.weight + sum(later.weight for later in fitting)
         step_budget_s = left_s * step.weight / weight_left
         if step_budget_s < step.min_s:  # steps with min_s 0 (reused or instant figures) always run
             reason = f"out of time: {left_s:.1f} s of the {budget_s:.0f} s budget left, it needs {step.min_s:.1f} s"
