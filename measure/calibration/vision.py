@@ -101,9 +101,10 @@ def _training_step(model: Any, device: Any, precision: str, config: VisionConfig
 
 
 # Steps before timing: on this project's 2-core CPU host the first two fp32 steps of ResNet-18 took
-# 2 s each and the third 0.2 s (oneDNN builds its kernels on first use); cuDNN picks its kernels and the
-# caching allocator fills on the GPU's first steps.
-WARMUP_STEPS = {"cpu": 2, "cuda": 3}
+# 2 s each and the third 0.2 s (oneDNN builds its kernels on first use), so the third is the first
+# that says how long a step takes; cuDNN picks its kernels and the caching allocator fills on the
+# GPU's first steps.
+WARMUP_STEPS = {"cpu": 3, "cuda": 3}
 # The least budget worth starting one precision with: on that host importing torchvision took 2.9 s and
 # the two slow warm-up steps 4 s, so below this no timed step would fit.
 MIN_BENCHMARK_S = 4.0
