@@ -15,7 +15,7 @@ from calculators.hardware.cpus import find_cpu
 from calculators.models.vision_library import vision_model
 from calculators.timing.vision_measured import MeasuredVisionThroughput, measured_vs_estimate, scaled_images_per_s
 from measure.calibration.result import BenchmarkRecord, CalibrationResult, utc_now
-from measure.calibration.store import CalibrationStore, export_json, import_json
+from measure.calibration.store import CalibrationImportError, CalibrationStore, export_json, import_json
 from tests.apptest_helpers import open_app
 
 # This project's H200 run of ResNet-50, 128 images of 224 pixels, channels-last, bf16 autocast:
@@ -92,11 +92,24 @@ def test_a_result_stored_before_the_vision_benchmark_still_reads():
 @pytest.mark.parametrize("images_per_s", [0.0, -5.0, math.nan, math.inf])
 def test_a_rate_that_is_no_measurement_is_refused(images_per_s):
     with pytest.raises(ValidationError):
-        H200_RESNET50.model_copy(update={"images_per_s": images_per_s}).model_validate(
-            H200_RESNET50.model_dump() | {"images_per_s": images_per_s}
-        )
+        MeasuredVisionThroughput.model_validate(H200_RESNET50.model_dump() | {"images_per_s": images_per_s})
     with pytest.raises(ValidationError):
         BenchmarkRecord(name="vision_cpu_fp32", value=0.0, unit="images/s")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"images_per_s": 0}, "not a calibration result: vision.0.images_per_s: Input should be greater than 0"),
+        ({"precision": "fp8"}, "not a calibration result: vision.0.precision: Input should be 'fp32', 'amp-bf16' or"),
+    ],
+)
+def test_an_imported_file_with_a_bad_vision_entry_is_one_line(change, message):
+    data = json.loads(export_json(a_result()))
+    data["vision"][0] |= change
+    with pytest.raises(CalibrationImportError) as refused:
+        import_json(json.dumps(data))
+    assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
 
 
 def test_measured_over_estimate_is_the_ratio_and_a_device_without_a_row_says_why():
