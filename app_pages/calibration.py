@@ -32,6 +32,7 @@ from ui.calibration_state import ACTIVE_KEY, USE_KEY, set_active
 from ui.collective_chart import collective_figure
 from ui.fleet_view import show_fleet
 from ui.messages import in_words
+from ui.vision_calibration_view import show_vision_measurements
 
 STORE_PROBLEMS_KEY = "_calibration_store_problems"
 IMPORTED_KEY = "_calibration_imported"  # (sha256 of the imported result's JSON, what was said about it)
@@ -192,6 +193,8 @@ cols[2].metric("Training-step MFU", "-" if active.training_mfu is None else f"{a
 step_record = active.record("training_step")
 if step_record is not None and step_record.ok:
     st.caption(training_energy_text(step_record.details))
+if active.vision:
+    show_vision_measurements(active.vision)
 st.download_button("Export JSON", export_json(active), "calibration.json", "application/json")
 
 if len(history) > 1:

@@ -308,6 +308,7 @@ def _fast_benchmarks(monkeypatch):
     monkeypatch.setattr(bench, "memory_bandwidth_gbps", lambda *_: _fake_record("memory_bandwidth"))
     step = BenchmarkRecord(name="training_step", value=0.1, unit="s", details={"micro_batch": 4, "precision": "fp32"})
     monkeypatch.setattr(bench, "training_step_benchmark", lambda *_, **__: step)
+    monkeypatch.setattr(runner.vision, "vision_comparison", lambda *_: [])  # tests/test_calibration_vision.py runs it
 
 
 def test_a_failing_benchmark_becomes_an_error_record(monkeypatch):

@@ -63,8 +63,9 @@ def test_text_models_gain_sequences_per_second(capsys):
 @pytest.mark.parametrize(
     ("extra", "words"),
     [
-        (("--precision", "fp8"), "fp32, amp-fp16 or amp-bf16"),
-        (("--optimizer", "adafactor"), "sgd, adamw or lamb"),
+        # the same words as memory and fit (calculators.interface.vision_args.vision_choice)
+        (("--precision", "fp8"), "--precision for an image model (resnet50) must be one of fp32, amp-bf16, amp-fp16"),
+        (("--optimizer", "adafactor"), "--optimizer for an image model (resnet50) must be one of sgd, adamw, lamb, not"),
         (("--image-size", "5000"), "at most 4,096"),
         (("--model", "vit_base_patch16_224", "--image-size", "230"), "multiple of 16"),
         (("--micro-batch", "0"), "micro"),

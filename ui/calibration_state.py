@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from calculators.timing.vision_measured import MeasuredVisionThroughput
 from measure.calibration.result import CalibrationResult
 from ui import state
 
@@ -35,6 +36,12 @@ def measured_matmul_fraction(precision: str) -> dict[str, float]:
     if matmul_fraction is None:
         return {}
     return {calibration.catalogue_gpu: min(1.0, matmul_fraction)}
+
+
+def measured_vision_throughputs() -> list[MeasuredVisionThroughput]:
+    """The active calibration's measured images/s of a real ResNet (empty when none is applied)."""
+    calibration = active_calibration()
+    return list(calibration.vision) if calibration is not None else []
 
 
 def measured_collective_curves(gpu_name: str) -> dict[str, list[dict[str, float]]] | None:

@@ -11,6 +11,7 @@ from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.hardware.cpus import load_cpus
 from calculators.models.vision_library import load_vision_library, vision_model
 from calculators.timing.vision_step import IMAGENET_1K_TRAIN_IMAGES
+from ui.calibration_state import measured_vision_throughputs
 from ui.charts import device_precision_figure
 
 DEFAULT_MODEL = "resnet50"
@@ -38,7 +39,8 @@ def cpu_gpu_precision_section() -> None:
                                        value=DEFAULT_MICRO_BATCH, step=1, key="vision_cmp_batch")  # fmt: skip
     gpu = next(device for device in load_gpu_catalogue() if device.name == gpu_name)
     cpu = next(device for device in load_cpus() if device.name == cpu_name)
-    rows = cpu_gpu_precision_table(vision_model(model_key), cpu, gpu, int(micro_batch), load_prices())
+    model, measured = vision_model(model_key), measured_vision_throughputs()
+    rows = cpu_gpu_precision_table(model, cpu, gpu, int(micro_batch), load_prices(), measured=measured)
     labels = [f"{row.device} {row.precision}" for row in rows]
     st.dataframe(
         pd.DataFrame(
@@ -48,6 +50,7 @@ def cpu_gpu_precision_section() -> None:
                     "kind": row.kind,
                     "precision": PRECISION_WORDS[row.precision],
                     "images/s": round(row.samples_per_s),
+                    "from": "calibration" if row.measured_from else "estimate",
                     "hours per epoch (h)": round(row.hours_per_epoch, 2),
                     "owned, cost per epoch (USD)": _usd(row.owned_usd_per_epoch),
                     "cloud on demand, cost per epoch (USD)": _usd(row.cloud_usd_per_epoch),
@@ -67,3 +70,11 @@ def cpu_gpu_precision_section() -> None:
         "The chart's markers show the cloud cost where there is one, else the owned cost. The CPU rows are the time "
         "model's estimate from the CPU's sourced peaks and have not been checked against a measured CPU run."
     )
+    for row in rows:
+        if row.measured_from:
+            st.caption(
+                f"{row.device} {PRECISION_WORDS[row.precision]}: measured by the applied calibration "
+                f"({row.measured_from}), scaled to {model_key} at {int(micro_batch)} images by the ratio of the "
+                "time model's estimates of the two (assumed: the model's relative speed holds where its absolute "
+                "speed may not)."
+            )

@@ -8,11 +8,15 @@ owning the device (its purchase price over the amortisation years plus its facil
 calculators.cost.options.owned_usd_per_gpu_hour) for every row, and renting it on demand (the
 cheapest price per GPU-hour of the price sheet) where the sheet prices it; no sheet row rents a
 bare CPU socket.
+
+An applied calibration that trained a real ResNet on one of the table's devices in one of its
+precisions (calculators.timing.vision_measured) replaces that row's estimated images/s with the
+measured images/s scaled to the model and batch shown by the ratio of their estimates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel
 
@@ -21,6 +25,7 @@ from calculators.cost.prices import CloudPrice
 from calculators.hardware.catalogue import GpuSpec
 from calculators.hardware.cpus import is_cpu
 from calculators.models.vision_library import VisionModel
+from calculators.timing.vision_measured import MeasuredVisionThroughput, scaled_images_per_s
 from calculators.timing.vision_step import IMAGENET_1K_TRAIN_IMAGES, VisionStepInput, estimate_vision_run
 
 
@@ -36,6 +41,7 @@ class ComparisonRow(BaseModel):
     owned_usd_per_epoch: float | None
     cloud_usd_per_hour: float | None
     cloud_usd_per_epoch: float | None
+    measured_from: str | None = None  # the calibration measurement behind samples_per_s, if any
 
 
 def mixed_precision_of(device: GpuSpec) -> str:
@@ -92,11 +98,41 @@ def cpu_gpu_precision_table(
     prices: Iterable[CloudPrice],
     image_size: int | None = None,
     dataset_samples: int = IMAGENET_1K_TRAIN_IMAGES,
+    measured: Sequence[MeasuredVisionThroughput] = (),
 ) -> list[ComparisonRow]:
-    """CPU fp32, CPU bf16, GPU fp32 and GPU mixed precision, in that order."""
+    """CPU fp32, CPU bf16, GPU fp32 and GPU mixed precision, in that order; a row that `measured`
+    (an applied calibration) covers by device and precision takes the measured rate."""
     prices = list(prices)
     cases = [(cpu, "fp32"), (cpu, "amp-bf16"), (gpu, "fp32"), (gpu, mixed_precision_of(gpu))]
-    return [
-        comparison_row(model, device, precision, micro_batch, image_size, prices, dataset_samples)
-        for device, precision in cases
-    ]
+    rows = []
+    for device, precision in cases:
+        row = comparison_row(model, device, precision, micro_batch, image_size, prices, dataset_samples)
+        match = next((m for m in measured if m.device_name == device.name and m.precision == precision), None)
+        if match is not None:
+            rate = scaled_images_per_s(match, device, model, micro_batch, image_size, channels_last=precision != "fp32")
+            row = with_measured_rate(row, rate, dataset_samples, measured_words(match))
+        rows.append(row)
+    return rows
+
+
+def measured_words(measured: MeasuredVisionThroughput) -> str:
+    """What was measured, for a row's note: 'resnet18, 8 images of 112 pixels: 47 images/s'."""
+    return (
+        f"{measured.model}, {measured.micro_batch} images of {measured.image_size} pixels: "
+        f"{measured.images_per_s:,.1f} images/s"
+    )
+
+
+def with_measured_rate(row: ComparisonRow, images_per_s: float, dataset_samples: int, source: str) -> ComparisonRow:
+    """The row with `images_per_s` in place of the estimate, hours and costs per epoch following it."""
+    hours = dataset_samples / images_per_s / 3600
+    owned, cloud = row.owned_usd_per_hour, row.cloud_usd_per_hour
+    return row.model_copy(
+        update={
+            "samples_per_s": images_per_s,
+            "hours_per_epoch": hours,
+            "owned_usd_per_epoch": None if owned is None else owned * hours,
+            "cloud_usd_per_epoch": None if cloud is None else cloud * hours,
+            "measured_from": source,
+        }
+    )

@@ -25,12 +25,8 @@ from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
 from calculators.hardware.csv_rows import echo, one_line
 from calculators.interface import vision_cli
 from calculators.interface.settings import Setting, SettingError, all_settings, build_workload, values_for
-from calculators.interface.vision_commands import (
-    VisionUsageError,
-    named_vision_model,
-    vision_fit_output,
-    vision_memory_output,
-)
+from calculators.interface.vision_args import VisionUsageError, named_vision_model
+from calculators.interface.vision_commands import vision_fit_output, vision_memory_output
 from calculators.memory.engine import estimate_memory
 from calculators.memory.fit import check_fit, suggestions, verdict
 from calculators.memory.fit_matrix import fit_matrix, gpu_memory_gib
@@ -514,7 +510,7 @@ def _prices_from_args(args: argparse.Namespace, catalogue) -> list:
 
 
 def cost_command(args: argparse.Namespace) -> str:
-    image_model = vision_cli.vision_model_of(args)
+    image_model = named_vision_model(args)
     if image_model is not None:
         return _vision_cost(image_model, args)
     if args.mode == "inference":
@@ -693,7 +689,7 @@ def _vision_cost(model, args: argparse.Namespace) -> str:
     prices = _prices_from_args(args, list(load_gpu_catalogue()))
     try:
         rows = vision_cli.cost_rows(model, args, prices)
-    except vision_cli.VisionCliError as error:
+    except VisionUsageError as error:
         raise UsageError(str(error)) from None
     if args.fits_only:
         rows = [row for row in rows if row.fits]
@@ -718,7 +714,7 @@ def _vision_time(model, args: argparse.Namespace) -> str:
     """`time` for an image model of the vision library (calculators.interface.vision_cli)."""
     try:
         result = vision_cli.time_result(model, args)
-    except vision_cli.VisionCliError as error:
+    except VisionUsageError as error:
         raise UsageError(str(error)) from None
     return json.dumps(result, indent=2) if args.json else vision_cli.time_text(result)
 
@@ -816,7 +812,7 @@ def _replicas_text(count: int) -> str:
 
 def time_command(args: argparse.Namespace) -> str:
     """The step time of the workload on one GPU type, broken down by op class and dimension."""
-    image_model = vision_cli.vision_model_of(args)
+    image_model = named_vision_model(args)
     if image_model is not None:
         return _vision_time(image_model, args)
     if args.mode == "inference":

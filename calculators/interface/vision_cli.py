@@ -3,8 +3,8 @@
 `--model resnet50` (or a timm name or Hub id of a library model) trains an image model: the flags
 `--micro-batch` (images per GPU), `--image-size`, `--precision`, `--channels-last`, `--optimizer`,
 `--gpus`, `--dataset-samples` (default ImageNet-1k's training images), `--epochs`,
-`--host-cores-per-gpu` and `--data-loader` describe the run. Every problem is a VisionCliError,
-one line the CLI prints as `error: ...`.
+`--host-cores-per-gpu` and `--data-loader` describe the run. Every problem is a VisionUsageError
+(calculators.interface.vision_args), one line the CLI prints as `error: ...`.
 """
 
 from __future__ import annotations
@@ -13,16 +13,22 @@ import argparse
 import math
 from typing import NamedTuple
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from calculators.cost.options import OwnershipSettings, owned_usd_per_gpu_hour
 from calculators.cost.prices import CloudPrice
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
 from calculators.hardware.cpus import find_cpu, is_cpu, load_cpus
+from calculators.interface.vision_args import (
+    VisionUsageError,
+    image_precision,
+    named_vision_model,
+    one_line_validation,
+    vision_choice,
+)
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.memory.vision_training import VisionInputError, VisionTrainingInput, estimate_vision_memory
-from calculators.models.hf_config import describe_validation_error
-from calculators.models.vision_library import VisionModel, vision_model
+from calculators.models.vision_library import VisionModel
 from calculators.plan.vision import VisionPlan, VisionPlanRequest, VisionPlanResult, plan_vision_run
 from calculators.timing.data_loading import DataLoader
 from calculators.timing.settings import DEFAULT_HOST_CORES_PER_GPU
@@ -33,43 +39,26 @@ from calculators.timing.vision_step import (
     estimate_vision_run,
 )
 
-# The training precisions an image model takes, by the names --precision accepts: autocast keeps
-# fp32 weights, so the mixed names of the text model mean the same here.
-VISION_PRECISION = {
-    "fp32": "fp32",
-    "amp-fp16": "amp-fp16",
-    "fp16-mixed": "amp-fp16",
-    "amp-bf16": "amp-bf16",
-    "bf16-mixed": "amp-bf16",
-}
-VISION_OPTIMIZERS = ("sgd", "adamw", "lamb")
+# The optimizers the time model steps (calculators.timing.vision_step.OPTIMIZER_MOVES_PER_PARAMETER).
+TIME_OPTIMIZERS = ("sgd", "adamw", "lamb")
 
-
-class VisionCliError(ValueError):
-    """A vision run the command line cannot take; the message is one line."""
-
-
-def vision_model_of(args: argparse.Namespace) -> VisionModel | None:
-    """The library image model `--model` names, or None (then the text path answers)."""
-    name = getattr(args, "model", None)
-    return vision_model(name) if name else None
+# The one error of the image-model paths (calculators.interface.vision_args), by the name the pages import.
+VisionCliError = VisionUsageError
+vision_model_of = named_vision_model
 
 
 def step_input(model: VisionModel, args: argparse.Namespace) -> VisionStepInput:
     """The step the flags describe, refused in one line where an image model cannot take them."""
-    precision = VISION_PRECISION.get(args.precision)
-    if precision is None:
-        raise VisionCliError(f"{model.key} trains in fp32, amp-fp16 or amp-bf16 (autocast), not {args.precision}")
-    if args.optimizer not in VISION_OPTIMIZERS:
-        raise VisionCliError(f"{model.key} trains with sgd, adamw or lamb here, not {args.optimizer}")
-    try:
+    precision = image_precision(args, model)
+    optimizer = vision_choice(args.optimizer, TIME_OPTIMIZERS, "--optimizer", model)
+    with one_line_validation():
         return VisionStepInput(
             model=model,
             micro_batch=args.micro_batch,
             image_size=args.image_size or None,
             precision=precision,
             channels_last=args.channels_last,
-            optimizer=args.optimizer,
+            optimizer=optimizer,
             gpus=args.gpus,
             conv_tf32=True,
             matmul_tf32=args.tf32,
@@ -77,14 +66,12 @@ def step_input(model: VisionModel, args: argparse.Namespace) -> VisionStepInput:
             inter_node_gbps=args.inter_node_gbps,
             overlap_fraction=args.overlap,
         )
-    except ValidationError as error:
-        raise VisionCliError(describe_validation_error(error)) from None
 
 
 def dataset_images(args: argparse.Namespace) -> int:
     """--dataset-samples, or ImageNet-1k's training images; tokens mean nothing to an image model."""
     if getattr(args, "dataset_tokens", None) is not None:
-        raise VisionCliError("an image model counts its data in images: give --dataset-samples, not --dataset-tokens")
+        raise VisionUsageError("an image model counts its data in images: give --dataset-samples, not --dataset-tokens")
     samples = args.dataset_samples or IMAGENET_1K_TRAIN_IMAGES
     return int(samples)
 
@@ -113,8 +100,10 @@ def step_run(step: VisionStepInput, options: RunOptions, gpu: GpuSpec) -> Vision
         return estimate_vision_run(step, gpu, *options)
     except (VisionInputError, ValueError) as error:
         if is_cpu(gpu) and "rate" in str(error):
-            raise VisionCliError(f"{gpu.name} is a CPU: it trains in fp32 or amp-bf16, not {step.precision}") from None
-        raise VisionCliError(str(error)) from None
+            raise VisionUsageError(
+                f"{gpu.name} is a CPU: it trains in fp32 or amp-bf16, not {step.precision}"
+            ) from None
+        raise VisionUsageError(str(error)) from None
 
 
 def time_result(model: VisionModel, args: argparse.Namespace) -> dict:
@@ -124,7 +113,7 @@ def time_result(model: VisionModel, args: argparse.Namespace) -> dict:
         try:
             gpu = find_gpu(args.gpu)
         except KeyError as error:
-            raise VisionCliError(str(error).strip("'\"")) from None
+            raise VisionUsageError(str(error).strip("'\"")) from None
     run = vision_run(model, args, gpu)
     return _run_fields(run)
 
@@ -199,25 +188,8 @@ def priced_rows(step: VisionStepInput, options: RunOptions, prices: list[CloudPr
         instances = math.ceil(step.gpus / price.gpu_count)
         usd_per_hour = instances * price.on_demand_usd_per_hour
         peak = _peak_gib(step)
-        rows.append(
-            VisionCostRow(
-                gpu=gpu.name,
-                provider=price.provider,
-                instance_type=price.instance_type,
-                region=price.region,
-                instances=instances,
-                fits=peak <= gpu_memory_gib(gpu),
-                peak_gib=peak,
-                samples_per_s_per_gpu=run.samples_per_s_per_gpu,
-                hours_per_epoch=run.hours_per_epoch,
-                hours_total=run.hours_total,
-                input_bound=run.input_bound,
-                input_ceiling_images_per_s_per_gpu=run.input_ceiling.ceiling_images_per_s_per_gpu,
-                usd_per_hour=usd_per_hour,
-                usd_per_epoch=run.hours_per_epoch * usd_per_hour,
-                usd_total=run.hours_total * usd_per_hour,
-            )
-        )
+        where = {"provider": price.provider, "instance_type": price.instance_type, "region": price.region}
+        rows.append(_cost_row(gpu.name, where, instances, peak, gpu_memory_gib(gpu), run, usd_per_hour))
     rows += cpu_rows(step, options)
     return sorted(rows, key=lambda row: (not row.fits, row.usd_per_epoch))
 
@@ -234,33 +206,39 @@ def cpu_rows(step: VisionStepInput, options: RunOptions) -> list[VisionCostRow]:
             continue
         usd_per_hour = step.gpus * usd_per_socket_hour
         peak = _peak_gib(step)
-        rows.append(
-            VisionCostRow(
-                gpu=cpu.name,
-                provider="owned",
-                instance_type="CPU socket, 3 years + power",
-                region="your facility",
-                instances=step.gpus,
-                fits=peak <= cpu.memory_gb,
-                peak_gib=peak,
-                samples_per_s_per_gpu=run.samples_per_s_per_gpu,
-                hours_per_epoch=run.hours_per_epoch,
-                hours_total=run.hours_total,
-                input_bound=run.input_bound,
-                input_ceiling_images_per_s_per_gpu=run.input_ceiling.ceiling_images_per_s_per_gpu,
-                usd_per_hour=usd_per_hour,
-                usd_per_epoch=run.hours_per_epoch * usd_per_hour,
-                usd_total=run.hours_total * usd_per_hour,
-            )
-        )
+        rows.append(_cost_row(cpu.name, OWNED_CPU, step.gpus, peak, cpu.memory_gb, run, usd_per_hour))
     return rows
+
+
+# Where an owned CPU socket "runs": the price sheet rents no bare CPU.
+OWNED_CPU = {"provider": "owned", "instance_type": "CPU socket, 3 years + power", "region": "your facility"}
+
+
+def _cost_row(device: str, where: dict[str, str], instances: int, peak_gib: float, memory_gib: float,
+              run: VisionRunTime, usd_per_hour: float) -> VisionCostRow:  # fmt: skip
+    """One priced row: the run's rates and hours on `device`, their cost at `usd_per_hour`."""
+    return VisionCostRow(
+        gpu=device,
+        **where,
+        instances=instances,
+        fits=peak_gib <= memory_gib,
+        peak_gib=peak_gib,
+        samples_per_s_per_gpu=run.samples_per_s_per_gpu,
+        hours_per_epoch=run.hours_per_epoch,
+        hours_total=run.hours_total,
+        input_bound=run.input_bound,
+        input_ceiling_images_per_s_per_gpu=run.input_ceiling.ceiling_images_per_s_per_gpu,
+        usd_per_hour=usd_per_hour,
+        usd_per_epoch=run.hours_per_epoch * usd_per_hour,
+        usd_total=run.hours_total * usd_per_hour,
+    )
 
 
 def _run_or_none(step: VisionStepInput, options: RunOptions, gpu: GpuSpec) -> VisionRunTime | None:
     """The run on `gpu`, or None where the GPU has no rate for the precision (a V100 in bf16)."""
     try:
         return step_run(step, options, gpu)
-    except VisionCliError:
+    except VisionUsageError:
         return None
 
 
@@ -296,9 +274,11 @@ def plan_result(
     known = {price.provider.casefold() for price in prices}
     unknown = [name for name in args.providers or () if name.casefold() not in known]
     if unknown:
-        raise VisionCliError(f"unknown provider {', '.join(unknown)}; the price sheet has: {', '.join(sorted(known))}")
+        raise VisionUsageError(
+            f"unknown provider {', '.join(unknown)}; the price sheet has: {', '.join(sorted(known))}"
+        )
     step = step_input(model, args)
-    try:
+    with one_line_validation():
         request = VisionPlanRequest(
             dataset_samples=dataset_images(args),
             epochs=args.epochs,
@@ -312,8 +292,6 @@ def plan_result(
             host_cores_per_gpu=args.host_cores_per_gpu,
             loader=args.data_loader,
         )
-    except ValidationError as error:
-        raise VisionCliError(describe_validation_error(error)) from None
     return plan_vision_run(step, request, catalogue, prices)
 
 

@@ -9,36 +9,24 @@ from __future__ import annotations
 import argparse
 import json
 
-from pydantic import ValidationError
-
 from calculators.hardware.catalogue import load_gpu_catalogue
+from calculators.interface.vision_args import (
+    VisionUsageError,
+    image_precision,
+    one_line_validation,
+    vision_choice,
+)
 from calculators.memory.vision_fit import check_vision_fit, vision_fit_matrix, vision_suggestions
 from calculators.memory.vision_training import (
     PART_LABEL,
     VISION_CHECKPOINTING,
     VISION_OPTIMIZERS,
-    VISION_PRECISIONS,
     VisionInputError,
     VisionMemoryResult,
     VisionTrainingInput,
     estimate_vision_memory,
 )
-from calculators.models.hf_config import describe_validation_error
-from calculators.models.vision_library import VisionModel, vision_model
-
-# The transformer recipes' mixed precision read as autocast for an image model: the same half-precision
-# compute, fp32 weights (torchvision references/classification/train.py `--amp`: torch.autocast + GradScaler).
-PRECISION_FOR_IMAGES = {"bf16-mixed": "amp-bf16", "fp16-mixed": "amp-fp16"}
-
-
-class VisionUsageError(ValueError):
-    """A vision workload the flags describe wrongly; one line (the CLI prints it as `error:`)."""
-
-
-def named_vision_model(args: argparse.Namespace) -> VisionModel | None:
-    """The vision library's model --model names, or None (a transformer, or no --model)."""
-    name = getattr(args, "model", None)
-    return vision_model(name) if name else None
+from calculators.models.vision_library import VisionModel
 
 
 def _refuse_text_only(args: argparse.Namespace, model: VisionModel) -> None:
@@ -52,32 +40,22 @@ def _refuse_text_only(args: argparse.Namespace, model: VisionModel) -> None:
             )
 
 
-def _vision_choice(value: str, choices: tuple[str, ...], flag: str, model: VisionModel) -> str:
-    if value not in choices:
-        allowed = ", ".join(choices)
-        raise VisionUsageError(f"{flag} for an image model ({model.key}) must be one of {allowed}, not {value}")
-    return value
-
-
 def vision_input_from_args(args: argparse.Namespace, model: VisionModel) -> VisionTrainingInput:
     """The image model's training step from the declared flags; every problem is one line."""
     _refuse_text_only(args, model)
-    precision = PRECISION_FOR_IMAGES.get(args.precision, args.precision)
-    try:
+    with one_line_validation():
         return VisionTrainingInput(
             model=model,
             micro_batch=args.micro_batch,
             image_size=args.image_size,
-            precision=_vision_choice(precision, VISION_PRECISIONS, "--precision", model),
+            precision=image_precision(args, model),
             channels_last=args.channels_last,
-            optimizer=_vision_choice(args.optimizer, VISION_OPTIMIZERS, "--optimizer", model),
-            checkpointing=_vision_choice(args.checkpointing, VISION_CHECKPOINTING, "--checkpointing", model),
+            optimizer=vision_choice(args.optimizer, VISION_OPTIMIZERS, "--optimizer", model),
+            checkpointing=vision_choice(args.checkpointing, VISION_CHECKPOINTING, "--checkpointing", model),
             gpus=args.gpus,
             zero=args.zero,
             cudnn_workspace_gib=args.cudnn_workspace_gib,
         )
-    except ValidationError as error:
-        raise VisionUsageError(describe_validation_error(error)) from None
 
 
 def estimate_or_refuse(run: VisionTrainingInput) -> VisionMemoryResult:

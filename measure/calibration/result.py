@@ -11,6 +11,8 @@ things the estimates can use directly:
   (fp32, tf32, bf16, fp16, fp8) from the matmul benchmarks, and `training_mfu`, the
   model-FLOPs utilisation of the reference training step (6 x N x tokens / time / peak,
   Kaplan et al. 2020, arXiv 2001.08361; PaLM, arXiv 2204.02311, App. B).
+- `vision`: images/s of a real torchvision ResNet trained on this host in each precision
+  (`MeasuredVisionThroughput`, measure/calibration/vision.py); empty in results stored before it.
 - `all_reduce`, `all_gather`, `reduce_scatter`: bus bandwidth against message size, measured by
   `calibrate --collectives` across this host's GPUs or across nodes (`CollectivePoint`).
 
@@ -35,6 +37,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from pydantic_core import PydanticCustomError
 
 from calculators.hardware.catalogue import load_gpu_catalogue
+from calculators.timing.vision_measured import MeasuredVisionThroughput
 from calculators.workload.training import Overheads
 
 SCHEMA_VERSION = 1
@@ -68,7 +71,7 @@ def _plausible_fraction(value: float) -> float:
 # Fraction of a peak rate that a workload achieves (NaN and infinities are refused by the models).
 Fraction = Annotated[float, AfterValidator(_plausible_fraction)]
 # Units whose values are rates or durations: a measurement of them is above 0.
-POSITIVE_UNITS = ("TFLOPS", "GB/s", "s", "s/epoch")
+POSITIVE_UNITS = ("TFLOPS", "GB/s", "s", "s/epoch", "images/s")
 
 # Which matmul precision a training precision's matmuls run in.
 MATMUL_PRECISION_OF = {
@@ -214,6 +217,8 @@ class CalibrationResult(BaseModel):
     all_reduce: Curve = Field(default_factory=list)
     all_gather: Curve = Field(default_factory=list)
     reduce_scatter: Curve = Field(default_factory=list)
+    # Measured images/s of a real ResNet per precision (calibration's vision benchmark); empty when not run.
+    vision: list[MeasuredVisionThroughput] = Field(default_factory=list, max_length=8)
 
     @field_validator("schema_version")
     @classmethod

@@ -38,7 +38,7 @@ from pydantic import ValidationError
 
 from calculators.hardware.catalogue import GpuSpec, load_gpu_catalogue
 from calculators.units import GIB
-from measure.calibration import benchmarks
+from measure.calibration import benchmarks, vision
 from measure.calibration.host_lock import CalibrationBusyError as CalibrationBusyError  # callers catch it here
 from measure.calibration.host_lock import exclusive_calibration
 from measure.calibration.inventory import GpuInfo, match_catalogue, read_inventory
@@ -221,6 +221,21 @@ def _allreduce_step(host: _Host) -> _Step:
     return _Step("All-reduce", ("allreduce",), 2.0, 15.0, run, skip)
 
 
+def _vision_step(host: _Host) -> _Step:
+    """A real torchvision ResNet in fp32 and mixed precision (measure/calibration/vision.py), named by
+    the host's catalogue GPU or CPU so the pages can set it against the estimate."""
+    if host.device.type == "cuda":
+        device_name = host.gpu.name if host.gpu else None
+    else:
+        cpu_model = vision.host_cpu_name()
+        cpu = vision.catalogue_cpu(cpu_model)
+        device_name = cpu.name if cpu else None
+        host.notes.append(f"Host CPU: {cpu_model}; catalogue row: {device_name or 'none'}")
+    names = tuple(vision.record_name(host.device.type, p) for p in vision.precisions_for(host.device))
+    return _Step("Vision training (ResNet)", names, 3.0, len(names) * vision.MIN_BENCHMARK_S,
+                 lambda s, _: vision.vision_comparison(host.device, s, device_name))  # fmt: skip
+
+
 def _steps(host: _Host, usd_per_hour: float | None) -> list[_Step]:
     """Benchmarks in run order. Fixed overhead comes first, before anything else loads CUDA."""
     device, on_gpu = host.device, host.device.type == "cuda"
@@ -252,6 +267,7 @@ def _steps(host: _Host, usd_per_hour: float | None) -> list[_Step]:
         _allreduce_step(host),
         _Step("Epoch CPU vs GPU", ("epoch_cpu_fp32", "epoch_cuda_fp32", "epoch_cuda_mixed"), epoch_weight,
               epoch_min_s, epoch),
+        _vision_step(host),
     ]  # fmt: skip
 
 
@@ -309,7 +325,9 @@ def _run_steps(
             records += [BenchmarkRecord(name=name, skipped_reason=step.skip_reason) for name in step.names]
             continue
         left_s = max(0.0, deadline_s - time.perf_counter())
-        weight_left = sum(later.weight for later in steps[index:] if not later.skip_reason)
+        # a later step that needs more than all the time left will be skipped: it takes no share of it
+        fitting = [later for later in steps[index + 1 :] if not later.skip_reason and later.min_s <= left_s]
+        weight_left = step.weight + sum(later.weight for later in fitting)
         step_budget_s = left_s * step.weight / weight_left
         if step_budget_s < step.min_s:  # steps with min_s 0 (reused or instant figures) always run
             reason = f"out of time: {left_s:.1f} s of the {budget_s:.0f} s budget left, it needs {step.min_s:.1f} s"
@@ -369,6 +387,7 @@ def _unavailable_records(host: _Host) -> list[BenchmarkRecord]:
     """Every benchmark skipped with the reason the device cannot be used."""
     names = ["fixed_overhead", *(f"matmul_{p}" for p in benchmarks.MATMUL_PRECISIONS), "memory_bandwidth"]
     names += ["host_to_device", "training_step", "allreduce", "epoch_cpu_fp32", "epoch_cuda_fp32", "epoch_cuda_mixed"]
+    names += ["vision_fp32", "vision_mixed"]
     return [BenchmarkRecord(name=name, skipped_reason=host.unavailable_reason) for name in names]
 
 
@@ -400,6 +419,7 @@ def _calibrate(device: str, budget_s: float, progress: Progress | None, usd_per_
         utilisation=utilisation,
         training_mfu=mfu,
         notes=notes,
+        vision=vision.measured_throughputs(records),
     )
 
 
