@@ -19,6 +19,7 @@ from calculators.cost.options import OwnershipSettings, owned_usd_per_gpu_hour
 from calculators.cost.prices import CloudPrice
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
 from calculators.hardware.cpus import find_cpu, is_cpu, load_cpus
+from calculators.interface.vision_commands import micro_batch_of
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.memory.vision_training import VisionInputError, VisionTrainingInput, estimate_vision_memory
 from calculators.models.hf_config import describe_validation_error
@@ -65,7 +66,7 @@ def step_input(model: VisionModel, args: argparse.Namespace) -> VisionStepInput:
     try:
         return VisionStepInput(
             model=model,
-            micro_batch=args.micro_batch,
+            micro_batch=micro_batch_of(args, model),
             image_size=args.image_size or None,
             precision=precision,
             channels_last=args.channels_last,

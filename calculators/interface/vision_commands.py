@@ -24,7 +24,7 @@ from calculators.memory.vision_training import (
     estimate_vision_memory,
 )
 from calculators.models.hf_config import describe_validation_error
-from calculators.models.vision_library import VisionModel, vision_model
+from calculators.models.vision_library import VisionModel, reference_micro_batch, vision_model
 
 # The transformer recipes' mixed precision read as autocast for an image model: the same half-precision
 # compute, fp32 weights (torchvision references/classification/train.py `--amp`: torch.autocast + GradScaler).
@@ -59,6 +59,13 @@ def _vision_choice(value: str, choices: tuple[str, ...], flag: str, model: Visio
     return value
 
 
+def micro_batch_of(args: argparse.Namespace, model: VisionModel) -> int:
+    """--micro-batch where given, else the model's reference images per GPU (reference_micro_batch):
+    the shared flag's default of 1 is a transformer's, not an image model's."""
+    given = "micro_batch" in getattr(args, "given_settings", ())
+    return args.micro_batch if given else reference_micro_batch(model)
+
+
 def vision_input_from_args(args: argparse.Namespace, model: VisionModel) -> VisionTrainingInput:
     """The image model's training step from the declared flags; every problem is one line."""
     _refuse_text_only(args, model)
@@ -66,7 +73,7 @@ def vision_input_from_args(args: argparse.Namespace, model: VisionModel) -> Visi
     try:
         return VisionTrainingInput(
             model=model,
-            micro_batch=args.micro_batch,
+            micro_batch=micro_batch_of(args, model),
             image_size=args.image_size,
             precision=_vision_choice(precision, VISION_PRECISIONS, "--precision", model),
             channels_last=args.channels_last,
