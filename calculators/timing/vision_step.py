@@ -668,32 +668,39 @@ def forward_flops_at(model: VisionModel, image_size: int) -> float:
     )
 
 
-def cpu_assumptions(rates: Rates) -> list[str]:
+def cpu_rates_line(rates: Rates) -> str:
     """How a CPU device is timed, in words (step_rates, cpu_gemm_fraction)."""
-    return [
-        f"CPU: convolutions as GEMMs at {rates.fraction:.2f} of the socket's peak (AMX BF16: oneDNN's "
-        "all-core benchdnn figure; AVX-512: the default fraction x sustained clocks), no tensor-core shape curve; "
-        f"norms, activations and pooling at STREAM Triad's share of the DDR5 peak "
-        f"({rates.bandwidth_bytes_per_s / 1e9:,.0f} GB/s).",
-        "Residual adds and squeeze-excitation scaling (not traced modules) counted from the blocks the trace lists.",
-    ]
+    return (
+        f"CPU: convolutions as GEMMs at {rates.fraction:.2f} of the socket's peak (AMX BF16: oneDNN's all-core "
+        "benchdnn figure; AVX-512: the default fraction x sustained clocks), no tensor-core shape curve; norms, "
+        "activations and pooling at STREAM Triad's share of the DDR5 peak "
+        f"({rates.bandwidth_bytes_per_s / 1e9:,.0f} GB/s)."
+    )
 
 
 def step_assumptions(run: VisionStepInput, rates: Rates, gpu: GpuSpec) -> list[str]:
-    if is_cpu(gpu):
-        return cpu_assumptions(rates)
-    lines = [
+    on_cpu = is_cpu(gpu)
+    gpu_rates_line = (
         "Each convolution an implicit GEMM on the measured shape curve (data/matmul_efficiency.csv) at the "
         f"achievable fraction x sustained clocks ({rates.fraction:.2f} of peak at best); grouped and depthwise "
-        "convolutions, norms, activations and pooling bandwidth-bound.",
+        "convolutions, norms, activations and pooling bandwidth-bound."
+    )
+    lines = [
+        cpu_rates_line(rates) if on_cpu else gpu_rates_line,
         "Residual adds and squeeze-excitation scaling (not traced modules) counted from the blocks the trace lists.",
-        "Eager PyTorch's host time to issue the kernels is a floor on the step: 98 µs per layer, the fastest "
-        "of this project's H200 runs (a faster host CPU issues faster).",
     ]
+    if not on_cpu:
+        lines.append(
+            "Eager PyTorch's host time to issue the kernels is a floor on the step: 98 µs per layer, the fastest "
+            "of this project's H200 runs (a faster host CPU issues faster)."
+        )
     if rates.conv_tensor_cores and not run.channels_last:
         lines.append("NCHW on tensor cores: each convolution transposes its input and output (use --channels-last).")
     if run.gpus > 1:
-        lines.append(f"Data parallel over {run.gpus} GPUs: one fp32 gradient all-reduce per step under the backward.")
+        devices = "sockets" if on_cpu else "GPUs"
+        lines.append(
+            f"Data parallel over {run.gpus} {devices}: one fp32 gradient all-reduce per step under the backward."
+        )
     return lines
 
 
