@@ -108,6 +108,31 @@ def test_resnet_is_epochs_of_imagenet_at_the_vision_step_time_plus_evaluations()
     assert any("channels-last" in line and "DALI" in line for line in row.assumptions)
 
 
+def test_the_cpu_only_resnet_trains_on_its_sockets():
+    """Intel's 16-node Sapphire Rapids ResNet-50 (M030, v3.1, global batch 3264): the system json
+    gives 2 sockets per node, so 32 Xeon 8480+ sockets of 3264 / 32 = 102 images each. Epochs at
+    batch 3264: the olympic RCP mean 457 / 13 = 35.154; ceil(35.154 / 4) = 9 evaluations of
+    ceil(50,000 / 32) = 1,563 images per socket, a third of an image's step share. The node's one
+    100 GbE port shared by its 2 sockets: 50 Gb/s each."""
+    row = next(row for row in mlperf_table("resnet") if row.id == "M030")
+    assert row.accelerator == "Xeon-Platinum-8480+" and row.accelerators == 32 and row.why_not is None
+    epochs = 457 / 13
+    assert row.samples_to_converge == pytest.approx(epochs * 1_281_167)
+    expected_s = (epochs * 1_281_167 / 32 + 9 * 1563 / 3) * row.step_s / 102
+    assert row.minutes_predicted == pytest.approx(expected_s / 60)
+    assert any("102 images per socket" in line and "50 Gb/s per socket" in line for line in row.assumptions)
+    assert row.usd_to_reproduce is None  # no CPU instance in the price sheet
+
+
+def test_the_cpu_only_bert_rows_stay_unpredicted_and_say_why():
+    """M029, M031, M032: the same Xeon sockets (8 nodes x 2 = 16 for M032), but no encoder time model."""
+    rows = {row.id: row for row in mlperf_table("bert") if row.accelerator_published == "N/A"}
+    assert set(rows) == {"M029", "M031", "M032"}
+    assert all(row.accelerator == "Xeon-Platinum-8480+" and row.minutes_predicted is None for row in rows.values())
+    assert all("no encoder time model" in row.why_not for row in rows.values())
+    assert rows["M032"].accelerators == 16
+
+
 def test_done_when_llama2_70b_lora_on_eight_gpus():
     """Every 8-GPU Llama 2 70B LoRA result on H100, H200, B200, MI300X, MI325X is predicted; the
     median |ratio - 1| is reported by the bench, here only bounded loosely."""

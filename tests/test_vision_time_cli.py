@@ -94,3 +94,24 @@ def test_cost_json_lists_the_cpus_priced_as_owned(capsys):
     owned = [row for row in json.loads(out) if row["provider"] == "owned"]
     assert {row["gpu"] for row in owned} == {"Xeon-Platinum-8480+", "Xeon-6-6980P", "EPYC-9654", "EPYC-9965"}
     assert all(row["usd_per_epoch"] == pytest.approx(row["hours_per_epoch"] * row["usd_per_hour"]) for row in owned)
+
+
+def test_an_image_model_defaults_to_its_reference_micro_batch(capsys):
+    """Without --micro-batch an image model trains at torchvision's classification reference,
+    `--batch-size` default 32 images per GPU (the shared flag's 1 is a transformer's); the U-Net
+    at its paper's one image; a given --micro-batch 1 stays 1."""
+    code, out, _ = run_cli(capsys, "time", "--model", "resnet50", "--gpu", "RTX-3090-24GB", "--json")
+    assert code == 0 and json.loads(out)["micro_batch"] == 32
+    code, out, _ = run_cli(capsys, "time", "--model", "resnet50", "--gpu", "RTX-3090-24GB", "--micro-batch", "1",
+                           "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["micro_batch"] == 1
+    code, out, _ = run_cli(capsys, "time", "--model", "unet2d", "--gpu", "RTX-3090-24GB", "--json")
+    assert code == 0 and json.loads(out)["micro_batch"] == 1
+    code, out, _ = run_cli(capsys, "time", "--model", "resnet50", "--gpu", "RTX-3090-24GB")
+    assert code == 0 and "micro-batch 32 on 1 x RTX-3090-24GB" in out
+
+
+def test_a_text_model_keeps_the_micro_batch_of_one(capsys):
+    code, out, _ = run_cli(capsys, "time", "--model", "llama-3.1-8b", "--gpu", "H100-SXM5-80GB", "--seq-len", "2048",
+                           "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["tokens_per_step"] == 2048  # 1 sequence of 2,048 tokens on 1 GPU

@@ -6,7 +6,8 @@ AVX512_BF16 dot products), each with its source in the row's notes. The peaks ar
 here (cores x base clock x FLOPs per cycle; channels x MT/s x 8 bytes) and the CPU becomes a
 `GpuSpec`, so the time model trains on it like any accelerator: it has no TF32, no tensor-core
 shape curve (calculators.timing.vision_step treats a CPU's GEMMs as the fp32 ones) and no
-interconnect.
+interconnect. What a CPU reaches of those peaks is not what a GPU reaches: AMX_GEMM_FRACTION and
+STREAM_FRACTION below, each from a published measurement.
 """
 
 from __future__ import annotations
@@ -24,6 +25,22 @@ from calculators.hardware.csv_rows import check_public_source
 
 DEFAULT_CPU_PATH = DATA_DIR / "cpus.csv"
 BYTES_PER_TRANSFER = 8  # one 64-bit DDR5 channel moves 8 bytes per transfer (two 32-bit subchannels)
+
+# What an Intel AMX BF16 GEMM reaches of the nominal peak (cores x base clock x 1,024) with every
+# core busy: benchdnn's bf16 matmul 4096x5120:5120x15360 (oneDNN v3.2, brg:avx512_core_amx) on two
+# 56-core Sapphire Rapids sockets ran at 42.9 TFLOPS at best, "about 20% of the peak" in the
+# reporter's words (https://github.com/uxlfoundation/oneDNN/issues/1992): 42.9 / (112 x 2.0 GHz x
+# 1,024 = 229.4 TFLOPS) = 0.19. The same run on 16 cores per socket reached 33%: the tiles starve
+# for operands when every core feeds them, and a training step uses every core. The figure
+# includes the clock under AMX load, so no sustained-clock factor goes on top. Granite Rapids
+# (Xeon 6) has the same TMUL tile size; the same fraction is assumed for it.
+AMX_GEMM_FRACTION = 0.19
+# What a memory-bound kernel reaches of the DDR5 peak: STREAM Triad, 650-780 GB/s on Azure HBv4
+# (two 96-core EPYC Genoa-X sockets, 24 channels of DDR5-4800 = 921.6 GB/s peak), Microsoft's
+# expected results (https://learn.microsoft.com/en-us/azure/high-performance-computing/
+# performance-benchmarking/stream-benchmark): the middle, 715 / 921.6 = 0.78. Taken for every CPU
+# of the file (an assumption: the same DDR5 controllers' efficiency on Intel's parts).
+STREAM_FRACTION = 0.78
 
 
 class CpuRow(BaseModel):
@@ -91,6 +108,13 @@ def load_cpus(path: Path = DEFAULT_CPU_PATH) -> tuple[GpuSpec, ...]:
 def is_cpu(device: GpuSpec) -> bool:
     """Whether a device record is one of the CPUs of data/cpus.csv."""
     return device.form_factor == "CPU socket"
+
+
+def uses_amx(device: GpuSpec, compute_format: str) -> bool:
+    """Whether the device's GEMMs in `compute_format` run on Intel's AMX tiles: bf16 on the Intel
+    rows (their bf16 rate is AMX's, data/cpus.csv notes); AMD's bf16 and every fp32 GEMM run on
+    the AVX-512 vector units."""
+    return is_cpu(device) and device.vendor == "Intel" and compute_format == "bf16"
 
 
 def find_cpu(name: str) -> GpuSpec | None:

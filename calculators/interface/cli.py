@@ -106,6 +106,15 @@ def _argparse_help(text: str) -> str:
     return text.replace("%", "%%")
 
 
+class _StoreGiven(argparse.Action):
+    """Stores the flag's value and notes that it was given (args.given_settings), so that a path
+    with a default of its own (an image model's micro-batch) tells "not given" from the default."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.given_settings = {*getattr(namespace, "given_settings", ()), self.dest}
+
+
 def add_setting_arguments(parser: argparse.ArgumentParser, items: Iterable[Setting]) -> None:
     """One flag per declared setting (a flag two settings share, --tensor-parallel, once):
     type, choices, default and help come from the declaration in calculators.interface.settings."""
@@ -118,10 +127,11 @@ def add_setting_arguments(parser: argparse.ArgumentParser, items: Iterable[Setti
         if item.value_type is bool:
             parser.add_argument(item.flag, action="store_true", help=help_text)
         elif item.choices and item.value_type is str:
-            parser.add_argument(item.flag, choices=item.choices, default=item.default_value, help=help_text)
+            parser.add_argument(item.flag, choices=item.choices, default=item.default_value, help=help_text,
+                                action=_StoreGiven)  # fmt: skip
         else:
             parser.add_argument(item.flag, type=_setting_type(item, item.flag), default=item.default_value,
-                                help=help_text)  # fmt: skip
+                                help=help_text, action=_StoreGiven)  # fmt: skip
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from calculators.memory.vision_training import VISION_PRECISIONS
 from calculators.models.hf_config import describe_validation_error
-from calculators.models.vision_library import VisionModel, vision_model
+from calculators.models.vision_library import VisionModel, reference_micro_batch, vision_model
 
 # The transformer recipes' mixed precision read as autocast for an image model: the same half-precision
 # compute, fp32 weights (torchvision references/classification/train.py `--amp`: torch.autocast + GradScaler).
@@ -54,3 +54,10 @@ def one_line_validation() -> Iterator[None]:
         yield
     except ValidationError as error:
         raise VisionUsageError(describe_validation_error(error)) from None
+
+
+def micro_batch_of(args: argparse.Namespace, model: VisionModel) -> int:
+    """--micro-batch where given, else the model's reference images per GPU (reference_micro_batch):
+    the shared flag's default of 1 is a transformer's, not an image model's."""
+    given = "micro_batch" in getattr(args, "given_settings", ())
+    return args.micro_batch if given else reference_micro_batch(model)

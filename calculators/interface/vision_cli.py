@@ -22,6 +22,7 @@ from calculators.hardware.cpus import find_cpu, is_cpu, load_cpus
 from calculators.interface.vision_args import (
     VisionUsageError,
     image_precision,
+    micro_batch_of,
     named_vision_model,
     one_line_validation,
     vision_choice,
@@ -54,7 +55,7 @@ def step_input(model: VisionModel, args: argparse.Namespace) -> VisionStepInput:
     with one_line_validation():
         return VisionStepInput(
             model=model,
-            micro_batch=args.micro_batch,
+            micro_batch=micro_batch_of(args, model),
             image_size=args.image_size or None,
             precision=precision,
             channels_last=args.channels_last,

@@ -13,6 +13,7 @@ from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.interface.vision_args import (
     VisionUsageError,
     image_precision,
+    micro_batch_of,
     one_line_validation,
     vision_choice,
 )
@@ -46,7 +47,7 @@ def vision_input_from_args(args: argparse.Namespace, model: VisionModel) -> Visi
     with one_line_validation():
         return VisionTrainingInput(
             model=model,
-            micro_batch=args.micro_batch,
+            micro_batch=micro_batch_of(args, model),
             image_size=args.image_size,
             precision=image_precision(args, model),
             channels_last=args.channels_last,

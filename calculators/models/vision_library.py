@@ -126,6 +126,20 @@ def _by_name(path: Path | None = None) -> dict[str, VisionModel]:
     return names
 
 
+# Images per GPU where a run does not say: torchvision's classification reference trains every
+# model of its recipes at `-b/--batch-size` default 32, "images per gpu, the total batch size is
+# $NGPU x batch_size" (pytorch/vision references/classification/train.py); the U-Net's own paper
+# trained one image per step ("we favor large input tiles over a large batch size and hence reduce
+# the batch to a single image", Ronneberger et al. 2015, arXiv:1505.04597, Sec. 3).
+CLASSIFICATION_REFERENCE_MICRO_BATCH = 32
+UNET_REFERENCE_MICRO_BATCH = 1
+
+
+def reference_micro_batch(model: VisionModel) -> int:
+    """The images per GPU of the model's reference recipe (the constants above)."""
+    return UNET_REFERENCE_MICRO_BATCH if model.kind == "unet" else CLASSIFICATION_REFERENCE_MICRO_BATCH
+
+
 def vision_model(name: str, path: Path | None = None) -> VisionModel | None:
     """The library model a name stands for (its key, torchvision or timm name, `timm/` prefixed
     or not, or a Hub id of the same model), or None. Offline: only the bundled table is read."""

@@ -49,13 +49,14 @@ from pydantic import BaseModel, Field
 
 from calculators import DATA_DIR
 from calculators.hardware.catalogue import GpuSpec, find_gpu
-from calculators.hardware.cpus import is_cpu
+from calculators.hardware.cpus import AMX_GEMM_FRACTION, STREAM_FRACTION, is_cpu, uses_amx
 from calculators.memory.vision_training import MAX_MICRO_BATCH, check_image_size, parameters_at
 from calculators.models.vision_library import VisionModel
 from calculators.timing.attention_kernels import sixteen_bit_peak_tflops
 from calculators.timing.communication import allreduce_bytes, link_gbytes_per_s
 from calculators.timing.data_loading import DataLoader, InputCeiling, input_ceiling
 from calculators.timing.operations import (
+    DEFAULT_MATMUL_FRACTION,
     KERNEL_LAUNCH_S,
     attention_rates,
     curve_family,
@@ -239,11 +240,15 @@ def step_rates(gpu: GpuSpec, run: VisionStepInput) -> Rates:
     (timm's ViTs) and the shortest measured sequence (VIT_ATTENTION_TOKENS; a ViT's 197-577
     tokens lie below it), scaled to this GPU (operations.attention_rates). A CPU
     (calculators.hardware.cpus) has no tensor-core shape curve, no NHWC transposes and no
-    FlashAttention figure: its GEMMs and attention run at the achievable fraction of its peak."""
+    FlashAttention figure: its GEMMs and attention run at the achievable fraction of its peak
+    (cpu_gemm_fraction) and its bytes at STREAM's share of its DRAM peak."""
     conv_tflops, conv_format = rate_and_format(gpu, run.precision, run.conv_tf32)
     matmul_tflops, matmul_format = rate_and_format(gpu, run.precision, run.matmul_tf32)
-    fraction = matmul_fraction(gpu, conv_format) * SUSTAINED_CLOCK_FACTOR
     on_gpu = not is_cpu(gpu)
+    fraction = (
+        matmul_fraction(gpu, conv_format) * SUSTAINED_CLOCK_FACTOR if on_gpu else cpu_gemm_fraction(gpu, conv_format)
+    )
+    bandwidth_fraction = 1.0 if on_gpu else STREAM_FRACTION
     attention_peak = matmul_tflops if run.precision == "fp32" else (gpu.dense_tflops("bf16") or matmul_tflops)
     attention_forward = attention_backward = attention_peak * fraction
     if on_gpu:
@@ -257,10 +262,19 @@ def step_rates(gpu: GpuSpec, run: VisionStepInput) -> Rates:
         conv_tensor_cores=on_gpu and conv_format != "fp32",
         matmul_tensor_cores=on_gpu and matmul_format != "fp32",
         fraction=fraction,
-        bandwidth_bytes_per_s=gpu.memory_bandwidth_tbps * 1e12,
+        bandwidth_bytes_per_s=gpu.memory_bandwidth_tbps * 1e12 * bandwidth_fraction,
         element_bytes=element_bytes_of(run.precision),
         curve=curve_family(gpu),
     )
+
+
+def cpu_gemm_fraction(cpu: GpuSpec, compute_format: str) -> float:
+    """What a CPU's GEMMs reach of its peak: AMX's measured all-core fraction for Intel bf16
+    (calculators.hardware.cpus.AMX_GEMM_FRACTION); on the AVX-512 vector units (fp32, AMD's bf16)
+    the default achievable fraction x sustained clocks, as an unmeasured GPU (an assumption)."""
+    if uses_amx(cpu, compute_format):
+        return AMX_GEMM_FRACTION
+    return DEFAULT_MATMUL_FRACTION * SUSTAINED_CLOCK_FACTOR
 
 
 # The part each family's shape curve was measured on (XLA's default_matmul_perf_table.txtpb keys
@@ -639,7 +653,7 @@ def estimate_vision_step(run: VisionStepInput, gpu: GpuSpec) -> VisionStepTime:
         samples_per_s_per_gpu=per_gpu,
         samples_per_s=per_gpu * run.gpus,
         mfu=3 * forward_flops * per_gpu / (rates.conv_tflops * 1e12),
-        assumptions=step_assumptions(run, rates),
+        assumptions=step_assumptions(run, rates, gpu),
     )
 
 
@@ -654,19 +668,39 @@ def forward_flops_at(model: VisionModel, image_size: int) -> float:
     )
 
 
-def step_assumptions(run: VisionStepInput, rates: Rates) -> list[str]:
-    lines = [
+def cpu_rates_line(rates: Rates) -> str:
+    """How a CPU device is timed, in words (step_rates, cpu_gemm_fraction)."""
+    return (
+        f"CPU: convolutions as GEMMs at {rates.fraction:.2f} of the socket's peak (AMX BF16: oneDNN's all-core "
+        "benchdnn figure; AVX-512: the default fraction x sustained clocks), no tensor-core shape curve; norms, "
+        "activations and pooling at STREAM Triad's share of the DDR5 peak "
+        f"({rates.bandwidth_bytes_per_s / 1e9:,.0f} GB/s)."
+    )
+
+
+def step_assumptions(run: VisionStepInput, rates: Rates, gpu: GpuSpec) -> list[str]:
+    on_cpu = is_cpu(gpu)
+    gpu_rates_line = (
         "Each convolution an implicit GEMM on the measured shape curve (data/matmul_efficiency.csv) at the "
         f"achievable fraction x sustained clocks ({rates.fraction:.2f} of peak at best); grouped and depthwise "
-        "convolutions, norms, activations and pooling bandwidth-bound.",
+        "convolutions, norms, activations and pooling bandwidth-bound."
+    )
+    lines = [
+        cpu_rates_line(rates) if on_cpu else gpu_rates_line,
         "Residual adds and squeeze-excitation scaling (not traced modules) counted from the blocks the trace lists.",
-        "Eager PyTorch's host time to issue the kernels is a floor on the step: 98 µs per layer, the fastest "
-        "of this project's H200 runs (a faster host CPU issues faster).",
     ]
+    if not on_cpu:
+        lines.append(
+            "Eager PyTorch's host time to issue the kernels is a floor on the step: 98 µs per layer, the fastest "
+            "of this project's H200 runs (a faster host CPU issues faster)."
+        )
     if rates.conv_tensor_cores and not run.channels_last:
         lines.append("NCHW on tensor cores: each convolution transposes its input and output (use --channels-last).")
     if run.gpus > 1:
-        lines.append(f"Data parallel over {run.gpus} GPUs: one fp32 gradient all-reduce per step under the backward.")
+        devices = "sockets" if on_cpu else "GPUs"
+        lines.append(
+            f"Data parallel over {run.gpus} {devices}: one fp32 gradient all-reduce per step under the backward."
+        )
     return lines
 
 

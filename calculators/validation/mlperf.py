@@ -14,7 +14,9 @@ parallel, virtual stages, micro-batch; context parallel as the time model's ring
 NVIDIA's NeMo/Megatron submissions use (`layout_for`; the 8-GPU B200 Llama 2 70B LoRA runs in
 their own published configs, `NEMO_LORA_B200_CONFIGS`), or, for the submissions built on the
 reference's HF Trainer + DeepSpeed code, the layout their own published config sets
-(`HF_DEEPSPEED_RECIPES`), every assumption listed per row.
+(`HF_DEEPSPEED_RECIPES`), every assumption listed per row. A CPU-only system (Intel's Xeon
+ResNet-50) trains on its sockets as data/cpus.csv devices, DDP over the nodes' network
+(`CPU_SYSTEM_SOCKETS_PER_NODE`, from the systems' published descriptions).
 No coefficient here is fitted to a result: each comes from the benchmark's rules, a submission's
 published config or the time model's own sources.
 """
@@ -34,6 +36,7 @@ from calculators import DATA_DIR
 from calculators.cost.prices import load_prices
 from calculators.cost.pricing import instances_needed, run_cost_usd
 from calculators.hardware.catalogue import GpuSpec, find_gpu
+from calculators.hardware.cpus import find_cpu, is_cpu
 from calculators.hardware.csv_rows import check_public_source
 from calculators.models.presets import get_preset
 from calculators.models.spec import ModelSpec
@@ -85,6 +88,7 @@ class MlperfResult(BaseModel):
     accelerators_total: int = Field(ge=0, description="0 for a CPU-only system")
     nodes: int = Field(ge=1)
     accelerators_per_node: int = Field(ge=0)
+    host_cpu: str = ""
     framework: str
     global_batch_size: int | None = Field(default=None, ge=1)
     time_to_train_min: float | None = Field(
@@ -243,14 +247,36 @@ NOT_IN_CATALOGUE = {
     "NVIDIA H100-SXM5-96GB": "the 96 GB H100 SXM is not in the GPU catalogue",
     "NVIDIA RTX A5000": "RTX A5000 is not in the GPU catalogue",
     "AMD Radeon RX 7900 XTX": "Radeon RX 7900 XTX is not in the GPU catalogue",
-    "N/A": "a CPU-only system: no accelerator",
+    "N/A": "a CPU-only system whose CPU or sockets per node this app does not have",
 }
+# CPU-only systems: the host CPU's name in the results (data/cpus.csv row), and each system's
+# sockets per node and network per node, from its system description
+# (training_results_v3.1 Intel/systems/<system>.json @ f33f9444205023cf49bf19ec960992b39663f6fd:
+# "host_processors_per_node": "2", "host_networking": "Intel(R) Corporation Ethernet Controller
+# E810-C for QSFP"). The E810-C is a 100 GbE controller (Intel's E810-CQDA2 product brief:
+# 2 x 100GbE); one 100 Gb/s port per node is assumed, shared by the node's two sockets.
+CPU_CATALOGUE_NAME = {"Intel(R) Xeon(R) Platinum 8480+ @ 2.00GHz": "Xeon-Platinum-8480+"}
+CPU_SYSTEM_SOCKETS_PER_NODE = {"16-nodes-SPR-pytorch": 2, "16-nodes-SPR-pytorch-open": 2, "8-nodes-SPR-pytorch": 2}
+CPU_NODE_NETWORK_GBPS = 100.0
 
 
 def catalogue_gpu(result: MlperfResult) -> GpuSpec | None:
-    """The catalogue GPU the result ran on; None where its accelerator is not one."""
+    """The catalogue GPU the result ran on, or for a CPU-only system its CPU (data/cpus.csv) where
+    its sockets per node are known; None otherwise."""
+    if result.accelerators_total == 0:
+        known = result.system_name in CPU_SYSTEM_SOCKETS_PER_NODE and result.host_cpu in CPU_CATALOGUE_NAME
+        return find_cpu(CPU_CATALOGUE_NAME[result.host_cpu]) if known else None
     name = CATALOGUE_NAME.get(result.accelerator)
     return None if name is None else find_gpu(name)
+
+
+def devices_of(result: MlperfResult) -> tuple[int, int]:
+    """(devices, devices per node) the prediction trains on: the accelerators, or for a CPU-only
+    system its sockets (nodes x CPU_SYSTEM_SOCKETS_PER_NODE)."""
+    if result.accelerators_total == 0 and result.system_name in CPU_SYSTEM_SOCKETS_PER_NODE:
+        per_node = CPU_SYSTEM_SOCKETS_PER_NODE[result.system_name]
+        return result.nodes * per_node, per_node
+    return result.accelerators_total, result.accelerators_per_node
 
 
 def not_in_catalogue_reason(accelerator: str) -> str:
@@ -528,6 +554,9 @@ class Submission(BaseModel):
         "optimum-habana (Intel's Gaudi2 LoRA), maxtext (Google's TPU runs) or tinygrad (tinycorp's ResNet)"
     )
     system: str = Field(default="", description="the system, only where it published a config of its own")
+    inter_node_gbps: float | None = Field(
+        default=None, description="network Gb/s per device where the system states it (CPU-only systems)"
+    )
     published: PublishedLayout | None = Field(
         default=None, description="the layout the submission's own launch config sets (data/mlperf_layouts.csv)"
     )
@@ -554,15 +583,18 @@ def submission_of(result: MlperfResult) -> Submission:
     """What the prediction reads of `result`; the round only where the prediction reads it (the
     language benchmarks' evaluation schedules and configs), so that ResNet results of one system in
     two rounds share one prediction."""
+    devices, per_node = devices_of(result)
+    cpu_only = result.accelerators_total == 0
     return Submission(
         benchmark=result.benchmark,
         round=result.round if result.benchmark in LANGUAGE_BENCHMARKS else "",
-        accelerators_total=result.accelerators_total,
-        accelerators_per_node=result.accelerators_per_node,
+        accelerators_total=devices,
+        accelerators_per_node=per_node,
         global_batch_size=result.global_batch_size,
         stack=stack_of(result.framework, result.submitter, result.benchmark),
         system=result.system_name if (result.round, result.system_name) in NEMO_LORA_B200_CONFIGS else "",
         published=load_published_layouts().get(result.id),
+        inter_node_gbps=CPU_NODE_NETWORK_GBPS / per_node if cpu_only and per_node else None,
     )
 
 
@@ -944,8 +976,33 @@ def resnet_precision(gpu: GpuSpec) -> str:
 
 def resnet_loader(result: Submission, gpu: GpuSpec) -> str:
     """DALI decoding on the GPU (nvJPEG) for the NVIDIA-stack submissions (their configs set DALI_*:
-    config_L40S_2x4x204.sh) and Gaudi's own media pipeline; tinygrad decodes on the CPU."""
+    config_L40S_2x4x204.sh) and Gaudi's own media pipeline; tinygrad decodes on the CPU; a CPU-only
+    system decodes on the sockets it trains on ("same-cpu")."""
+    if is_cpu(gpu):
+        return "same-cpu"
     return "cpu" if result.stack == "tinygrad" else "dali-gpu"
+
+
+LOADER_NOTE = {
+    "dali-gpu": "DALI decoding on the GPU (its time not counted)",
+    "cpu": "CPU decoding",
+    "same-cpu": "decoding on the training sockets' own cores (its time not counted)",
+}
+
+
+def loader_ceiling(images_per_s: float, loader: str, gpu: GpuSpec) -> float:
+    """The input pipeline's images/s per device: the host decode ceiling for a GPU
+    (data_loading.input_ceiling); none counted where the device is the CPU that decodes."""
+    if loader == "same-cpu":
+        return math.inf
+    ceiling = input_ceiling(images_per_s, DEFAULT_HOST_CORES_PER_GPU, loader)
+    return ceiling.ceiling_images_per_s_per_gpu or math.inf
+
+
+def network_note(result: Submission) -> str:
+    if result.inter_node_gbps is None:
+        return ""
+    return f" across nodes at {result.inter_node_gbps:g} Gb/s per socket (one 100 GbE port per node)"
 
 
 @lru_cache(maxsize=1024)
@@ -960,21 +1017,21 @@ def resnet_prediction(result: Submission, gpu: GpuSpec) -> Prediction:
     if batch % gpus:
         raise ValueError(f"global batch {batch} does not split over {gpus} accelerators")
     model = vision_model("resnet50")
+    network = {} if result.inter_node_gbps is None else {"inter_node_gbps": result.inter_node_gbps}
     run = VisionStepInput(
         model=model, micro_batch=batch // gpus, precision=resnet_precision(gpu), channels_last=True,
-        optimizer="sgd", gpus=gpus, gpus_per_node=result.accelerators_per_node,
+        optimizer="sgd", gpus=gpus, gpus_per_node=result.accelerators_per_node, **network,
     )  # fmt: skip
     step = estimate_vision_step(run, gpu)
     loader = resnet_loader(result, gpu)
-    ceiling = input_ceiling(step.samples_per_s_per_gpu, DEFAULT_HOST_CORES_PER_GPU, loader)
-    image_s = 1 / min(step.samples_per_s_per_gpu, ceiling.ceiling_images_per_s_per_gpu or math.inf)
+    image_s = 1 / min(step.samples_per_s_per_gpu, loader_ceiling(step.samples_per_s_per_gpu, loader, gpu))
     epochs = samples_to_converge("resnet", batch)
     train_s = epochs * IMAGENET_TRAIN_IMAGES / gpus * image_s
     evals = math.ceil(epochs / RESNET_EVAL_EVERY_EPOCHS)
     eval_s = evals * math.ceil(IMAGENET_EVAL_IMAGES / gpus) * image_s / 3
     notes = [
-        f"{run.micro_batch} images per accelerator, {run.precision} channels-last, DDP over {gpus}; "
-        + ("DALI decoding on the GPU (its time not counted)" if loader == "dali-gpu" else "CPU decoding"),
+        f"{run.micro_batch} images per {'socket' if is_cpu(gpu) else 'accelerator'}, {run.precision} "
+        f"channels-last, DDP over {gpus}" + network_note(result) + "; " + LOADER_NOTE[loader],
         f"{epochs:.1f} epochs to converge at global batch {batch} (RCP olympic mean, interpolated)",
         f"{evals} evaluations of {IMAGENET_EVAL_IMAGES:,} images, forward only",
     ]
@@ -1100,7 +1157,7 @@ def mlperf_row(result: MlperfResult) -> MlperfRow:
         system=result.system_name,
         accelerator=None if gpu is None else gpu.name,
         accelerator_published=result.accelerator,
-        accelerators=result.accelerators_total,
+        accelerators=devices_of(result)[0],
         nodes=result.nodes,
         global_batch_size=result.global_batch_size,
         minutes_published=result.time_to_train_min,
