@@ -99,7 +99,7 @@ def serve_cost_section(workload, catalogue: list[GpuSpec]) -> None:
     )
     concurrency = 0 if best else settings.concurrent_sequences
     request = ServingRequest(input_len=input_len, output_len=output_len, concurrency=concurrency)
-    beyond = request_beyond_context(settings, request)
+    beyond = request_beyond_context(spec, settings, request)
     if beyond:
         st.error(beyond[0].upper() + beyond[1:] + ".")
         return

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from calculators.cost.exports import csv_bytes
 from calculators.hardware.catalogue import GpuSpec
 from calculators.plan.serving import ServingPlan, ServingPlanRequest, ServingPlanResult, plan_serving, rented_words
-from calculators.timing.serving import LatencyLimits
+from calculators.timing.serving import LatencyLimits, ServingRequest, request_beyond_context
 from ui import state
 from ui.axes import axis
 from ui.charts import MARGIN
@@ -196,6 +196,12 @@ def serve_plan_section(workload, catalogue: list[GpuSpec], prices: list) -> None
     request, problem = serving_plan_request()
     if problem:
         st.error(f"Check the plan's settings: {problem}")
+        return
+    # the same bound on a request's length as Time and cost: the sidebar's context, as Memory sizes it
+    lengths = ServingRequest(input_len=request.input_len, output_len=request.output_len)
+    beyond = request_beyond_context(spec, settings, lengths)
+    if beyond:
+        st.error(beyond[:1].upper() + beyond[1:] + ".")
         return
     asked = json_key(spec, settings, request, prices, catalogue)
     with st.spinner("Searching GPUs, tensor parallel, precisions and concurrencies"):

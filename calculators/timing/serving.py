@@ -419,12 +419,14 @@ def context_problem(spec: ModelSpec, request: ServingRequest) -> str | None:
     return None
 
 
-def request_beyond_context(settings: ServingSettings, request: ServingRequest) -> str | None:
+def request_beyond_context(spec: ModelSpec, settings: ServingSettings, request: ServingRequest) -> str | None:
     """Why requests of these lengths cannot run on a deployment sized for settings.context_len tokens
     per sequence, or None: vLLM rejects a prompt + max_tokens beyond its --max-model-len
-    (vllm/entrypoints/openai/serving_engine.py, "This model's maximum context length is ...")."""
+    (vllm/entrypoints/openai/serving_engine.py, "This model's maximum context length is ...").
+    Lengths beyond the model's trained positions are context_problem's to name: a longer context
+    would not help them."""
     total = request.input_len + request.output_len
-    if total <= settings.context_len:
+    if total <= settings.context_len or context_problem(spec, request):
         return None
     return (
         f"input {request.input_len:,} + output {request.output_len:,} = {total:,} tokens per request is longer than "
