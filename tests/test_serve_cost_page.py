@@ -64,6 +64,9 @@ def test_time_and_cost_reads_the_sidebars_context_as_memory_does():
     assert metrics["Concurrent sequences"] == "1"
     # at one sequence the group's rate is the sequence's rate: the two figures read alike
     assert metrics["Output tokens/s per GPU"] == metrics["Output tokens/s per sequence"]
+    # one decode step of one 8B model is bound by reading its weights, named as Memory names it
+    memory_bound = {metric.label: metric.value for metric in memory.metric}["Bound by"]
+    assert metrics["Decode step bound by"] == memory_bound == "memory bandwidth"
 
 
 def test_requests_longer_than_the_sidebars_context_are_refused_in_words():

@@ -44,6 +44,7 @@ def test_memory_page_in_serve_mode_writes_counts_and_gib_with_their_units():
     assert list(parts.value.columns) == ["part", "GiB per GPU"]
     assert parts.value.set_index("part").loc["KV cache", "GiB per GPU"] == pytest.approx(1.0)
     assumptions = " ".join(m.value for m in app.markdown)
+    assert "one prefill chunk of 2,048 tokens" in assumptions
     assert "1 sequence, an estimate" in assumptions and "sequence(s)" not in assumptions
 
 

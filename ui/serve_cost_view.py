@@ -62,6 +62,9 @@ def throughput_latency_figure(speeds: list) -> go.Figure:
     return figure
 
 
+# The bound in the Memory page's words ("memory bandwidth", not "bandwidth").
+BOUND_WORDS = {"bandwidth": "memory bandwidth"}
+
 # Short headers with their units; what a header leaves out is in its help.
 COST_COLUMNS = {
     "USD per million output tokens": st.column_config.NumberColumn(format="$%.3f"),
@@ -139,7 +142,10 @@ def _speed_on(spec, settings, gpu: GpuSpec, request: ServingRequest, capacity_gi
     row.metric("Time per output token (ms)", f"{speed.tpot_s * 1e3:,.1f}", width="content")
     row.metric("Concurrent sequences", f"{speed.concurrency:,}", width="content")
     row.metric(
-        "Decode step bound by", speed.bound, help=f"one decode step {speed.decode_step_s * 1e3:.2f} ms", width="content"
+        "Decode step bound by",
+        BOUND_WORDS.get(speed.bound, speed.bound),
+        help=f"one decode step {speed.decode_step_s * 1e3:.2f} ms",
+        width="content",
     )
     # the Memory page's "most sequences that fit" is at the full context; requests shorter than it fit more
     at_full_context = max_concurrency(spec, settings, capacity_gib)

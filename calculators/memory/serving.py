@@ -356,7 +356,7 @@ def memory_assumptions(spec: ModelSpec, settings: ServingSettings) -> list[str]:
     if tp > 1:
         lines.append(f"Tensor parallel {tp}: {_tp_text(spec, tp)}; NCCL adds {settings.overheads.nccl_gib} GiB.")
     lines += [
-        f"Activations: one prefill chunk of {settings.max_batched_tokens} tokens plus fp32 logits for "
+        f"Activations: one prefill chunk of {settings.max_batched_tokens:,} tokens plus fp32 logits for "
         f"{counted(min(settings.concurrent_sequences, settings.max_batched_tokens), 'sequence')}, an estimate "
         "(vLLM profiles the real peak at startup).",
         f"Overhead: CUDA context {settings.overheads.cuda_context_gib} GiB, cuBLAS "
