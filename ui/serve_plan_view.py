@@ -190,7 +190,8 @@ def serve_plan_section(workload, catalogue: list[GpuSpec], prices: list) -> None
         "The cheapest way to serve the sidebar's model: every priced GPU, tensor-parallel size (1 to 8), weight "
         "precision (bf16, fp8, int4, fp4 where the GPU runs it) and concurrency is searched; the replicas that "
         "carry the request rate are packed into whole instances, each replica inside one instance, of the offer "
-        "that bills least for them. The KV cache, context and prefill chunk come from the sidebar."
+        "that bills least for them. The KV cache, prefill chunk and context (the longest a request may be, "
+        f"{settings.context_len:,} tokens) come from the sidebar."
     )
     _inputs(sorted({price.provider for price in prices}))  # unknown providers from a link are named and dropped
     request, problem = serving_plan_request()
