@@ -126,3 +126,20 @@ def test_gpus_whose_software_cannot_run_the_workload_are_marked_and_filtered():
     app.checkbox(key="cmp_fits_only").check().run()
     shown = set(app.dataframe[0].value["name"])
     assert "H100-SXM5-80GB" in shown and not shown & {"TPU-v5p", "Trainium2-96GB", "Inferentia2-32GB"}
+
+
+def test_serve_mode_says_does_not_fit_where_no_decode_speed_and_agrees_with_memory():
+    """Llama-3.1-8B in bf16: 16.1 GB of weights do not fit a T4-16GB, which has no decode speed ("does not
+    fit", never "None"). On an H100 one decode step at 8,192 tokens reads the weights less the embedding
+    table (8.03 B - 0.53 B parameters x 2 B = 15.0 GB) and a 1 GiB KV cache (1.07 GB) at 0.8 x 3.35 TB/s:
+    6.0 ms, 167 tokens/s, written alike on Compare and on Memory."""
+    app = open_compare(mode="inference", model="llama-3.1-8b", gpu="H100-SXM5-80GB")
+    table = app.dataframe[0].value.set_index("name")
+    assert table.loc["T4-16GB", "decode_tokens_per_s"] == "does not fit"
+    assert "None" not in table["decode_tokens_per_s"].astype(str).to_list()
+    app.multiselect(key="cmp_pick").set_value(["H100-SXM5-80GB", "T4-16GB"]).run()
+    side = app.dataframe[1].value
+    assert side.loc["decode tokens/s per sequence", "H100-SXM5-80GB"] == "167"
+    assert side.loc["decode tokens/s per sequence", "T4-16GB"] == "does not fit"
+    memory = open_app(mode="inference", model="llama-3.1-8b", gpu="H100-SXM5-80GB")
+    assert {metric.label: metric.value for metric in memory.metric}["Decode tokens/s per sequence"] == "167"

@@ -123,3 +123,10 @@ def test_weights_no_single_instance_holds_are_named_on_the_page():
     text = " ".join(element.value for element in expander.markdown)
     assert "Bf16 weights of llama-3.1-405b fit in no single priced instance of" in text and "L40S-48GB" in text
     assert "pipeline parallel serving is not modelled" in text
+
+
+def test_requests_longer_than_the_sidebars_context_are_refused_as_on_time_and_cost():
+    """512 + 256 = 768 tokens per request cannot run on a deployment sized for 512 tokens per sequence."""
+    app = open_app(PAGE, **(ASK | {"ctx": "512"}))
+    assert any("768 tokens per request is longer than the context of 512 tokens" in e.value for e in app.error)
+    assert not app.metric

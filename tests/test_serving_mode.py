@@ -34,6 +34,20 @@ def test_memory_page_in_inference_mode_shows_concurrency_and_decode_speed():
     assert "Decode tokens/s per sequence" in metrics
 
 
+def test_memory_page_in_serve_mode_writes_counts_and_gib_with_their_units():
+    """One sequence is 'sequence', not 'sequence(s)'; the parts table says GiB per GPU (the KV cache is
+    1 GiB at 8,192 tokens, drawn to 3 decimals as the metric writes it)."""
+    app = open_app(mode="inference", gpu="RTX-4090-24GB")
+    verdict = next(e.value for e in app.success if e.value.startswith("Fits:"))
+    assert "for 1 sequence of 8,192 tokens" in verdict and "(s)" not in verdict
+    parts = next(frame for frame in app.dataframe if "part" in frame.value.columns)
+    assert list(parts.value.columns) == ["part", "GiB per GPU"]
+    assert parts.value.set_index("part").loc["KV cache", "GiB per GPU"] == pytest.approx(1.0)
+    assumptions = " ".join(m.value for m in app.markdown)
+    assert "one prefill chunk of 2,048 tokens" in assumptions
+    assert "1 sequence, an estimate" in assumptions and "sequence(s)" not in assumptions
+
+
 def test_switching_to_inference_and_back_keeps_the_training_settings():
     app = open_app(mb="4", zero="2", gpus="4")
     app.selectbox(key="mode").set_value("inference").run()

@@ -10,6 +10,7 @@ from calculators.memory.fit import verdict
 from calculators.memory.fit_matrix import GpuFit
 from calculators.memory.serving import serving_table
 from calculators.models.spec import ModelSpec
+from calculators.units import rate_text
 from calculators.workload.compatibility import stack_problem
 from calculators.workload.serving import ServingSettings
 
@@ -115,8 +116,9 @@ def _cell_text(value: object) -> str:
 
 
 def side_by_side(table: pd.DataFrame, names: list[str], fields: list[str]) -> pd.DataFrame:
-    """Chosen GPUs as columns, one row per field, each row named for a person."""
-    chosen = table.set_index("name").loc[names, fields]
+    """Chosen GPUs as columns, one row per field, each row named for a person; the fit columns read
+    as in the table above ("does not fit", 167 tokens/s as the Memory page writes it)."""
+    chosen = readable_fits(table.set_index("name").loc[names, fields])
     return chosen.T.map(_cell_text).rename(index=lambda field: FIELD_LABEL.get(field, field))
 
 
@@ -135,14 +137,21 @@ def missing_figure_help(column: pd.Series) -> str | None:
     return f"'None' for {column.isna().sum()} of the {len(column)} GPUs shown: no such figure (see below the filters)."
 
 
-# what an empty fit cell means: a GPU the workload does not fit has no largest micro-batch
-EMPTY_FIT_TEXT = {"max_micro_batch": "none fits", "min_gpus": "-", "stack_problem": "-"}
+# what an empty fit cell means: a GPU the workload does not fit has no largest micro-batch and no decode speed
+EMPTY_FIT_TEXT = {
+    "max_micro_batch": "none fits",
+    "decode_tokens_per_s": "does not fit",
+    "min_gpus": "-",
+    "stack_problem": "-",
+}
 
 
 def _fit_text(value: object, empty: str) -> str:
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return empty
-    return f"{int(value):,}" if isinstance(value, int | float) and float(value).is_integer() else str(value)
+    if isinstance(value, float) and not value.is_integer():
+        return rate_text(value)  # the decode tokens/s, written as the Memory page writes it
+    return f"{int(value):,}" if isinstance(value, int | float) else str(value)
 
 
 def readable_fits(table: pd.DataFrame) -> pd.DataFrame:

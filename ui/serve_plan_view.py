@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from calculators.cost.exports import csv_bytes
 from calculators.hardware.catalogue import GpuSpec
 from calculators.plan.serving import ServingPlan, ServingPlanRequest, ServingPlanResult, plan_serving, rented_words
-from calculators.timing.serving import LatencyLimits
+from calculators.timing.serving import LatencyLimits, ServingRequest, request_beyond_context
 from ui import state
 from ui.axes import axis
 from ui.charts import MARGIN
@@ -190,12 +190,19 @@ def serve_plan_section(workload, catalogue: list[GpuSpec], prices: list) -> None
         "The cheapest way to serve the sidebar's model: every priced GPU, tensor-parallel size (1 to 8), weight "
         "precision (bf16, fp8, int4, fp4 where the GPU runs it) and concurrency is searched; the replicas that "
         "carry the request rate are packed into whole instances, each replica inside one instance, of the offer "
-        "that bills least for them. The KV cache, context and prefill chunk come from the sidebar."
+        "that bills least for them. The KV cache, prefill chunk and context (the longest a request may be, "
+        f"{settings.context_len:,} tokens) come from the sidebar."
     )
     _inputs(sorted({price.provider for price in prices}))  # unknown providers from a link are named and dropped
     request, problem = serving_plan_request()
     if problem:
         st.error(f"Check the plan's settings: {problem}")
+        return
+    # the same bound on a request's length as Time and cost: the sidebar's context, as Memory sizes it
+    lengths = ServingRequest(input_len=request.input_len, output_len=request.output_len)
+    beyond = request_beyond_context(spec, settings, lengths)
+    if beyond:
+        st.error(beyond[:1].upper() + beyond[1:] + ".")
         return
     asked = json_key(spec, settings, request, prices, catalogue)
     with st.spinner("Searching GPUs, tensor parallel, precisions and concurrencies"):

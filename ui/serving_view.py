@@ -17,6 +17,7 @@ from calculators.memory.serving import (
 )
 from calculators.memory.serving_changes import serving_changes
 from calculators.models.spec import ModelSpec
+from calculators.units import counted, rate_text
 from calculators.workload.serving import ServingSettings, context_beyond_training, serving_problem
 from ui.charts import MARGIN
 from ui.layout import wrapping_row
@@ -48,7 +49,7 @@ def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
     estimate = estimate_serving(spec, settings)
     result = verdict(estimate.total_gib, capacity)
     summary = (
-        f"**{estimate.total_gib:.1f} GiB** per GPU for {settings.concurrent_sequences} sequence(s) of "
+        f"**{estimate.total_gib:.1f} GiB** per GPU for {counted(settings.concurrent_sequences, 'sequence')} of "
         f"{settings.context_len:,} tokens on **{workload.gpu_name}** ({capacity:g} GiB)"
     )
     if result == "fits":
@@ -83,10 +84,17 @@ def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
     if gpu is not None and result != "does not fit":
         speed = decode_tokens_per_s(spec, settings, gpu, settings.concurrent_sequences)
         row = wrapping_row()
-        row.metric("Decode tokens/s per sequence", f"{speed.tokens_per_s_per_sequence:,.0f}", width="content")
-        row.metric("Decode tokens/s in all", f"{speed.tokens_per_s_aggregate:,.0f}", width="content")
+        full = f"at the full context of {settings.context_len:,} tokens"
+        row.metric(
+            "Decode tokens/s per sequence",
+            rate_text(speed.tokens_per_s_per_sequence),
+            help=f"One decode step {full}, the weights and KV cache read at once; Time and cost adds the share of "
+            "new prompts and kernel gaps at its requests' lengths.",
+            width="content",
+        )
+        row.metric("Decode tokens/s in all", rate_text(speed.tokens_per_s_aggregate), width="content")
         step_ms = speed.step_time_s * 1000
-        row.metric("Bound by", speed.bound, help=f"step {step_ms:.2f} ms at the full context", width="content")
+        row.metric("Bound by", speed.bound, help=f"one decode step {step_ms:.2f} ms {full}", width="content")
 
     parts = {
         "Weights": estimate.weights_gib,
@@ -95,8 +103,12 @@ def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
         "Overhead": estimate.overhead_gib,
     }
     st.plotly_chart(serving_breakdown_figure(parts, capacity), width="stretch")
+    # GiB to 3 decimals as the KV cache metric above writes them ("1.000", not "1")
     st.dataframe(
-        pd.DataFrame([{"part": k, "GiB": round(v, 3)} for k, v in parts.items()]), hide_index=True, width="content"
+        pd.DataFrame([{"part": k, "GiB per GPU": v} for k, v in parts.items()]),
+        hide_index=True,
+        width="content",
+        column_config={"GiB per GPU": st.column_config.NumberColumn(format="%.3f")},
     )
     with st.expander("Assumptions and sources"):
         st.markdown("\n".join(f"- {line}" for line in estimate.assumptions))  # one element, not one a line

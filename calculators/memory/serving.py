@@ -37,7 +37,7 @@ from calculators.models.geometry import (
     vocab_matrix_elements,
 )
 from calculators.models.spec import ModelSpec
-from calculators.units import GIB
+from calculators.units import GIB, counted
 from calculators.workload.finetune import NF4_BITS_PER_WEIGHT
 from calculators.workload.serving import (
     MAX_SEQUENCES_SEARCHED,
@@ -356,8 +356,8 @@ def memory_assumptions(spec: ModelSpec, settings: ServingSettings) -> list[str]:
     if tp > 1:
         lines.append(f"Tensor parallel {tp}: {_tp_text(spec, tp)}; NCCL adds {settings.overheads.nccl_gib} GiB.")
     lines += [
-        f"Activations: one prefill chunk of {settings.max_batched_tokens} tokens plus fp32 logits for "
-        f"{min(settings.concurrent_sequences, settings.max_batched_tokens)} sequence(s), an estimate "
+        f"Activations: one prefill chunk of {settings.max_batched_tokens:,} tokens plus fp32 logits for "
+        f"{counted(min(settings.concurrent_sequences, settings.max_batched_tokens), 'sequence')}, an estimate "
         "(vLLM profiles the real peak at startup).",
         f"Overhead: CUDA context {settings.overheads.cuda_context_gib} GiB, cuBLAS "
         f"{settings.overheads.cublas_workspace_gib} GiB, CUDA graphs {settings.cuda_graphs_gib} GiB, "

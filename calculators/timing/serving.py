@@ -419,6 +419,22 @@ def context_problem(spec: ModelSpec, request: ServingRequest) -> str | None:
     return None
 
 
+def request_beyond_context(spec: ModelSpec, settings: ServingSettings, request: ServingRequest) -> str | None:
+    """Why requests of these lengths cannot run on a deployment sized for settings.context_len tokens
+    per sequence, or None: vLLM rejects a prompt + max_tokens beyond its --max-model-len
+    (vllm/entrypoints/openai/serving_engine.py, "This model's maximum context length is ...").
+    Lengths beyond the model's trained positions are context_problem's to name: a longer context
+    would not help them."""
+    total = request.input_len + request.output_len
+    if total <= settings.context_len or context_problem(spec, request):
+        return None
+    return (
+        f"input {request.input_len:,} + output {request.output_len:,} = {total:,} tokens per request is longer than "
+        f"the context of {settings.context_len:,} tokens per sequence the deployment is sized for (vLLM rejects "
+        "requests beyond its --max-model-len): raise the context or shorten the requests"
+    )
+
+
 def fitting_concurrency(spec: ModelSpec, settings: ServingSettings, gpu: GpuSpec, request: ServingRequest) -> int:
     """Most sequences of input + output tokens that fit on each GPU of the group (memory.serving)."""
     full = settings.model_copy(update={"context_len": request.input_len + request.output_len})
