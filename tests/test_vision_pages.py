@@ -70,7 +70,7 @@ def test_a_setup_that_fits_offers_a_larger_batch_and_no_change_that_raises_the_p
     headers = texts(app.subheader)
     assert "To fit a larger batch" in headers and "What to change" not in headers
     table = app.dataframe[-1].value
-    assert list(table.columns) == ["change", "frees (GiB)", "largest micro-batch (images)"]
+    assert list(table.columns) == ["largest batch (images)", "frees (GiB)", "change"]
     changes = " ".join(table["change"])
     assert "ZeRO" not in changes and "timm" not in changes and "torch.utils.checkpoint" in changes
     assert (table["frees (GiB)"] > 0).all()

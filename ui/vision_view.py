@@ -75,9 +75,9 @@ def _larger_batch(run: VisionTrainingInput, capacity_gib: float, largest_today: 
     gains = remembered("vision_batch_gains", asked, lambda: vision_batch_gains(run, capacity_gib))
     table = [
         {
-            "change": gain.change,
+            "largest batch (images)": f"{gain.max_micro_batch:,}",
             "frees (GiB)": round(gain.freed_gib, 2),
-            "largest micro-batch (images)": f"{gain.max_micro_batch:,}",
+            "change": gain.change,
         }
         for gain in gains
     ]
@@ -134,16 +134,14 @@ def show_vision_memory(run: VisionTrainingInput, gpu_name: str, capacity_gib: fl
     figure = remembered("vision_figure", asked, lambda: vision_phase_figure(run, estimate, capacity_gib))
     st.plotly_chart(figure, width="stretch")
     st.caption(f"The peak is the largest phase ({estimate.peak_phase}), not the sum of every part.")
-    left, right = st.columns(2)
-    with left:
-        st.subheader("Parts")
-        parts = {label: getattr(estimate, f"{name}_gib") for name, label in PART_LABEL.items()}
-        rows = [{"part": label, "GiB": round(gib, 3)} for label, gib in parts.items() if gib > 0]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    with right:
-        if fit.verdict == "does not fit":
-            _what_to_change(found)
-        else:
-            _larger_batch(run, capacity_gib, fit.max_micro_batch, asked)
+    # one above the other, full width: side by side, the changes' words were cut off at 800 px
+    st.subheader("Parts")
+    parts = {label: getattr(estimate, f"{name}_gib") for name, label in PART_LABEL.items()}
+    rows = [{"part": label, "GiB": round(gib, 3)} for label, gib in parts.items() if gib > 0]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    if fit.verdict == "does not fit":
+        _what_to_change(found)
+    else:
+        _larger_batch(run, capacity_gib, fit.max_micro_batch, asked)
     with st.expander("Assumptions and sources", expanded=False):
         st.markdown("\n".join(f"- {line}" for line in estimate.assumptions))
