@@ -182,7 +182,8 @@ def test_no_suggestion_raises_the_peak_of_a_small_model():
 @pytest.mark.parametrize(
     ("key", "api"),
     [("resnet50", "torch.utils.checkpoint"), ("efficientnet_b0", "torch.utils.checkpoint"),
-     ("vit_base_patch16_224", "timm set_grad_checkpointing"), ("swin_tiny_patch4_window7_224", "timm set_grad_checkpointing")],
+     ("vit_base_patch16_224", "timm set_grad_checkpointing"),
+     ("swin_tiny_patch4_window7_224", "timm set_grad_checkpointing")],
 )  # fmt: skip
 def test_checkpointing_is_named_with_the_models_own_library(key, api):
     run = VisionTrainingInput(model=vision_model(key), micro_batch=32)
