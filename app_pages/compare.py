@@ -166,4 +166,4 @@ if workload.ready and not workload.is_inference:
 
 # the GPUs picked side by side, else those the filters leave in the table
 looked_at = picked or list(shown["name"])
-mlperf_section(looked_at, dict(zip(table["name"], table["vendor"], strict=True)))
+mlperf_section(looked_at, dict(zip(table["name"], table["vendor"], strict=True)), workload)

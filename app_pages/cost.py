@@ -34,7 +34,7 @@ from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
 from ui.serve_cost_view import serve_cost_section
 from ui.step_view import step_view
 from ui.user_gpus import user_gpus
-from ui.vision_compare_view import cpu_gpu_precision_section
+from ui.vision_compare_view import no_transformer_comparison
 from ui.vision_cost_view import vision_cost_section
 from ui.workload import require_training
 
@@ -364,4 +364,4 @@ with st.expander("Assumptions, formulas and sources", key="cost_assumptions_open
         st.markdown(escape_dollars("\n".join(formulas)))
         st.markdown("Catalogue dates: " + "; ".join(f"{k}: {v}" for k, v in dates.items()))
 
-cpu_gpu_precision_section()
+no_transformer_comparison()

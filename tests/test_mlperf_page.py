@@ -42,3 +42,35 @@ def test_validation_page_groups_the_ratios_by_benchmark_and_accelerator():
     lora_h100 = grouped[(grouped["benchmark"] == "Llama 2 70B LoRA") & (grouped["accelerator"] == "H100-SXM5-80GB")]
     assert len(lora_h100) == 1 and float(lora_h100.iloc[0]["median predicted / published"]) > 0
     assert "MLPerf Training time-to-train" in [header.value for header in app.header]
+
+
+def test_the_chart_opens_on_a_benchmark_with_predictions():
+    # the review found BERT-large, which has no prediction, chosen by default (first alphabetically)
+    app = open_app("app_pages/compare.py")  # the default sidebar model, llama-3.1-8b
+    app.multiselect(key="cmp_pick").set_value(["H100-SXM5-80GB", "B200-SXM-180GB"]).run()
+    assert app.selectbox(key="cmp_mlperf_benchmark").value == "llama31_8b"
+    vision = open_app("app_pages/compare.py", model="resnet50")
+    vision.multiselect(key="cmp_pick").set_value(["H100-SXM5-80GB"]).run()
+    assert vision.selectbox(key="cmp_mlperf_benchmark").value == "resnet"
+
+
+def test_default_benchmark_follows_the_model_else_llama2_lora():
+    from ui.mlperf_view import default_benchmark
+
+    predicted = ["gpt3", "llama2_70b_lora", "llama31_8b", "resnet"]
+    assert default_benchmark("meta-llama/Llama-2-70b-hf", predicted) == "llama2_70b_lora"
+    assert default_benchmark("resnet50", predicted) == "resnet"
+    assert default_benchmark("bert-large-uncased", predicted) == "llama2_70b_lora"  # no BERT prediction
+    assert default_benchmark("Qwen/Qwen3-0.6B", predicted) == "llama2_70b_lora"
+    assert default_benchmark(None, ["gpt3"]) == "gpt3"
+
+
+def test_validation_shows_a_dash_and_the_reason_where_nothing_is_predicted():
+    app = open_app("app_pages/validation.py")
+    grouped = next(frame.value for frame in app.dataframe if "median predicted / published" in frame.value.columns)
+    bert = grouped[grouped["benchmark"] == "BERT-large"]
+    assert len(bert) > 0
+    assert set(bert["predicted"]) == {"-"}  # not "0"
+    assert (bert["not predicted because"].str.len() > 0).all()  # each group says why
+    assert bert["not predicted because"].str.contains("no encoder time model").any()
+    assert set(bert["median predicted / published"]) == {"-"}

@@ -19,8 +19,9 @@ def test_validation_page_shows_the_throughput_table():
 def test_cost_page_shows_mfu_and_the_step_charts():
     app = open_app("app_pages/cost.py")
     assert not app.exception
-    # the time-cost chart and the CPU vs GPU vs mixed precision chart; the step's charts wait for their section
-    assert len(app.get("plotly_chart")) == 2
+    # the time-cost chart (CPU vs GPU vs mixed precision is drawn for image models only); the step's
+    # charts wait for their section
+    assert len(app.get("plotly_chart")) == 1
     # the reader opens the step of the sidebar's layout (a section of its own when that layout does not
     # fit, as with the defaults) and "Step breakdown and scaling" in it
     app.session_state["cost_unfit_step_open"] = True

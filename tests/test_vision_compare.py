@@ -47,13 +47,33 @@ def test_cheapest_gpu_hour_divides_an_instance_by_its_gpus():
     )
 
 
-def test_time_and_cost_page_shows_the_comparison():
+def comparison_table(app):
+    return [frame.value for frame in app.dataframe if "hours per epoch (h)" in frame.value.columns][0]
+
+
+def test_time_and_cost_compares_the_sidebars_image_model():
+    # the review found resnet50 compared while the sidebar held another model
+    app = open_app("app_pages/cost.py", timeout_s=120, model="vit_base_patch16_224", img_mb="64")
+    assert not app.exception and not app.error
+    table = comparison_table(app)
+    assert list(table["kind"]) == ["CPU", "CPU", "GPU", "GPU"]
+    assert "vision_cmp_model" not in {box.key for box in app.selectbox}
+    caption = next(text for text in (c.value for c in app.caption) if "ImageNet-1k" in text and "sidebar" in text)
+    assert "vit_base_patch16_224" in caption and "64 images" in caption and "resnet50" not in caption
+    # one naming: the chart's categories are the table's device and precision words
+    figure = app.get("plotly_chart")[-1].proto.spec
+    assert "TF32" not in " ".join(table["precision"]) and "amp-" not in figure
+    for device, precision in zip(table["device"], table["precision"], strict=True):
+        assert f"{device} {precision}" in figure
+    assert '"tickprefix":"$"' in figure.replace(" ", "") or '"ticktext":["$' in figure.replace(" ", "")
+    app.selectbox(key="vision_cmp_gpu").set_value("V100-SXM2-16GB").run()
+    assert list(comparison_table(app)["precision"])[-1] == "mixed fp16"  # a V100 has no bf16
+    assert not any("None" in str(value) for value in comparison_table(app).to_numpy().ravel())
+
+
+def test_a_transformer_gets_no_comparison_of_another_model():
     app = open_app("app_pages/cost.py", timeout_s=120)
     assert not app.exception
-    table = [frame.value for frame in app.dataframe if "hours per epoch (h)" in frame.value.columns][0]
-    assert list(table["kind"]) == ["CPU", "CPU", "GPU", "GPU"]
-    assert "resnet50" == app.selectbox(key="vision_cmp_model").value
-    assert not any("None" in str(value) for value in table.to_numpy().ravel())
-    app.selectbox(key="vision_cmp_gpu").set_value("V100-SXM2-16GB").run()
-    table = [frame.value for frame in app.dataframe if "hours per epoch (h)" in frame.value.columns][0]
-    assert list(table["precision"])[-1] == "mixed fp16"  # a V100 has no bf16
+    assert not [frame for frame in app.dataframe if "hours per epoch (h)" in frame.value.columns]
+    assert "CPU vs GPU vs mixed precision, per epoch" in [header.value for header in app.subheader]
+    assert any("no CPU device" in caption.value for caption in app.caption)

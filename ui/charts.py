@@ -241,8 +241,8 @@ def device_precision_figure(
     figure.add_scatter(x=labels, y=usd_per_epoch, name="USD per epoch", mode="markers", yaxis="y2", marker_size=12,
                        hovertemplate="%{x}: $%{y:.2f} per epoch<extra></extra>")  # fmt: skip
     figure.update_layout(
-        yaxis_title="hours per epoch (h)",
-        yaxis2={"title": "cost per epoch (USD)", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        yaxis=axis(hours_per_epoch, "hours per epoch (h)", "hours"),
+        yaxis2=axis(usd_per_epoch, "cost per epoch (USD)", "usd") | dict(overlaying="y", side="right"),
         height=380,
         margin=MARGIN,
         legend={"orientation": "h", "y": -0.25},

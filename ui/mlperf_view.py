@@ -18,6 +18,16 @@ from calculators.validation.mlperf import (
 from ui.axes import axis
 from ui.palette import vendor_colour
 
+FALLBACK_BENCHMARK = "llama2_70b_lora"  # the benchmark this app predicts most results of
+# A sidebar model's name, lower case without punctuation, and the benchmark whose model it is.
+BENCHMARK_OF_MODEL = (
+    ("llama270b", "llama2_70b_lora"),
+    ("llama31405b", "llama31_405b"),
+    ("llama318b", "llama31_8b"),
+    ("gpt3", "gpt3"),
+    ("resnet50", "resnet"),
+    ("bertlarge", "bert"),
+)
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "hexagon")
 
 
@@ -89,7 +99,27 @@ def scaling_figure(rows: list[MlperfRow], gpu_names: list[str], vendors: dict[st
     return figure
 
 
-def mlperf_section(gpu_names: list[str], vendors: dict[str, str]) -> None:
+def sidebar_model_name(workload) -> str | None:
+    """The sidebar's model (an image model's key, else the transformer's name), or None."""
+    if workload is None:
+        return None
+    if workload.is_vision:
+        return workload.vision.model.key
+    return workload.spec.name if workload.spec else None
+
+
+def default_benchmark(model_name: str | None, predicted: list[str]) -> str | None:
+    """The benchmark of the sidebar's model when this app predicts it, else Llama 2 70B LoRA, else
+    the first benchmark with predictions; None when none has any."""
+    folded = "".join(ch for ch in (model_name or "").lower() if ch.isalnum())
+    matching = next((benchmark for part, benchmark in BENCHMARK_OF_MODEL if part in folded), None)
+    for candidate in (matching, FALLBACK_BENCHMARK):
+        if candidate in predicted:
+            return candidate
+    return predicted[0] if predicted else None
+
+
+def mlperf_section(gpu_names: list[str], vendors: dict[str, str], workload=None) -> None:
     """The section for `gpu_names` (catalogue names; `vendors` maps each to its vendor)."""
     st.subheader("MLPerf Training")
     rows = _all_rows()
@@ -110,9 +140,12 @@ def mlperf_section(gpu_names: list[str], vendors: dict[str, str]) -> None:
         column_config={"result": st.column_config.LinkColumn("result", display_text="open")},
     )
     benchmarks = sorted({row.benchmark for row in rows if row.accelerator in with_results})
+    predicted = [name for name in benchmarks if any(r.benchmark == name and r.minutes_predicted for r in rows)]
+    default = default_benchmark(sidebar_model_name(workload), predicted)
     chosen = st.selectbox(
         "Benchmark for the chart",
         benchmarks,
+        index=benchmarks.index(default) if default else 0,
         format_func=lambda name: BENCHMARK_LABEL.get(name, name),
         key="cmp_mlperf_benchmark",
     )
@@ -122,6 +155,41 @@ def mlperf_section(gpu_names: list[str], vendors: dict[str, str]) -> None:
 
 def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def _why_not_predicted(rows: list[MlperfRow], benchmark: str, accelerator: str) -> str:
+    """Why a group's results have no prediction: their reasons, each once."""
+    reasons = {
+        row.why_not
+        for row in rows
+        if row.benchmark == benchmark and (row.accelerator or row.accelerator_published) == accelerator and row.why_not
+    }
+    return "; ".join(sorted(reasons))
+
+
+def group_frame(rows: list[MlperfRow]) -> pd.DataFrame:
+    """One line per benchmark and accelerator: how many results, how many predicted ("-" with the
+    reason where none is), and the ratio's median and spread."""
+    lines = []
+    for group in ratio_groups(rows):
+        none = group.predicted == 0
+        lines.append(
+            {
+                "benchmark": BENCHMARK_LABEL.get(group.benchmark, group.benchmark),
+                "accelerator": group.accelerator,
+                "results": group.results,
+                "predicted": "-" if none else f"{group.predicted}",
+                "median predicted / published": _ratio(group.median_ratio),
+                "lowest": _ratio(group.low_ratio),
+                "highest": _ratio(group.high_ratio),
+                "not predicted because": (
+                    _why_not_predicted(rows, group.benchmark, group.accelerator)
+                    if group.predicted < group.results
+                    else ""
+                ),
+            }
+        )
+    return pd.DataFrame(lines)
 
 
 def mlperf_validation_section() -> None:
@@ -138,25 +206,7 @@ def mlperf_validation_section() -> None:
         "BERT-large waits for an encoder time model."
     )
     rows = _all_rows()
-    groups = ratio_groups(rows)
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "benchmark": BENCHMARK_LABEL.get(group.benchmark, group.benchmark),
-                    "accelerator": group.accelerator,
-                    "results": group.results,
-                    "predicted": group.predicted,
-                    "median predicted / published": _ratio(group.median_ratio),
-                    "lowest": _ratio(group.low_ratio),
-                    "highest": _ratio(group.high_ratio),
-                }
-                for group in groups
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
-    )
+    st.dataframe(group_frame(rows), hide_index=True, width="stretch")
     for benchmark in sorted({row.benchmark for row in rows}):
         members = [row for row in rows if row.benchmark == benchmark]
         with st.expander(f"{BENCHMARK_LABEL.get(benchmark, benchmark)}: {len(members)} results, assumptions"):

@@ -106,7 +106,7 @@ def vision_cost_section(workload) -> None:
         st.stop()
     _input_bound_warning(rows)
     st.dataframe(_cost_frame(rows), hide_index=True, width="stretch")
-    cpu_gpu_precision_section()
+    cpu_gpu_precision_section(run, workload.gpu_name)
 
 
 def _plan_frame(plans: list[VisionPlan]) -> pd.DataFrame:

@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from calculators.memory.vision_fit import check_vision_fit, vision_suggestions
+from calculators.memory.vision_fit import check_vision_fit, vision_batch_gains, vision_suggestions
 from calculators.memory.vision_training import (
     PART_LABEL,
     PHASE_PARTS,
@@ -55,6 +55,42 @@ def vision_phase_figure(run: VisionTrainingInput, estimate: VisionMemoryResult, 
     return figure
 
 
+def _what_to_change(found: list) -> None:
+    """The changes that lower the peak, those that fit first."""
+    st.subheader("What to change")
+    table = [
+        {"fits": "yes" if change.fits else "no", "peak (GiB)": round(change.peak_gib, 2), "change": change.change}
+        for change in found
+    ]
+    if table:
+        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
+        st.caption("Each change alone, with the device peak it leaves; only changes that lower the peak.")
+    else:
+        st.caption("No single change lowers the peak at this setting.")
+
+
+def _larger_batch(run: VisionTrainingInput, capacity_gib: float, largest_today: int | None, asked) -> None:
+    """It fits already: the changes that would let a larger micro-batch fit, with the gain."""
+    st.subheader("To fit a larger batch")
+    gains = remembered("vision_batch_gains", asked, lambda: vision_batch_gains(run, capacity_gib))
+    table = [
+        {
+            "largest batch (images)": f"{gain.max_micro_batch:,}",
+            "frees (GiB)": round(gain.freed_gib, 2),
+            "change": gain.change,
+        }
+        for gain in gains
+    ]
+    if table:
+        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
+    today = f"{largest_today:,} images" if largest_today else "none"
+    st.caption(
+        f"It fits as set; nothing needs to change. Each change alone, with the memory it frees at "
+        f"{run.micro_batch:,} images and the largest micro-batch it lets fit (today's: {today})."
+        + ("" if table else " No single change raises that.")
+    )
+
+
 def show_vision_memory(run: VisionTrainingInput, gpu_name: str, capacity_gib: float) -> None:
     """The whole Memory page for an image model."""
     asked = json_key(run) + (capacity_gib,)
@@ -98,20 +134,14 @@ def show_vision_memory(run: VisionTrainingInput, gpu_name: str, capacity_gib: fl
     figure = remembered("vision_figure", asked, lambda: vision_phase_figure(run, estimate, capacity_gib))
     st.plotly_chart(figure, width="stretch")
     st.caption(f"The peak is the largest phase ({estimate.peak_phase}), not the sum of every part.")
-    left, right = st.columns(2)
-    with left:
-        st.subheader("Parts")
-        parts = {label: getattr(estimate, f"{name}_gib") for name, label in PART_LABEL.items()}
-        rows = [{"part": label, "GiB": round(gib, 3)} for label, gib in parts.items() if gib > 0]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    with right:
-        st.subheader("What to change")
-        table = [
-            {"fits": "yes" if change.fits else "no", "peak GiB": round(change.peak_gib, 2), "change": change.change}
-            for change in found
-        ]
-        if table:
-            st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
-        st.caption("Each change alone, with the device peak it leaves.")
+    # one above the other, full width: side by side, the changes' words were cut off at 800 px
+    st.subheader("Parts")
+    parts = {label: getattr(estimate, f"{name}_gib") for name, label in PART_LABEL.items()}
+    rows = [{"part": label, "GiB": round(gib, 3)} for label, gib in parts.items() if gib > 0]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    if fit.verdict == "does not fit":
+        _what_to_change(found)
+    else:
+        _larger_batch(run, capacity_gib, fit.max_micro_batch, asked)
     with st.expander("Assumptions and sources", expanded=False):
         st.markdown("\n".join(f"- {line}" for line in estimate.assumptions))

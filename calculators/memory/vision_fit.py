@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pydantic import BaseModel
+
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit import (
     MAX_GPUS_SEARCHED,
@@ -20,6 +22,7 @@ from calculators.memory.fit_matrix import GpuFit, gpu_memory_gib
 from calculators.memory.vision_training import (
     VisionInputError,
     VisionTrainingInput,
+    checkpointing_api,
     checks_checkpointing,
     estimate_vision_memory,
 )
@@ -85,7 +88,7 @@ def _candidate_changes(run: VisionTrainingInput) -> list[tuple[str, dict]]:
         half = run.micro_batch // 2
         changes.append((f"Halve the micro-batch to {half} images", {"micro_batch": half}))
     if run.checkpointing == "none" and checks_checkpointing(run.model) is None:
-        changes.append(("Checkpoint every block (timm set_grad_checkpointing)", {"checkpointing": "full"}))
+        changes.append((f"Checkpoint every block ({checkpointing_api(run.model)})", {"checkpointing": "full"}))
     if run.precision == "fp32":
         changes.append(("Train with AMP BF16 (torch.autocast)", {"precision": "amp-bf16"}))
     if run.optimizer != "sgd":
@@ -96,16 +99,56 @@ def _candidate_changes(run: VisionTrainingInput) -> list[tuple[str, dict]]:
     return changes
 
 
-def vision_suggestions(run: VisionTrainingInput, capacity_gib: float) -> list[Suggestion]:
-    """Each single change with the device peak it leaves, those that fit first."""
+def _lowering_changes(run: VisionTrainingInput) -> list[tuple[str, dict, float]]:
+    """Each single change with the device peak it leaves, kept only when that peak is lower than
+    today's: a change that raises it (ZeRO over 8 GPUs adds NCCL buffers larger than what it shards
+    of a small model) is no saving."""
+    today = device_peak_gib(run)
     found = []
     for description, update in _candidate_changes(run):
         try:
             peak = device_peak_gib(run, **update)
         except (ValueError, VisionInputError):
             continue
-        found.append(Suggestion(change=description, peak_gib=peak, fits=peak <= capacity_gib))
+        if peak < today:
+            found.append((description, update, peak))
+    return found
+
+
+def vision_suggestions(run: VisionTrainingInput, capacity_gib: float) -> list[Suggestion]:
+    """Each single change that lowers the device peak, with the peak it leaves, those that fit first."""
+    found = [
+        Suggestion(change=text, peak_gib=peak, fits=peak <= capacity_gib) for text, _, peak in _lowering_changes(run)
+    ]
     return sorted(found, key=lambda s: (not s.fits, s.peak_gib))
+
+
+class BatchGain(BaseModel):
+    """A change that frees memory on a setup that already fits: the peak it leaves at today's
+    micro-batch and the largest micro-batch (images per GPU) that fits with it."""
+
+    change: str
+    peak_gib: float
+    freed_gib: float
+    max_micro_batch: int
+
+
+def vision_batch_gains(run: VisionTrainingInput, capacity_gib: float) -> list[BatchGain]:
+    """On a setup that fits: the changes that let a larger micro-batch fit than today's largest,
+    largest first. Halving the micro-batch is left out (it frees memory only by shrinking the batch)."""
+    today_peak = device_peak_gib(run)
+    today_largest = vision_max_micro_batch(run, capacity_gib) or 0
+    gains = []
+    for description, update, peak in _lowering_changes(run):
+        if "micro_batch" in update:
+            continue
+        changed = VisionTrainingInput.model_validate(run.model_dump() | update)
+        largest = vision_max_micro_batch(changed, capacity_gib) or 0
+        if largest > today_largest:
+            gains.append(
+                BatchGain(change=description, peak_gib=peak, freed_gib=today_peak - peak, max_micro_batch=largest)
+            )
+    return sorted(gains, key=lambda gain: -gain.max_micro_batch)
 
 
 def vision_fit_matrix(run: VisionTrainingInput, gpus: Iterable[GpuSpec]) -> list[GpuFit]:

@@ -267,6 +267,16 @@ def checks_checkpointing(model: VisionModel) -> str | None:
     return None
 
 
+def checkpointing_api(model: VisionModel) -> str:
+    """How the model's own library checkpoints every block: timm models call
+    `model.set_grad_checkpointing()` (timm/models/_manipulate.py `checkpoint_seq`); torchvision
+    models have no such switch, so each block is wrapped in `torch.utils.checkpoint.checkpoint`
+    (pytorch.org/docs/stable/checkpoint.html). The model's traced source names its library."""
+    if model.source.startswith("timm"):
+        return "timm set_grad_checkpointing"
+    return "torch.utils.checkpoint on each block"
+
+
 def checkpointed_activation_bytes(run: VisionTrainingInput, activations: float) -> tuple[float, float]:
     """(kept through forward, live above that at the backward's peak). Without checkpointing
     everything is kept. With every block checkpointed (torch.utils.checkpoint: a block's forward
@@ -359,7 +369,7 @@ def assumptions(run: VisionTrainingInput) -> list[str]:
     ]
     if run.checkpointing == "full":
         lines.append(
-            "Every block checkpointed (timm set_grad_checkpointing): block inputs kept, the blocks run again in "
+            f"Every block checkpointed ({checkpointing_api(run.model)}): block inputs kept, the blocks run again in "
             "backward; kept bytes from the fp32 trace's shares and the measured block inputs, the backward's extra "
             f"from a traced checkpointed step ({run.model.key}, data/vision_checkpointing.json)."
         )
