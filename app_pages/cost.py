@@ -29,7 +29,7 @@ from ui.cost_table import (
 )
 from ui.layout import wrapping_row
 from ui.memo import frame_key, json_key, remembered
-from ui.messages import in_words
+from ui.messages import counted, in_words
 from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
 from ui.serve_cost_view import serve_cost_section
 from ui.step_view import step_view
@@ -103,7 +103,7 @@ def show_left_out() -> None:
     row prices (owned hardware is priced below, in Buy or rent)."""
     uncosted = unpriced_gpus(catalogue, inputs.prices, include_owned=False)
     if uncosted:
-        label = f"Not costed: {len(uncosted)} GPUs no rental row prices"
+        label = f"Not costed: {counted(len(uncosted), 'GPU')} without a rental price"
         with st.expander(label, key="cost_uncosted_open", on_change="rerun") as section:
             if section.open:  # drawn only while open: a closed section costs a rerun nothing
                 st.markdown("\n".join(f"- {line}" for line in uncosted))
@@ -145,8 +145,14 @@ if chosen_gpu is not None:
         st.warning(in_words(error))
 
 
-def show_sidebar_estimate() -> None:
-    """The step of the sidebar's GPU and layout, its hours on demand (no interruptions)."""
+def show_sidebar_estimate(fits: bool = True) -> None:
+    """The step of the sidebar's GPU and layout, its hours on demand (no interruptions); a layout
+    that does not fit gets no cost, its figures framed as for reference only."""
+    if not fits:
+        st.warning(
+            f"Does not fit on {layout_name}: these figures are for reference only, what its step would take "
+            "if memory allowed; no cost is given for it. The cheapest layout that fits is named above."
+        )
     row = wrapping_row()
     row.metric("Step", f"{estimate.step_s:.2f} s", help=f"compute {estimate.compute_s:.2f} s", width="content")
     row.metric("Tokens/s", f"{estimate.tokens_per_s:,.0f}", width="content")
@@ -168,7 +174,7 @@ def show_sidebar_estimate() -> None:
         "Hours of running without interruption, as on demand; spot's expected hours, with interruptions, restarts "
         "and lost work, are in the spot rows below."
     )
-    step_view(spec, settings, chosen_gpu, chosen_time_settings, estimate, inputs.prices)
+    step_view(spec, settings, chosen_gpu, chosen_time_settings, estimate, inputs.prices, fits=fits)
 
 
 layout_name = f"{settings.total_gpus} x {workload.gpu_name}"
@@ -217,10 +223,10 @@ elif not sidebar_fits:
             "below are the GPUs it fits on (the Plan page searches every GPU and layout)."
         )
     if estimate is not None:
-        label = f"Step time of the sidebar's layout on {layout_name}, which does not fit"
+        label = f"For reference only: step time of {layout_name}, which does not fit (no cost)"
         with st.expander(label, key="cost_unfit_step_open", on_change="rerun") as section:
             if section.open:  # drawn only while open, like any section a reader may never open
-                show_sidebar_estimate()
+                show_sidebar_estimate(fits=False)
 
 st.subheader("Options, cheapest first")
 if not shown:

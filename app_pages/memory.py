@@ -16,6 +16,7 @@ from calculators.workload.training import TrainingSettings
 from ui.calibration_state import measured_matmul_fraction
 from ui.changes_view import show_changes
 from ui.charts import phase_breakdown_figure
+from ui.gpu_table import fewest_gpus_text
 from ui.layout import wrapping_row
 from ui.memo import json_key, remembered
 from ui.serving_view import show_serving
@@ -103,12 +104,7 @@ elif fit.verdict == "tight":
 else:
     st.error(f"Does not fit: {summary}", icon=":material/block:")
 
-if fit.min_gpus:
-    fewest_gpus = str(fit.min_gpus)
-elif settings.zero == 0:
-    fewest_gpus = "needs ZeRO"
-else:
-    fewest_gpus = "none"
+fewest_gpus = fewest_gpus_text(fit.min_gpus, settings.zero)
 row = wrapping_row()
 row.metric(
     "Peak (device)",

@@ -1,0 +1,53 @@
+"""The training pages read the same workload the same way: no cost for a layout that does not fit,
+the Memory and Compare pages' fewest GPUs in the same words, counts in the right number."""
+
+from __future__ import annotations
+
+from tests.apptest_helpers import open_app
+
+# Llama-3.1-8B in bf16-mixed with AdamW on one H100: 8.03e9 parameters x 16 bytes (bf16 weights and
+# gradients, fp32 master copy, two fp32 Adam states) = 119.7 GiB before any activation, over the 80 GiB of
+# an H100. Without ZeRO every data-parallel GPU holds all of it, so no count of GPUs fits: "needs ZeRO".
+TOO_BIG = {"model": "llama-3.1-8b", "gpu": "H100-SXM5-80GB", "zero": "0"}
+
+
+def _metric(app, label: str) -> str:
+    (value,) = [metric.value for metric in app.metric if metric.label == label]
+    return value
+
+
+def test_memory_and_compare_give_the_same_fewest_gpus():
+    memory = open_app("app_pages/memory.py", **TOO_BIG)
+    assert _metric(memory, "Fewest GPUs") == "needs ZeRO"
+    compare = open_app("app_pages/compare.py", **TOO_BIG)
+    table = compare.dataframe[0].value.set_index("name")
+    assert table.loc["H100-SXM5-80GB", "min_gpus"] == "needs ZeRO"
+    assert table.loc["A100-SXM4-80GB", "min_gpus"] == "needs ZeRO"
+    compare.multiselect(key="cmp_pick").set_value(["H100-SXM5-80GB", "A100-SXM4-80GB"]).run()
+    side = compare.dataframe[1].value
+    assert list(side.loc["fewest GPUs"]) == ["needs ZeRO", "needs ZeRO"]
+
+
+def _open_steps(**query: str):
+    app = open_app("app_pages/cost.py", **query)
+    app.session_state["cost_unfit_step_open"] = True
+    app.session_state["cost_step_open"] = True
+    return app.run()
+
+
+def test_a_layout_that_does_not_fit_gets_no_cost_and_says_it_is_for_reference():
+    app = _open_steps(**TOO_BIG)
+    (label,) = [e.label for e in app.expander if "does not fit" in e.label and "1 x H100" in e.label]
+    assert label.startswith("For reference only")
+    assert any(
+        w.value.startswith("Does not fit on 1 x H100-SXM5-80GB: these figures are for reference only")
+        for w in app.warning
+    )
+    assert not [c.value for c in app.caption if "Cost at the cheapest" in c.value]
+
+
+def test_a_layout_that_fits_is_costed_with_gpu_counts_in_words():
+    # GPT-2 (124M parameters) takes about 2 GiB of state on an 80 GiB H100: it fits, so its scaling is costed
+    app = _open_steps(model="gpt2", gpu="H100-SXM5-80GB", tokens_b="2")
+    (costs,) = [c.value for c in app.caption if "Cost at the cheapest" in c.value]
+    assert "1 GPU \\$" in costs and "1 GPUs" not in costs and "8 GPUs \\$" in costs
