@@ -140,6 +140,23 @@ right.plotly_chart(
 )
 
 
+def roofline_rows(points: list) -> pd.DataFrame:
+    """The roofline's figures per GPU, each column named with its unit."""
+    return pd.DataFrame(
+        [
+            {
+                "GPU": point.gpu,
+                "peak (TFLOPS)": round(point.peak_tflops, 1),
+                "memory bandwidth (TB/s)": round(point.bandwidth_tbps, 2),
+                "ridge point (FLOP per byte)": round(point.ridge_flops_per_byte),
+                "attainable at this intensity (TFLOPS)": round(point.attainable_tflops, 1),
+                "bound by": point.bound,
+            }
+            for point in points
+        ]
+    )
+
+
 def show_roofline() -> None:
     """The picked GPUs' rooflines with the workload's intensity, and their figures."""
     intensity = workload_intensity_flops_per_byte(workload.spec, workload.settings)
@@ -152,7 +169,7 @@ def show_roofline() -> None:
             lambda: roofline_figure(points, intensity, fmt.upper()),
         )
         st.plotly_chart(roofline, width="stretch")
-        st.dataframe(pd.DataFrame([p.model_dump() for p in points]).round(2), hide_index=True, width="stretch")
+        st.dataframe(roofline_rows(points), hide_index=True, width="stretch")
     st.caption(
         f"Roofline (Williams et al. 2009) of the GPUs picked above. The workload's intensity is that of its largest "
         f"GEMM, the MLP up-projection of one micro-batch ({workload.settings.micro_batch} x "

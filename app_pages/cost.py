@@ -33,6 +33,7 @@ from ui.messages import counted, in_words
 from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
 from ui.serve_cost_view import serve_cost_section
 from ui.step_view import step_view
+from ui.table_labels import column_config
 from ui.user_gpus import user_gpus
 from ui.vision_compare_view import cpu_gpu_precision_section
 from ui.vision_cost_view import vision_cost_section
@@ -116,7 +117,8 @@ def show_left_out() -> None:
                 left_out_rows(left_out),
                 hide_index=True,
                 width="stretch",
-                column_config={"usd on demand": st.column_config.NumberColumn(format="$%.0f")},
+                # the reason is the column read here: wide, so it is not cut at 1400 px
+                column_config=column_config({"usd on demand": "$%.0f"}, {"reason": "large", "gpu": "medium"}),
             )
 
 
@@ -257,12 +259,9 @@ st.dataframe(
     shown_rows(rows),
     hide_index=True,
     width="stretch",
-    column_config={
-        "hours": st.column_config.NumberColumn(format="%.1f"),
-        "usd": st.column_config.NumberColumn("USD", format="dollar"),
-        "usd per epoch": st.column_config.NumberColumn(format="$%.0f"),
-        "usd per M tokens": st.column_config.NumberColumn(format="$%.3f"),
-    },
+    column_config=column_config(
+        {"hours": "%.1f", "usd": "dollar", "usd per epoch": "$%.0f", "usd per M tokens": "$%.3f"}
+    ),
 )
 # drawn only while open: the chart moves with every change of the workload, and a chart drawn anew is the
 # costliest element of a rerun in the browser (bench/bench_clicks.py); the table's "pareto" column says the same

@@ -26,6 +26,7 @@ from ui.plan_view import (
     share_query,
 )
 from ui.serve_plan_view import serve_plan_section
+from ui.table_labels import column_config
 from ui.user_gpus import user_gpus
 from ui.vision_cost_view import vision_plan_section
 from ui.workload import require_training
@@ -173,14 +174,10 @@ st.dataframe(
     plans_display(plans_table(result.plans)),
     hide_index=True,
     width="stretch",
-    column_config={
-        # not "%.1f" / "$%.0f": a plan of minutes or cents must not read 0.0 h or $0
-        "hours": st.column_config.NumberColumn(format="localized"),
-        "usd": st.column_config.NumberColumn(format="dollar"),
-        "peak GiB": st.column_config.NumberColumn(format="%.1f"),
-        "headroom GiB": st.column_config.NumberColumn(format="%.1f"),
-        "step s": st.column_config.NumberColumn(format="%.3f"),
-    },
+    # not "%.1f" / "$%.0f" for hours and dollars: a plan of minutes or cents must not read 0.0 h or $0
+    column_config=column_config(
+        {"hours": "localized", "usd": "dollar", "peak GiB": "%.1f", "headroom GiB": "%.1f", "step s": "%.3f"}
+    ),
 )
 request_row = {"model": spec.name} | request.model_dump(mode="json")
 downloads = wrapping_row()

@@ -3,9 +3,11 @@
 import pandas as pd
 import streamlit as st
 
+from calculators.interface.settings import all_settings
 from calculators.interface.validation import validation_table
 from calculators.validation.peak_memory import error_summary
 from calculators.workload.frameworks import FRAMEWORK_DEFAULTS, FRAMEWORK_LABEL
+from calculators.workload.training import TrainingSettings
 from ui.charts import validation_figure
 from ui.layout import wrapping_row
 from ui.mlperf_view import mlperf_validation_section
@@ -81,12 +83,14 @@ st.write(
     "given; an explicit choice wins. The other rows are the stack's reference recipe, shown for reference: set "
     "them yourself."
 )
+# each setting by the sidebar's label for it, not its field name
+setting_labels = {item.name: item.label for item in all_settings() if item.model is TrainingSettings}
 st.dataframe(
     pd.DataFrame(
         [
             {
                 "framework": FRAMEWORK_LABEL[row.framework],
-                "setting": row.setting,
+                "setting": setting_labels.get(row.setting, row.setting.replace("_", " ")),
                 "default": str(row.value),
                 "applied": "yes" if row.applied else "recipe (set it)",
                 "source": row.source,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from calculators.cost.options import CostOption, pareto_front, ranked_and_set_apart
@@ -146,13 +148,23 @@ def ranked_rows(options: list[CostOption]) -> pd.DataFrame:
 NOT_INTERRUPTED_TEXT = "- (on demand)"
 
 
+def significant_text(value: float, digits: int = 3) -> str:
+    """A number to `digits` significant digits in plain notation, never "3.47e-05" nor "1.3300":
+    1.33, 0.0125, 0.0000347, 1,330."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    text = f"{round(value, decimals):,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def shown_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """The ranked rows as the page shows them: an on-demand row's interruptions per hour read
     "- (on demand)" instead of the grid's "None" (a text column then; the downloads keep the number)."""
     if "interruptions per hour" not in rows:
         return rows
     rates = rows["interruptions per hour"]
-    texts = [NOT_INTERRUPTED_TEXT if pd.isna(rate) else f"{rate:.4f}" for rate in rates]
+    texts = [NOT_INTERRUPTED_TEXT if pd.isna(rate) else significant_text(rate) for rate in rates]
     return rows.assign(**{"interruptions per hour": texts})
 
 
