@@ -21,6 +21,7 @@ from ui.cost_table import (
     FORMULAS,
     catalogue_dates,
     escape_dollars,
+    escape_markdown,
     left_out_rows,
     range_lines,
     ranked_rows,
@@ -363,10 +364,10 @@ with st.expander("Buy instead of rent?", key="cost_buy_open", on_change="rerun")
 with st.expander("Assumptions, formulas and sources", key="cost_assumptions_open", on_change="rerun") as section:
     # drawn only while open; one element per list, not one per line: each element is a message to the browser
     if section.open and chosen_gpu is not None and estimate is not None:
-        st.markdown(escape_dollars("\n".join(f"- {line}" for line in estimate.assumptions)))
+        st.markdown("\n".join(f"- {escape_markdown(line)}" for line in estimate.assumptions))
     if section.open:
-        formulas = (f"{number}. {formula}" for number, formula in enumerate(FORMULAS, start=1))
-        st.markdown(escape_dollars("\n".join(formulas)))
+        formulas = (f"{number}. {escape_markdown(formula)}" for number, formula in enumerate(FORMULAS, start=1))
+        st.markdown("\n".join(formulas))
         st.markdown("Catalogue dates: " + "; ".join(f"{k}: {v}" for k, v in dates.items()))
 
 cpu_gpu_precision_section()

@@ -51,3 +51,10 @@ def test_a_layout_that_fits_is_costed_with_gpu_counts_in_words():
     app = _open_steps(model="gpt2", gpu="H100-SXM5-80GB", tokens_b="2")
     (costs,) = [c.value for c in app.caption if "Cost at the cheapest" in c.value]
     assert "1 GPU \\$" in costs and "1 GPUs" not in costs and "8 GPUs \\$" in costs
+
+
+def test_the_assumptions_keep_formulas_as_written():
+    app = open_app("app_pages/cost.py", model="gpt2", gpu="H100-SXM5-80GB", tokens_b="2")
+    (assumptions,) = [block.value for block in app.markdown if "model FLOPs/token" in block.value]
+    # markdown would read "*L*" and "*heads*" as italics: the asterisks and underscore are escaped
+    assert "12\\*L\\*s\\*heads\\*head\\_dim" in assumptions

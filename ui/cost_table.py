@@ -50,6 +50,15 @@ def escape_dollars(text: str) -> str:
     return text.replace("$", "\\$")
 
 
+def escape_markdown(text: str) -> str:
+    """Plain text (an assumption, a formula) for st.markdown: "$", "*", "_", "~" and "`" escaped, so
+    "12*L*s*heads*head_dim" reads as written instead of turning into italics, and two prices are not
+    read as LaTeX."""
+    for mark in ("\\", "`", "*", "_", "~"):
+        text = text.replace(mark, "\\" + mark)
+    return escape_dollars(text)
+
+
 def table_and_left_out(options: list[CostOption], fits_only: bool) -> tuple[list[CostOption], list[CostOption]]:
     """The options for the ranked table and those shown apart as "Left out".
 
