@@ -10,6 +10,7 @@ from calculators.workload.frameworks import FRAMEWORK_DEFAULTS, FRAMEWORK_LABEL
 from calculators.workload.training import TrainingSettings
 from ui.charts import validation_figure
 from ui.layout import wrapping_row
+from ui.messages import counted
 from ui.mlperf_view import mlperf_validation_section
 from ui.serving_validation_view import serving_section
 from ui.throughput_view import throughput_section
@@ -62,7 +63,7 @@ for stack in stacks:
         hide_index=True,
         width="stretch",
     )
-    with st.expander(f"Settings, assumptions and command lines ({len(rows)} rows)"):
+    with st.expander(f"Settings, assumptions and command lines ({counted(len(rows), 'row')})"):
         for row in rows:
             st.markdown(f"**{row.id}**: {row.model} on {row.gpu}; measured {row.what_was_measured} ({row.unit})")
             st.caption(f"{row.setup}. Source: {row.source}")

@@ -58,3 +58,29 @@ def test_the_assumptions_keep_formulas_as_written():
     (assumptions,) = [block.value for block in app.markdown if "model FLOPs/token" in block.value]
     # markdown would read "*L*" and "*heads*" as italics: the asterisks and underscore are escaped
     assert "12\\*L\\*s\\*heads\\*head\\_dim" in assumptions
+
+
+def test_wording_for_a_visitor_on_calibration_validation_and_plan():
+    calibration = open_app("app_pages/calibration.py")
+    shown = " ".join(block.value for block in [*calibration.info, *calibration.warning, *calibration.markdown])
+    assert "NVML" not in shown and "Shared Library" not in shown
+    validation = open_app("app_pages/validation.py")
+    labels = [expander.label for expander in validation.expander]
+    assert not [label for label in labels if "(1 rows)" in label]
+    plan = open_app("app_pages/plan.py", model="gpt2", tokens_b="2")
+    next(button for button in plan.button if button.label == "Find plans").click().run()
+    (files,) = [block.value for block in plan.markdown if block.value.startswith("Files to start the chosen plan")]
+    downloads = [button.label for button in plan.get("download_button") if "." in button.label]
+    # every launch file the section offers is named with what it is (the cheapest here is a TPU: a note)
+    assert downloads and all(f"- `{name}`: " in files for name in downloads)
+    assert "`launch_note.txt`: how to run this plan on its accelerator" in files
+
+
+def test_memory_tables_read_whole_with_units():
+    app = open_app("app_pages/memory.py", **TOO_BIG)
+    (changes,) = [table.value for table in app.table if "peak (GiB)" in table.value.columns]
+    # ZeRO-3 over 3 GPUs: 8.03e9 x 16 bytes / 3 = 39.9 GiB of state per GPU plus activations: it fits
+    zero3 = changes[changes["change"].str.startswith("ZeRO-3")]
+    assert list(zero3["fits"]) == ["yes"] and "." in zero3["peak (GiB)"].iloc[0]
+    (breakdown,) = [frame for frame in app.dataframe if "component" in frame.value.columns]
+    assert '"label": "size (GiB)"' in breakdown.proto.columns and '"%.2f"' in breakdown.proto.columns
