@@ -84,3 +84,13 @@ def test_memory_tables_read_whole_with_units():
     assert list(zero3["fits"]) == ["yes"] and "." in zero3["peak (GiB)"].iloc[0]
     (breakdown,) = [frame for frame in app.dataframe if "component" in frame.value.columns]
     assert '"label": "size (GiB)"' in breakdown.proto.columns and '"%.2f"' in breakdown.proto.columns
+
+
+def test_sidebar_choices_are_short_with_the_detail_in_help():
+    app = open_app("app_pages/memory.py")
+    boxes = {box.label: box for box in app.selectbox}
+    precision, zero = boxes["Precision"], boxes["ZeRO stage"]
+    # about 24 characters fit a sidebar select box; the long names were cut ("BF16 mixed (bf16 weights + fp32")
+    assert max(len(option) for option in [*precision.options, *zero.options]) <= 24
+    assert "**BF16 mixed**: bf16 weights + fp32 master" in precision.help
+    assert "ZeRO-1 in PyTorch FSDP: optimizer only (ZeroRedundancyOptimizer)" in zero.help
