@@ -88,7 +88,8 @@ def left_out_rows(options: list[CostOption]) -> pd.DataFrame:
             }
             for option in options
         ],
-        columns=["gpu", "provider", "instance", "region", "reason", "usd on demand"],
+        # the reason is what this list is read for: beside the GPU, before the offer's details
+        columns=["gpu", "reason", "usd on demand", "provider", "instance", "region"],
     )
 
 
