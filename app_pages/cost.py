@@ -100,6 +100,9 @@ except ValueError as error:
 shown, left_out = table_and_left_out(options, inputs.fits_only)
 
 
+REASON_WIDTH_PX = 640  # "does not fit: the workload needs 198.0 GiB per GPU, RTX-6000-Ada-48GB has 48 GB"
+
+
 def show_left_out() -> None:
     """The options set apart, in a collapsed section, each with its reason, and the GPUs no rental
     row prices (owned hardware is priced below, in Buy or rent)."""
@@ -118,8 +121,8 @@ def show_left_out() -> None:
                 left_out_rows(left_out),
                 hide_index=True,
                 width="stretch",
-                # the reason is the column read here: wide, so it is not cut at 1400 px
-                column_config=column_config({"usd on demand": "$%.0f"}, {"reason": "large", "gpu": "medium"}),
+                # the reason is the column read here: wide enough for its ~95 characters at 1400 px
+                column_config=column_config({"usd on demand": "$%.0f"}, {"reason": REASON_WIDTH_PX, "gpu": "medium"}),
             )
 
 

@@ -53,3 +53,12 @@ def test_the_roofline_and_framework_tables_have_no_field_names():
     settings = set(defaults["setting"])
     assert "Optimizer implementation" in settings and "NF4 kernels" in settings
     assert not [setting for setting in settings if "_" in setting]
+
+
+def test_the_left_out_reasons_lead_and_are_wide_enough_to_read():
+    app = open_app("app_pages/cost.py", model="llama-3.1-8b", gpu="H100-SXM5-80GB")
+    (left_out,) = [frame for frame in app.dataframe if "reason" in frame.value.columns]
+    assert list(left_out.value.columns[:2]) == ["gpu", "reason"]
+    config = json.loads(left_out.proto.columns)
+    # the longest reason, ~95 characters of about 6.5 px each, is about 620 px
+    assert config["reason"]["width"] >= 620 and config["gpu"]["label"] == "GPU"

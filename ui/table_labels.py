@@ -24,9 +24,9 @@ COLUMN_LABELS = {
 }
 
 
-def column_config(formats: dict[str, str], widths: dict[str, str] | None = None) -> dict:
+def column_config(formats: dict[str, str], widths: dict[str, str | int] | None = None) -> dict:
     """A table's st.dataframe column_config: every known column under its label for people; the
-    columns in `formats` as numbers in that format; `widths` ("small", "medium", "large") where a
+    columns in `formats` as numbers in that format; `widths` ("small", "medium", "large" or pixels) where a
     column's text must not be cut."""
     widths = widths or {}
     config = {}
