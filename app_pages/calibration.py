@@ -99,6 +99,14 @@ st.subheader("This host")
 inventory = read_inventory(load_gpu_catalogue())
 if inventory.gpus:
     st.dataframe(pd.DataFrame([gpu.model_dump() for gpu in inventory.gpus]), hide_index=True, width="stretch")
+elif (inventory.message or "").startswith("No NVIDIA driver found"):
+    # a visitor needs what it means for them, not NVML's error; the operator finds it on hover
+    st.info(
+        "This machine has no NVIDIA GPU the app can use (no NVIDIA driver): benchmarks run here would measure "
+        "the CPU. To calibrate a GPU, run the command below on a machine that has one and import its result.",
+        icon=":material/info:",
+    )
+    st.caption("What the driver check said, for whoever runs the app", help=inventory.message)
 else:
     st.info(inventory.message or "No NVIDIA GPU found: the benchmarks run on the CPU.")
 

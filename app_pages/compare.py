@@ -23,6 +23,7 @@ from ui.gpu_table import (
 )
 from ui.host_gpus import detected_gpu_names
 from ui.memo import frame_key, json_key, remembered
+from ui.messages import counted
 from ui.mlperf_view import mlperf_section
 from ui.user_gpus import user_gpu_controls, user_gpus
 
@@ -78,7 +79,7 @@ if fits is not None:
     cannot_run = table[table["stack_problem"].notna()]
     if len(cannot_run):
         st.caption(
-            f"{len(cannot_run)} GPUs cannot run this workload's software (see 'cannot run because'): "
+            f"{counted(len(cannot_run), 'GPU')} cannot run this workload's software (see 'cannot run because'): "
             + ", ".join(cannot_run["name"])
             + ". The filter below leaves them out."
         )
@@ -90,7 +91,10 @@ st.caption(
 )
 if workload.is_vision:
     st.caption(f"{workload.vision.model.key}: the largest micro-batch counts images per GPU; peaks are device peaks.")
-shown = readable_fits(shown)  # "none fits" and "-" rather than "None" in the fit columns
+# "none fits", "needs ZeRO" and "-" rather than "None" in the fit columns, in the Memory page's words
+is_training_fit = fits is not None and not (workload.is_inference or workload.is_vision)
+training_zero = workload.settings.zero if is_training_fit else None
+shown = readable_fits(shown, training_zero)
 fit_fields = [] if fits is None else list(SERVING_COLUMNS if workload.is_inference else FIT_COLUMNS)
 columns = ["name", *fit_fields, *SPEC_FIELDS, "detected", "yours"]
 number_formats = {"headroom_gib": "%.1f", "decode_tokens_per_s": "%.0f", "price_usd": "$%d"}
@@ -113,7 +117,7 @@ names = list(table["name"])
 picked = state.multiselect(st, "cmp_pick", names, max_selections=4)
 if len(picked) >= 2:
     fields = fit_fields + SPEC_FIELDS
-    st.dataframe(side_by_side(table, picked, fields), width="stretch")
+    st.dataframe(side_by_side(readable_fits(table, training_zero), picked, fields), width="stretch")
 else:
     st.info("Pick at least two GPUs to compare them side by side.")
 
@@ -136,6 +140,23 @@ right.plotly_chart(
 )
 
 
+def roofline_rows(points: list) -> pd.DataFrame:
+    """The roofline's figures per GPU, each column named with its unit."""
+    return pd.DataFrame(
+        [
+            {
+                "GPU": point.gpu,
+                "peak (TFLOPS)": round(point.peak_tflops, 1),
+                "memory bandwidth (TB/s)": round(point.bandwidth_tbps, 2),
+                "ridge point (FLOP per byte)": round(point.ridge_flops_per_byte),
+                "attainable at this intensity (TFLOPS)": round(point.attainable_tflops, 1),
+                "bound by": point.bound,
+            }
+            for point in points
+        ]
+    )
+
+
 def show_roofline() -> None:
     """The picked GPUs' rooflines with the workload's intensity, and their figures."""
     intensity = workload_intensity_flops_per_byte(workload.spec, workload.settings)
@@ -148,7 +169,7 @@ def show_roofline() -> None:
             lambda: roofline_figure(points, intensity, fmt.upper()),
         )
         st.plotly_chart(roofline, width="stretch")
-        st.dataframe(pd.DataFrame([p.model_dump() for p in points]).round(2), hide_index=True, width="stretch")
+        st.dataframe(roofline_rows(points), hide_index=True, width="stretch")
     st.caption(
         f"Roofline (Williams et al. 2009) of the GPUs picked above. The workload's intensity is that of its largest "
         f"GEMM, the MLP up-projection of one micro-batch ({workload.settings.micro_batch} x "

@@ -21,6 +21,7 @@ from ui.cost_table import (
     FORMULAS,
     catalogue_dates,
     escape_dollars,
+    escape_markdown,
     left_out_rows,
     range_lines,
     ranked_rows,
@@ -29,10 +30,11 @@ from ui.cost_table import (
 )
 from ui.layout import wrapping_row
 from ui.memo import frame_key, json_key, remembered
-from ui.messages import in_words
+from ui.messages import counted, in_words
 from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
 from ui.serve_cost_view import serve_cost_section
 from ui.step_view import step_view
+from ui.table_labels import column_config
 from ui.user_gpus import user_gpus
 from ui.vision_compare_view import no_transformer_comparison
 from ui.vision_cost_view import vision_cost_section
@@ -98,12 +100,15 @@ except ValueError as error:
 shown, left_out = table_and_left_out(options, inputs.fits_only)
 
 
+REASON_WIDTH_PX = 640  # "does not fit: the workload needs 198.0 GiB per GPU, RTX-6000-Ada-48GB has 48 GB"
+
+
 def show_left_out() -> None:
     """The options set apart, in a collapsed section, each with its reason, and the GPUs no rental
     row prices (owned hardware is priced below, in Buy or rent)."""
     uncosted = unpriced_gpus(catalogue, inputs.prices, include_owned=False)
     if uncosted:
-        label = f"Not costed: {len(uncosted)} GPUs no rental row prices"
+        label = f"Not costed: {counted(len(uncosted), 'GPU')} without a rental price"
         with st.expander(label, key="cost_uncosted_open", on_change="rerun") as section:
             if section.open:  # drawn only while open: a closed section costs a rerun nothing
                 st.markdown("\n".join(f"- {line}" for line in uncosted))
@@ -116,7 +121,8 @@ def show_left_out() -> None:
                 left_out_rows(left_out),
                 hide_index=True,
                 width="stretch",
-                column_config={"usd on demand": st.column_config.NumberColumn(format="$%.0f")},
+                # the reason is the column read here: wide enough for its ~95 characters at 1400 px
+                column_config=column_config({"usd on demand": "$%.0f"}, {"reason": REASON_WIDTH_PX, "gpu": "medium"}),
             )
 
 
@@ -145,8 +151,14 @@ if chosen_gpu is not None:
         st.warning(in_words(error))
 
 
-def show_sidebar_estimate() -> None:
-    """The step of the sidebar's GPU and layout, its hours on demand (no interruptions)."""
+def show_sidebar_estimate(fits: bool = True) -> None:
+    """The step of the sidebar's GPU and layout, its hours on demand (no interruptions); a layout
+    that does not fit gets no cost, its figures framed as for reference only."""
+    if not fits:
+        st.warning(
+            f"Does not fit on {layout_name}: these figures are for reference only, what its step would take "
+            "if memory allowed; no cost is given for it. The cheapest layout that fits is named above."
+        )
     row = wrapping_row()
     row.metric("Step", f"{estimate.step_s:.2f} s", help=f"compute {estimate.compute_s:.2f} s", width="content")
     row.metric("Tokens/s", f"{estimate.tokens_per_s:,.0f}", width="content")
@@ -168,7 +180,7 @@ def show_sidebar_estimate() -> None:
         "Hours of running without interruption, as on demand; spot's expected hours, with interruptions, restarts "
         "and lost work, are in the spot rows below."
     )
-    step_view(spec, settings, chosen_gpu, chosen_time_settings, estimate, inputs.prices)
+    step_view(spec, settings, chosen_gpu, chosen_time_settings, estimate, inputs.prices, fits=fits)
 
 
 layout_name = f"{settings.total_gpus} x {workload.gpu_name}"
@@ -217,10 +229,10 @@ elif not sidebar_fits:
             "below are the GPUs it fits on (the Plan page searches every GPU and layout)."
         )
     if estimate is not None:
-        label = f"Step time of the sidebar's layout on {layout_name}, which does not fit"
+        label = f"For reference only: step time of {layout_name}, which does not fit (no cost)"
         with st.expander(label, key="cost_unfit_step_open", on_change="rerun") as section:
             if section.open:  # drawn only while open, like any section a reader may never open
-                show_sidebar_estimate()
+                show_sidebar_estimate(fits=False)
 
 st.subheader("Options, cheapest first")
 if not shown:
@@ -251,12 +263,9 @@ st.dataframe(
     shown_rows(rows),
     hide_index=True,
     width="stretch",
-    column_config={
-        "hours": st.column_config.NumberColumn(format="%.1f"),
-        "usd": st.column_config.NumberColumn("USD", format="dollar"),
-        "usd per epoch": st.column_config.NumberColumn(format="$%.0f"),
-        "usd per M tokens": st.column_config.NumberColumn(format="$%.3f"),
-    },
+    column_config=column_config(
+        {"hours": "%.1f", "usd": "dollar", "usd per epoch": "$%.0f", "usd per M tokens": "$%.3f"}
+    ),
 )
 # drawn only while open: the chart moves with every change of the workload, and a chart drawn anew is the
 # costliest element of a rerun in the browser (bench/bench_clicks.py); the table's "pareto" column says the same
@@ -358,10 +367,10 @@ with st.expander("Buy instead of rent?", key="cost_buy_open", on_change="rerun")
 with st.expander("Assumptions, formulas and sources", key="cost_assumptions_open", on_change="rerun") as section:
     # drawn only while open; one element per list, not one per line: each element is a message to the browser
     if section.open and chosen_gpu is not None and estimate is not None:
-        st.markdown(escape_dollars("\n".join(f"- {line}" for line in estimate.assumptions)))
+        st.markdown("\n".join(f"- {escape_markdown(line)}" for line in estimate.assumptions))
     if section.open:
-        formulas = (f"{number}. {formula}" for number, formula in enumerate(FORMULAS, start=1))
-        st.markdown(escape_dollars("\n".join(formulas)))
+        formulas = (f"{number}. {escape_markdown(formula)}" for number, formula in enumerate(FORMULAS, start=1))
+        st.markdown("\n".join(formulas))
         st.markdown("Catalogue dates: " + "; ".join(f"{k}: {v}" for k, v in dates.items()))
 
 no_transformer_comparison()

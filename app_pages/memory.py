@@ -16,6 +16,7 @@ from calculators.workload.training import TrainingSettings
 from ui.calibration_state import measured_matmul_fraction
 from ui.changes_view import show_changes
 from ui.charts import phase_breakdown_figure
+from ui.gpu_table import fewest_gpus_text
 from ui.layout import wrapping_row
 from ui.memo import json_key, remembered
 from ui.serving_view import show_serving
@@ -103,12 +104,7 @@ elif fit.verdict == "tight":
 else:
     st.error(f"Does not fit: {summary}", icon=":material/block:")
 
-if fit.min_gpus:
-    fewest_gpus = str(fit.min_gpus)
-elif settings.zero == 0:
-    fewest_gpus = "needs ZeRO"
-else:
-    fewest_gpus = "none"
+fewest_gpus = fewest_gpus_text(fit.min_gpus, settings.zero)
 row = wrapping_row()
 row.metric(
     "Peak (device)",
@@ -158,11 +154,14 @@ def show_tables() -> None:
     with left:
         st.subheader("Breakdown at the peak")
         rows = [
-            {"component": COMPONENT_LABEL[name], "GiB": round(gib, 3)}
-            for name, gib in estimate.components_gib.items()
-            if gib > 0
+            {"component": COMPONENT_LABEL[name], "GiB": gib} for name, gib in estimate.components_gib.items() if gib > 0
         ]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.dataframe(
+            pd.DataFrame(rows),
+            hide_index=True,
+            width="stretch",
+            column_config={"GiB": st.column_config.NumberColumn("size (GiB)", format="%.2f")},  # 14.96, not 14.958
+        )
         st.caption(
             "Activations saved by one layer (GiB): "
             + ", ".join(
@@ -172,16 +171,15 @@ def show_tables() -> None:
     with right:
         st.subheader("Single changes")
         found = remembered("memory_suggestions", asked, lambda: suggestions(spec, settings, workload.gpu_memory_gib))
-        st.dataframe(
+        # a static table: its cells wrap, so the long change text is read whole in a half-width column
+        st.table(
             pd.DataFrame(
-                # the verdict and the peak first: a narrow column would cut the long change text, not them
                 [
-                    {"fits": "yes" if s.fits else "no", "peak GiB": round(s.peak_gib, 2), "change": s.change}
+                    {"change": s.change, "fits": "yes" if s.fits else "no", "peak (GiB)": f"{s.peak_gib:,.1f}"}
                     for s in found
                 ]
             ),
             hide_index=True,
-            width="stretch",
         )
         st.caption("Each change alone, with the peak it leaves.")
 

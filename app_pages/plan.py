@@ -26,9 +26,19 @@ from ui.plan_view import (
     share_query,
 )
 from ui.serve_plan_view import serve_plan_section
+from ui.table_labels import column_config
 from ui.user_gpus import user_gpus
 from ui.vision_cost_view import vision_plan_section
 from ui.workload import require_training
+
+# what each launch file is, for a reader who has not met the framework
+LAUNCH_FILE_TEXT = {
+    "deepspeed_config.json": "DeepSpeed configuration (ZeRO stage, batch, precision)",
+    "torchtune_overrides.txt": "torchtune command-line overrides",
+    "torchtitan_fragment.toml": "part of a torchtitan job file",
+    "accelerate_fsdp.yaml": "Hugging Face Accelerate config for FSDP (accelerate launch --config_file)",
+    "launch_note.txt": "how to run this plan on its accelerator, in words",
+}
 
 st.title("Plan a run")
 workload = st.session_state["workload"]
@@ -173,14 +183,10 @@ st.dataframe(
     plans_display(plans_table(result.plans)),
     hide_index=True,
     width="stretch",
-    column_config={
-        # not "%.1f" / "$%.0f": a plan of minutes or cents must not read 0.0 h or $0
-        "hours": st.column_config.NumberColumn(format="localized"),
-        "usd": st.column_config.NumberColumn(format="dollar"),
-        "peak GiB": st.column_config.NumberColumn(format="%.1f"),
-        "headroom GiB": st.column_config.NumberColumn(format="%.1f"),
-        "step s": st.column_config.NumberColumn(format="%.3f"),
-    },
+    # not "%.1f" / "$%.0f" for hours and dollars: a plan of minutes or cents must not read 0.0 h or $0
+    column_config=column_config(
+        {"hours": "localized", "usd": "dollar", "peak GiB": "%.1f", "headroom GiB": "%.1f", "step s": "%.3f"}
+    ),
 )
 request_row = {"model": spec.name} | request.model_dump(mode="json")
 downloads = wrapping_row()
@@ -197,6 +203,11 @@ downloads.download_button(
 )
 st.subheader("Launch settings for the chosen plan")
 chosen_files = launch_files(chosen)  # only the stacks that run on the chosen plan's accelerator
+st.markdown(
+    "Files to start the chosen plan from, with its layout (parallelism, ZeRO stage, batch, checkpointing) "
+    "filled in; check them against your own setup:\n"
+    + "\n".join(f"- `{name}`: {LAUNCH_FILE_TEXT.get(name, 'settings for this plan')}" for name in chosen_files)
+)
 launch = st.columns(len(chosen_files))
 for column, (name, text) in zip(launch, chosen_files.items(), strict=True):
     column.download_button(name, text.encode("utf-8"), name, "text/plain", key=f"launch_{name}", wrap=True)

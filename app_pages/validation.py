@@ -3,11 +3,14 @@
 import pandas as pd
 import streamlit as st
 
+from calculators.interface.settings import all_settings
 from calculators.interface.validation import validation_table
 from calculators.validation.peak_memory import error_summary
 from calculators.workload.frameworks import FRAMEWORK_DEFAULTS, FRAMEWORK_LABEL
+from calculators.workload.training import TrainingSettings
 from ui.charts import validation_figure
 from ui.layout import wrapping_row
+from ui.messages import counted
 from ui.mlperf_view import mlperf_validation_section
 from ui.serving_validation_view import serving_section
 from ui.throughput_view import throughput_section
@@ -60,7 +63,7 @@ for stack in stacks:
         hide_index=True,
         width="stretch",
     )
-    with st.expander(f"Settings, assumptions and command lines ({len(rows)} rows)"):
+    with st.expander(f"Settings, assumptions and command lines ({counted(len(rows), 'row')})"):
         for row in rows:
             st.markdown(f"**{row.id}**: {row.model} on {row.gpu}; measured {row.what_was_measured} ({row.unit})")
             st.caption(f"{row.setup}. Source: {row.source}")
@@ -81,12 +84,14 @@ st.write(
     "given; an explicit choice wins. The other rows are the stack's reference recipe, shown for reference: set "
     "them yourself."
 )
+# each setting by the sidebar's label for it, not its field name
+setting_labels = {item.name: item.label for item in all_settings() if item.model is TrainingSettings}
 st.dataframe(
     pd.DataFrame(
         [
             {
                 "framework": FRAMEWORK_LABEL[row.framework],
-                "setting": row.setting,
+                "setting": setting_labels.get(row.setting, row.setting.replace("_", " ")),
                 "default": str(row.value),
                 "applied": "yes" if row.applied else "recipe (set it)",
                 "source": row.source,

@@ -29,7 +29,7 @@ def test_the_ranked_table_matches_the_calculator_and_is_cheapest_first():
 def test_the_gpus_no_rental_row_prices_are_named_with_why():
     app = open_cost(model="gpt2", tokens_b="2")
     (uncosted,) = [e for e in app.expander if e.label.startswith("Not costed")]
-    assert uncosted.label == "Not costed: 4 GPUs no rental row prices"
+    assert uncosted.label == "Not costed: 4 GPUs without a rental price"
     text = uncosted.markdown[0].value
     assert "- MI250X-128GB: no provider in the price sheet rents it; owned, it costs its purchase price" in text
     assert "- Trainium3-144GB: AWS offers Trn3 as UltraServers of 64 or 144 Trainium3 chips" in text

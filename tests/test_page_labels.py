@@ -52,7 +52,7 @@ def test_a_plan_table_says_dash_for_a_cost_that_does_not_apply_and_leads_with_th
 def test_the_cost_table_says_on_demand_rows_are_not_interrupted_instead_of_none():
     rows = pd.DataFrame({"pricing": ["on demand", "spot"], "usd": [10.0, 4.0], "interruptions per hour": [None, 0.05]})
     shown = shown_rows(rows)
-    assert list(shown["interruptions per hour"]) == ["- (on demand)", "0.0500"]
+    assert list(shown["interruptions per hour"]) == ["- (on demand)", "0.05"]
     assert "None" not in shown.astype(str).to_string() and "nan" not in shown.astype(str).to_string()
     assert rows["interruptions per hour"].isna().iloc[0]  # the downloads' rows keep the number (empty)
 

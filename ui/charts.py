@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 
 import pandas as pd
@@ -30,7 +31,16 @@ def phase_breakdown_figure(estimate: MemoryEstimate, capacity_gib: float) -> go.
                 marker_color=COMPONENT_COLOUR[component],
                 hovertemplate=f"{COMPONENT_LABEL[component]}: %{{y:.2f}} GiB<extra></extra>",
             )
-    figure.add_hline(y=capacity_gib, line_dash="dash", line_color="red", annotation_text=f"GPU {capacity_gib:g} GiB")
+    # the label on a white box, in the line's colour: grey text drawn over an orange bar could not be read
+    figure.add_hline(
+        y=capacity_gib,
+        line_dash="dash",
+        line_color="red",
+        annotation=dict(
+            text=f"GPU {capacity_gib:g} GiB", font_color="red", bgcolor="rgba(255,255,255,0.9)", bordercolor="red"
+        ),
+        annotation_position="top left",
+    )
     figure.update_layout(
         barmode="stack",
         yaxis_title="GiB per GPU",
@@ -52,16 +62,36 @@ def validation_figure(ids: list[str], measured: list[float], estimated: list[flo
 
 
 def _picked_markers(rows: pd.DataFrame, picked: Collection[str]) -> dict:
-    """Marker lines and labels that single out the GPUs the user picked."""
+    """Marker lines that single out the GPUs the user picked (their names: _label_picked)."""
     is_picked = rows["name"].isin(list(picked))
     return dict(
-        mode="markers+text",
-        textposition="top center",
-        texttemplate=[name if chosen else "" for name, chosen in zip(rows["name"], is_picked, strict=True)],
+        mode="markers",
         marker_line=dict(
             width=[HIGHLIGHT_LINE["width"] if chosen else 0 for chosen in is_picked], color=HIGHLIGHT_LINE["color"]
         ),
     )
+
+
+def _label_picked(figure: go.Figure, table: pd.DataFrame, x: str, y: str, picked: Collection[str]) -> None:
+    """Each picked GPU's name in a box joined to its point by an arrow, the boxes staggered upwards
+    so that neighbours' names and points stay readable, and never cut at the plot's edge (a name
+    written on the point itself covered its neighbours and was cut: "H100-SXM5-80GI")."""
+    log_x, log_y = (getattr(figure.layout, name).type == "log" for name in ("xaxis", "yaxis"))
+    chosen = table[table["name"].isin(list(picked))].dropna(subset=[x, y]).sort_values(x)
+    for order, (_, row) in enumerate(chosen.iterrows()):
+        figure.add_annotation(
+            x=math.log10(row[x]) if log_x else row[x],
+            y=math.log10(row[y]) if log_y else row[y],
+            text=str(row["name"]),
+            showarrow=True,
+            arrowhead=0,
+            ax=0,
+            ay=-30 - 18 * (order % 3),  # staggered: three names side by side do not sit on one line
+            bgcolor="rgba(255,255,255,0.9)",
+            bordercolor=HIGHLIGHT_LINE["color"],
+            borderwidth=1,
+            font_size=11,
+        )
 
 
 def memory_bandwidth_figure(table: pd.DataFrame, picked: Collection[str] = ()) -> go.Figure:
@@ -80,6 +110,7 @@ def memory_bandwidth_figure(table: pd.DataFrame, picked: Collection[str] = ()) -
             **_picked_markers(rows, picked),
         )
     figure.update_layout(xaxis_title="Memory (GB)", yaxis_title="Bandwidth (TB/s)", height=420, margin=MARGIN)
+    _label_picked(figure, table, "memory_gb", "memory_bandwidth_tbps", picked)
     return figure
 
 
@@ -106,6 +137,7 @@ def tflops_price_figure(
         height=420,
         margin=MARGIN,
     )
+    _label_picked(figure, priced, "price_usd", tflops_column, picked)
     return figure
 
 
@@ -221,13 +253,29 @@ def scaling_figure(gpus: list[int], tokens_per_s_per_gpu: list[float], hours: li
         hovertemplate="%{x} GPUs: %{y:,.1f} h<extra></extra>",
     )  # fmt: skip
     figure.update_layout(
-        xaxis=axis(gpus, "GPUs"),
+        xaxis=decade_ticks(axis(gpus, "GPUs")) | dict(tickangle=0),
         yaxis=axis(tokens_per_s_per_gpu, "tokens/s per GPU"),
         yaxis2=axis(hours, "hours", "hours") | dict(overlaying="y", side="right"),
-        height=380,
-        margin=MARGIN,
+        height=400,
+        # room above for the top tick's label ("50 h" was cut); the legend below the chart, where at 800 px
+        # it covered the right axis
+        margin=MARGIN | dict(t=40),
+        legend=dict(orientation="h", yanchor="top", y=-0.25),
     )
     return figure
+
+
+def decade_ticks(axis_dict: dict) -> dict:
+    """A log axis labelled at whole decades only (1, 10, 100, 1k): in half a narrow page ten
+    1-2-5 labels were turned on end."""
+    if axis_dict.get("type") != "log":
+        return axis_dict
+    kept = [(value, text) for value, text in zip(axis_dict["tickvals"], axis_dict["ticktext"], strict=True)
+            if math.log10(value).is_integer()]  # fmt: skip
+    if len(kept) < 2:
+        return axis_dict
+    values, texts = zip(*kept, strict=True)
+    return axis_dict | dict(tickvals=list(values), ticktext=list(texts))
 
 
 def device_precision_figure(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from calculators.cost.options import CostOption, pareto_front, ranked_and_set_apart
@@ -48,6 +50,15 @@ def escape_dollars(text: str) -> str:
     return text.replace("$", "\\$")
 
 
+def escape_markdown(text: str) -> str:
+    """Plain text (an assumption, a formula) for st.markdown: "$", "*", "_", "~" and "`" escaped, so
+    "12*L*s*heads*head_dim" reads as written instead of turning into italics, and two prices are not
+    read as LaTeX."""
+    for mark in ("\\", "`", "*", "_", "~"):
+        text = text.replace(mark, "\\" + mark)
+    return escape_dollars(text)
+
+
 def table_and_left_out(options: list[CostOption], fits_only: bool) -> tuple[list[CostOption], list[CostOption]]:
     """The options for the ranked table and those shown apart as "Left out".
 
@@ -77,7 +88,8 @@ def left_out_rows(options: list[CostOption]) -> pd.DataFrame:
             }
             for option in options
         ],
-        columns=["gpu", "provider", "instance", "region", "reason", "usd on demand"],
+        # the reason is what this list is read for: beside the GPU, before the offer's details
+        columns=["gpu", "reason", "usd on demand", "provider", "instance", "region"],
     )
 
 
@@ -146,13 +158,23 @@ def ranked_rows(options: list[CostOption]) -> pd.DataFrame:
 NOT_INTERRUPTED_TEXT = "- (on demand)"
 
 
+def significant_text(value: float, digits: int = 3) -> str:
+    """A number to `digits` significant digits in plain notation, never "3.47e-05" nor "1.3300":
+    1.33, 0.0125, 0.0000347, 1,330."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    text = f"{round(value, decimals):,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def shown_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """The ranked rows as the page shows them: an on-demand row's interruptions per hour read
     "- (on demand)" instead of the grid's "None" (a text column then; the downloads keep the number)."""
     if "interruptions per hour" not in rows:
         return rows
     rates = rows["interruptions per hour"]
-    texts = [NOT_INTERRUPTED_TEXT if pd.isna(rate) else f"{rate:.4f}" for rate in rates]
+    texts = [NOT_INTERRUPTED_TEXT if pd.isna(rate) else significant_text(rate) for rate in rates]
     return rows.assign(**{"interruptions per hour": texts})
 
 

@@ -154,11 +154,24 @@ def _fit_text(value: object, empty: str) -> str:
     return f"{int(value):,}" if isinstance(value, int | float) else str(value)
 
 
-def readable_fits(table: pd.DataFrame) -> pd.DataFrame:
+def fewest_gpus_text(min_gpus: int | None, zero: int) -> str:
+    """The fewest data-parallel GPUs in words, the same on the Memory and Compare pages: without ZeRO
+    every GPU holds a full copy, so no count fits ("needs ZeRO"); with it, none means activations
+    alone exceed the GPU."""
+    if min_gpus:
+        return f"{min_gpus:,}"
+    return "needs ZeRO" if zero == 0 else "none"
+
+
+def readable_fits(table: pd.DataFrame, zero: int | None = None) -> pd.DataFrame:
     """The fit columns for reading: an empty cell says what it means ("none fits", "-") instead of
-    "None". They become text; the catalogue's own columns keep their numbers (and their sorting)."""
+    "None". They become text; the catalogue's own columns keep their numbers (and their sorting).
+    With the training run's ZeRO stage `zero`, the fewest GPUs read as on the Memory page."""
     table = table.copy()
     for column, empty in EMPTY_FIT_TEXT.items():
         if column in table:
             table[column] = [_fit_text(value, empty) for value in table[column]]
+    if zero is not None and "min_gpus" in table:
+        # the text "-" above came from an empty count: say why, in the Memory page's words
+        table["min_gpus"] = [text if text != "-" else fewest_gpus_text(None, zero) for text in table["min_gpus"]]
     return table

@@ -13,6 +13,7 @@ from calculators.workload.training import TrainingSettings
 from ui.charts import scaling_figure, step_breakdown_figure
 from ui.cost_table import escape_dollars
 from ui.memo import json_key, remembered
+from ui.messages import counted
 
 
 def _usd_per_gpu_hour(gpu: GpuSpec, prices: list[CloudPrice]) -> float | None:
@@ -28,8 +29,10 @@ def step_view(
     time_settings: TimeSettings,
     estimate: TimeEstimate,
     prices: list[CloudPrice],
+    fits: bool = True,
 ) -> None:
-    """The step as a stacked bar, and tokens/s per GPU, hours and cost against the GPU count."""
+    """The step as a stacked bar, and tokens/s per GPU, hours and cost against the GPU count; a
+    layout that does not fit gets no cost (a price of a setup that cannot run is no answer)."""
     # drawn only while open: closed, its two figures and ten time estimates cost every rerun nothing
     with st.expander("Step breakdown and scaling", key="cost_step_open", on_change="rerun") as section:
         if not section.open:
@@ -59,6 +62,8 @@ def step_view(
         )
         right.plotly_chart(scaling, width="stretch")
         rate = _usd_per_gpu_hour(gpu, prices)
-        if rate is not None:
-            costs = ", ".join(f"{point.gpus} GPUs ${point.hours_total * point.gpus * rate:,.0f}" for point in points)
+        if rate is not None and fits:
+            costs = ", ".join(
+                f"{counted(point.gpus, 'GPU')} ${point.hours_total * point.gpus * rate:,.0f}" for point in points
+            )
             st.caption(escape_dollars(f"Cost at the cheapest on-demand GPU-hour (${rate:.2f}): {costs}"))

@@ -11,7 +11,7 @@ import streamlit as st
 from calculators.memory.result import MemoryEstimate
 from calculators.models.spec import ModelSpec
 from calculators.workload.training import TrainingSettings
-from measure.trace.result import TraceError
+from measure.trace.result import PHASES, TraceError, TraceResult
 from measure.trace.runner import run_trace
 from ui.layout import wrapping_row
 from ui.messages import in_words
@@ -51,25 +51,65 @@ def trace_section(spec: ModelSpec, settings: TrainingSettings, estimate: MemoryE
     error = estimate.allocated_gib / traced.allocated_gib - 1
     row = wrapping_row()
     peak_help = f"op at the peak: {traced.peak_op}"
-    row.metric("Traced peak (allocated)", f"{traced.allocated_gib:.3f} GiB", help=peak_help, width="content")
+    row.metric("Traced peak (allocated)", f"{traced.allocated_gib:,.2f} GiB", help=peak_help, width="content")
+    row.metric("Estimate (allocated)", f"{estimate.allocated_gib:,.2f} GiB", width="content")
     row.metric(
-        "Estimate (allocated)",
-        f"{estimate.allocated_gib:.3f} GiB",
-        delta=f"{error:+.2%}",
-        delta_color="off",
+        "Estimate against the trace",
+        difference_text(error),
+        help="(estimate - traced) / traced, of the allocated peak",
         width="content",
     )
-    row.metric("FLOPs per token", f"{traced.flops_per_token:.3g}", width="content")
-    phases = sorted(set(traced.phases_gib) | set(estimate.phases_gib))
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {"phase": p, "traced GiB": traced.phases_gib.get(p), "estimate GiB": estimate.phases_gib.get(p)}
-                for p in phases
-            ]
-        ).round(3),
-        hide_index=True,
-        width="stretch",
+    row.metric("Compute per token", flops_text(traced.flops_per_token), width="content")
+    st.dataframe(trace_table(traced, estimate), hide_index=True, width="stretch")
+    st.caption(
+        "'-' in the estimate column: the estimate computes each phase's peak at its boundaries, so the whole "
+        "forward pass and the middle layers' backward have no figure of their own there."
     )
     if traced.extrapolated:
-        st.caption(f"Traced {traced.traced_layers} layers and extended linearly (checked to the byte).")
+        st.caption(
+            f"Traced models of {_and_list(traced.traced_layers)} layers and extended linearly to {spec.n_layers:,} "
+            "layers (checked to the byte)."
+        )
+
+
+def difference_text(fraction: float) -> str:
+    """A relative difference in percent with its sign, or "same to 0.01%" when it rounds to zero
+    (never "-0.00%")."""
+    if abs(fraction) < 0.00005:
+        return "same to 0.01%"
+    return f"{fraction:+.2%}"
+
+
+def flops_text(flops: float) -> str:
+    """FLOPs in the SI unit that keeps 3 significant digits readable: 48.8 GFLOP, 1.23 TFLOP."""
+    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
+        if flops >= scale:
+            return f"{flops / scale:.3g} {unit}"
+    return f"{flops:,.0f} FLOP"
+
+
+def _and_list(numbers: list[int]) -> str:
+    """[3, 4, 5] as "3, 4 and 5"."""
+    words = [f"{number:,}" for number in numbers]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _gib_text(gib: float | None) -> str:
+    return "-" if gib is None else f"{gib:,.2f}"
+
+
+def trace_table(traced: TraceResult, estimate: MemoryEstimate) -> pd.DataFrame:
+    """The traced and estimated peak of each phase, in the order a step passes through them, as
+    text: "-" where the estimate has no figure for a phase."""
+    names = set(traced.phases_gib) | set(estimate.phases_gib)
+    ordered = [name for name in PHASES if name in names] + sorted(names - set(PHASES))
+    return pd.DataFrame(
+        [
+            {
+                "phase": name,
+                "traced (GiB)": _gib_text(traced.phases_gib.get(name)),
+                "estimate (GiB)": _gib_text(estimate.phases_gib.get(name)),
+            }
+            for name in ordered
+        ]
+    )

@@ -272,7 +272,7 @@ def _training_controls(mode: str, spec: ModelSpec | None) -> None:
     framework) in a collapsed section whose title says what it assumes. A control that means nothing
     for the model (images for a text-only one) is not drawn; its kept value stays for the next model."""
     sidebar = st.sidebar
-    state.choice(sidebar, "precision", format_func=PRECISION_LABEL.get)
+    state.choice(sidebar, "precision", format_func=PRECISION_SHORT.get, help=PRECISION_HELP)
     col1, col2 = sidebar.columns(2)
     state.number(col1, "micro_batch")
     state.number(col2, "seq_len")
@@ -334,9 +334,27 @@ def stack_summary(mode: str) -> str:
     return "Training stack: " + ", ".join(parts)
 
 
+# The sidebar's boxes show a short name that fits their width; what each means is in the help.
+PRECISION_SHORT = {
+    "fp32": "FP32", "amp-fp16": "AMP FP16", "amp-bf16": "AMP BF16", "fp16-mixed": "FP16 mixed",
+    "bf16-mixed": "BF16 mixed", "bf16": "Pure BF16", "fp8": "FP8 linears",
+}  # fmt: skip
+PRECISION_HELP = "  \n".join(
+    # the long label's bracket is the detail: "BF16 mixed (bf16 weights + fp32 master)"
+    f"**{PRECISION_SHORT[name]}**" + (f": {label.split(' (', 1)[1].removesuffix(')')}" if " (" in label else "")
+    for name, label in PRECISION_LABEL.items()
+)
+ZERO_SHORT = {0: "ZeRO-0 · DDP", 1: "ZeRO-1 · optimizer", 2: "ZeRO-2 · SHARD_GRAD_OP", 3: "ZeRO-3 · FULL_SHARD"}
+ZERO_HELP = (
+    "What each data-parallel GPU holds a shard of instead of a full copy: ZeRO-1 the optimizer states, ZeRO-2 "
+    "also the gradients, ZeRO-3 also the weights (Rajbhandari et al. 2020, arXiv 1910.02054).  \n"
+    + "  \n".join(f"ZeRO-{stage} in PyTorch FSDP: {name}" for stage, name in FSDP_NAME.items())
+)
+
+
 def _parallel_controls(mode: str) -> None:
     st.markdown("**Sharding and offload**")
-    state.choice(st, "zero", format_func=lambda z: f"ZeRO-{z} · FSDP {FSDP_NAME[z]}")
+    state.choice(st, "zero", format_func=ZERO_SHORT.get, help=ZERO_HELP)
     col1, col2 = st.columns(2)
     state.number(col1, "tensor_parallel")
     state.number(col2, "pipeline_parallel")

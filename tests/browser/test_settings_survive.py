@@ -100,7 +100,7 @@ def test_settings_of_hidden_modes_are_kept(page, app_url):
     wait_for_app(page)
     type_number(page, "Micro-batch", "2")
     open_stack(page)
-    choose(page, "ZeRO stage", "ZeRO-3 · FSDP FULL_SHARD")
+    choose(page, "ZeRO stage", "ZeRO-3 · FULL_SHARD")
     choose(page, "Mode", "Fine-tune: LoRA")
     type_number(page, "LoRA rank", "64")
     choose(page, "Mode", "Serve (inference)")

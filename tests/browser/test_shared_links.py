@@ -92,7 +92,7 @@ def test_every_page_in_training_survives_a_shared_link(page, browser, app_url):
     choose(page, MODEL_BOX, "gpt2")
     type_number(page, "Micro-batch", "4")
     open_stack(page)
-    choose(page, "ZeRO stage", "ZeRO-2 · FSDP SHARD_GRAD_OP")
+    choose(page, "ZeRO stage", "ZeRO-2 · SHARD_GRAD_OP")
     same_in_a_fresh_browser(browser, page, r"/memory\?(?=.*mb=4)(?=.*zero=2)")
 
     go_to(page, "Compare GPUs")
