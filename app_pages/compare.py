@@ -7,6 +7,7 @@ from calculators.hardware.catalogue import load_gpu_catalogue
 from calculators.memory.fit_matrix import fit_matrix
 from calculators.memory.vision_fit import vision_fit_matrix
 from calculators.timing.roofline import matmul_format, roofline_point, workload_intensity_flops_per_byte
+from calculators.units import counted
 from calculators.workload.serving import serving_problem
 from ui import state
 from ui.charts import memory_bandwidth_figure, roofline_figure, tflops_price_figure
@@ -23,7 +24,6 @@ from ui.gpu_table import (
 )
 from ui.host_gpus import detected_gpu_names
 from ui.memo import frame_key, json_key, remembered
-from ui.messages import counted
 from ui.mlperf_view import mlperf_section
 from ui.user_gpus import user_gpu_controls, user_gpus
 

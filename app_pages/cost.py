@@ -11,6 +11,7 @@ from calculators.memory.engine import estimate_memory
 from calculators.plan.figures import hours_range_text, usd_range_text
 from calculators.timing.context_parallel import rank_settings
 from calculators.timing.estimate import estimate_time
+from calculators.units import counted
 from calculators.validation.error_band import time_band_for
 from calculators.workload.compatibility import stack_problem
 from ui import state
@@ -30,7 +31,7 @@ from ui.cost_table import (
 )
 from ui.layout import wrapping_row
 from ui.memo import frame_key, json_key, remembered
-from ui.messages import counted, in_words
+from ui.messages import in_words
 from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
 from ui.serve_cost_view import serve_cost_section
 from ui.step_view import step_view

@@ -5,12 +5,12 @@ import streamlit as st
 
 from calculators.interface.settings import all_settings
 from calculators.interface.validation import validation_table
+from calculators.units import counted
 from calculators.validation.peak_memory import error_summary
 from calculators.workload.frameworks import FRAMEWORK_DEFAULTS, FRAMEWORK_LABEL
 from calculators.workload.training import TrainingSettings
 from ui.charts import validation_figure
 from ui.layout import wrapping_row
-from ui.messages import counted
 from ui.mlperf_view import mlperf_validation_section
 from ui.serving_validation_view import serving_section
 from ui.throughput_view import throughput_section

@@ -65,7 +65,7 @@ def test_text_models_gain_sequences_per_second(capsys):
     [
         # the same words as memory and fit (calculators.interface.vision_args.vision_choice)
         (("--precision", "fp8"), "--precision for an image model (resnet50) must be one of fp32, amp-bf16, amp-fp16"),
-        (("--optimizer", "adafactor"), "--optimizer for an image model (resnet50) must be one of sgd, adamw, lamb, not"),
+        (("--optimizer", "adafactor"), "--optimizer for an image model (resnet50) must be one of sgd, adamw, lamb"),
         (("--image-size", "5000"), "at most 4,096"),
         (("--model", "vit_base_patch16_224", "--image-size", "230"), "multiple of 16"),
         (("--micro-batch", "0"), "micro"),

@@ -49,8 +49,3 @@ def in_words(error: BaseException) -> str:
     if not text.strip() or any(marker in text for marker in RAW_ERROR_MARKERS):
         return _FALLBACK
     return text
-
-
-def counted(count: int, noun: str) -> str:
-    """A count with its noun in the right number: "1 GPU", "4 GPUs", "1 row", "1,024 rows"."""
-    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"

@@ -9,11 +9,11 @@ from calculators.hardware.catalogue import GpuSpec
 from calculators.models.spec import ModelSpec
 from calculators.timing.estimate import TimeEstimate, scaling_points
 from calculators.timing.settings import TimeSettings
+from calculators.units import counted
 from calculators.workload.training import TrainingSettings
 from ui.charts import scaling_figure, step_breakdown_figure
 from ui.cost_table import escape_dollars
 from ui.memo import json_key, remembered
-from ui.messages import counted
 
 
 def _usd_per_gpu_hour(gpu: GpuSpec, prices: list[CloudPrice]) -> float | None:
