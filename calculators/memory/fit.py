@@ -142,6 +142,12 @@ def min_gpus(
         return 1
     if settings.zero == 0:
         return None
+    return fewest_gpus_that_fit(fits)
+
+
+def fewest_gpus_that_fit(fits: Callable[[int], bool]) -> int | None:
+    """The fewest GPUs from 2 for which `fits` holds (it holds for every count above one that does):
+    doubling until it fits, then bisecting; None when it does not by MAX_GPUS_SEARCHED."""
     high = 2
     while not fits(high):
         if high >= MAX_GPUS_SEARCHED:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel
 
 from calculators.hardware.catalogue import GpuSpec
-from calculators.memory.fit import PeakCurve, Verdict, check_fit
+from calculators.memory.fit import FitResult, PeakCurve, Verdict, check_fit
 from calculators.models.spec import ModelSpec
 from calculators.workload.compatibility import training_stack_problem
 from calculators.workload.training import TrainingSettings
@@ -47,17 +47,20 @@ def fit_matrix(spec: ModelSpec, settings: TrainingSettings, gpus: Iterable[GpuSp
     rows = []
     for gpu in gpus:
         fit = check_fit(spec, settings, gpu_memory_gib(gpu), curve=curve)
-        rows.append(
-            GpuFit(
-                gpu=gpu.name,
-                gpu_memory_gib=fit.gpu_memory_gib,
-                fits=fit.verdict != "does not fit",
-                verdict=fit.verdict,
-                peak_gib=fit.peak_gib,
-                headroom_gib=fit.headroom_gib,
-                max_micro_batch=fit.max_micro_batch,
-                min_gpus=fit.min_gpus,
-                stack_problem=training_stack_problem(gpu, settings),
-            )
-        )
+        rows.append(gpu_fit(gpu, fit, stack_problem=training_stack_problem(gpu, settings)))
     return rows
+
+
+def gpu_fit(gpu: GpuSpec, fit: FitResult, stack_problem: str | None = None) -> GpuFit:
+    """One GPU's row of the fit matrix from its fit answers."""
+    return GpuFit(
+        gpu=gpu.name,
+        gpu_memory_gib=fit.gpu_memory_gib,
+        fits=fit.verdict != "does not fit",
+        verdict=fit.verdict,
+        peak_gib=fit.peak_gib,
+        headroom_gib=fit.headroom_gib,
+        max_micro_batch=fit.max_micro_batch,
+        min_gpus=fit.min_gpus,
+        stack_problem=stack_problem,
+    )

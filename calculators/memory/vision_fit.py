@@ -15,10 +15,11 @@ from calculators.memory.fit import (
     MAX_MICRO_BATCH_SEARCHED,
     FitResult,
     Suggestion,
+    fewest_gpus_that_fit,
     largest_passing,
     verdict,
 )
-from calculators.memory.fit_matrix import GpuFit, gpu_memory_gib
+from calculators.memory.fit_matrix import GpuFit, gpu_fit, gpu_memory_gib
 from calculators.memory.vision_training import (
     VisionInputError,
     VisionTrainingInput,
@@ -54,17 +55,7 @@ def vision_min_gpus(run: VisionTrainingInput, capacity_gib: float) -> int | None
         return 1
     if run.zero == 0 or not fits(MAX_GPUS_SEARCHED):
         return None
-    high = 2
-    while not fits(high):
-        high *= 2
-    low = high // 2 + 1
-    while low < high:
-        middle = (low + high) // 2
-        if fits(middle):
-            high = middle
-        else:
-            low = middle + 1
-    return low
+    return fewest_gpus_that_fit(fits)
 
 
 def check_vision_fit(run: VisionTrainingInput, capacity_gib: float, margin_fraction: float = 0.05) -> FitResult:
@@ -156,16 +147,5 @@ def vision_fit_matrix(run: VisionTrainingInput, gpus: Iterable[GpuSpec]) -> list
     rows = []
     for gpu in gpus:
         fit = check_vision_fit(run, gpu_memory_gib(gpu))
-        rows.append(
-            GpuFit(
-                gpu=gpu.name,
-                gpu_memory_gib=fit.gpu_memory_gib,
-                fits=fit.verdict != "does not fit",
-                verdict=fit.verdict,
-                peak_gib=fit.peak_gib,
-                headroom_gib=fit.headroom_gib,
-                max_micro_batch=fit.max_micro_batch,
-                min_gpus=fit.min_gpus,
-            )
-        )
+        rows.append(gpu_fit(gpu, fit))
     return rows
