@@ -72,6 +72,12 @@ WORKER_DIED = (
             "a node stopped in the middle of the sweep, so nothing was written "
             "(RuntimeError: Read error [10.0.0.2]:5522: Connection reset by peer)",
         ),
+        (
+            # the peer died while this node was still connecting its mesh, before its own sweep started
+            "[rank0]: RuntimeError: Gloo connectFullMesh failed with Connection closed by peer [127.0.0.1]:10667\n",
+            "a node stopped in the middle of the sweep, so nothing was written "
+            "(RuntimeError: Gloo connectFullMesh failed with Connection closed by peer [127.0.0.1]:10667)",
+        ),
         ("ValueError: something else\n", "torchrun exited with code 1: ValueError: something else"),
     ],
 )

@@ -79,6 +79,10 @@ def _environment() -> dict[str, str]:
     return {"OMP_NUM_THREADS": "1"} | dict(os.environ) | {"PYTHONPATH": path}
 
 
+# What gloo and NCCL print when a peer's connection ends under them.
+PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "connectFullMesh failed")
+
+
 def failure_message(stderr: str, returncode: int, rendezvous: Rendezvous) -> str:
     """One line saying why a node's torchrun failed, from what it printed."""
     started = SWEEP_STARTED in stderr
@@ -88,7 +92,9 @@ def failure_message(stderr: str, returncode: int, rendezvous: Rendezvous) -> str
             f"{rendezvous.endpoint} within {rendezvous.join_timeout_s:g} s; start the same command on every node "
             "with its own --node-rank"
         )
-    if started:
+    # a peer that goes away after the rendezvous may leave this node still connecting its mesh, before
+    # its own sweep started: gloo then reports the closed connection rather than a failed collective
+    if started or any(sign in stderr for sign in PEER_GONE):
         return f"a node stopped in the middle of the sweep, so nothing was written ({_cause(stderr)})"
     return f"torchrun exited with code {returncode}: {_cause(stderr)}"
 
