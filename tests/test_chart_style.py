@@ -26,9 +26,21 @@ def test_hours_over_four_decades_tick_only_at_powers_of_ten():
 
 
 def test_a_narrow_range_is_drawn_on_a_linear_axis_from_zero():
-    # 11.37k-11.39k tokens/s is flat: linear, from 0 to 1.1 x the largest
+    # 11.37k-11.39k tokens/s is flat: linear, from 0 past 1.1 x the largest (12,529) to the tick
+    # above it: 12,529 / 6 = 2,088, the next 1-2-5 step is 5,000
     layout = axis([11_370, 11_390], "tokens/s")
-    assert layout["type"] == "linear" and layout["range"] == pytest.approx([0, 12_529])
+    assert layout["type"] == "linear" and layout["range"] == pytest.approx([0, 15_000])
+    assert layout["ticktext"] == ["0", "5k", "10k", "15k"]
+
+
+def test_a_linear_axis_writes_its_ticks_out_in_the_unit():
+    # $0.52 to $0.91 (a plan front): top 1.001 / 6 ticks = 0.167, the next 1-2-5 step is 0.2, so
+    # 0 to 1.2 in steps of 0.2 written as dollars, never Plotly's SI "$800m"
+    usd = axis([0.52, 0.91], "USD", "usd")
+    assert usd["ticktext"] == ["$0", "$0.2", "$0.4", "$0.6", "$0.8", "$1", "$1.2"]
+    assert usd["range"] == [0, 1.2] and "tickformat" not in usd
+    # 5.46 to 28.23 ms: top 31.05 / 6 = 5.2, step 10
+    assert axis([5.46, 28.23], "TPOT", "ms")["ticktext"] == ["0 ms", "10 ms", "20 ms", "30 ms", "40 ms"]
 
 
 def test_the_plan_and_cost_axes_come_from_the_points_drawn():

@@ -44,6 +44,16 @@ def log_tick_values(low: float, high: float) -> list[float]:
     return below + inside + above
 
 
+def linear_tick_values(top: float, most_ticks: int = 6) -> list[float]:
+    """Ticks from 0 at a 1-2-5 step (0, 0.2, 0.4 ... or 0, 50, 100 ...), the last at or above `top`:
+    written out by tick_label, so $0.8 never reads as Plotly's SI "$800m"."""
+    rough = top / most_ticks
+    decade = 10.0 ** math.floor(math.log10(rough))
+    step = next(s * decade for s in (1, 2, 5, 10) if s * decade >= rough)
+    count = math.ceil(top / step - 1e-9)
+    return [round(i * step, 12) for i in range(count + 1)]
+
+
 def axis(values: Iterable[float], title: str, unit: str = "plain") -> dict:
     """A Plotly axis dict for these values: log with labelled 1-2-5 ticks when they span at least
     a decade, else linear from zero, so a flat series is drawn flat."""
@@ -52,9 +62,13 @@ def axis(values: Iterable[float], title: str, unit: str = "plain") -> dict:
         return dict(title=title)
     low, high = min(positive), max(positive)
     if high / low < LOG_AXIS_MIN_SPAN:
-        prefix, suffix = UNIT_AFFIXES[unit]
+        ticks = linear_tick_values(high * 1.1)
         return dict(
-            title=title, type="linear", range=[0, high * 1.1], tickprefix=prefix, ticksuffix=suffix, tickformat="~s"
+            title=title,
+            type="linear",
+            range=[0, max(high * 1.1, ticks[-1])],
+            tickvals=ticks,
+            ticktext=[tick_label(v, unit) for v in ticks],
         )
     ticks = log_tick_values(low, high)
     return dict(
