@@ -73,3 +73,10 @@ def test_cost_page_answers_for_serving_in_inference_mode():
     """Issue 33: Time and cost serves the inference mode (tests/test_serve_cost_page.py has the details)."""
     app = open_app("app_pages/cost.py", mode="inference")
     assert "Time per output token (ms)" in [metric.label for metric in app.metric]
+
+
+def test_the_serve_verdict_links_to_its_cost_and_its_plan():
+    app = open_app(mode="inference")
+    links = {link.proto.label: link.proto.page for link in app.get("page_link")}
+    assert links["Throughput, latency and cost per million tokens"] == "cost"
+    assert links["Cheapest way to serve it within latency targets"] == ""  # the landing page: Plan a run

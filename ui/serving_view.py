@@ -67,6 +67,9 @@ def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
         st.page_link(
             "app_pages/cost.py", label="Throughput, latency and cost per million tokens", icon=":material/payments:"
         )
+    # the serving plan searches GPUs, counts, tensor parallel and precisions, so it answers a step that
+    # does not fit here too
+    st.page_link("app_pages/plan.py", label="Cheapest way to serve it within latency targets", icon=":material/route:")
 
     row = wrapping_row()
     row.metric("KV cache per sequence", f"{estimate.kv_cache_per_sequence_gib:.3f} GiB", width="content")
