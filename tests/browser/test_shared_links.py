@@ -49,6 +49,11 @@ def same_in_a_fresh_browser(browser, page, wanted_in_url: str) -> None:
     """The address bar, once the last change's run has ended, opened in a new context: the same page."""
     expect(page).to_have_url(re.compile(wanted_in_url))
     sent = snapshot(page)
+    for _ in range(20):  # after moving to a page, the last piece of the old one may still be drawn: wait
+        again = snapshot(page)  # until two looks agree, as for the fresh browser below
+        if again == sent:
+            break
+        sent = again
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         fresh = context.new_page()
