@@ -26,15 +26,7 @@ LOADER_WORDS = {"cpu": "CPU workers (PIL decode)", "dali-gpu": "NVIDIA DALI on t
 
 def step_of(run: VisionTrainingInput) -> VisionStepInput:
     """The sidebar's training step as the time model takes it (ZeRO and checkpointing size memory only)."""
-    return VisionStepInput(
-        model=run.model,
-        micro_batch=run.micro_batch,
-        image_size=run.image_size,
-        precision=run.precision,
-        channels_last=run.channels_last,
-        optimizer=run.optimizer,
-        gpus=run.gpus,
-    )
+    return VisionStepInput.of_training(run)
 
 
 def run_controls() -> RunOptions:

@@ -28,7 +28,7 @@ from calculators.interface.vision_args import (
     vision_choice,
 )
 from calculators.memory.fit_matrix import gpu_memory_gib
-from calculators.memory.vision_training import VisionInputError, VisionTrainingInput, estimate_vision_memory
+from calculators.memory.vision_training import VisionInputError, estimate_vision_memory
 from calculators.models.vision_library import VisionModel
 from calculators.plan.vision import VisionPlan, VisionPlanRequest, VisionPlanResult, plan_vision_run
 from calculators.timing.data_loading import DataLoader
@@ -245,15 +245,7 @@ def _run_or_none(step: VisionStepInput, options: RunOptions, gpu: GpuSpec) -> Vi
 
 def _peak_gib(step: VisionStepInput) -> float:
     """Peak memory per GPU of the step (calculators.memory.vision_training)."""
-    memory = VisionTrainingInput(
-        model=step.model,
-        micro_batch=step.micro_batch,
-        image_size=step.image_size,
-        precision=step.precision,
-        channels_last=step.channels_last,
-        optimizer=step.optimizer,
-    )
-    return estimate_vision_memory(memory).peak_gib
+    return estimate_vision_memory(step.memory_input()).peak_gib
 
 
 def cost_text(model: VisionModel, rows: list[VisionCostRow], top: int) -> str:

@@ -182,14 +182,7 @@ def _plans_on_row(
     precision = _precision_on(gpu, step.precision)
     if precision is None:
         return []
-    memory = VisionTrainingInput(
-        model=step.model,
-        micro_batch=step.micro_batch,
-        image_size=step.image_size,
-        precision=precision,
-        channels_last=step.channels_last,
-        optimizer=step.optimizer,
-    )
+    memory = step.memory_input(precision)
     pricings: tuple[Pricing, ...] = ("on-demand", "spot") if request.allow_spot else ("on-demand",)
     plans: list[VisionPlan] = []
     for count in gpu_counts(request.max_gpus, row.gpu_count):

@@ -50,7 +50,7 @@ from pydantic import BaseModel, Field
 from calculators import DATA_DIR
 from calculators.hardware.catalogue import GpuSpec, find_gpu
 from calculators.hardware.cpus import AMX_GEMM_FRACTION, STREAM_FRACTION, is_cpu, uses_amx
-from calculators.memory.vision_training import MAX_MICRO_BATCH, check_image_size, parameters_at
+from calculators.memory.vision_training import MAX_MICRO_BATCH, VisionTrainingInput, check_image_size, parameters_at
 from calculators.models.vision_library import VisionModel
 from calculators.timing.attention_kernels import sixteen_bit_peak_tflops
 from calculators.timing.communication import allreduce_bytes, link_gbytes_per_s
@@ -191,6 +191,30 @@ class VisionStepInput(BaseModel):
     @property
     def resolution(self) -> int:
         return self.image_size or self.model.reference_resolution
+
+    @classmethod
+    def of_training(cls, run: VisionTrainingInput) -> VisionStepInput:
+        """The step a memory input describes (its ZeRO stage and checkpointing size memory only)."""
+        return cls(
+            model=run.model,
+            micro_batch=run.micro_batch,
+            image_size=run.image_size,
+            precision=run.precision,
+            channels_last=run.channels_last,
+            optimizer=run.optimizer,
+            gpus=run.gpus,
+        )
+
+    def memory_input(self, precision: str | None = None) -> VisionTrainingInput:
+        """This step as the memory engine takes it on one GPU, in `precision` where given."""
+        return VisionTrainingInput(
+            model=self.model,
+            micro_batch=self.micro_batch,
+            image_size=self.image_size,
+            precision=precision or self.precision,
+            channels_last=self.channels_last,
+            optimizer=self.optimizer,
+        )
 
 
 class VisionStepTime(BaseModel):
