@@ -404,13 +404,7 @@ def _calibrate(device: str, budget_s: float, progress: Progress | None, usd_per_
     mfu = _fraction_of_peak(step, notes) if step is not None and step.percent_of_datasheet is not None else None
     utilisation = _utilisation(records, notes)
     return CalibrationResult(
-        host=socket.gethostname() or "unknown",
-        device=str(host.device) if host.device is not None else device,
-        gpu_name=host.gpu_name,
-        catalogue_gpu=host.gpu.name if host.gpu else None,
-        driver_version=host.nvml_gpu.driver_version if host.nvml_gpu else None,
-        cuda_version=host.cuda_version,
-        torch_version=host.torch_version,
+        **_host_fields(host, str(host.device) if host.device is not None else device),
         created_at=created_at,
         budget_s=budget_s,
         duration_s=time.perf_counter() - started_s,
@@ -421,6 +415,19 @@ def _calibrate(device: str, budget_s: float, progress: Progress | None, usd_per_
         notes=notes,
         vision=vision.measured_throughputs(records),
     )
+
+
+def _host_fields(host, device: str) -> dict:
+    """What a result says of the host it was measured on, the same for every kind of run."""
+    return {
+        "host": socket.gethostname() or "unknown",
+        "device": device,
+        "gpu_name": host.gpu_name,
+        "catalogue_gpu": host.gpu.name if host.gpu else None,
+        "driver_version": host.nvml_gpu.driver_version if host.nvml_gpu else None,
+        "cuda_version": host.cuda_version,
+        "torch_version": host.torch_version,
+    }
 
 
 def run_calibration(
@@ -554,13 +561,7 @@ def run_collective_calibration(
     ]
     one_node_link = _link_gbps_one_direction(host) if nodes == 1 else None  # across nodes the network is the link
     return CalibrationResult(
-        host=socket.gethostname() or "unknown",
-        device=str(host.device),
-        gpu_name=host.gpu_name,
-        catalogue_gpu=host.gpu.name if host.gpu else None,
-        driver_version=host.nvml_gpu.driver_version if host.nvml_gpu else None,
-        cuda_version=host.cuda_version,
-        torch_version=host.torch_version,
+        **_host_fields(host, str(host.device)),
         created_at=created_at,
         budget_s=budget_s,
         duration_s=time.perf_counter() - started_s,
