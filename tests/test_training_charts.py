@@ -28,6 +28,15 @@ def test_the_capacity_line_label_sits_on_a_box_of_its_own():
     assert label.text == "GPU 80 GiB" and label.bgcolor and label.font.color == "red"
 
 
+def test_the_memory_chart_keeps_a_fixed_left_margin_wide_enough_for_its_ticks_and_title():
+    """No automargin pass on the y axis (the chart is redrawn on every sidebar change), so its margin
+    is set: at least the 71 px Plotly's automargin gave ticks up to "160" and the title in Chromium."""
+    estimate = estimate_memory(get_preset("llama-3.2-1b"), TrainingSettings(micro_batch=2, seq_len=2048))
+    layout = phase_breakdown_figure(estimate, 80).layout
+    assert layout.yaxis.automargin is False and layout.yaxis.title.text == "GiB per GPU"
+    assert layout.margin.l >= 71
+
+
 def _table() -> pd.DataFrame:
     # catalogue figures: H100 80 GB 3.35 TB/s 989 TFLOPS $30,000; A100 80 GB 2.0 TB/s 312 TFLOPS $15,000
     return pd.DataFrame(
