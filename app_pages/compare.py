@@ -16,11 +16,12 @@ from ui.gpu_table import (
     FIT_COLUMNS,
     MISSING_FIGURE_TEXT,
     SERVING_COLUMNS,
-    gpu_table,
+    catalogue_table,
     missing_figure_help,
     readable_fits,
     serving_fit_rows,
     side_by_side,
+    with_fits,
 )
 from ui.host_gpus import detected_gpu_names
 from ui.memo import frame_key, json_key, remembered
@@ -59,7 +60,11 @@ elif workload.is_inference:
 else:
     fit_asked = json_key(workload.spec, workload.settings, gpus)
     fits = remembered("compare_fits", fit_asked, lambda: fit_matrix(workload.spec, workload.settings, gpus))
-table = gpu_table(gpus, fits, detected, {gpu.name for gpu in user_gpus()})
+user_names = {gpu.name for gpu in user_gpus()}
+catalogue_key = (json_key(gpus), tuple(sorted(detected)), tuple(sorted(user_names)))
+table = with_fits(
+    remembered("compare_catalogue", catalogue_key, lambda: catalogue_table(gpus, detected, user_names)), fits
+)
 
 filter_notes = st.container()  # above the filter row, which a warning inside it would squeeze
 with st.container(horizontal=True):
@@ -117,7 +122,7 @@ names = list(table["name"])
 picked = state.multiselect(st, "cmp_pick", names, max_selections=4)
 if len(picked) >= 2:
     fields = fit_fields + SPEC_FIELDS
-    st.dataframe(side_by_side(readable_fits(table, training_zero), picked, fields), width="stretch")
+    st.dataframe(side_by_side(table, picked, fields, training_zero), width="stretch")
 else:
     st.info("Pick at least two GPUs to compare them side by side.")
 

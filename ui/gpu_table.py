@@ -88,22 +88,28 @@ def serving_fit_rows(spec: ModelSpec, settings: ServingSettings, gpus: list[GpuS
     return rows
 
 
-def gpu_table(
-    gpus: list[GpuSpec], fits: list[GpuFit] | list[ServingRow] | None, detected: set[str], user_names: set[str]
-) -> pd.DataFrame:
-    """One row per GPU with its figures and, when a workload is set, its fit answers."""
+def catalogue_table(gpus: list[GpuSpec], detected: set[str], user_names: set[str]) -> pd.DataFrame:
+    """One row per GPU with its figures, whether this host has it and whether the user added it: what
+    does not depend on the workload, so the Compare page keeps it from one change of the sidebar to
+    the next (building it is most of the table's cost: pandas turns every text column into Arrow)."""
     table = pd.DataFrame([gpu.model_dump() for gpu in gpus])
     table["detected"] = table["name"].isin(detected)
     table["yours"] = table["name"].isin(user_names)
-    if fits is not None:
-        by_name = {row.gpu: row for row in fits}
-        columns = SERVING_COLUMNS if fits and isinstance(fits[0], ServingRow) else FIT_COLUMNS
-        for column in columns:
-            table[column] = [getattr(by_name[name], column) for name in table["name"]]
-        for column in ("max_micro_batch", "min_gpus"):
-            if column in table:
-                table[column] = table[column].astype("Int64")
     return table
+
+
+def with_fits(table: pd.DataFrame, fits: list[GpuFit] | list[ServingRow] | None) -> pd.DataFrame:
+    """`table` (catalogue_table) with the workload's fit answers added as columns, when a workload is set;
+    `table` itself is never changed (the page keeps it for the next run)."""
+    if fits is None:
+        return table
+    by_name = {row.gpu: row for row in fits}
+    columns = SERVING_COLUMNS if fits and isinstance(fits[0], ServingRow) else FIT_COLUMNS
+    answers = {column: [getattr(by_name[name], column) for name in table["name"]] for column in columns}
+    for column in ("max_micro_batch", "min_gpus"):
+        if column in answers:
+            answers[column] = pd.array(answers[column], dtype="Int64")
+    return table.assign(**answers)  # one new frame, not one copy per column
 
 
 def _cell_text(value: object) -> str:
@@ -115,10 +121,11 @@ def _cell_text(value: object) -> str:
     return str(value)
 
 
-def side_by_side(table: pd.DataFrame, names: list[str], fields: list[str]) -> pd.DataFrame:
+def side_by_side(table: pd.DataFrame, names: list[str], fields: list[str], zero: int | None = None) -> pd.DataFrame:
     """Chosen GPUs as columns, one row per field, each row named for a person; the fit columns read
-    as in the table above ("does not fit", 167 tokens/s as the Memory page writes it)."""
-    chosen = readable_fits(table.set_index("name").loc[names, fields])
+    as in the table above ("does not fit", 167 tokens/s as the Memory page writes it; `zero` as in
+    readable_fits)."""
+    chosen = readable_fits(table.set_index("name").loc[names, fields], zero)
     return chosen.T.map(_cell_text).rename(index=lambda field: FIELD_LABEL.get(field, field))
 
 

@@ -16,6 +16,7 @@ from calculators.validation.mlperf import (
     ratio_groups,
 )
 from ui.axes import axis
+from ui.memo import remembered
 from ui.palette import vendor_colour
 
 FALLBACK_BENCHMARK = "llama2_70b_lora"  # the benchmark this app predicts most results of
@@ -31,9 +32,11 @@ BENCHMARK_OF_MODEL = (
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "hexagon")
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_resource(show_spinner=False)
 def _all_rows() -> list[MlperfRow]:
-    """Every result with its prediction, once per session: the data files do not change."""
+    """Every result with its prediction, worked out once: the data files do not change. Shared, not
+    copied per call as st.cache_data would (unpickling 448 rows took 2 ms of every rerun of Compare):
+    nothing writes to them."""
     return mlperf_table()
 
 
@@ -123,7 +126,8 @@ def mlperf_section(gpu_names: list[str], vendors: dict[str, str], workload=None)
     """The section for `gpu_names` (catalogue names; `vendors` maps each to its vendor)."""
     st.subheader("MLPerf Training")
     rows = _all_rows()
-    with_results = [name for name in gpu_names if any(row.accelerator == name for row in rows)]
+    accelerators = {row.accelerator for row in rows}
+    with_results = [name for name in gpu_names if name in accelerators]
     st.caption(
         "Published time-to-train of MLPerf Training rounds v3.1 to v5.1 (closed division, scored from the run "
         f"logs as MLCommons does: {RESULTS_SITE}), with this app's prediction for the same system and the cost of "
@@ -133,8 +137,9 @@ def mlperf_section(gpu_names: list[str], vendors: dict[str, str], workload=None)
     if not with_results:
         st.info("None of these GPUs has an MLPerf Training result. Pick GPUs such as H100-SXM5-80GB or MI300X-192GB.")
         return
+    # both built again only when the GPUs or the benchmark change, not on every change of the sidebar
     st.dataframe(
-        best_table(rows, with_results),
+        remembered("mlperf_best_table", tuple(with_results), lambda: best_table(rows, with_results)),
         hide_index=True,
         width="stretch",
         column_config={"result": st.column_config.LinkColumn("result", display_text="open")},
@@ -149,8 +154,10 @@ def mlperf_section(gpu_names: list[str], vendors: dict[str, str], workload=None)
         format_func=lambda name: BENCHMARK_LABEL.get(name, name),
         key="cmp_mlperf_benchmark",
     )
+    figure_key = (chosen, tuple((name, vendors.get(name, "")) for name in with_results))
     picked_rows = [row for row in rows if row.benchmark == chosen]
-    st.plotly_chart(scaling_figure(picked_rows, with_results, vendors), width="stretch")
+    figure = remembered("mlperf_scaling_figure", figure_key, lambda: scaling_figure(picked_rows, with_results, vendors))
+    st.plotly_chart(figure, width="stretch")
 
 
 def _ratio(value: float | None) -> str:
