@@ -108,7 +108,7 @@ def _throughput_controls(column) -> dict:
 def _step_controls() -> dict:
     """Placement, per-dimension overlap, pipeline schedule and compiler of the step."""
     with state.section(st, "Step: placement, overlap, schedule, compiler", key="cost_step_section"):
-        left, middle, right = st.columns(3)
+        left, middle, right = state.columns(st, 3)
         return {
             "gpus_per_node": state.number(left, "cost_gpus_per_node", step=1),
             "virtual_stages": state.number(left, "cost_virtual_stages", step=1),
@@ -143,7 +143,7 @@ def _spot_controls(column) -> tuple[float, float, float | None]:
 def _energy_controls() -> dict:
     """What the energy and carbon columns assume: the GPUs' share of TDP, the host, PUE, the grid."""
     with state.section(st, "Energy and carbon: GPU and host power, PUE, grid intensity", key="cost_energy_section"):
-        left, middle, right, last = st.columns(4)
+        left, middle, right, last = state.columns(st, 4)
         return {
             "gpu_share_of_tdp": state.number(left, "cost_gpu_share_pct", step=5.0),
             "host_w_per_gpu": state.number(middle, "cost_host_w", step=25.0),

@@ -111,6 +111,13 @@ def drawn() -> bool:
     return not _NOT_DRAWN.get()
 
 
+def columns(container, count: int) -> list:
+    """`count` columns of `container` for a section's controls; inside a closed section, whose controls
+    draw nothing, `container` itself `count` times, so the closed section sends no empty columns (each
+    is an element the browser is sent and redraws on every run)."""
+    return list(container.columns(count)) if drawn() else [container] * count
+
+
 def widget(draw: Callable[..., Any], key: str, *args, to_widget=None, from_widget=None, **kwargs) -> Any:
     """Draw a widget for `key` showing the kept value, and keep what it returns.
     `to_widget`/`from_widget` convert between the kept value and the widget's (per cent,

@@ -353,9 +353,9 @@ ZERO_HELP = (
 
 
 def _parallel_controls(mode: str) -> None:
-    st.markdown("**Sharding and offload**")
+    _heading("**Sharding and offload**")
     state.choice(st, "zero", format_func=ZERO_SHORT.get, help=ZERO_HELP)
-    col1, col2 = st.columns(2)
+    col1, col2 = state.columns(st, 2)
     state.number(col1, "tensor_parallel")
     state.number(col2, "pipeline_parallel")
     state.checkbox(st, "offload_optimizer")
@@ -365,7 +365,7 @@ def _parallel_controls(mode: str) -> None:
 
 
 def _kernel_controls(mode: str) -> None:
-    st.markdown("**Kernels and implementation**")
+    _heading("**Kernels and implementation**")
     attention_label = {"eager": "eager", "fused": "fused (SDPA/flash)"}
     state.choice(st, "attention", format_func=attention_label.get)
     state.choice(
@@ -382,7 +382,7 @@ def _kernel_controls(mode: str) -> None:
     state.choice(st, "lora_dropout", options=[None, 0.0, 0.05, 0.1], **unset)
     if mode == "finetune-qlora":
         state.choice(st, "quant_backend", options=[None, "bitsandbytes", "torchao"], **unset)
-        col1, col2 = st.columns(2)
+        col1, col2 = state.columns(st, 2)
         state.choice(col1, "nf4_scales", options=[None, *Nf4Scales.__args__], **unset)
         state.choice(col2, "quantised_linears", options=[None, *QuantisedLinears.__args__], **unset)
 
@@ -395,8 +395,9 @@ def framework_default_label(value) -> str:
 def _stack_controls(report: StackFileReport | None) -> None:
     """The training stack: its framework's defaults fill the loss and the AdamW implementation
     left on 'framework default'; the stack's own config file sets them all at once."""
-    st.markdown("**Framework**")
-    _stack_file_controls(report)
+    _heading("**Framework**")
+    if state.drawn():  # a closed section sends no file box either (its applied settings are kept values)
+        _stack_file_controls(report)
     state.choice(st, "framework", options=[None, *FRAMEWORKS], format_func=lambda f: f or "none (plain PyTorch)")
     framework_default = {"format_func": framework_default_label}
     state.choice(st, "loss", options=[None, *LOSSES], **framework_default)
@@ -409,7 +410,15 @@ def _stack_controls(report: StackFileReport | None) -> None:
     state.checkbox(st, "optimizer_in_backward")
     state.checkbox(st, "activation_offload")
     state.checkbox(st, "load_whole_model")
-    st.caption("torch.compile: the run's compile switch (--compile) also changes the memory estimate.")
+    if state.drawn():
+        st.caption("torch.compile: the run's compile switch (--compile) also changes the memory estimate.")
+
+
+def _heading(text: str) -> None:
+    """A heading inside the stack section, drawn only while it is open: closed, the section's widgets
+    draw nothing (ui/state.section), and a heading alone would still be an element sent on every run."""
+    if state.drawn():
+        st.markdown(text)
 
 
 @dataclass
