@@ -190,6 +190,12 @@ if workload.ready and not workload.is_inference:
         if section.open:
             show_roofline()
 
-# the GPUs picked side by side, else those the filters leave in the table
-looked_at = picked or list(shown["name"])
-mlperf_section(looked_at, dict(zip(table["name"], table["vendor"], strict=True)), workload)
+# drawn only while open, like the roofline: its table, benchmark box and chart do not depend on the
+# sidebar, yet each is an element the browser redraws on every change of it (a fifth of this page's
+# browser work per change, bench/bench_clicks.py)
+label = "MLPerf Training: published time-to-train on these GPUs, this app's prediction and the cost to reproduce"
+with st.expander(label, key="compare_mlperf_open", on_change="rerun") as section:
+    if section.open:
+        # the GPUs picked side by side, else those the filters leave in the table
+        looked_at = picked or list(shown["name"])
+        mlperf_section(looked_at, dict(zip(table["name"], table["vendor"], strict=True)), workload)

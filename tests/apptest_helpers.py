@@ -19,6 +19,7 @@ SECTIONS = (
     "memory_trace_open",
     "memory_assumptions_open",
     "compare_roofline_open",
+    "compare_mlperf_open",
     "cost_chart_open",
     "cost_uncosted_open",
     "cost_left_out_open",
