@@ -535,6 +535,9 @@ def adjusted_prices(
     one interruption rate (per instance-hour) for every row that has a spot price."""
     if not 0 <= discount_fraction < 1:
         raise ValueError(f"discount must be in [0, 1), got {discount_fraction}")
+    if discount_fraction == 0 and interruptions_per_hour is None:
+        # nothing to adjust: the rows themselves (frozen models), not a copy of each on every rerun of the page
+        return list(prices)
     adjusted = []
     for price in prices:
         update: dict[str, float | None] = {
