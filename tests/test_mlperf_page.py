@@ -22,6 +22,17 @@ def test_best_results_of_the_picked_gpus_with_system_link_and_cost():
     assert any(chart for chart in app.get("plotly_chart"))
 
 
+def test_closed_the_section_draws_nothing_until_opened():
+    """Drawn only while open: its table, benchmark box and chart are not sent on every sidebar change."""
+    app = open_app("app_pages/compare.py", open_sections=False)
+    (section,) = [box for box in app.expander if box.label.startswith("MLPerf Training")]
+    assert list(section.children.values()) == []
+    assert not [frame for frame in app.dataframe if "predicted / published" in frame.value.columns]
+    app.session_state["compare_mlperf_open"] = True
+    app.run()
+    assert not app.exception and len(mlperf_table(app)) > 0
+
+
 def test_the_chart_follows_the_benchmark_chosen():
     app = open_app("app_pages/compare.py")
     app.multiselect(key="cmp_pick").set_value(["H100-SXM5-80GB", "B200-SXM-180GB"]).run()

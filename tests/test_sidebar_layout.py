@@ -117,3 +117,17 @@ def test_a_closed_stack_section_draws_no_controls_and_its_kept_values_still_coun
     headline = [element.value for kind in ("error", "success", "warning") for element in getattr(closed, kind)]
     assert headline == [element.value for kind in ("error", "success", "warning") for element in getattr(opened, kind)]
     assert closed.query_params["zero"] == "3"
+
+
+def test_the_closed_stack_section_sends_nothing_but_its_title():
+    """Closed, the training stack draws no control, heading, caption, file box or column: each would be
+    an element the browser is sent and redraws on every change of the sidebar. Open, they are all there."""
+    closed = open_app(open_sections=False, model="llama-2-7b")
+    (section,) = [box for box in closed.sidebar.expander if box.label.startswith("Training stack")]
+    assert list(section.children.values()) == []
+    opened = open_app(model="llama-2-7b")
+    (section,) = [box for box in opened.sidebar.expander if box.label.startswith("Training stack")]
+    texts = [element.value for element in section.markdown]
+    assert {"**Sharding and offload**", "**Kernels and implementation**", "**Framework**"} <= set(texts)
+    assert [uploader.label.startswith("Framework config") for uploader in section.get("file_uploader")] == [True]
+    assert len(section.columns) == 2  # tensor and pipeline parallel side by side
