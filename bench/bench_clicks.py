@@ -22,12 +22,27 @@ is free of the React and Plotly work the rerun caused, so laying out tables and 
 count. The time is from just before the Enter key that commits the number to that second frame.
 Each page is brought to the front before its change: a page behind another gets no frames.
 
-Where the time went (issue 36, this 2-core machine; cProfile of the server, Chromium's CPU profile):
-streamlit's full garbage collection after every run (120-150 ms, now off in .streamlit/config.toml);
-each Plotly chart whose data change (streamlit's element id hashes the figure, so the browser mounts
-a new plot: about 0.1 s of Plotly each); then React redrawing every element sent, widgets most. So
-what a reader may never open (tables, the roofline, Time and cost's chart, buy or rent) is drawn
-only while its section is open; a chart that does not change (Compare's two scatters) costs little.
+Where the time went (issue 36, this 2-core machine; py-spy and cProfile of the server, Chromium's CPU
+profile, the server's and the renderer's CPU time per change): server, browser and this script share
+the two cores, so what either side saves shortens the other's wait too.
+- streamlit's full garbage collection after every run (120-150 ms; off in .streamlit/config.toml).
+- React redraws every element a run sends, changed or not: about 2-4 ms of renderer CPU each, and
+  each is a message the server queues and writes. A closed section's headings, captions, file box and
+  empty columns were still sent (8 of the sidebar's 24 elements on every page, 9 more on Time and
+  cost); now nothing but its title (ui/state.section, state.columns). What a reader may never open
+  is drawn only while open: tables, the roofline, MLPerf Training, Time and cost's chart, buy or rent.
+- A Plotly chart whose data change is mounted afresh (streamlit 1.67 keys it by a hash of the figure,
+  `key` or not; its component reads the figure only when mounted, so a fixed id would leave the old
+  chart drawn) and the mounted component draws it twice (once at
+  its container's width, once after its mount effect hands Plotly a JSON copy): about 40 ms of
+  renderer CPU a draw on Memory, 80 of its ~210 ms per change. Its y axis's automargin added a
+  second Plotly pass to each draw (about 13 of 30 ms in a bare page): a fixed margin now. A chart
+  whose figure does not change (Compare's scatters) keeps its id and is not redrawn.
+- Server work that does not depend on the change is kept (ui/memo.remembered): Compare's catalogue
+  table, MLPerf table and chart; Time and cost's options table; the price rows (not copied when
+  nothing adjusts them).
+Before -> after (8 changes, x one-widget page; main at 16:35 and 16:47 UTC, this branch at 17:23):
+Memory 2.3-2.5 -> 1.8-2.1, Compare 2.0-2.1 -> 1.8-1.9, Time and cost 1.8-1.9 -> 1.7, Plan 1.4 -> 1.3-1.4.
 """
 
 from __future__ import annotations
