@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import ui.workload
-from tests.apptest_helpers import open_app
+from tests.apptest_helpers import open_app, texts
 
 
 @pytest.fixture(autouse=True)
@@ -15,10 +15,6 @@ def no_hub(monkeypatch):
         raise OSError("offline")
 
     monkeypatch.setattr(ui.workload, "fetch_hub_config", offline)
-
-
-def texts(elements) -> list[str]:
-    return [element.value for element in elements]
 
 
 def test_the_model_box_offers_presets_and_library_models():
