@@ -250,6 +250,15 @@ class Rates(BaseModel):
     curve: str
 
 
+# A bandwidth-bound kernel on a GPU moves its bytes at this share of the datasheet bandwidth: this
+# project's own H200 measurement, a 1 GiB `torch.Tensor.copy_` (an ATen elementwise kernel, as
+# BatchNorm's and the activations' are) timed at 4,242 GB/s against the datasheet's 4,800
+# (data/device_runs/2026-11-27-h200-calibration.json, record memory_bandwidth; measure/calibration/
+# benchmarks.py memory_bandwidth_gbps). Taken for every GPU (an assumption: STREAM-like kernels on
+# other HBM parts reach a similar share; no other part was measured here).
+GPU_BANDWIDTH_FRACTION = 4242.261 / 4800
+
+
 def element_bytes_of(precision: str) -> int:
     """Activations are half precision under autocast (torch.autocast casts conv and matmul inputs
     and outputs), fp32 otherwise."""
@@ -265,14 +274,15 @@ def step_rates(gpu: GpuSpec, run: VisionStepInput) -> Rates:
     tokens lie below it), scaled to this GPU (operations.attention_rates). A CPU
     (calculators.hardware.cpus) has no tensor-core shape curve, no NHWC transposes and no
     FlashAttention figure: its GEMMs and attention run at the achievable fraction of its peak
-    (cpu_gemm_fraction) and its bytes at STREAM's share of its DRAM peak."""
+    (cpu_gemm_fraction) and its bytes at STREAM's share of its DRAM peak; a GPU's bytes move at the
+    measured share of its datasheet bandwidth (GPU_BANDWIDTH_FRACTION)."""
     conv_tflops, conv_format = rate_and_format(gpu, run.precision, run.conv_tf32)
     matmul_tflops, matmul_format = rate_and_format(gpu, run.precision, run.matmul_tf32)
     on_gpu = not is_cpu(gpu)
     fraction = (
         matmul_fraction(gpu, conv_format) * SUSTAINED_CLOCK_FACTOR if on_gpu else cpu_gemm_fraction(gpu, conv_format)
     )
-    bandwidth_fraction = 1.0 if on_gpu else STREAM_FRACTION
+    bandwidth_fraction = GPU_BANDWIDTH_FRACTION if on_gpu else STREAM_FRACTION
     attention_peak = matmul_tflops if run.precision == "fp32" else (gpu.dense_tflops("bf16") or matmul_tflops)
     attention_forward = attention_backward = attention_peak * fraction
     if on_gpu:
@@ -310,8 +320,10 @@ CURVE_ELEMENT_BYTES = 2
 
 @cache
 def curve_bandwidth_bytes_per_s(curve: str) -> float:
-    """Memory bandwidth of the part `curve` was measured on (CURVE_REFERENCE_GPU)."""
-    return find_gpu(CURVE_REFERENCE_GPU[curve]).memory_bandwidth_tbps * 1e12
+    """Memory bandwidth the part `curve` was measured on achieves (CURVE_REFERENCE_GPU, at
+    GPU_BANDWIDTH_FRACTION of its datasheet, as the device's own roofline in gemm_s: the curve's
+    efficiency then holds only what the shape itself loses)."""
+    return find_gpu(CURVE_REFERENCE_GPU[curve]).memory_bandwidth_tbps * 1e12 * GPU_BANDWIDTH_FRACTION
 
 
 @cache
