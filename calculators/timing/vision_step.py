@@ -95,15 +95,21 @@ POOL_MOVES = (1, 1)
 # A residual add reads both branches and writes the sum; backward, autograd adds the two branches'
 # gradients where they meet at the block's input (the same three moves).
 RESIDUAL_ADD_MOVES = (3, 3)
-# Squeeze-and-excitation scales the feature map by a per-channel vector: read and write it; backward
-# writes dx = dy x s (read dy, write) and reduces ds = sum(dy x x) (read both): 4 (torchvision
-# ops/misc.py SqueezeExcitation.forward: `return scale * input`).
-SE_SCALE_MOVES = (2, 4)
+# Squeeze-and-excitation scales the feature map by a per-channel vector s (torchvision ops/misc.py
+# SqueezeExcitation.forward: `return scale * input`; timm layers/squeeze_excite.py SEModule.forward:
+# `return x * self.gate(x_se)`): read and write the map. Backward follows mul's entry in PyTorch's
+# tools/autograd/derivatives.yaml (`self: mul_tensor_backward(grad, other, ...)`, `other:
+# mul_tensor_backward(grad, self, ...)`): dx = dy x s (read dy, write) and ds = dy x x, a full-size
+# product (read both, write) that the autograd engine then sums down to s's broadcast shape
+# (torch/csrc/autograd/engine.cpp validate_outputs: `grad = metadata.reduce_grad(grad)`, read it
+# once); the map also feeds the squeeze branch, so autograd adds x's two gradients (read both,
+# write): 2 + 3 + 1 + 3 = 9.
+SE_SCALE_MOVES = (2, 9)
 # timm's SEModule (its SE-ResNeXts) averages the map with `x.mean((2, 3), keepdim=True)`, no module
-# of its own (timm layers/squeeze_excite.py SEModule.forward), where torchvision lists an
-# AdaptiveAvgPool2d: the mean reads the map once; backward writes its broadcast gradient and autograd
-# adds it to the scaling's gradient of the same input (read both, write): 4.
-SE_MEAN_MOVES = (1, 4)
+# of its own, where torchvision lists an AdaptiveAvgPool2d (POOL_MOVES): the mean reads the map once;
+# its backward (derivatives.yaml mean: the gradient expanded and divided by the count) writes one
+# map-sized gradient, which SE_SCALE_MOVES's sum adds.
+SE_MEAN_MOVES = (1, 1)
 SQUEEZE_EXCITATION = {"SqueezeExcitation", "SEModule"}
 # Residual adds per block container the trace lists (the add is not a module): timm's ViT `Block`
 # and Swin's `SwinTransformerBlock` add twice (x + attn, x + mlp: timm vision_transformer.py,
