@@ -135,14 +135,47 @@ def test_depthwise_is_one_input_channel_per_group():
     assert not vs.is_depthwise(conv(72))  # 8 channels x 9
 
 
-def test_depthwise_backward_takes_the_measured_ratio_for_its_dtype():
-    # pytorch#18631 on an A100: fp32 forward 272 us, forward + backward 4.8 ms -> 16.65x; fp16 201 / 684 us -> 2.40x
-    layer = vs.VisionLayer(name="c", type="Conv2d", output_shape=[32, 10, 10], forward_flops=2 * 100 * 32 * 9,
-                           saved_bytes=0)  # fmt: skip
-    for precision, ratio in (("fp32", 16.647), ("amp-bf16", 2.403)):
+def depthwise(kernel_area: int) -> vs.VisionLayer:
+    return vs.VisionLayer(name="c", type="Conv2d", output_shape=[32, 10, 10],
+                          forward_flops=2 * 100 * 32 * kernel_area, saved_bytes=0)  # fmt: skip
+
+
+def test_depthwise_backward_takes_the_measured_ratio_of_the_kernels_that_run_it():
+    # pytorch#18631 on an A100: fp32 forward 272 us, forward + backward 4.8 ms -> 16.65x (PyTorch's own
+    # kernels); fp16 201 / 684 us -> 2.40x (cuDNN's). Each in the layout its kernels take (no transposes):
+    # PyTorch's own NCHW, cuDNN's tensor-core ones NHWC.
+    for precision, channels_last, ratio in (("fp32", False, 16.647), ("amp-bf16", True, 2.403)):
         rates = vs.step_rates(DEVICE, run(precision=precision))
-        forward, backward = vs.conv_seconds(layer, 1e4, 1.0, 3200, True, False, rates)
+        forward, backward = vs.conv_seconds(depthwise(9), 1e4, 1.0, 3200, True, channels_last, rates)
         assert backward / forward == pytest.approx(ratio, rel=1e-3)
+
+
+def test_a_half_5x5_depthwise_runs_pytorchs_own_kernels_on_a_build_before_cudnn_took_them():
+    # pytorch PR #58749 handed half 5 x 5 depthwise convolutions to cuDNN; before it, PyTorch's own
+    # kernels (16.65x backward) ran them, and 3 x 3 ones stayed in cuDNN (2.40x)
+    old_build = vs.step_rates(DEVICE, run(precision="amp-fp16", cudnn_depthwise_5x5=False))
+    new_build = vs.step_rates(DEVICE, run(precision="amp-fp16"))
+    assert vs.grouped_backward_over_forward(depthwise(25), old_build) == pytest.approx(16.647, rel=1e-3)
+    assert vs.grouped_backward_over_forward(depthwise(9), old_build) == pytest.approx(2.403, rel=1e-3)
+    assert vs.grouped_backward_over_forward(depthwise(25), new_build) == pytest.approx(2.403, rel=1e-3)
+
+
+def test_pytorchs_own_depthwise_kernels_transpose_a_channels_last_run():
+    # they take NCHW (`_conv_depthwise2d(input.contiguous(), ...)`): channels-last tensors transpose, NCHW
+    # ones do not; cuDNN's tensor-core kernels the other way round
+    fp32 = vs.step_rates(DEVICE, run(precision="fp32"))
+    assert vs.layout_transposes(depthwise(9), True, True, fp32)
+    assert not vs.layout_transposes(depthwise(9), True, False, fp32)
+    half = vs.step_rates(DEVICE, run(precision="amp-fp16"))
+    assert not vs.layout_transposes(depthwise(9), True, True, half)
+    assert vs.layout_transposes(depthwise(9), True, False, half)
+    # the transposes: 2 extra moves of the input and output (3200 + 3200 fp32 elements per image) forward,
+    # twice that backward, on 1e4 images at 0.8838e12 B/s
+    plain_forward, plain_backward = vs.conv_seconds(depthwise(9), 1e4, 1.0, 3200, True, False, fp32)
+    forward, backward = vs.conv_seconds(depthwise(9), 1e4, 1.0, 3200, True, True, fp32)
+    extra_s = 2 * 4 * 1e4 * (3200 + 3200) / ACHIEVED_B_PER_S
+    assert forward - plain_forward == pytest.approx(extra_s)
+    assert backward - plain_backward == pytest.approx(2 * extra_s)
 
 
 def test_the_host_issuing_eager_kernels_is_a_floor_on_a_short_step():

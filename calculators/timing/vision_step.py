@@ -15,7 +15,9 @@ model's operations do (calculators.timing.operations):
   FLOPs: the input gradient and the weight gradient.
 - a depthwise or grouped convolution (K smaller than the input's channels) does a few FLOPs per
   byte and is bandwidth-bound: its bytes over the memory bandwidth; a depthwise one's backward takes
-  the measured backward / forward of eager PyTorch (DEPTHWISE_BACKWARD_OVER_FORWARD: 16.6x in fp32).
+  the measured backward / forward of eager PyTorch (DEPTHWISE_BACKWARD_OVER_FORWARD: 16.6x in
+  PyTorch's own kernels, which run every fp32 one and, in builds before pytorch PR #58749, a half
+  5 x 5 one; 2.4x in cuDNN's).
 - linears (ViT, Swin, ConvNeXt MLPs, the classifier) are GEMMs the same way.
 - attention: a ViT's fused SDPA at FlashAttention's fraction of peak (backward 2.5x forward, Dao
   2023, arXiv:2307.08691 Sec. 4) as the text model; Swin's windowed attention runs eager (timm
@@ -25,7 +27,10 @@ model's operations do (calculators.timing.operations):
 - without channels-last, cuDNN's tensor-core convolutions transpose NCHW inputs and outputs to
   NHWC and back ("Tensor Layouts In Memory: NCHW vs NHWC", NVIDIA Deep Learning Performance
   Guide, docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/index.html):
-  two extra moves of each convolution's input and output per GEMM.
+  two extra moves of each convolution's input and output per GEMM; with channels-last, a depthwise
+  convolution in PyTorch's own kernels transposes the other way (they take NCHW: aten
+  Convolution.cpp calls `_conv_depthwise2d(input.contiguous(), ...)`, `thnn_conv_depthwise2d` in
+  older builds).
 - data parallel: one ring all-reduce of the fp32 gradients per step (DDP), hidden under the
   backward by `overlap_fraction` (calculators.timing.communication).
 - the optimizer step: bandwidth-bound, bytes per parameter (OPTIMIZER_BYTES_PER_PARAMETER).
@@ -190,6 +195,12 @@ class VisionStepInput(BaseModel):
     # https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices
     conv_tf32: bool = True
     matmul_tf32: bool = False
+    # PyTorch hands half-precision 5 x 5 depthwise convolutions to cuDNN since pytorch PR #58749
+    # ("enable better depthwise conv perf on cudnn 8.2+", opened 2021-05-21: "Newly turned on 5x5 cudnn
+    # kernel"); before it only 1 x 1 and 3 x 3 ones went there (PR #22302's use_cudnn_depthwise:
+    # `(weight.size(3) == 3) || (weight.size(3) == 1)`), 5 x 5 ran PyTorch's own conv_depthwise2d
+    # kernels. False for a run on an older build.
+    cudnn_depthwise_5x5: bool = True
     gpus_per_node: int = Field(default=8, ge=1, le=1024)
     inter_node_gbps: float = Field(default=DEFAULT_INTER_NODE_GBPS, gt=0)
     overlap_fraction: float = Field(default=1.0, ge=0, le=1)  # DDP's bucketed all-reduce under backward
@@ -249,6 +260,8 @@ class Rates(BaseModel):
     attention_forward_tflops: float
     attention_backward_tflops: float
     conv_tensor_cores: bool  # convolutions on tensor cores (TF32 or half), which want NHWC
+    on_gpu: bool
+    cudnn_depthwise_5x5: bool  # half 5 x 5 depthwise convolutions in cuDNN (VisionStepInput)
     matmul_tensor_cores: bool
     fraction: float  # achievable fraction x sustained clocks
     bandwidth_bytes_per_s: float
@@ -300,6 +313,8 @@ def step_rates(gpu: GpuSpec, run: VisionStepInput) -> Rates:
         attention_forward_tflops=attention_forward,
         attention_backward_tflops=attention_backward,
         conv_tensor_cores=on_gpu and conv_format != "fp32",
+        on_gpu=on_gpu,
+        cudnn_depthwise_5x5=run.cudnn_depthwise_5x5,
         matmul_tensor_cores=on_gpu and matmul_format != "fp32",
         fraction=fraction,
         bandwidth_bytes_per_s=gpu.memory_bandwidth_tbps * 1e12 * bandwidth_fraction,
@@ -409,10 +424,12 @@ def gemm_pass_seconds(rows: float, n: float, k: float, tflops: float, moved_byte
 # Backward over forward of a 3 x 3 depthwise convolution in eager PyTorch, measured on an
 # A100-SXM4-40GB (PyTorch 1.12.1, cuDNN 8.3.2, CUDA 11.6; github.com/pytorch/pytorch issue #18631,
 # comment of 2022-10-20): fp32 forward 272 us, forward and backward 4.8 ms, so backward 16.6x forward
-# (PyTorch runs fp32 depthwise convolutions in its own conv_depthwise2d kernels, whose weight gradient
-# reduces over the whole batch); fp16 forward 201 us, both 684 us, so 2.4x (cuDNN's depthwise
-# kernels). Taken as the same for every depthwise shape, GPU and for bf16 (assumptions).
-DEPTHWISE_BACKWARD_OVER_FORWARD = {"fp32": (4.8e-3 - 272e-6) / 272e-6, "half": (684e-6 - 201e-6) / 201e-6}
+# in PyTorch's own conv_depthwise2d kernels (every fp32 depthwise convolution runs there: PyTorch hands
+# only half ones to cuDNN), whose weight gradient reduces over the whole batch; fp16 forward 201 us,
+# both 684 us, so 2.4x in cuDNN's depthwise kernels. Taken as the same for every depthwise shape and
+# GPU, for bf16, and for a half convolution in PyTorch's own kernels (the same conv_depthwise2d
+# templates for every dtype, aten/src/ATen/native/cuda/DepthwiseConv2d.cu) (assumptions).
+DEPTHWISE_BACKWARD_OVER_FORWARD = {"native": (4.8e-3 - 272e-6) / 272e-6, "cudnn": (684e-6 - 201e-6) / 201e-6}
 # A grouped convolution that is not depthwise runs in cuDNN's grouped kernels: backward reads and
 # writes what forward does, twice (input and weight gradients).
 GROUPED_BACKWARD_OVER_FORWARD = 2.0
@@ -426,25 +443,48 @@ def is_depthwise(layer: VisionLayer) -> bool:
     return side % 2 == 1 and side * side == round(conv_k(layer))
 
 
+def runs_native_depthwise(layer: VisionLayer, rates: Rates) -> bool:
+    """Whether PyTorch runs this depthwise convolution in its own kernels rather than cuDNN's: every
+    fp32 one, and a half 5 x 5 one where the build predates cuDNN's 5 x 5 kernels
+    (VisionStepInput.cudnn_depthwise_5x5)."""
+    if not is_depthwise(layer):
+        return False
+    if rates.element_bytes == FP32_BYTES:
+        return True
+    return not rates.cudnn_depthwise_5x5 and round(conv_k(layer)) == 25
+
+
 def grouped_backward_over_forward(layer: VisionLayer, rates: Rates) -> float:
     """Backward over forward of a grouped convolution: a depthwise one's measured ratio for the
-    compute dtype (DEPTHWISE_BACKWARD_OVER_FORWARD), else GROUPED_BACKWARD_OVER_FORWARD."""
+    kernels that run it (DEPTHWISE_BACKWARD_OVER_FORWARD, runs_native_depthwise), else
+    GROUPED_BACKWARD_OVER_FORWARD."""
     if not is_depthwise(layer):
         return GROUPED_BACKWARD_OVER_FORWARD
-    return DEPTHWISE_BACKWARD_OVER_FORWARD["fp32" if rates.element_bytes == FP32_BYTES else "half"]
+    return DEPTHWISE_BACKWARD_OVER_FORWARD["native" if runs_native_depthwise(layer, rates) else "cudnn"]
+
+
+def layout_transposes(layer: VisionLayer, grouped: bool, channels_last: bool, rates: Rates) -> bool:
+    """Whether a convolution's kernels want the other memory layout than the run's tensors, so it
+    transposes its input and output (module docstring): cuDNN's tensor-core kernels want NHWC, PyTorch's
+    own depthwise kernels on a GPU NCHW (runs_native_depthwise)."""
+    if grouped and rates.on_gpu and runs_native_depthwise(layer, rates):
+        return channels_last
+    return rates.conv_tensor_cores and not channels_last
 
 
 def conv_seconds(layer: VisionLayer, batch: float, grow: float, input_elements: float, grouped: bool,
-                 transposes: bool, rates: Rates) -> tuple[float, float]:  # fmt: skip
+                 channels_last: bool, rates: Rates) -> tuple[float, float]:  # fmt: skip
     """(forward, backward) of one convolution on `batch` images grown by `grow` (size units over the
     reference's), `input_elements` per image at the reference: implicit GEMMs on the shape curve
     (forward, input gradient, weight gradient), or bandwidth-bound when grouped (module docstring);
-    with `transposes` (NCHW on tensor cores) each GEMM also transposes its input and output."""
+    where its kernels want the other layout (layout_transposes) each GEMM also transposes its input and
+    output."""
     channels = layer.output_shape[0]
     rows = batch * grow * math.prod(layer.output_shape[1:])
     k = conv_k(layer)
     activations = batch * grow * input_elements + rows * channels
     moved = rates.element_bytes * (activations + channels * k)
+    transposes = layout_transposes(layer, grouped, channels_last, rates)
     extra = bandwidth_s(NCHW_TRANSPOSE_MOVES * rates.element_bytes * activations, rates) if transposes else 0.0
     if grouped:
         forward = bandwidth_s(moved, rates)
@@ -576,7 +616,6 @@ def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
     model, batch = run.model, float(run.micro_batch)
     layers = vision_layers(model.key)
     unit_growth = model.size_unit(run.resolution) / model.size_unit(model.reference_resolution)
-    transposes = rates.conv_tensor_cores and not run.channels_last
     by_class = dict.fromkeys(("convolution", "grouped convolution", "linear", "attention", "elementwise"), 0.0)
     backward_total = 0.0
     timed_layers = 0
@@ -588,7 +627,7 @@ def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
             grow = unit_growth**2  # global attention: tokens squared
         windowed = model.kind == "swin" and ".attn." in layer.name
         kind, seconds = _layer_kind_seconds(layer, previous, batch, grow, tokens if windowed else None,
-                                            transposes, rates, unlisted_relu(model.key, layer))  # fmt: skip
+                                            run.channels_last, rates, unlisted_relu(model.key, layer))  # fmt: skip
         if kind:
             by_class[kind] += sum(seconds)
             timed_layers += 1
@@ -606,13 +645,13 @@ def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
 
 
 def _layer_kind_seconds(
-    layer: VisionLayer, previous: list[int], batch: float, grow: float, tokens: float | None, transposes: bool,
+    layer: VisionLayer, previous: list[int], batch: float, grow: float, tokens: float | None, channels_last: bool,
     rates: Rates, relu_after: bool,
 ) -> tuple[str, tuple[float, float]]:  # fmt: skip
     """(op class, (forward, backward) seconds) of one layer; ('', (0, 0)) for a container."""
     if layer.type in ("Conv2d", "ConvTranspose2d"):
         grouped = is_grouped(layer, previous[0] if len(previous) == 3 else None)
-        seconds = conv_seconds(layer, batch, grow, elements(previous), grouped, transposes, rates)
+        seconds = conv_seconds(layer, batch, grow, elements(previous), grouped, channels_last, rates)
         return ("grouped convolution" if grouped else "convolution"), seconds
     if layer.type == "Linear":
         return "linear", linear_seconds(layer, batch, grow, tokens, rates)
