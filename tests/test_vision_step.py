@@ -193,3 +193,19 @@ def test_timm_se_module_scales_and_averages_its_map():
     # image, x 13 moves
     se, plain = vs.unlisted_moves_per_image("seresnext101_32x4d"), vs.unlisted_moves_per_image("resnext101_32x4d")
     assert se[0] - plain[0] == pytest.approx(13 * 8_931_328)
+
+
+def test_the_layer_after_squeeze_excitation_reads_the_scaled_map_not_the_gate():
+    # torchvision EfficientNet-B0's first block: the SE scales the 32 x 112 x 112 map after the depthwise
+    # convolution, then the projection convolution reads that map (SE returns `scale * input`)
+    inputs = dict(zip((layer.name for layer in vs.vision_layers("efficientnet_b0")),
+                      vs.layer_inputs("efficientnet_b0", 224), strict=True))  # fmt: skip
+    assert inputs["features.1.0.block.1.avgpool"] == [32, 112, 112]
+    assert inputs["features.1.0.block.1.fc1"] == [32, 1, 1]
+    assert inputs["features.1.0.block.2.0"] == [32, 112, 112]
+    # timm's SEModule takes the mean itself: its fc1 reads one pixel of 256 channels; the next block's
+    # first convolution reads the 256 x 56 x 56 map
+    inputs = dict(zip((layer.name for layer in vs.vision_layers("seresnext101_32x4d")),
+                      vs.layer_inputs("seresnext101_32x4d", 224), strict=True))  # fmt: skip
+    assert inputs["layer1.1.se.fc1"] == [256, 1, 1]
+    assert inputs["layer1.2.conv1"] == [256, 56, 56]

@@ -603,6 +603,28 @@ def unlisted_elementwise_seconds(model: VisionModel, batch: float, unit_growth: 
     return bandwidth_s(moved, rates) if moved else 0.0
 
 
+@cache
+def layer_inputs(key: str, reference_resolution: int) -> tuple[list[int], ...]:
+    """Per traced layer of model `key`, the shape (per image, at the reference) of the map it reads:
+    the last output before it, the image first. timm's SEModule takes the map's mean itself (no module
+    of its own), so its fc1 reads one pixel (SE_MEAN_MOVES); after a squeeze-excitation module the
+    next layer reads the map it scaled, not its gate (SE returns `scale * input`)."""
+    inputs: list[list[int]] = []
+    previous = [3, reference_resolution, reference_resolution]  # the image
+    squeeze = None  # (name prefix, map) of the squeeze-excitation module being walked
+    for layer in vision_layers(key):
+        if squeeze and not layer.name.startswith(squeeze[0]):
+            previous, squeeze = squeeze[1], None
+        if layer.type in SQUEEZE_EXCITATION:
+            squeeze = (layer.name + ".", previous)
+        inputs.append(previous)
+        if layer.output_shape:
+            previous = layer.output_shape
+        elif layer.type == "SEModule":
+            previous = [previous[0], 1, 1]
+    return tuple(inputs)
+
+
 class _Walk(BaseModel):
     """Seconds by op class of one micro-batch, forward and backward summed."""
 
@@ -619,9 +641,8 @@ def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
     by_class = dict.fromkeys(("convolution", "grouped convolution", "linear", "attention", "elementwise"), 0.0)
     backward_total = 0.0
     timed_layers = 0
-    previous = [3, model.reference_resolution, model.reference_resolution]  # the image
     tokens = None  # a Swin block's tokens per image, for its windowed linears
-    for layer in layers:
+    for layer, previous in zip(layers, layer_inputs(model.key, model.reference_resolution), strict=True):
         grow = unit_growth if is_spatial(layer) else 1.0
         if layer.type == "Attention" and model.kind == "vit":
             grow = unit_growth**2  # global attention: tokens squared
@@ -634,10 +655,6 @@ def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
             backward_total += seconds[1]
         if layer.type in NORMS and len(layer.output_shape) >= 2:
             tokens = math.prod(layer.output_shape[:-1])
-        if layer.output_shape:
-            previous = layer.output_shape
-        elif layer.type == "SEModule":  # its fc1 reads the map's mean (SE_MEAN_MOVES), one pixel
-            previous = [previous[0], 1, 1]
     unlisted = unlisted_elementwise_seconds(model, batch, unit_growth, rates)
     by_class["elementwise"] += unlisted
     backward_total += unlisted / 2
