@@ -209,3 +209,13 @@ def test_the_layer_after_squeeze_excitation_reads_the_scaled_map_not_the_gate():
                       vs.layer_inputs("seresnext101_32x4d", 224), strict=True))  # fmt: skip
     assert inputs["layer1.1.se.fc1"] == [256, 1, 1]
     assert inputs["layer1.2.conv1"] == [256, 56, 56]
+
+
+def test_a_resnet_shortcut_convolution_reads_the_blocks_input():
+    # torchvision ResNet-50: `identity = self.downsample(x)`, traced after the block's bn3; layer1.0
+    # takes the 64 x 56 x 56 max-pooled map, layer2.0 the 256 x 56 x 56 output of layer1
+    inputs = dict(zip((layer.name for layer in vs.vision_layers("resnet50")), vs.layer_inputs("resnet50", 224),
+                      strict=True))  # fmt: skip
+    assert inputs["layer1.0.downsample.0"] == [64, 56, 56]
+    assert inputs["layer2.0.downsample.0"] == [256, 56, 56]
+    assert inputs["layer2.0.downsample.1"] == [512, 28, 28]

@@ -608,15 +608,22 @@ def layer_inputs(key: str, reference_resolution: int) -> tuple[list[int], ...]:
     """Per traced layer of model `key`, the shape (per image, at the reference) of the map it reads:
     the last output before it, the image first. timm's SEModule takes the map's mean itself (no module
     of its own), so its fc1 reads one pixel (SE_MEAN_MOVES); after a squeeze-excitation module the
-    next layer reads the map it scaled, not its gate (SE returns `scale * input`)."""
+    next layer reads the map it scaled, not its gate (SE returns `scale * input`). A ResNet block's
+    shortcut convolution, traced after the block's own layers, reads the block's input (torchvision and
+    timm models/resnet.py Bottleneck.forward: `shortcut = self.downsample(x)`)."""
     inputs: list[list[int]] = []
     previous = [3, reference_resolution, reference_resolution]  # the image
     squeeze = None  # (name prefix, map) of the squeeze-excitation module being walked
+    block_inputs: dict[str, list[int]] = {}  # a block's name prefix -> the input of its first layer
     for layer in vision_layers(key):
         if squeeze and not layer.name.startswith(squeeze[0]):
             previous, squeeze = squeeze[1], None
         if layer.type in SQUEEZE_EXCITATION:
             squeeze = (layer.name + ".", previous)
+        if match := RESNET_BLOCK.match(layer.name):
+            block_inputs.setdefault(match.group(0), previous)
+            if layer.name == match.group(0) + "downsample.0":
+                previous = block_inputs[match.group(0)]
         inputs.append(previous)
         if layer.output_shape:
             previous = layer.output_shape
