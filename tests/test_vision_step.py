@@ -50,8 +50,10 @@ def test_grouped_convolution_is_told_by_k_below_the_input_channels():
     layer = vs.VisionLayer(name="layer1.0.conv2", type="Conv2d", output_shape=[128, 56, 56],
                            forward_flops=2 * 56 * 56 * 128 * 36, saved_bytes=0)  # fmt: skip
     assert vs.is_grouped(layer, input_channels=128)
-    downsample = layer.model_copy(update={"name": "layer1.0.downsample.0"})
-    assert not vs.is_grouped(downsample, input_channels=128)
+    # a 1 x 1 shortcut over the block's 64 input channels (layer_inputs): K = 64, not grouped
+    shortcut = vs.VisionLayer(name="layer1.0.downsample.0", type="Conv2d", output_shape=[256, 56, 56],
+                              forward_flops=2 * 56 * 56 * 256 * 64, saved_bytes=0)  # fmt: skip
+    assert not vs.is_grouped(shortcut, input_channels=64)
 
 
 def test_batchnorm_moves_three_elements_forward_and_five_backward():

@@ -403,9 +403,8 @@ def conv_k(layer: VisionLayer) -> float:
 
 def is_grouped(layer: VisionLayer, input_channels: int | None) -> bool:
     """A depthwise or grouped convolution: K (input channels x kernel area / groups) below the
-    input's channels can only come from groups. A ResNet's `downsample` convolution is ordered after
-    its block's last BatchNorm (forward order) but reads the block's input, so it is never grouped."""
-    if input_channels is None or "downsample" in layer.name:
+    input's channels (layer_inputs) can only come from groups."""
+    if input_channels is None:
         return False
     return conv_k(layer) < input_channels
 
