@@ -23,7 +23,10 @@ model's operations do (calculators.timing.operations):
   2023, arXiv:2307.08691 Sec. 4) as the text model; Swin's windowed attention runs eager (timm
   lists its Softmax module), two small batched GEMMs on the shape curve plus the softmax.
 - BatchNorm, LayerNorm, activations, pooling, softmax and stochastic depth are bandwidth-bound:
-  element moves per output element (BATCHNORM_MOVES and friends) at the compute dtype's size.
+  element moves per output element (BATCHNORM_MOVES and friends) at the compute dtype's size, and
+  squeeze-and-excitation's scaling as PyTorch's autograd runs it (SE_SCALE_MOVES). A GPU moves bytes
+  at the share of its datasheet bandwidth this project measured on its own H200
+  (GPU_BANDWIDTH_FRACTION, 0.88).
 - without channels-last, cuDNN's tensor-core convolutions transpose NCHW inputs and outputs to
   NHWC and back ("Tensor Layouts In Memory: NCHW vs NHWC", NVIDIA Deep Learning Performance
   Guide, docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/index.html):
