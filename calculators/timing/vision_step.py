@@ -790,7 +790,8 @@ def step_assumptions(run: VisionStepInput, rates: Rates, gpu: GpuSpec) -> list[s
     gpu_rates_line = (
         "Each convolution an implicit GEMM on the measured shape curve (data/matmul_efficiency.csv) at the "
         f"achievable fraction x sustained clocks ({rates.fraction:.2f} of peak at best); grouped and depthwise "
-        "convolutions, norms, activations and pooling bandwidth-bound."
+        "convolutions, norms, activations and pooling bandwidth-bound, at "
+        f"{rates.bandwidth_bytes_per_s / 1e9:,.0f} GB/s (the share of the datasheet measured on this project's H200)."
     )
     lines = [
         cpu_rates_line(rates) if on_cpu else gpu_rates_line,
@@ -801,6 +802,8 @@ def step_assumptions(run: VisionStepInput, rates: Rates, gpu: GpuSpec) -> list[s
             "Eager PyTorch's host time to issue the kernels is a floor on the step: 98 µs per layer, the fastest "
             "of this project's H200 runs (a faster host CPU issues faster)."
         )
+    if not on_cpu and not run.cudnn_depthwise_5x5 and run.precision != "fp32":
+        lines.append("Half 5 x 5 depthwise convolutions in PyTorch's own kernels (a build before cuDNN ran them).")
     if rates.conv_tensor_cores and not run.channels_last:
         lines.append("NCHW on tensor cores: each convolution transposes its input and output (use --channels-last).")
     if run.gpus > 1:
