@@ -144,38 +144,41 @@ def depthwise(kernel_area: int) -> vs.VisionLayer:
 
 def test_depthwise_backward_takes_the_measured_ratio_of_the_kernels_that_run_it():
     # pytorch#18631 on an A100: fp32 forward 272 us, forward + backward 4.8 ms -> 16.65x (PyTorch's own
-    # kernels); fp16 201 / 684 us -> 2.40x (cuDNN's). Each in the layout its kernels take (no transposes):
-    # PyTorch's own NCHW, cuDNN's tensor-core ones NHWC.
-    for precision, channels_last, ratio in (("fp32", False, 16.647), ("amp-bf16", True, 2.403)):
+    # kernels, which an NCHW fp32 run takes); fp16 201 / 684 us -> 2.40x (cuDNN's, which every
+    # channels-last run takes, fp32 or half). Neither transposes in these layouts.
+    cases = (("fp32", False, 16.647), ("fp32", True, 2.403), ("amp-bf16", True, 2.403))
+    for precision, channels_last, ratio in cases:
         rates = vs.step_rates(DEVICE, run(precision=precision))
         forward, backward = vs.conv_seconds(depthwise(9), 1e4, 1.0, 3200, True, channels_last, rates)
         assert backward / forward == pytest.approx(ratio, rel=1e-3)
 
 
-def test_a_half_5x5_depthwise_runs_pytorchs_own_kernels_on_a_build_before_cudnn_took_them():
-    # pytorch PR #58749 handed half 5 x 5 depthwise convolutions to cuDNN; before it, PyTorch's own
-    # kernels (16.65x backward) ran them, and 3 x 3 ones stayed in cuDNN (2.40x)
+def test_a_half_nchw_5x5_depthwise_runs_pytorchs_own_kernels_on_a_build_before_cudnn_took_them():
+    # pytorch PR #58749 handed half NCHW 5 x 5 depthwise convolutions to cuDNN; before it, PyTorch's own
+    # kernels (16.65x backward) ran them, and 3 x 3 ones stayed in cuDNN (2.40x). A channels-last one
+    # went to cuDNN on either build.
     old_build = vs.step_rates(DEVICE, run(precision="amp-fp16", cudnn_depthwise_5x5=False))
     new_build = vs.step_rates(DEVICE, run(precision="amp-fp16"))
-    assert vs.grouped_backward_over_forward(depthwise(25), old_build) == pytest.approx(16.647, rel=1e-3)
-    assert vs.grouped_backward_over_forward(depthwise(9), old_build) == pytest.approx(2.403, rel=1e-3)
-    assert vs.grouped_backward_over_forward(depthwise(25), new_build) == pytest.approx(2.403, rel=1e-3)
+    assert vs.grouped_backward_over_forward(depthwise(25), False, old_build) == pytest.approx(16.647, rel=1e-3)
+    assert vs.grouped_backward_over_forward(depthwise(9), False, old_build) == pytest.approx(2.403, rel=1e-3)
+    assert vs.grouped_backward_over_forward(depthwise(25), True, old_build) == pytest.approx(2.403, rel=1e-3)
+    assert vs.grouped_backward_over_forward(depthwise(25), False, new_build) == pytest.approx(2.403, rel=1e-3)
 
 
-def test_pytorchs_own_depthwise_kernels_transpose_a_channels_last_run():
-    # they take NCHW (`_conv_depthwise2d(input.contiguous(), ...)`): channels-last tensors transpose, NCHW
-    # ones do not; cuDNN's tensor-core kernels the other way round
+def test_only_cudnns_tensor_core_kernels_transpose_an_nchw_run():
+    # PyTorch's own depthwise kernels take NCHW and run only in an NCHW run: no transposes; cuDNN's
+    # tensor-core kernels want NHWC, so a half NCHW run transposes and a channels-last one does not
     fp32 = vs.step_rates(DEVICE, run(precision="fp32"))
-    assert vs.layout_transposes(depthwise(9), True, True, fp32)
+    assert not vs.layout_transposes(depthwise(9), True, True, fp32)
     assert not vs.layout_transposes(depthwise(9), True, False, fp32)
     half = vs.step_rates(DEVICE, run(precision="amp-fp16"))
     assert not vs.layout_transposes(depthwise(9), True, True, half)
     assert vs.layout_transposes(depthwise(9), True, False, half)
-    # the transposes: 2 extra moves of the input and output (3200 + 3200 fp32 elements per image) forward,
-    # twice that backward, on 1e4 images at 0.8838e12 B/s
-    plain_forward, plain_backward = vs.conv_seconds(depthwise(9), 1e4, 1.0, 3200, True, False, fp32)
-    forward, backward = vs.conv_seconds(depthwise(9), 1e4, 1.0, 3200, True, True, fp32)
-    extra_s = 2 * 4 * 1e4 * (3200 + 3200) / ACHIEVED_B_PER_S
+    # the transposes: 2 extra moves of the input and output (3200 + 3200 half elements per image)
+    # forward, twice that backward, on 1e4 images at 0.8838e12 B/s
+    forward, backward = vs.conv_seconds(depthwise(9), 1e4, 1.0, 3200, True, False, half)
+    plain_forward, plain_backward = vs.conv_seconds(depthwise(9), 1e4, 1.0, 3200, True, True, half)
+    extra_s = 2 * 2 * 1e4 * (3200 + 3200) / ACHIEVED_B_PER_S
     assert forward - plain_forward == pytest.approx(extra_s)
     assert backward - plain_backward == pytest.approx(2 * extra_s)
 

@@ -445,32 +445,39 @@ def is_depthwise(layer: VisionLayer) -> bool:
     return side % 2 == 1 and side * side == round(conv_k(layer))
 
 
-def runs_native_depthwise(layer: VisionLayer, rates: Rates) -> bool:
-    """Whether PyTorch runs this depthwise convolution in its own kernels rather than cuDNN's: every
-    fp32 one, and a half 5 x 5 one where the build predates cuDNN's 5 x 5 kernels
-    (VisionStepInput.cudnn_depthwise_5x5)."""
+def runs_native_depthwise(layer: VisionLayer, channels_last: bool, rates: Rates) -> bool:
+    """Whether PyTorch runs this depthwise convolution in its own kernels rather than cuDNN's. A
+    channels-last one on a GPU always goes to cuDNN, whatever its dtype (aten/src/ATen/native/
+    Convolution.cpp `use_cudnn_depthwise` at pytorch 954cecd: "always use cudnn_depthwise for
+    channels_last format", from pytorch PR #38904 of May 2020, before the 2021 builds DLE ran: an
+    assumption on its release). An NCHW one runs there unless it is half precision, and then a 5 x 5
+    one only where the build has cuDNN's 5 x 5 kernels (VisionStepInput.cudnn_depthwise_5x5)."""
     if not is_depthwise(layer):
+        return False
+    if channels_last and rates.on_gpu:
         return False
     if rates.element_bytes == FP32_BYTES:
         return True
     return not rates.cudnn_depthwise_5x5 and round(conv_k(layer)) == 25
 
 
-def grouped_backward_over_forward(layer: VisionLayer, rates: Rates) -> float:
+def grouped_backward_over_forward(layer: VisionLayer, channels_last: bool, rates: Rates) -> float:
     """Backward over forward of a grouped convolution: a depthwise one's measured ratio for the
     kernels that run it (DEPTHWISE_BACKWARD_OVER_FORWARD, runs_native_depthwise), else
     GROUPED_BACKWARD_OVER_FORWARD."""
     if not is_depthwise(layer):
         return GROUPED_BACKWARD_OVER_FORWARD
-    return DEPTHWISE_BACKWARD_OVER_FORWARD["native" if runs_native_depthwise(layer, rates) else "cudnn"]
+    native = runs_native_depthwise(layer, channels_last, rates)
+    return DEPTHWISE_BACKWARD_OVER_FORWARD["native" if native else "cudnn"]
 
 
 def layout_transposes(layer: VisionLayer, grouped: bool, channels_last: bool, rates: Rates) -> bool:
     """Whether a convolution's kernels want the other memory layout than the run's tensors, so it
-    transposes its input and output (module docstring): cuDNN's tensor-core kernels want NHWC, PyTorch's
-    own depthwise kernels on a GPU NCHW (runs_native_depthwise)."""
-    if grouped and rates.on_gpu and runs_native_depthwise(layer, rates):
-        return channels_last
+    transposes its input and output (module docstring): cuDNN's tensor-core kernels want NHWC.
+    PyTorch's own depthwise kernels take NCHW and run only in an NCHW run (runs_native_depthwise):
+    no transposes."""
+    if grouped and runs_native_depthwise(layer, channels_last, rates):
+        return False
     return rates.conv_tensor_cores and not channels_last
 
 
@@ -490,7 +497,7 @@ def conv_seconds(layer: VisionLayer, batch: float, grow: float, input_elements: 
     extra = bandwidth_s(NCHW_TRANSPOSE_MOVES * rates.element_bytes * activations, rates) if transposes else 0.0
     if grouped:
         forward = bandwidth_s(moved, rates)
-        return forward + extra, grouped_backward_over_forward(layer, rates) * forward + 2 * extra
+        return forward + extra, grouped_backward_over_forward(layer, channels_last, rates) * forward + 2 * extra
     forward, backward = gemm_pass_seconds(rows, channels, k, rates.conv_tflops, moved, rates, rates.conv_tensor_cores)
     return forward + extra, backward + 2 * extra
 
