@@ -139,13 +139,20 @@ def drawn_charts(page, count: int) -> list[dict]:
 
 
 def open_section(page, title: str) -> None:
-    """Open the page's collapsed section whose title starts with `title` (charts drawn only while open)."""
-    settled(page)
-    page.get_by_test_id("stMain").get_by_test_id("stExpander").get_by_text(title, exact=False).first.click()
-    settled(page)
+    """Open the page's collapsed section whose title starts with `title` (its charts are drawn only
+    while it is open), again if a click that lands while the page is redrawn is lost."""
+    section = page.get_by_test_id("stMain").get_by_test_id("stExpander").filter(has_text=title)
+    details = section.locator("details")
+    for _ in range(4):
+        settled(page)
+        if details.get_attribute("open") is not None:
+            return
+        section.get_by_text(title, exact=False).first.click()
+    expect(details).to_have_attribute("open", "")
 
 
 def find_plans(page) -> None:
+    settled(page)
     main = page.get_by_test_id("stMain")
     main.get_by_role("button", name="Find plans").click()
     expect(main.get_by_text("Cheapest within the limits:", exact=False)).to_be_visible(timeout=90_000)
