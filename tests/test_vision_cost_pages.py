@@ -4,6 +4,8 @@ front and its deadline message; labels carry units and no page says "None"."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.apptest_helpers import open_app, texts
@@ -33,6 +35,9 @@ def test_time_and_cost_prices_an_image_model_per_epoch():
     assert first["Cost total (USD)"] == pytest.approx(90 * first["Cost per epoch (USD)"], rel=0.01)
     assert len(app.dataframe) >= 2  # the CPU vs GPU vs mixed precision table follows
     assert "None" not in page_text(app)
+    # how far the estimate ran from ResNet-50's published runs (DLE and timm) is stated beside the hours
+    band = r"Against 14 published runs of resnet50 .* the estimate ran \d\.\d\dx to \d\.\d\dx"
+    assert re.search(band, page_text(app))
 
 
 def test_few_loader_cores_warn_that_the_run_is_input_bound():
