@@ -41,3 +41,8 @@ def open_app(page: str | None = None, timeout_s: float = 30, open_sections: bool
     app.switch_page(page or MEMORY_PAGE).run()  # the Plan page is the landing page
     assert not app.exception, [e.message for e in app.exception]
     return app
+
+
+def texts(elements) -> list[str]:
+    """The shown values of AppTest elements (markdown, captions, metrics...)."""
+    return [element.value for element in elements]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import ui.workload
-from tests.apptest_helpers import open_app
+from tests.apptest_helpers import open_app, texts
 
 
 @pytest.fixture(autouse=True)
@@ -15,10 +15,6 @@ def no_hub(monkeypatch):
         raise OSError("offline")
 
     monkeypatch.setattr(ui.workload, "fetch_hub_config", offline)
-
-
-def texts(elements) -> list[str]:
-    return [element.value for element in elements]
 
 
 def test_the_model_box_offers_presets_and_library_models():
@@ -43,5 +39,7 @@ def test_a_hub_id_in_the_link_is_kept_and_explained_when_offline():
 def test_a_model_typed_in_another_case_is_the_bundled_one():
     app = open_app(model="Llama-2-7B")  # as the box hands a typed name to the page
     assert not app.exception and not any("unknown model" in text for text in texts(app.error))
-    assert app.selectbox(key="preset").value == "Llama-2-7B"  # what the user typed stays
+    # the box and the link spell it as the list does: Enter on a typed name picks the box's "Add: ..." entry
+    assert app.selectbox(key="preset").value == "llama-2-7b"
+    assert app.query_params["model"] == "llama-2-7b"
     assert any("llama-2-7b" in text for text in texts(app.markdown) + texts(app.caption) + texts(app.info))

@@ -6,22 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-import ui.workload
-from tests.apptest_helpers import open_app
+from tests.apptest_helpers import open_app, texts
 
 COMPARE_PAGE = "app_pages/compare.py"
 
 
-@pytest.fixture(autouse=True)
-def no_hub(monkeypatch):
-    def offline(repo, revision):
-        raise AssertionError(f"asked the Hub for {repo}")
-
-    monkeypatch.setattr(ui.workload, "fetch_hub_config", offline)
-
-
-def texts(elements) -> list[str]:
-    return [element.value for element in elements]
+pytestmark = pytest.mark.usefixtures("hub_never_asked")
 
 
 def widget_keys(app) -> set[str]:

@@ -1,6 +1,8 @@
 """The image-model validation's target (calculators.validation.vision_target) and its statement on
 the Validation page: each DeepLearningExamples row within +-20%, their median within 10%."""
 
+import re
+
 import pytest
 
 from calculators.validation.vision_target import check_target
@@ -43,13 +45,15 @@ def test_timm_and_uncounted_rows_are_not_in_the_target():
 
 
 def test_the_validation_page_states_the_target_and_the_groups_that_miss_it():
-    # the review: EfficientNet-B0 (median 1.33, 3 of 10 within) and B4 (1.47, 0 of 14) missed it silently
+    # the review: EfficientNet-B0 and B4 missed it silently; their figures today (bench/vision_time.py)
     app = open_app("app_pages/validation.py")
     assert not app.exception
     warning = next(w.value for w in app.warning if w.value.startswith("Target:"))
     assert "not met" in warning
-    assert "EfficientNet-b0 (median 1.33, 3 of 10 rows within ±20%)" in warning
-    assert "EfficientNet-b4 (median 1.47, 0 of 14 rows within ±20%)" in warning
+    # each group that misses it with its median and rows within the band, in words (the figures move
+    # with the model: bench/vision_time.py prints them)
+    assert re.search(r"EfficientNet-b0 \(median \d\.\d\d, \d+ of 10 rows within ±20%\)", warning)
+    assert re.search(r"EfficientNet-b4 \(median \d\.\d\d, \d+ of 14 rows within ±20%\)", warning)
     summary = next(t.value for t in app.table if "target" in t.value.columns)
     assert summary.loc["EfficientNet-b4", "target"] == "missed"
     assert summary.loc["resnet50 (timm)", "target"] == "not in the target"

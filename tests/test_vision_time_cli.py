@@ -115,3 +115,47 @@ def test_a_text_model_keeps_the_micro_batch_of_one(capsys):
     code, out, _ = run_cli(capsys, "time", "--model", "llama-3.1-8b", "--gpu", "H100-SXM5-80GB", "--seq-len", "2048",
                            "--json")  # fmt: skip
     assert code == 0 and json.loads(out)["tokens_per_step"] == 2048  # 1 sequence of 2,048 tokens on 1 GPU
+
+
+def test_cost_cpu_vs_gpu_prints_the_pages_table_per_epoch(capsys):
+    code, out, _ = run_cli(capsys, "cost", "--model", "resnet50", "--micro-batch", "64", "--cpu-vs-gpu",
+                           "Xeon-Platinum-8480+", "A100-SXM4-80GB", "--json")  # fmt: skip
+    rows = json.loads(out)["cpu_gpu_precision"]
+    assert code == 0
+    assert [(row["device"], row["precision"]) for row in rows] == [
+        ("Xeon-Platinum-8480+", "fp32"),
+        ("Xeon-Platinum-8480+", "amp-bf16"),
+        ("A100-SXM4-80GB", "fp32"),
+        ("A100-SXM4-80GB", "amp-bf16"),
+    ]
+    for row in rows:  # an epoch of ImageNet-1k: 1,281,167 images at the row's rate
+        assert row["hours_per_epoch"] == pytest.approx(1_281_167 / row["samples_per_s"] / 3600)
+        usd_per_hour = row["cloud_usd_per_hour"] or row["owned_usd_per_hour"]
+        usd_per_epoch = row["cloud_usd_per_epoch"] or row["owned_usd_per_epoch"]
+        assert usd_per_epoch == pytest.approx(usd_per_hour * row["hours_per_epoch"])
+    # the CPU is owned (no sheet rents a bare socket), the A100 rented; AMX bf16 and tensor cores beat fp32
+    assert rows[0]["cloud_usd_per_epoch"] is None and rows[2]["cloud_usd_per_epoch"] is not None
+    assert rows[1]["samples_per_s"] > rows[0]["samples_per_s"] and rows[3]["samples_per_s"] > rows[2]["samples_per_s"]
+    # the GPU rows are the `time` command's on the same device, precision and layout, without the CPU loader
+    code, out, _ = run_cli(capsys, "time", "--model", "resnet50", "--micro-batch", "64", "--gpu", "A100-SXM4-80GB",
+                           "--precision", "amp-bf16", "--channels-last", "--data-loader", "dali-gpu",
+                           "--json")  # fmt: skip
+    assert json.loads(out)["samples_per_s_per_gpu"] == pytest.approx(rows[3]["samples_per_s"])
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--model", "resnet50", "--cpu-vs-gpu", "Xeon-9", "A100-SXM4-80GB"), "is not a CPU of data/cpus.csv"),
+        (("--model", "resnet50", "--cpu-vs-gpu", "EPYC-9654", "EPYC-9965"), "is a CPU; name a GPU second"),
+        (("--model", "resnet50", "--cpu-vs-gpu", "EPYC-9654", "H99"), "unknown GPU 'H99'"),
+        (
+            ("--model", "llama-2-7b", "--dataset-tokens", "1e9", "--cpu-vs-gpu", "EPYC-9654", "A100-SXM4-80GB"),
+            "image model",
+        ),
+    ],
+)
+def test_cost_cpu_vs_gpu_refuses_in_one_line(capsys, args, words):
+    code, _, err = run_cli(capsys, "cost", *args)
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1
+    assert words in err

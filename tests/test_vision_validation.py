@@ -6,6 +6,7 @@ import statistics
 import pytest
 
 from calculators.timing.data_loading import images_per_s_per_core
+from calculators.validation import vision_throughput as vt
 from calculators.validation.vision_throughput import summary_by_model, vision_throughput_table
 from tests.apptest_helpers import open_app
 
@@ -76,3 +77,16 @@ def test_validation_page_shows_the_image_model_rows():
     why = [table for table in tables if "why not counted" in table.columns][0]
     assert "V097" in set(why["id"])
     assert any(header.value == "Image-model training throughput" for header in app.header)
+
+
+def test_rows_from_containers_before_cudnn_took_5x5_depthwise_say_so():
+    # pytorch PR #58749 (opened 2021-05-21) handed half 5 x 5 depthwise convolutions to cuDNN: DLE's
+    # ConvNets rows ran NGC 21.03 and 20.12, older; timm's PyTorch 1.12 and a 22.11 container are newer
+    def cudnn(framework):
+        return vt.row_cudnn_depthwise_5x5({"framework_and_version": framework})
+
+    assert not cudnn("PyTorch, NGC PyTorch 21.03 container (DLE ConvNets)")
+    assert not cudnn("PyTorch, NGC pytorch-21.03 container (DLE ConvNets)")
+    assert not cudnn("PyTorch, NGC PyTorch 20.12 container")
+    assert cudnn("PyTorch, NGC PyTorch 22.11 container")
+    assert cudnn("PyTorch 1.12, CUDA 11.3, timm benchmark.py (timm ~0.6.6)")

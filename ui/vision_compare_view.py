@@ -55,7 +55,14 @@ def cpu_gpu_precision_section(run: VisionTrainingInput, gpu_name: str) -> None:
     cpu = next(device for device in load_cpus() if device.name == cpu_name)
     measured = measured_vision_throughputs()
     rows = cpu_gpu_precision_table(
-        run.model, cpu, gpu, run.micro_batch, load_prices(), image_size=run.image_size, measured=measured
+        run.model,
+        cpu,
+        gpu,
+        run.micro_batch,
+        load_prices(),
+        image_size=run.image_size,
+        measured=measured,
+        optimizer=run.optimizer,
     )
     st.dataframe(
         pd.DataFrame(

@@ -14,6 +14,8 @@ from calculators.plan.vision import VisionPlan, VisionPlanRequest, plan_vision_r
 from calculators.timing.data_loading import INPUT_BOUND_WARNING
 from calculators.timing.settings import DEFAULT_HOST_CORES_PER_GPU
 from calculators.timing.vision_step import IMAGENET_1K_TRAIN_IMAGES, VisionStepInput
+from calculators.validation.vision_error import error_band_words, vision_error_band
+from calculators.validation.vision_throughput import vision_throughput_table
 from ui.cost_inputs import kept_prices
 from ui.messages import in_words
 from ui.vision_compare_view import cpu_gpu_precision_section
@@ -83,6 +85,14 @@ def _input_bound_warning(rows: list[VisionCostRow]) -> None:
         )
 
 
+@st.cache_data(show_spinner=False)
+def published_error_words(key: str) -> str | None:
+    """The estimate's spread over published runs of the model, in words; computed once per model
+    (the published table does not change while the app runs)."""
+    band = vision_error_band(key, vision_throughput_table())
+    return None if band is None else error_band_words(band)
+
+
 def vision_cost_section(workload) -> None:
     """Time and cost for the sidebar's image model, then the CPU vs GPU vs mixed precision table."""
     run = _ready_run(workload)
@@ -90,6 +100,9 @@ def vision_cost_section(workload) -> None:
         f"{run.model.key} at {run.resolution} px, {run.micro_batch} images per GPU on {run.gpus} GPU(s) per "
         "option; rows that fit first, each cheapest per epoch first. On-demand prices; CPUs priced as owned."
     )
+    error_words = published_error_words(run.model.key)
+    if error_words:
+        st.caption(error_words)
     options = run_controls()
     try:
         rows = priced_rows(step_of(run), options, kept_prices())

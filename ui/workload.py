@@ -159,6 +159,16 @@ def _named_model(name: str) -> tuple[ModelSpec | VisionModel | None, list[str], 
     return spec, [], [note]
 
 
+def _as_listed(name: str) -> str:
+    """A bundled model's name typed in another case or punctuation ("Llama-2-7B") as the list spells
+    it ("llama-2-7b"), so the box shows and the link carries the model the page answers for: the box
+    ranks its "Add: Llama-2-7B" entry first, and Enter picks it. A listed name, a name with a
+    revision and a name nothing bundled spells are kept as typed."""
+    if "@" in name or name in all_model_names():
+        return name
+    return bundled_spelling(name) or name
+
+
 def _vision_note(model: VisionModel) -> str:
     return (
         f"{model.key}: an image model of the vision library ({model.parameters / 1e6:.1f}M parameters at "
@@ -179,6 +189,8 @@ def _model_controls(presets: dict[str, ModelSpec]) -> tuple[ModelSpec | VisionMo
             label="Model (preset or Hugging Face id)",
             options=options,
             accept_new_options=True,
+            to_widget=_as_listed,
+            from_widget=_as_listed,
             help="Type any part of a name to search the presets, the bundled open models and the image models of "
             "the vision library (resnet50, vit_base_patch16_224, microsoft/resnet-50...), or a Hugging Face id "
             "org/name[@revision] to read its config.json.",

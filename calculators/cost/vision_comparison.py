@@ -64,6 +64,7 @@ def comparison_row(
     prices: Iterable[CloudPrice],
     dataset_samples: int = IMAGENET_1K_TRAIN_IMAGES,
     ownership: OwnershipSettings | None = None,
+    optimizer: str = "sgd",
 ) -> ComparisonRow:
     """One device in one precision; channels-last on a GPU in mixed precision (what its
     tensor-core convolutions want), the data loader left out (DALI on the GPU)."""
@@ -73,6 +74,7 @@ def comparison_row(
         image_size=image_size,
         precision=precision,
         channels_last=precision != "fp32",
+        optimizer=optimizer,
     )
     run = estimate_vision_run(step, device, dataset_samples=dataset_samples, loader="dali-gpu")
     owned = owned_usd_per_gpu_hour(device, ownership or OwnershipSettings())
@@ -99,14 +101,18 @@ def cpu_gpu_precision_table(
     image_size: int | None = None,
     dataset_samples: int = IMAGENET_1K_TRAIN_IMAGES,
     measured: Sequence[MeasuredVisionThroughput] = (),
+    optimizer: str = "sgd",
 ) -> list[ComparisonRow]:
-    """CPU fp32, CPU bf16, GPU fp32 and GPU mixed precision, in that order; a row that `measured`
-    (an applied calibration) covers by device and precision takes the measured rate."""
+    """CPU fp32, CPU bf16, GPU fp32 and GPU mixed precision, in that order, each stepping `optimizer`;
+    a row that `measured` (an applied calibration) covers by device and precision takes the measured
+    rate."""
     prices = list(prices)
     cases = [(cpu, "fp32"), (cpu, "amp-bf16"), (gpu, "fp32"), (gpu, mixed_precision_of(gpu))]
     rows = []
     for device, precision in cases:
-        row = comparison_row(model, device, precision, micro_batch, image_size, prices, dataset_samples)
+        row = comparison_row(
+            model, device, precision, micro_batch, image_size, prices, dataset_samples, optimizer=optimizer
+        )
         match = next((m for m in measured if m.device_name == device.name and m.precision == precision), None)
         if match is not None:
             rate = scaled_images_per_s(match, device, model, micro_batch, image_size, channels_last=precision != "fp32")

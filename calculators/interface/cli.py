@@ -523,6 +523,11 @@ def cost_command(args: argparse.Namespace) -> str:
     image_model = named_vision_model(args)
     if image_model is not None:
         return _vision_cost(image_model, args)
+    if args.cpu_vs_gpu:
+        raise UsageError(
+            "--cpu-vs-gpu compares a CPU and a GPU for an image model of the vision library (e.g. --model resnet50); "
+            "a CPU does not train a transformer here"
+        )
     if args.mode == "inference":
         return serving_cost_command(args)
     workload = training_workload(args, "cost")
@@ -697,6 +702,8 @@ def format_plan_table(result: PlanResult) -> str:
 def _vision_cost(model, args: argparse.Namespace) -> str:
     """`cost` for an image model of the vision library (calculators.interface.vision_cli)."""
     prices = _prices_from_args(args, list(load_gpu_catalogue()))
+    if args.cpu_vs_gpu:
+        return _vision_cpu_gpu(model, args, prices)
     try:
         rows = vision_cli.cost_rows(model, args, prices)
     except VisionUsageError as error:
@@ -706,6 +713,18 @@ def _vision_cost(model, args: argparse.Namespace) -> str:
     if args.json:
         return json.dumps([row.model_dump(mode="json") for row in rows], indent=2)
     return vision_cli.cost_text(model, rows, args.top)
+
+
+def _vision_cpu_gpu(model, args: argparse.Namespace, prices: list) -> str:
+    """`cost --cpu-vs-gpu CPU GPU` for an image model: the Time and cost page's CPU vs GPU vs mixed
+    precision table; `--json` prints {"cpu_gpu_precision": [rows]}."""
+    try:
+        rows = vision_cli.cpu_gpu_precision_rows(model, args, prices)
+    except VisionUsageError as error:
+        raise UsageError(str(error)) from None
+    if args.json:
+        return json.dumps({"cpu_gpu_precision": [row.model_dump(mode="json") for row in rows]}, indent=2)
+    return vision_cli.cpu_gpu_precision_text(model, rows)
 
 
 def _vision_plan(model, args: argparse.Namespace) -> str:
@@ -1073,6 +1092,13 @@ def build_parser() -> OneLineParser:
     run.add_argument("--prices", type=Path, help="a price sheet CSV instead of data/cloud_prices.csv")
     run.add_argument("--fits-only", action="store_true", help="only GPUs the workload fits on")
     run.add_argument("--top", type=int, default=20, help="rows in the readable table")
+    run.add_argument(
+        "--cpu-vs-gpu",
+        nargs=2,
+        metavar=("CPU", "GPU"),
+        help="an image model only: a server CPU (data/cpus.csv) and a GPU, each in fp32 and mixed precision, "
+        "images/s, hours and cost per epoch side by side (the Time and cost page's table)",
+    )
     add_serving_request_arguments(cost)
     cost.set_defaults(handler=cost_command)
     plan = commands.add_parser("plan", help="cheapest and fastest ways to train on N tokens: GPUs, layout, provider")

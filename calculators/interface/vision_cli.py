@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from calculators.cost.options import OwnershipSettings, owned_usd_per_gpu_hour
 from calculators.cost.prices import CloudPrice
+from calculators.cost.vision_comparison import ComparisonRow, cpu_gpu_precision_table
 from calculators.hardware.catalogue import GpuSpec, find_gpu, load_gpu_catalogue
 from calculators.hardware.cpus import find_cpu, is_cpu, load_cpus
 from calculators.interface.vision_args import (
@@ -256,6 +257,53 @@ def cost_text(model: VisionModel, rows: list[VisionCostRow], top: int) -> str:
             f"{row.hours_per_epoch:>9.2f} h/epoch  ${row.usd_per_epoch:>10,.2f}/epoch  ${row.usd_total:>12,.2f} total"
             + ("  input-bound" if row.input_bound else "")
             + ("" if row.fits else f"  does not fit ({row.peak_gib:.1f} GiB)")
+        )
+    return "\n".join(lines)
+
+
+def cpu_gpu_precision_rows(
+    model: VisionModel, args: argparse.Namespace, prices: list[CloudPrice]
+) -> list[ComparisonRow]:
+    """`cost --cpu-vs-gpu CPU GPU`: the Time and cost page's table for the image model, micro-batch,
+    image size and dataset of the flags: the CPU in fp32 and bf16, the GPU in fp32 and mixed precision,
+    images/s, hours and cost per epoch (calculators.cost.vision_comparison), from the estimates."""
+    cpu_name, gpu_name = args.cpu_vs_gpu
+    cpu = find_cpu(cpu_name)
+    if cpu is None:
+        known = ", ".join(device.name for device in load_cpus())
+        raise VisionUsageError(f"--cpu-vs-gpu: {cpu_name!r} is not a CPU of data/cpus.csv ({known})")
+    if find_cpu(gpu_name) is not None:
+        raise VisionUsageError(f"--cpu-vs-gpu: {gpu_name} is a CPU; name a GPU second")
+    try:
+        gpu = find_gpu(gpu_name)
+    except KeyError as error:
+        raise VisionUsageError(f"--cpu-vs-gpu: {str(error).strip(chr(39) + chr(34))}") from None
+    step = step_input(model, args)
+    try:
+        return cpu_gpu_precision_table(
+            model,
+            cpu,
+            gpu,
+            step.micro_batch,
+            prices,
+            image_size=step.image_size,
+            dataset_samples=dataset_images(args),
+            optimizer=step.optimizer,
+        )
+    except (VisionInputError, ValueError) as error:
+        raise VisionUsageError(str(error)) from None
+
+
+def cpu_gpu_precision_text(model: VisionModel, rows: list[ComparisonRow]) -> str:
+    """The table of cpu_gpu_precision_rows, one device and precision per line."""
+    lines = [f"{model.key}: CPU vs GPU vs mixed precision, per epoch (estimates; data loader left out)"]
+    for row in rows:
+        owned = "-" if row.owned_usd_per_epoch is None else f"${row.owned_usd_per_epoch:,.2f}"
+        cloud = "-" if row.cloud_usd_per_epoch is None else f"${row.cloud_usd_per_epoch:,.2f}"
+        lines.append(
+            f"  {row.device:<24}{row.precision:<10}{row.samples_per_s:>9,.0f} images/s"
+            f"{row.hours_per_epoch:>9.2f} h/epoch"
+            f"  owned {owned:>10}/epoch  cloud on demand {cloud:>10}/epoch"
         )
     return "\n".join(lines)
 

@@ -153,13 +153,14 @@ class PlanRequest(BaseModel):
     )
 
 
-class Plan(BaseModel):
-    """One way to run the job: hardware, layout, time and cost, and why it was chosen."""
+class Placement(BaseModel):
+    """Where and how a planned job runs, shared by the text and image planners: the GPU and how many,
+    the price row it is rented on, the precision and the ZeRO stage."""
 
     model_config = ConfigDict(allow_inf_nan=False)
 
     gpu: str
-    gpus: int = Field(description="GPUs of the job: data x tensor x pipeline parallel")
+    gpus: int = Field(description="GPUs of the job: data x tensor x pipeline parallel (data parallel for images)")
     provider: str
     instance_type: str
     region: str
@@ -168,6 +169,11 @@ class Plan(BaseModel):
     pricing: Pricing
     precision: str
     zero: int
+
+
+class Plan(Placement):
+    """One way to run the job: hardware, layout, time and cost, and why it was chosen."""
+
     tensor_parallel: int
     pipeline_parallel: int
     data_parallel: int

@@ -29,7 +29,7 @@ from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.memory.vision_fit import device_peak_gib
 from calculators.memory.vision_training import VisionTrainingInput
-from calculators.plan.search import DEFAULT_MAX_GPUS, Pricing, fallback_precision, gpu_counts
+from calculators.plan.search import DEFAULT_MAX_GPUS, Placement, Pricing, fallback_precision, gpu_counts
 from calculators.timing.data_loading import DataLoader
 from calculators.timing.settings import DEFAULT_HOST_CORES_PER_GPU
 from calculators.timing.vision_step import IMAGENET_1K_TRAIN_IMAGES, VisionRunTime, VisionStepInput, estimate_vision_run
@@ -58,21 +58,9 @@ class VisionPlanRequest(BaseModel):
     loader: DataLoader = "cpu"
 
 
-class VisionPlan(BaseModel):
+class VisionPlan(Placement):
     """One way to run the image job: hardware, sharding, time and cost."""
 
-    model_config = ConfigDict(allow_inf_nan=False)
-
-    gpu: str
-    gpus: int = Field(description="data-parallel GPUs of the job")
-    provider: str
-    instance_type: str
-    region: str
-    instances: int
-    gpus_per_instance: int
-    pricing: Pricing
-    precision: str
-    zero: int
     micro_batch: int = Field(description="images per GPU per step")
     global_batch_images: int
     peak_gib: float

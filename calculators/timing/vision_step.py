@@ -15,17 +15,25 @@ model's operations do (calculators.timing.operations):
   FLOPs: the input gradient and the weight gradient.
 - a depthwise or grouped convolution (K smaller than the input's channels) does a few FLOPs per
   byte and is bandwidth-bound: its bytes over the memory bandwidth; a depthwise one's backward takes
-  the measured backward / forward of eager PyTorch (DEPTHWISE_BACKWARD_OVER_FORWARD: 16.6x in fp32).
+  the measured backward / forward of eager PyTorch (DEPTHWISE_BACKWARD_OVER_FORWARD: 16.6x in
+  PyTorch's own kernels, which run every fp32 one and, in builds before pytorch PR #58749, a half
+  5 x 5 one; 2.4x in cuDNN's).
 - linears (ViT, Swin, ConvNeXt MLPs, the classifier) are GEMMs the same way.
 - attention: a ViT's fused SDPA at FlashAttention's fraction of peak (backward 2.5x forward, Dao
   2023, arXiv:2307.08691 Sec. 4) as the text model; Swin's windowed attention runs eager (timm
   lists its Softmax module), two small batched GEMMs on the shape curve plus the softmax.
 - BatchNorm, LayerNorm, activations, pooling, softmax and stochastic depth are bandwidth-bound:
-  element moves per output element (BATCHNORM_MOVES and friends) at the compute dtype's size.
+  element moves per output element (BATCHNORM_MOVES and friends) at the compute dtype's size, and
+  squeeze-and-excitation's scaling as PyTorch's autograd runs it (SE_SCALE_MOVES). A GPU moves bytes
+  at the share of its datasheet bandwidth this project measured on its own H200
+  (GPU_BANDWIDTH_FRACTION, 0.88).
 - without channels-last, cuDNN's tensor-core convolutions transpose NCHW inputs and outputs to
   NHWC and back ("Tensor Layouts In Memory: NCHW vs NHWC", NVIDIA Deep Learning Performance
   Guide, docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/index.html):
-  two extra moves of each convolution's input and output per GEMM.
+  two extra moves of each convolution's input and output per GEMM; with channels-last, a depthwise
+  convolution in PyTorch's own kernels transposes the other way (they take NCHW: aten
+  Convolution.cpp calls `_conv_depthwise2d(input.contiguous(), ...)`, `thnn_conv_depthwise2d` in
+  older builds).
 - data parallel: one ring all-reduce of the fp32 gradients per step (DDP), hidden under the
   backward by `overlap_fraction` (calculators.timing.communication).
 - the optimizer step: bandwidth-bound, bytes per parameter (OPTIMIZER_BYTES_PER_PARAMETER).
@@ -95,15 +103,21 @@ POOL_MOVES = (1, 1)
 # A residual add reads both branches and writes the sum; backward, autograd adds the two branches'
 # gradients where they meet at the block's input (the same three moves).
 RESIDUAL_ADD_MOVES = (3, 3)
-# Squeeze-and-excitation scales the feature map by a per-channel vector: read and write it; backward
-# writes dx = dy x s (read dy, write) and reduces ds = sum(dy x x) (read both): 4 (torchvision
-# ops/misc.py SqueezeExcitation.forward: `return scale * input`).
-SE_SCALE_MOVES = (2, 4)
+# Squeeze-and-excitation scales the feature map by a per-channel vector s (torchvision ops/misc.py
+# SqueezeExcitation.forward: `return scale * input`; timm layers/squeeze_excite.py SEModule.forward:
+# `return x * self.gate(x_se)`): read and write the map. Backward follows mul's entry in PyTorch's
+# tools/autograd/derivatives.yaml (`self: mul_tensor_backward(grad, other, ...)`, `other:
+# mul_tensor_backward(grad, self, ...)`): dx = dy x s (read dy, write) and ds = dy x x, a full-size
+# product (read both, write) that the autograd engine then sums down to s's broadcast shape
+# (torch/csrc/autograd/engine.cpp validate_outputs: `grad = metadata.reduce_grad(grad)`, read it
+# once); the map also feeds the squeeze branch, so autograd adds x's two gradients (read both,
+# write): 2 + 3 + 1 + 3 = 9.
+SE_SCALE_MOVES = (2, 9)
 # timm's SEModule (its SE-ResNeXts) averages the map with `x.mean((2, 3), keepdim=True)`, no module
-# of its own (timm layers/squeeze_excite.py SEModule.forward), where torchvision lists an
-# AdaptiveAvgPool2d: the mean reads the map once; backward writes its broadcast gradient and autograd
-# adds it to the scaling's gradient of the same input (read both, write): 4.
-SE_MEAN_MOVES = (1, 4)
+# of its own, where torchvision lists an AdaptiveAvgPool2d (POOL_MOVES): the mean reads the map once;
+# its backward (derivatives.yaml mean: the gradient expanded and divided by the count) writes one
+# map-sized gradient, which SE_SCALE_MOVES's sum adds.
+SE_MEAN_MOVES = (1, 1)
 SQUEEZE_EXCITATION = {"SqueezeExcitation", "SEModule"}
 # Residual adds per block container the trace lists (the add is not a module): timm's ViT `Block`
 # and Swin's `SwinTransformerBlock` add twice (x + attn, x + mlp: timm vision_transformer.py,
@@ -184,6 +198,12 @@ class VisionStepInput(BaseModel):
     # https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices
     conv_tf32: bool = True
     matmul_tf32: bool = False
+    # PyTorch hands half-precision 5 x 5 depthwise convolutions to cuDNN since pytorch PR #58749
+    # ("enable better depthwise conv perf on cudnn 8.2+", opened 2021-05-21: "Newly turned on 5x5 cudnn
+    # kernel"); before it only 1 x 1 and 3 x 3 ones went there (PR #22302's use_cudnn_depthwise:
+    # `(weight.size(3) == 3) || (weight.size(3) == 1)`), 5 x 5 ran PyTorch's own conv_depthwise2d
+    # kernels. False for a run on an older build.
+    cudnn_depthwise_5x5: bool = True
     gpus_per_node: int = Field(default=8, ge=1, le=1024)
     inter_node_gbps: float = Field(default=DEFAULT_INTER_NODE_GBPS, gt=0)
     overlap_fraction: float = Field(default=1.0, ge=0, le=1)  # DDP's bucketed all-reduce under backward
@@ -243,11 +263,22 @@ class Rates(BaseModel):
     attention_forward_tflops: float
     attention_backward_tflops: float
     conv_tensor_cores: bool  # convolutions on tensor cores (TF32 or half), which want NHWC
+    on_gpu: bool
+    cudnn_depthwise_5x5: bool  # half 5 x 5 depthwise convolutions in cuDNN (VisionStepInput)
     matmul_tensor_cores: bool
     fraction: float  # achievable fraction x sustained clocks
     bandwidth_bytes_per_s: float
     element_bytes: float
     curve: str
+
+
+# A bandwidth-bound kernel on a GPU moves its bytes at this share of the datasheet bandwidth: this
+# project's own H200 measurement, a 1 GiB `torch.Tensor.copy_` (an ATen elementwise kernel, as
+# BatchNorm's and the activations' are) timed at 4,242 GB/s against the datasheet's 4,800
+# (data/device_runs/2026-11-27-h200-calibration.json, record memory_bandwidth; measure/calibration/
+# benchmarks.py memory_bandwidth_gbps). Taken for every GPU (an assumption: STREAM-like kernels on
+# other HBM parts reach a similar share; no other part was measured here).
+GPU_BANDWIDTH_FRACTION = 4242.261 / 4800
 
 
 def element_bytes_of(precision: str) -> int:
@@ -265,14 +296,15 @@ def step_rates(gpu: GpuSpec, run: VisionStepInput) -> Rates:
     tokens lie below it), scaled to this GPU (operations.attention_rates). A CPU
     (calculators.hardware.cpus) has no tensor-core shape curve, no NHWC transposes and no
     FlashAttention figure: its GEMMs and attention run at the achievable fraction of its peak
-    (cpu_gemm_fraction) and its bytes at STREAM's share of its DRAM peak."""
+    (cpu_gemm_fraction) and its bytes at STREAM's share of its DRAM peak; a GPU's bytes move at the
+    measured share of its datasheet bandwidth (GPU_BANDWIDTH_FRACTION)."""
     conv_tflops, conv_format = rate_and_format(gpu, run.precision, run.conv_tf32)
     matmul_tflops, matmul_format = rate_and_format(gpu, run.precision, run.matmul_tf32)
     on_gpu = not is_cpu(gpu)
     fraction = (
         matmul_fraction(gpu, conv_format) * SUSTAINED_CLOCK_FACTOR if on_gpu else cpu_gemm_fraction(gpu, conv_format)
     )
-    bandwidth_fraction = 1.0 if on_gpu else STREAM_FRACTION
+    bandwidth_fraction = GPU_BANDWIDTH_FRACTION if on_gpu else STREAM_FRACTION
     attention_peak = matmul_tflops if run.precision == "fp32" else (gpu.dense_tflops("bf16") or matmul_tflops)
     attention_forward = attention_backward = attention_peak * fraction
     if on_gpu:
@@ -284,6 +316,8 @@ def step_rates(gpu: GpuSpec, run: VisionStepInput) -> Rates:
         attention_forward_tflops=attention_forward,
         attention_backward_tflops=attention_backward,
         conv_tensor_cores=on_gpu and conv_format != "fp32",
+        on_gpu=on_gpu,
+        cudnn_depthwise_5x5=run.cudnn_depthwise_5x5,
         matmul_tensor_cores=on_gpu and matmul_format != "fp32",
         fraction=fraction,
         bandwidth_bytes_per_s=gpu.memory_bandwidth_tbps * 1e12 * bandwidth_fraction,
@@ -310,8 +344,10 @@ CURVE_ELEMENT_BYTES = 2
 
 @cache
 def curve_bandwidth_bytes_per_s(curve: str) -> float:
-    """Memory bandwidth of the part `curve` was measured on (CURVE_REFERENCE_GPU)."""
-    return find_gpu(CURVE_REFERENCE_GPU[curve]).memory_bandwidth_tbps * 1e12
+    """Memory bandwidth the part `curve` was measured on achieves (CURVE_REFERENCE_GPU, at
+    GPU_BANDWIDTH_FRACTION of its datasheet, as the device's own roofline in gemm_s: the curve's
+    efficiency then holds only what the shape itself loses)."""
+    return find_gpu(CURVE_REFERENCE_GPU[curve]).memory_bandwidth_tbps * 1e12 * GPU_BANDWIDTH_FRACTION
 
 
 @cache
@@ -370,9 +406,8 @@ def conv_k(layer: VisionLayer) -> float:
 
 def is_grouped(layer: VisionLayer, input_channels: int | None) -> bool:
     """A depthwise or grouped convolution: K (input channels x kernel area / groups) below the
-    input's channels can only come from groups. A ResNet's `downsample` convolution is ordered after
-    its block's last BatchNorm (forward order) but reads the block's input, so it is never grouped."""
-    if input_channels is None or "downsample" in layer.name:
+    input's channels (layer_inputs) can only come from groups."""
+    if input_channels is None:
         return False
     return conv_k(layer) < input_channels
 
@@ -391,10 +426,12 @@ def gemm_pass_seconds(rows: float, n: float, k: float, tflops: float, moved_byte
 # Backward over forward of a 3 x 3 depthwise convolution in eager PyTorch, measured on an
 # A100-SXM4-40GB (PyTorch 1.12.1, cuDNN 8.3.2, CUDA 11.6; github.com/pytorch/pytorch issue #18631,
 # comment of 2022-10-20): fp32 forward 272 us, forward and backward 4.8 ms, so backward 16.6x forward
-# (PyTorch runs fp32 depthwise convolutions in its own conv_depthwise2d kernels, whose weight gradient
-# reduces over the whole batch); fp16 forward 201 us, both 684 us, so 2.4x (cuDNN's depthwise
-# kernels). Taken as the same for every depthwise shape, GPU and for bf16 (assumptions).
-DEPTHWISE_BACKWARD_OVER_FORWARD = {"fp32": (4.8e-3 - 272e-6) / 272e-6, "half": (684e-6 - 201e-6) / 201e-6}
+# in PyTorch's own conv_depthwise2d kernels (every fp32 depthwise convolution runs there: PyTorch hands
+# only half ones to cuDNN), whose weight gradient reduces over the whole batch; fp16 forward 201 us,
+# both 684 us, so 2.4x in cuDNN's depthwise kernels. Taken as the same for every depthwise shape and
+# GPU, for bf16, and for a half convolution in PyTorch's own kernels (the same conv_depthwise2d
+# templates for every dtype, aten/src/ATen/native/cuda/DepthwiseConv2d.cu) (assumptions).
+DEPTHWISE_BACKWARD_OVER_FORWARD = {"native": (4.8e-3 - 272e-6) / 272e-6, "cudnn": (684e-6 - 201e-6) / 201e-6}
 # A grouped convolution that is not depthwise runs in cuDNN's grouped kernels: backward reads and
 # writes what forward does, twice (input and weight gradients).
 GROUPED_BACKWARD_OVER_FORWARD = 2.0
@@ -408,29 +445,59 @@ def is_depthwise(layer: VisionLayer) -> bool:
     return side % 2 == 1 and side * side == round(conv_k(layer))
 
 
-def grouped_backward_over_forward(layer: VisionLayer, rates: Rates) -> float:
+def runs_native_depthwise(layer: VisionLayer, channels_last: bool, rates: Rates) -> bool:
+    """Whether PyTorch runs this depthwise convolution in its own kernels rather than cuDNN's. A
+    channels-last one on a GPU always goes to cuDNN, whatever its dtype (aten/src/ATen/native/
+    Convolution.cpp `use_cudnn_depthwise` at pytorch 954cecd: "always use cudnn_depthwise for
+    channels_last format", from pytorch PR #38904 of May 2020, before the 2021 builds DLE ran: an
+    assumption on its release). An NCHW one runs there unless it is half precision, and then a 5 x 5
+    one only where the build has cuDNN's 5 x 5 kernels (VisionStepInput.cudnn_depthwise_5x5)."""
+    if not is_depthwise(layer):
+        return False
+    if channels_last and rates.on_gpu:
+        return False
+    if rates.element_bytes == FP32_BYTES:
+        return True
+    return not rates.cudnn_depthwise_5x5 and round(conv_k(layer)) == 25
+
+
+def grouped_backward_over_forward(layer: VisionLayer, channels_last: bool, rates: Rates) -> float:
     """Backward over forward of a grouped convolution: a depthwise one's measured ratio for the
-    compute dtype (DEPTHWISE_BACKWARD_OVER_FORWARD), else GROUPED_BACKWARD_OVER_FORWARD."""
+    kernels that run it (DEPTHWISE_BACKWARD_OVER_FORWARD, runs_native_depthwise), else
+    GROUPED_BACKWARD_OVER_FORWARD."""
     if not is_depthwise(layer):
         return GROUPED_BACKWARD_OVER_FORWARD
-    return DEPTHWISE_BACKWARD_OVER_FORWARD["fp32" if rates.element_bytes == FP32_BYTES else "half"]
+    native = runs_native_depthwise(layer, channels_last, rates)
+    return DEPTHWISE_BACKWARD_OVER_FORWARD["native" if native else "cudnn"]
+
+
+def layout_transposes(layer: VisionLayer, grouped: bool, channels_last: bool, rates: Rates) -> bool:
+    """Whether a convolution's kernels want the other memory layout than the run's tensors, so it
+    transposes its input and output (module docstring): cuDNN's tensor-core kernels want NHWC.
+    PyTorch's own depthwise kernels take NCHW and run only in an NCHW run (runs_native_depthwise):
+    no transposes."""
+    if grouped and runs_native_depthwise(layer, channels_last, rates):
+        return False
+    return rates.conv_tensor_cores and not channels_last
 
 
 def conv_seconds(layer: VisionLayer, batch: float, grow: float, input_elements: float, grouped: bool,
-                 transposes: bool, rates: Rates) -> tuple[float, float]:  # fmt: skip
+                 channels_last: bool, rates: Rates) -> tuple[float, float]:  # fmt: skip
     """(forward, backward) of one convolution on `batch` images grown by `grow` (size units over the
     reference's), `input_elements` per image at the reference: implicit GEMMs on the shape curve
     (forward, input gradient, weight gradient), or bandwidth-bound when grouped (module docstring);
-    with `transposes` (NCHW on tensor cores) each GEMM also transposes its input and output."""
+    where its kernels want the other layout (layout_transposes) each GEMM also transposes its input and
+    output."""
     channels = layer.output_shape[0]
     rows = batch * grow * math.prod(layer.output_shape[1:])
     k = conv_k(layer)
     activations = batch * grow * input_elements + rows * channels
     moved = rates.element_bytes * (activations + channels * k)
+    transposes = layout_transposes(layer, grouped, channels_last, rates)
     extra = bandwidth_s(NCHW_TRANSPOSE_MOVES * rates.element_bytes * activations, rates) if transposes else 0.0
     if grouped:
         forward = bandwidth_s(moved, rates)
-        return forward + extra, grouped_backward_over_forward(layer, rates) * forward + 2 * extra
+        return forward + extra, grouped_backward_over_forward(layer, channels_last, rates) * forward + 2 * extra
     forward, backward = gemm_pass_seconds(rows, channels, k, rates.conv_tflops, moved, rates, rates.conv_tensor_cores)
     return forward + extra, backward + 2 * extra
 
@@ -545,6 +612,35 @@ def unlisted_elementwise_seconds(model: VisionModel, batch: float, unit_growth: 
     return bandwidth_s(moved, rates) if moved else 0.0
 
 
+@cache
+def layer_inputs(key: str, reference_resolution: int) -> tuple[list[int], ...]:
+    """Per traced layer of model `key`, the shape (per image, at the reference) of the map it reads:
+    the last output before it, the image first. timm's SEModule takes the map's mean itself (no module
+    of its own), so its fc1 reads one pixel (SE_MEAN_MOVES); after a squeeze-excitation module the
+    next layer reads the map it scaled, not its gate (SE returns `scale * input`). A ResNet block's
+    shortcut convolution, traced after the block's own layers, reads the block's input (torchvision and
+    timm models/resnet.py Bottleneck.forward: `shortcut = self.downsample(x)`)."""
+    inputs: list[list[int]] = []
+    previous = [3, reference_resolution, reference_resolution]  # the image
+    squeeze = None  # (name prefix, map) of the squeeze-excitation module being walked
+    block_inputs: dict[str, list[int]] = {}  # a block's name prefix -> the input of its first layer
+    for layer in vision_layers(key):
+        if squeeze and not layer.name.startswith(squeeze[0]):
+            previous, squeeze = squeeze[1], None
+        if layer.type in SQUEEZE_EXCITATION:
+            squeeze = (layer.name + ".", previous)
+        if match := RESNET_BLOCK.match(layer.name):
+            block_inputs.setdefault(match.group(0), previous)
+            if layer.name == match.group(0) + "downsample.0":
+                previous = block_inputs[match.group(0)]
+        inputs.append(previous)
+        if layer.output_shape:
+            previous = layer.output_shape
+        elif layer.type == "SEModule":
+            previous = [previous[0], 1, 1]
+    return tuple(inputs)
+
+
 class _Walk(BaseModel):
     """Seconds by op class of one micro-batch, forward and backward summed."""
 
@@ -558,29 +654,23 @@ def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
     model, batch = run.model, float(run.micro_batch)
     layers = vision_layers(model.key)
     unit_growth = model.size_unit(run.resolution) / model.size_unit(model.reference_resolution)
-    transposes = rates.conv_tensor_cores and not run.channels_last
     by_class = dict.fromkeys(("convolution", "grouped convolution", "linear", "attention", "elementwise"), 0.0)
     backward_total = 0.0
     timed_layers = 0
-    previous = [3, model.reference_resolution, model.reference_resolution]  # the image
     tokens = None  # a Swin block's tokens per image, for its windowed linears
-    for layer in layers:
+    for layer, previous in zip(layers, layer_inputs(model.key, model.reference_resolution), strict=True):
         grow = unit_growth if is_spatial(layer) else 1.0
         if layer.type == "Attention" and model.kind == "vit":
             grow = unit_growth**2  # global attention: tokens squared
         windowed = model.kind == "swin" and ".attn." in layer.name
         kind, seconds = _layer_kind_seconds(layer, previous, batch, grow, tokens if windowed else None,
-                                            transposes, rates, unlisted_relu(model.key, layer))  # fmt: skip
+                                            run.channels_last, rates, unlisted_relu(model.key, layer))  # fmt: skip
         if kind:
             by_class[kind] += sum(seconds)
             timed_layers += 1
             backward_total += seconds[1]
         if layer.type in NORMS and len(layer.output_shape) >= 2:
             tokens = math.prod(layer.output_shape[:-1])
-        if layer.output_shape:
-            previous = layer.output_shape
-        elif layer.type == "SEModule":  # its fc1 reads the map's mean (SE_MEAN_MOVES), one pixel
-            previous = [previous[0], 1, 1]
     unlisted = unlisted_elementwise_seconds(model, batch, unit_growth, rates)
     by_class["elementwise"] += unlisted
     backward_total += unlisted / 2
@@ -588,13 +678,13 @@ def layer_seconds(run: VisionStepInput, rates: Rates) -> _Walk:
 
 
 def _layer_kind_seconds(
-    layer: VisionLayer, previous: list[int], batch: float, grow: float, tokens: float | None, transposes: bool,
+    layer: VisionLayer, previous: list[int], batch: float, grow: float, tokens: float | None, channels_last: bool,
     rates: Rates, relu_after: bool,
 ) -> tuple[str, tuple[float, float]]:  # fmt: skip
     """(op class, (forward, backward) seconds) of one layer; ('', (0, 0)) for a container."""
     if layer.type in ("Conv2d", "ConvTranspose2d"):
         grouped = is_grouped(layer, previous[0] if len(previous) == 3 else None)
-        seconds = conv_seconds(layer, batch, grow, elements(previous), grouped, transposes, rates)
+        seconds = conv_seconds(layer, batch, grow, elements(previous), grouped, channels_last, rates)
         return ("grouped convolution" if grouped else "convolution"), seconds
     if layer.type == "Linear":
         return "linear", linear_seconds(layer, batch, grow, tokens, rates)
@@ -707,7 +797,8 @@ def step_assumptions(run: VisionStepInput, rates: Rates, gpu: GpuSpec) -> list[s
     gpu_rates_line = (
         "Each convolution an implicit GEMM on the measured shape curve (data/matmul_efficiency.csv) at the "
         f"achievable fraction x sustained clocks ({rates.fraction:.2f} of peak at best); grouped and depthwise "
-        "convolutions, norms, activations and pooling bandwidth-bound."
+        "convolutions, norms, activations and pooling bandwidth-bound, at "
+        f"{rates.bandwidth_bytes_per_s / 1e9:,.0f} GB/s (the share of the datasheet measured on this project's H200)."
     )
     lines = [
         cpu_rates_line(rates) if on_cpu else gpu_rates_line,
@@ -718,6 +809,8 @@ def step_assumptions(run: VisionStepInput, rates: Rates, gpu: GpuSpec) -> list[s
             "Eager PyTorch's host time to issue the kernels is a floor on the step: 98 µs per layer, the fastest "
             "of this project's H200 runs (a faster host CPU issues faster)."
         )
+    if not on_cpu and not run.cudnn_depthwise_5x5 and run.precision != "fp32":
+        lines.append("Half 5 x 5 depthwise convolutions in PyTorch's own kernels (a build before cuDNN ran them).")
     if rates.conv_tensor_cores and not run.channels_last:
         lines.append("NCHW on tensor cores: each convolution transposes its input and output (use --channels-last).")
     if run.gpus > 1:

@@ -7,7 +7,9 @@ of an image model is re-estimated with calculators.timing.vision_step at the row
 count, precision, memory format and batch. DLE's rows name their loader: PyTorch's DataLoader with 10
 worker processes per GPU on a DGX A100 and 8 on a DGX-1 (configs.yml), so the CPU loader's ceiling
 (calculators.timing.data_loading) applies at that many cores per GPU, or at the node's physical
-cores per GPU where fewer (loader_cores); timm's inputs are synthetic.
+cores per GPU where fewer (loader_cores); timm's inputs are synthetic. DLE's ConvNets rows ran NGC
+20.12 and 21.03 containers, whose PyTorch still ran half 5 x 5 depthwise convolutions in its own
+kernels (row_cudnn_depthwise_5x5).
 
 A row is counted unless it says why not: a model the library does not hold, a GPU the catalogue
 does not hold, a text model, a time-to-train row (derived from the same throughput), or a table
@@ -103,6 +105,22 @@ def row_channels_last(row: dict) -> bool:
     return "AMP" in row["precision"]
 
 
+# pytorch PR #58749, which hands half-precision 5 x 5 depthwise convolutions to cuDNN
+# (calculators.timing.vision_step.VisionStepInput.cudnn_depthwise_5x5), was opened on 2021-05-21: an
+# NGC PyTorch container released before that month (DLE's ConvNets rows name 20.12 and 21.03) runs
+# them in PyTorch's own kernels.
+FIRST_CONTAINER_WITH_CUDNN_DEPTHWISE_5X5 = (21, 5)
+
+
+def row_cudnn_depthwise_5x5(row: dict) -> bool:
+    """Whether the row's PyTorch build runs half 5 x 5 depthwise convolutions in cuDNN: not in an NGC
+    container older than pytorch PR #58749; any other build (timm's PyTorch 1.12) does."""
+    container = re.search(r"NGC.*?(\d\d)\.(\d\d)", row["framework_and_version"])
+    if container is None:
+        return True
+    return (int(container.group(1)), int(container.group(2))) >= FIRST_CONTAINER_WITH_CUDNN_DEPTHWISE_5X5
+
+
 # DataLoader worker processes per GPU in DLE's configs.yml, and the physical CPU cores of the node
 # they share: a DGX A100 has two 64-core AMD EPYC 7742 (NVIDIA DGX A100 datasheet, "Dual AMD Rome
 # 7742, 128 cores total"), a DGX-1 two 20-core Intel Xeon E5-2698 v4 (NVIDIA DGX-1 datasheet);
@@ -178,6 +196,7 @@ def estimate_row(row: dict) -> VisionThroughputRow:
         channels_last=fields["channels_last"],
         optimizer="sgd",
         gpus=gpus,
+        cudnn_depthwise_5x5=row_cudnn_depthwise_5x5(row),
     )
     gpu_alone = estimate_vision_step(step, find_gpu(GPU_NAMES[row["hardware"]])).samples_per_s_per_gpu
     estimate = gpu_alone
