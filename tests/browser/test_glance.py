@@ -163,8 +163,8 @@ CHART_PAGES = [
     ("memory", "memory", [], 1),  # phases of the step
     ("memory serve", "memory?mode=inference&gpu=RTX-4090-24GB", [], 1),  # the serving breakdown
     # memory against bandwidth, TFLOPS against price, the roofline, MLPerf scaling
-    ("compare", "compare", ["Roofline of the GPUs picked above"], 4),
-    ("compare serve", "compare?mode=inference", [], 3),  # no roofline when serving
+    ("compare", "compare", ["Roofline of the GPUs picked above", "MLPerf Training"], 4),
+    ("compare serve", "compare?mode=inference", ["MLPerf Training"], 3),  # no roofline when serving
     # step breakdown, scaling (GPUs, tokens/s and hours), hours against USD
     ("cost", "cost?model=gpt2&tokens_b=2", ["Step breakdown and scaling", "Chart: hours against USD"], 3),
     ("cost serve", "cost?mode=inference&gpu=RTX-4090-24GB", [], 1),  # tokens/s and latency against concurrency
@@ -172,7 +172,7 @@ CHART_PAGES = [
     ("plan serve", "?mode=inference", [], 1),  # the serving plans' front
     ("memory image model", "memory?model=resnet50", [], 1),  # an image model's phases
     # memory against bandwidth, TFLOPS against price, MLPerf time to train (no roofline for an image model)
-    ("compare image model", "compare?model=resnet50", [], 3),
+    ("compare image model", "compare?model=resnet50", ["MLPerf Training"], 3),
     ("cost image model", "cost?model=resnet50", [], 1),  # hours and USD per epoch per device and precision
     ("validation", "validation", [], 3),  # peak memory, tokens/s and images/s: estimate against measured
 ]
