@@ -41,8 +41,12 @@ the two cores, so what either side saves shortens the other's wait too.
 - Server work that does not depend on the change is kept (ui/memo.remembered): Compare's catalogue
   table, MLPerf table and chart; Time and cost's options table; the price rows (not copied when
   nothing adjusts them).
-Before -> after (8 changes, x one-widget page; main at 16:35 and 16:47 UTC, this branch at 17:23):
-Memory 2.3-2.5 -> 1.8-2.1, Compare 2.0-2.1 -> 1.8-1.9, Time and cost 1.8-1.9 -> 1.7, Plan 1.4 -> 1.3-1.4.
+Before -> after (x one-widget page; main at 16:35 and 16:47 UTC with 8 changes, this branch at
+17:24 and 17:38 with 16): Memory 2.3-2.5 -> 1.9, Compare 2.0-2.1 -> 1.7, Time and cost 1.8-1.9 ->
+1.6-1.7, Plan 1.4 -> 1.2-1.3. Runs of 8 spread by about 0.2 (Memory 1.8-2.1). Memory stays the
+slowest: two Plotly draws a change are streamlit's, not the figure's. With --fresh (values never
+seen, so the estimate, the ranked changes and the cost options are worked out anew) the server's
+share grows: Memory 2.5, Compare 2.0, Time and cost 2.7, Plan 1.3 (17:27 UTC).
 """
 
 from __future__ import annotations
