@@ -205,9 +205,19 @@ elif not sidebar_fits:
         )
     fitting = None
     if chosen_gpu is not None and chosen_stack_problem is None:
+        # the planner sets the micro-batch and accumulation itself (from the global batch), so a change
+        # of the sidebar's micro-batch alone finds the same layout: it is left out of the key
+        searched = settings.model_copy(update={"micro_batch": 1, "grad_accum": 1})
+        fitting_asked = json_key(spec, searched, inputs.time_settings, inputs.prices, catalogue) + asked[-3:]
         fitting = remembered(
             "cost_fitting_layout",
-            (*asked, workload.mode, chosen_gpu.name, state.value("plan_global_batch"), state.value("plan_max_gpus")),
+            (
+                *fitting_asked,
+                workload.mode,
+                chosen_gpu.name,
+                state.value("plan_global_batch"),
+                state.value("plan_max_gpus"),
+            ),
             lambda: cheapest_fitting_layout(
                 workload.mode,
                 spec,
