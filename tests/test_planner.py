@@ -270,3 +270,22 @@ def test_plan_page_caption_says_the_calibration_is_applied():
     assert calibration_caption({"H100-SXM5-80GB": 0.4512}).startswith(
         "Calibrated matmul fraction applied: H100-SXM5-80GB 45% of dense peak"
     )
+
+
+def test_the_plan_does_not_depend_on_the_sidebars_micro_batch():
+    # the search sets the micro-batch and accumulation from the global batch (PLAN_LAYOUT_FIELDS), so the
+    # Time and cost page keeps its cheapest fitting layout across changes of those two alone
+    spec = get_preset("llama-2-7b")
+    request = PlanRequest(mode="train", dataset_tokens=2e9, epochs=1, allow_spot=False, gpus=("RTX-4090-24GB",))
+    plans = {
+        plan_run(
+            spec,
+            TrainingSettings(micro_batch=mb, grad_accum=ga),
+            request,
+            list(load_gpu_catalogue()),
+            load_prices(),
+            TimeSettings(dataset_tokens=2e9),
+        ).cheapest.model_dump_json()  # fmt: skip
+        for mb, ga in ((1, 1), (7, 3), (16, 2))
+    }
+    assert len(plans) == 1
