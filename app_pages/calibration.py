@@ -31,6 +31,7 @@ from ui import state
 from ui.calibration_state import ACTIVE_KEY, USE_KEY, set_active
 from ui.collective_chart import collective_figure
 from ui.fleet_view import show_fleet
+from ui.layout import EMPTY_CELL
 from ui.messages import in_words
 from ui.vision_calibration_view import show_vision_measurements
 
@@ -98,7 +99,12 @@ st.caption(
 st.subheader("This host")
 inventory = read_inventory(load_gpu_catalogue())
 if inventory.gpus:
-    st.dataframe(pd.DataFrame([gpu.model_dump() for gpu in inventory.gpus]), hide_index=True, width="stretch")
+    st.dataframe(
+        pd.DataFrame([gpu.model_dump() for gpu in inventory.gpus]),
+        hide_index=True,
+        width="stretch",
+        placeholder=EMPTY_CELL,
+    )
 elif (inventory.message or "").startswith("No NVIDIA driver found"):
     # a visitor needs what it means for them, not NVML's error; the operator finds it on hover
     st.info(
@@ -188,7 +194,7 @@ rows = [
     }
     for record in active.records
 ]
-st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
 curves = collective_figure(active)
 if curves is not None:
     st.plotly_chart(curves, width="stretch")
@@ -223,6 +229,7 @@ if len(history) > 1:
         ),
         hide_index=True,
         width="stretch",
+        placeholder=EMPTY_CELL,
     )
 
 show_fleet(history, store.name)

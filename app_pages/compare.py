@@ -24,6 +24,7 @@ from ui.gpu_table import (
     with_fits,
 )
 from ui.host_gpus import detected_gpu_names
+from ui.layout import EMPTY_CELL
 from ui.memo import frame_key, json_key, remembered
 from ui.mlperf_view import mlperf_section
 from ui.user_gpus import user_gpu_controls, user_gpus
@@ -115,14 +116,14 @@ column_config = {
     if not pd.api.types.is_numeric_dtype(shown[column]) or shown[column].dtype == bool
 }
 column_config["as_of"] = st.column_config.DateColumn(FIELD_LABEL["as_of"])
-st.dataframe(shown[columns], hide_index=True, width="stretch", column_config=column_config)
+st.dataframe(shown[columns], hide_index=True, width="stretch", column_config=column_config, placeholder=EMPTY_CELL)
 
 st.subheader("Side by side")
 names = list(table["name"])
 picked = state.multiselect(st, "cmp_pick", names, max_selections=4)
 if len(picked) >= 2:
     fields = fit_fields + SPEC_FIELDS
-    st.dataframe(side_by_side(table, picked, fields, training_zero), width="stretch")
+    st.dataframe(side_by_side(table, picked, fields, training_zero), width="stretch", placeholder=EMPTY_CELL)
 else:
     st.info("Pick at least two GPUs to compare them side by side.")
 
@@ -174,7 +175,7 @@ def show_roofline() -> None:
             lambda: roofline_figure(points, intensity, fmt.upper()),
         )
         st.plotly_chart(roofline, width="stretch")
-        st.dataframe(roofline_rows(points), hide_index=True, width="stretch")
+        st.dataframe(roofline_rows(points), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     st.caption(
         f"Roofline (Williams et al. 2009) of the GPUs picked above. The workload's intensity is that of its largest "
         f"GEMM, the MLP up-projection of one micro-batch ({workload.settings.micro_batch} x "

@@ -30,7 +30,7 @@ from ui.cost_table import (
     shown_rows,
     table_and_left_out,
 )
-from ui.layout import wrapping_row
+from ui.layout import EMPTY_CELL, wrapping_row
 from ui.memo import frame_key, json_key, remembered
 from ui.messages import in_words
 from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
@@ -125,6 +125,7 @@ def show_left_out() -> None:
                 width="stretch",
                 # the reason is the column read here: wide enough for its ~95 characters at 1400 px
                 column_config=column_config({"usd on demand": "$%.0f"}, {"reason": REASON_WIDTH_PX, "gpu": "medium"}),
+                placeholder=EMPTY_CELL,
             )
 
 
@@ -286,6 +287,7 @@ st.dataframe(
     column_config=column_config(
         {"hours": "%.1f", "usd": "dollar", "usd per epoch": "$%.0f", "usd per M tokens": "$%.3f"}
     ),
+    placeholder=EMPTY_CELL,
 )
 # drawn only while open: the chart moves with every change of the workload, and a chart drawn anew is the
 # costliest element of a rerun in the browser (bench/bench_clicks.py); the table's "pareto" column says the same

@@ -17,7 +17,7 @@ from ui.calibration_state import measured_matmul_fraction
 from ui.changes_view import show_changes
 from ui.charts import phase_breakdown_figure
 from ui.gpu_table import fewest_gpus_text
-from ui.layout import wrapping_row
+from ui.layout import EMPTY_CELL, wrapping_row
 from ui.memo import json_key, remembered
 from ui.serving_view import show_serving
 from ui.trace_view import trace_section
@@ -161,6 +161,7 @@ def show_tables() -> None:
             hide_index=True,
             width="stretch",
             column_config={"GiB": st.column_config.NumberColumn("size (GiB)", format="%.2f")},  # 14.96, not 14.958
+            placeholder=EMPTY_CELL,
         )
         st.caption(
             "Activations saved by one layer (GiB): "

@@ -10,7 +10,7 @@ from calculators.plan.launch import launch_files
 from ui import state
 from ui.calibration_state import measured_matmul_fraction
 from ui.cost_inputs import dataset_controls, kept_ownership, kept_prices
-from ui.layout import wrapping_row
+from ui.layout import EMPTY_CELL, wrapping_row
 from ui.messages import in_words
 from ui.plan_view import (
     RESULT_KEY,
@@ -187,6 +187,7 @@ st.dataframe(
     column_config=column_config(
         {"hours": "localized", "usd": "dollar", "peak GiB": "%.1f", "headroom GiB": "%.1f", "step s": "%.3f"}
     ),
+    placeholder=EMPTY_CELL,
 )
 request_row = {"model": spec.name} | request.model_dump(mode="json")
 downloads = wrapping_row()

@@ -10,7 +10,7 @@ from calculators.validation.peak_memory import error_summary
 from calculators.workload.frameworks import FRAMEWORK_DEFAULTS, FRAMEWORK_LABEL
 from calculators.workload.training import TrainingSettings
 from ui.charts import validation_figure
-from ui.layout import wrapping_row
+from ui.layout import EMPTY_CELL, wrapping_row
 from ui.mlperf_view import mlperf_validation_section
 from ui.serving_validation_view import serving_section
 from ui.throughput_view import throughput_section
@@ -62,6 +62,7 @@ for stack in stacks:
         ),
         hide_index=True,
         width="stretch",
+        placeholder=EMPTY_CELL,
     )
     with st.expander(f"Settings, assumptions and command lines ({counted(len(rows), 'row')})"):
         for row in rows:
@@ -101,6 +102,7 @@ st.dataframe(
     ),
     hide_index=True,
     width="stretch",
+    placeholder=EMPTY_CELL,
 )
 
 throughput_section()

@@ -2,9 +2,11 @@
 tables that say "-" where a cost does not apply instead of "None", and a Compare table that says why
 a figure is missing."""
 
+import ast
 import csv
 import datetime as dt
 import io
+from pathlib import Path
 
 import pandas as pd
 
@@ -15,6 +17,7 @@ from tests.apptest_helpers import open_app
 from ui.cost_inputs import price_sheet_template
 from ui.cost_table import shown_rows
 from ui.gpu_table import MISSING_FIGURE_TEXT, missing_figure_help
+from ui.layout import EMPTY_CELL
 from ui.plan_view import plans_display
 
 
@@ -59,7 +62,7 @@ def test_the_cost_table_says_on_demand_rows_are_not_interrupted_instead_of_none(
 
 def test_a_catalogue_column_with_missing_figures_says_what_none_means_in_its_header():
     prices = pd.Series([30_000.0, None, None, 1_599.0])
-    assert missing_figure_help(prices) == "'None' for 2 of the 4 GPUs shown: no such figure (see below the filters)."
+    assert missing_figure_help(prices) == "'-' for 2 of the 4 GPUs shown: no such figure (see below the filters)."
     assert missing_figure_help(pd.Series([989.0, 312.0])) is None  # nothing missing: no note
 
 
@@ -71,3 +74,19 @@ def test_the_compare_page_says_why_a_figure_is_missing_and_its_tables_hold_no_li
     assert pd.api.types.is_float_dtype(catalogue["price_usd"]) and catalogue["price_usd"].isna().any()
     for text_column in [c for c in catalogue.columns if not pd.api.types.is_numeric_dtype(catalogue[c])]:
         assert not catalogue[text_column].isna().any(), text_column
+
+
+def test_every_table_shows_a_dash_in_an_empty_cell():
+    # the grid writes "None" in an empty cell unless told otherwise (st.dataframe's placeholder): every
+    # table of every page passes ui.layout.EMPTY_CELL
+    root = Path(__file__).resolve().parent.parent
+    missing = []
+    for path in sorted([*root.glob("app_pages/*.py"), *root.glob("ui/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            is_table = (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dataframe"
+            )
+            if is_table and "placeholder" not in {keyword.arg for keyword in node.keywords}:
+                missing.append(f"{path.name}:{node.lineno}")
+    assert missing == []
+    assert EMPTY_CELL == "-"

@@ -12,6 +12,7 @@ from measure.calibration.result import CalibrationResult
 from measure.calibration.store import newest_per_host_and_gpu
 from ui import state
 from ui.calibration_state import USE_KEY, set_active
+from ui.layout import EMPTY_CELL
 
 CHOICE_KEY = "_calibration_fleet_choice"
 
@@ -59,7 +60,7 @@ def show_fleet(history: list[CalibrationResult], store_name: str) -> None:
         return
     st.subheader("Fleet")
     st.caption(f"The newest calibration of each host and GPU in the store {store_name}.")
-    st.dataframe(pd.DataFrame(fleet_rows(history)), hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame(fleet_rows(history)), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     by_label = {fleet_label(result): result for result in fleet}
     chosen = st.selectbox("Host and GPU", list(by_label), key=CHOICE_KEY)
     st.button(

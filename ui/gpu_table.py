@@ -129,19 +129,19 @@ def side_by_side(table: pd.DataFrame, names: list[str], fields: list[str], zero:
     return chosen.T.map(_cell_text).rename(index=lambda field: FIELD_LABEL.get(field, field))
 
 
-# The grid writes "None" in an empty number cell and has no setting for it; text "-" would sort "1,000" before
-# "989", so the catalogue's figures stay numbers and the header and caption say what an empty one means.
+# An empty number cell reads "-" (ui.layout.EMPTY_CELL, the grid's placeholder); the figures stay numbers
+# (text "-" would sort "1,000" before "989"), and the header and caption say what an empty one means.
 MISSING_FIGURE_TEXT = (
-    "'None' in a figure column: the GPU has no such figure (no FP8 units before Hopper and Ada, no list price "
+    "'-' in a figure column: the GPU has no such figure (no FP8 units before Hopper and Ada, no list price "
     "for a chip sold only as a cloud instance) or its vendor publishes none."
 )
 
 
 def missing_figure_help(column: pd.Series) -> str | None:
-    """A number column's header help when some of its cells are empty: what "None" there means."""
+    """A number column's header help when some of its cells are empty: what "-" there means."""
     if not column.isna().any():
         return None
-    return f"'None' for {column.isna().sum()} of the {len(column)} GPUs shown: no such figure (see below the filters)."
+    return f"'-' for {column.isna().sum()} of the {len(column)} GPUs shown: no such figure (see below the filters)."
 
 
 # what an empty fit cell means: a GPU the workload does not fit has no largest micro-batch and no decode speed

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+# What a table shows in an empty cell (st.dataframe's placeholder): the grid writes "None" otherwise, and
+# a reader takes "None" for a value. Figures stay numbers, so columns still sort as numbers.
+EMPTY_CELL = "-"
+
 
 def wrapping_row(where=st):
     """A horizontal container whose items wrap onto further rows when they do not fit. Put

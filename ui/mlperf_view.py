@@ -16,6 +16,7 @@ from calculators.validation.mlperf import (
     ratio_groups,
 )
 from ui.axes import axis
+from ui.layout import EMPTY_CELL
 from ui.memo import remembered
 from ui.palette import vendor_colour
 
@@ -143,6 +144,7 @@ def mlperf_section(gpu_names: list[str], vendors: dict[str, str], workload=None)
         hide_index=True,
         width="stretch",
         column_config={"result": st.column_config.LinkColumn("result", display_text="open")},
+        placeholder=EMPTY_CELL,
     )
     benchmarks = sorted({row.benchmark for row in rows if row.accelerator in with_results})
     predicted = [name for name in benchmarks if any(r.benchmark == name and r.minutes_predicted for r in rows)]
@@ -213,7 +215,7 @@ def mlperf_validation_section() -> None:
         "BERT-large waits for an encoder time model."
     )
     rows = _all_rows()
-    st.dataframe(group_frame(rows), hide_index=True, width="stretch")
+    st.dataframe(group_frame(rows), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     for benchmark in sorted({row.benchmark for row in rows}):
         members = [row for row in rows if row.benchmark == benchmark]
         with st.expander(f"{BENCHMARK_LABEL.get(benchmark, benchmark)}: {len(members)} results, assumptions"):
@@ -237,4 +239,5 @@ def mlperf_validation_section() -> None:
                 ),
                 hide_index=True,
                 width="stretch",
+                placeholder=EMPTY_CELL,
             )

@@ -23,7 +23,7 @@ from calculators.units import counted, rate_text
 from ui import state
 from ui.axes import axis
 from ui.charts import MARGIN
-from ui.layout import wrapping_row
+from ui.layout import EMPTY_CELL, wrapping_row
 from ui.messages import in_words
 
 
@@ -189,7 +189,7 @@ def _cost_table(spec, settings, request: ServingRequest, catalogue: list[GpuSpec
         ]
     )
     if served:
-        st.dataframe(frame, hide_index=True, width="stretch", column_config=COST_COLUMNS)
+        st.dataframe(frame, hide_index=True, width="stretch", column_config=COST_COLUMNS, placeholder=EMPTY_CELL)
         st.download_button("Download the table (CSV)", csv_bytes(frame), "serving_cost.csv", "text/csv")
     else:
         st.info("No priced GPU serves these settings: use more tensor-parallel GPUs or smaller weights.")

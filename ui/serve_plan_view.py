@@ -19,7 +19,7 @@ from ui import state
 from ui.axes import axis
 from ui.charts import MARGIN
 from ui.cost_table import escape_dollars
-from ui.layout import wrapping_row
+from ui.layout import EMPTY_CELL, wrapping_row
 from ui.memo import json_key, remembered
 from ui.messages import in_words
 from ui.palette import HIGHLIGHT_LINE, OTHER_COLOUR, vendor_colour
@@ -232,6 +232,7 @@ def serve_plan_section(workload, catalogue: list[GpuSpec], prices: list) -> None
             "USD per million output tokens": st.column_config.NumberColumn(format="$%.3f"),
             "USD per million input tokens": st.column_config.NumberColumn(format="$%.4f"),
         },
+        placeholder=EMPTY_CELL,
     )
     st.download_button(
         "Serving plans (CSV)", lambda: csv_bytes(table), "serving_plans.csv", "text/csv", on_click="ignore"

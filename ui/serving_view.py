@@ -20,7 +20,7 @@ from calculators.models.spec import ModelSpec
 from calculators.units import counted, rate_text
 from calculators.workload.serving import ServingSettings, context_beyond_training, serving_problem
 from ui.charts import MARGIN
-from ui.layout import wrapping_row
+from ui.layout import EMPTY_CELL, wrapping_row
 from ui.palette import SERVING_PART_COLOUR
 
 
@@ -112,6 +112,7 @@ def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
         hide_index=True,
         width="content",
         column_config={"GiB per GPU": st.column_config.NumberColumn(format="%.3f")},
+        placeholder=EMPTY_CELL,
     )
     with st.expander("Assumptions and sources"):
         st.markdown("\n".join(f"- {line}" for line in estimate.assumptions))  # one element, not one a line
@@ -125,4 +126,4 @@ def _show_changes(spec: ModelSpec, settings: ServingSettings, capacity_gib: floa
         st.caption("No single change or pair of precision changes fits this GPU: pick a larger GPU.")
         return
     rows = [{"change": c.change, "needs (GiB per GPU)": round(c.total_gib, 1), "gives up": c.cost} for c in changes[:6]]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", placeholder=EMPTY_CELL)

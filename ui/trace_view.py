@@ -13,7 +13,7 @@ from calculators.models.spec import ModelSpec
 from calculators.workload.training import TrainingSettings
 from measure.trace.result import PHASES, TraceError, TraceResult
 from measure.trace.runner import run_trace
-from ui.layout import wrapping_row
+from ui.layout import EMPTY_CELL, wrapping_row
 from ui.messages import in_words
 
 RESULT_KEY = "trace_result"
@@ -60,7 +60,7 @@ def trace_section(spec: ModelSpec, settings: TrainingSettings, estimate: MemoryE
         width="content",
     )
     row.metric("Compute per token", flops_text(traced.flops_per_token), width="content")
-    st.dataframe(trace_table(traced, estimate), hide_index=True, width="stretch")
+    st.dataframe(trace_table(traced, estimate), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     st.caption(
         "'-' in the estimate column: the estimate computes each phase's peak at its boundaries, so the whole "
         "forward pass and the middle layers' backward have no figure of their own there."

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from calculators.timing.vision_measured import MeasuredVisionThroughput, measured_vs_estimate
+from ui.layout import EMPTY_CELL
 
 PRECISION_WORDS = {"fp32": "fp32", "amp-bf16": "mixed bf16", "amp-fp16": "mixed fp16"}
 
@@ -34,6 +35,6 @@ def show_vision_measurements(measurements: Sequence[MeasuredVisionThroughput]) -
         }
         for row in compared
     ]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     for why in sorted({row.why_no_estimate for row in compared if row.why_no_estimate}):
         st.caption(f"No estimate: {why}.")

@@ -14,6 +14,7 @@ from calculators.memory.vision_training import VisionTrainingInput
 from calculators.timing.vision_step import IMAGENET_1K_TRAIN_IMAGES
 from ui.calibration_state import measured_vision_throughputs
 from ui.charts import device_precision_figure
+from ui.layout import EMPTY_CELL
 
 DEFAULT_GPU = "A100-SXM4-80GB"  # when the sidebar's GPU is not a training GPU of the catalogue
 # One naming for the table and the chart. A GPU's fp32 convolutions run on TF32 tensor cores
@@ -82,6 +83,7 @@ def cpu_gpu_precision_section(run: VisionTrainingInput, gpu_name: str) -> None:
         ),
         hide_index=True,
         width="stretch",
+        placeholder=EMPTY_CELL,
     )
     usd = [row.cloud_usd_per_epoch if row.cloud_usd_per_epoch is not None else row.owned_usd_per_epoch for row in rows]
     figure = device_precision_figure([row_label(row) for row in rows], [row.hours_per_epoch for row in rows], usd)

@@ -17,6 +17,7 @@ from calculators.timing.vision_step import IMAGENET_1K_TRAIN_IMAGES, VisionStepI
 from calculators.validation.vision_error import error_band_words, vision_error_band
 from calculators.validation.vision_throughput import vision_throughput_table
 from ui.cost_inputs import kept_prices
+from ui.layout import EMPTY_CELL
 from ui.messages import in_words
 from ui.vision_compare_view import cpu_gpu_precision_section
 
@@ -110,7 +111,7 @@ def vision_cost_section(workload) -> None:
         st.error(in_words(error))
         st.stop()
     _input_bound_warning(rows)
-    st.dataframe(_cost_frame(rows), hide_index=True, width="stretch")
+    st.dataframe(_cost_frame(rows), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     cpu_gpu_precision_section(run, workload.gpu_name)
 
 
@@ -179,5 +180,5 @@ def vision_plan_section(workload) -> None:
     st.markdown("  \n".join(line for line in answers if line) or "No plan meets the limits.")
     if any(plan.input_bound for plan in result.plans):
         st.warning(f"Some plans are input-bound (marked): {INPUT_BOUND_WARNING}.", icon=":material/report:")
-    st.dataframe(_plan_frame(result.plans), hide_index=True, width="stretch")
+    st.dataframe(_plan_frame(result.plans), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     st.caption(" · ".join(result.assumptions))

@@ -8,6 +8,7 @@ import streamlit as st
 from calculators.validation.vision_target import MEDIAN_BAND, ROW_BAND, TargetCheck, check_target
 from calculators.validation.vision_throughput import summary_by_model, vision_throughput_table
 from ui.charts import throughput_ratio_figure
+from ui.layout import EMPTY_CELL
 
 
 @st.cache_data(show_spinner=False)
@@ -94,6 +95,7 @@ def vision_throughput_section() -> None:
         ),
         hide_index=True,
         width="stretch",
+        placeholder=EMPTY_CELL,
     )
     st.plotly_chart(throughput_ratio_figure([row.id for row in counted], [row.ratio for row in counted], "images/s"),
                     width="stretch")  # fmt: skip
@@ -108,4 +110,5 @@ def vision_throughput_section() -> None:
             ),
             hide_index=True,
             width="stretch",
+            placeholder=EMPTY_CELL,
         )

@@ -17,7 +17,7 @@ from calculators.memory.vision_training import (
     estimate_vision_memory,
 )
 from calculators.units import GIB
-from ui.layout import wrapping_row
+from ui.layout import EMPTY_CELL, wrapping_row
 from ui.memo import json_key, remembered
 from ui.palette import VISION_PART_COLOUR
 
@@ -63,7 +63,7 @@ def _what_to_change(found: list) -> None:
         for change in found
     ]
     if table:
-        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
         st.caption("Each change alone, with the device peak it leaves; only changes that lower the peak.")
     else:
         st.caption("No single change lowers the peak at this setting.")
@@ -82,7 +82,7 @@ def _larger_batch(run: VisionTrainingInput, capacity_gib: float, largest_today: 
         for gain in gains
     ]
     if table:
-        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     today = f"{largest_today:,} images" if largest_today else "none"
     st.caption(
         f"It fits as set; nothing needs to change. Each change alone, with the memory it frees at "
@@ -138,7 +138,7 @@ def show_vision_memory(run: VisionTrainingInput, gpu_name: str, capacity_gib: fl
     st.subheader("Parts")
     parts = {label: getattr(estimate, f"{name}_gib") for name, label in PART_LABEL.items()}
     rows = [{"part": label, "GiB": round(gib, 3)} for label, gib in parts.items() if gib > 0]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", placeholder=EMPTY_CELL)
     if fit.verdict == "does not fit":
         _what_to_change(found)
     else:
