@@ -16,8 +16,8 @@ model's operations do (calculators.timing.operations):
 - a depthwise or grouped convolution (K smaller than the input's channels) does a few FLOPs per
   byte and is bandwidth-bound: its bytes over the memory bandwidth; a depthwise one's backward takes
   the measured backward / forward of eager PyTorch (DEPTHWISE_BACKWARD_OVER_FORWARD: 16.6x in
-  PyTorch's own kernels, which run every fp32 one and, in builds before pytorch PR #58749, a half
-  5 x 5 one; 2.4x in cuDNN's).
+  PyTorch's own kernels, which run an NCHW fp32 one and, in builds before pytorch PR #58749, an NCHW
+  half 5 x 5 one; 2.4x in cuDNN's, which run every channels-last one: runs_native_depthwise).
 - linears (ViT, Swin, ConvNeXt MLPs, the classifier) are GEMMs the same way.
 - attention: a ViT's fused SDPA at FlashAttention's fraction of peak (backward 2.5x forward, Dao
   2023, arXiv:2307.08691 Sec. 4) as the text model; Swin's windowed attention runs eager (timm
@@ -30,10 +30,9 @@ model's operations do (calculators.timing.operations):
 - without channels-last, cuDNN's tensor-core convolutions transpose NCHW inputs and outputs to
   NHWC and back ("Tensor Layouts In Memory: NCHW vs NHWC", NVIDIA Deep Learning Performance
   Guide, docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/index.html):
-  two extra moves of each convolution's input and output per GEMM; with channels-last, a depthwise
-  convolution in PyTorch's own kernels transposes the other way (they take NCHW: aten
-  Convolution.cpp calls `_conv_depthwise2d(input.contiguous(), ...)`, `thnn_conv_depthwise2d` in
-  older builds).
+  two extra moves of each convolution's input and output per GEMM. PyTorch's own depthwise kernels
+  take NCHW (aten Convolution.cpp: `_conv_depthwise2d(input.contiguous(), ...)`) and run only in an
+  NCHW run, so they transpose nothing.
 - data parallel: one ring all-reduce of the fp32 gradients per step (DDP), hidden under the
   backward by `overlap_fraction` (calculators.timing.communication).
 - the optimizer step: bandwidth-bound, bytes per parameter (OPTIMIZER_BYTES_PER_PARAMETER).
@@ -198,11 +197,11 @@ class VisionStepInput(BaseModel):
     # https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices
     conv_tf32: bool = True
     matmul_tf32: bool = False
-    # PyTorch hands half-precision 5 x 5 depthwise convolutions to cuDNN since pytorch PR #58749
+    # PyTorch hands NCHW half-precision 5 x 5 depthwise convolutions to cuDNN since pytorch PR #58749
     # ("enable better depthwise conv perf on cudnn 8.2+", opened 2021-05-21: "Newly turned on 5x5 cudnn
     # kernel"); before it only 1 x 1 and 3 x 3 ones went there (PR #22302's use_cudnn_depthwise:
     # `(weight.size(3) == 3) || (weight.size(3) == 1)`), 5 x 5 ran PyTorch's own conv_depthwise2d
-    # kernels. False for a run on an older build.
+    # kernels. False for a run on an older build (a channels-last one goes to cuDNN on either).
     cudnn_depthwise_5x5: bool = True
     gpus_per_node: int = Field(default=8, ge=1, le=1024)
     inter_node_gbps: float = Field(default=DEFAULT_INTER_NODE_GBPS, gt=0)
@@ -809,8 +808,8 @@ def step_assumptions(run: VisionStepInput, rates: Rates, gpu: GpuSpec) -> list[s
             "Eager PyTorch's host time to issue the kernels is a floor on the step: 98 µs per layer, the fastest "
             "of this project's H200 runs (a faster host CPU issues faster)."
         )
-    if not on_cpu and not run.cudnn_depthwise_5x5 and run.precision != "fp32":
-        lines.append("Half 5 x 5 depthwise convolutions in PyTorch's own kernels (a build before cuDNN ran them).")
+    if not on_cpu and not run.cudnn_depthwise_5x5 and run.precision != "fp32" and not run.channels_last:
+        lines.append("Half NCHW 5 x 5 depthwise convolutions in PyTorch's own kernels (a build before cuDNN ran them).")
     if rates.conv_tensor_cores and not run.channels_last:
         lines.append("NCHW on tensor cores: each convolution transposes its input and output (use --channels-last).")
     if run.gpus > 1:

@@ -105,7 +105,7 @@ def row_channels_last(row: dict) -> bool:
     return "AMP" in row["precision"]
 
 
-# pytorch PR #58749, which hands half-precision 5 x 5 depthwise convolutions to cuDNN
+# pytorch PR #58749, which hands NCHW half-precision 5 x 5 depthwise convolutions to cuDNN
 # (calculators.timing.vision_step.VisionStepInput.cudnn_depthwise_5x5), was opened on 2021-05-21: an
 # NGC PyTorch container released before that month (DLE's ConvNets rows name 20.12 and 21.03) runs
 # them in PyTorch's own kernels.
@@ -113,7 +113,7 @@ FIRST_CONTAINER_WITH_CUDNN_DEPTHWISE_5X5 = (21, 5)
 
 
 def row_cudnn_depthwise_5x5(row: dict) -> bool:
-    """Whether the row's PyTorch build runs half 5 x 5 depthwise convolutions in cuDNN: not in an NGC
+    """Whether the row's PyTorch build runs NCHW half 5 x 5 depthwise convolutions in cuDNN: not in an NGC
     container older than pytorch PR #58749; any other build (timm's PyTorch 1.12) does."""
     container = re.search(r"NGC.*?(\d\d)\.(\d\d)", row["framework_and_version"])
     if container is None:
