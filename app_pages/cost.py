@@ -72,12 +72,14 @@ if calibrated:
         + " of dense peak (measured here; each GEMM's roofline uses it instead of mamf-finder's)."
     )
 # the options and the cheapest fitting layout are pure functions of the page's inputs: a
-# rerun that did not change them (a click below, a setting changed back) reuses them
-asked = json_key(spec, settings, inputs.time_settings, inputs.prices, catalogue, inputs.energy) + (
+# rerun that did not change them (a click below, a setting changed back) reuses them; the inputs
+# other than the workload are serialised once per run for every key below
+inputs_key = json_key(inputs.time_settings, inputs.prices, catalogue, inputs.energy) + (
     inputs.checkpoint_write_h,
     inputs.restart_h,
     tuple(sorted(calibrated.items())),
 )
+asked = json_key(spec, settings) + inputs_key
 try:
     options = remembered(
         "cost_options",
@@ -209,11 +211,11 @@ elif not sidebar_fits:
         # the planner sets the micro-batch and accumulation itself (from the global batch), so a change
         # of the sidebar's micro-batch alone finds the same layout: it is left out of the key
         searched = settings.model_copy(update={"micro_batch": 1, "grad_accum": 1})
-        fitting_asked = json_key(spec, searched, inputs.time_settings, inputs.prices, catalogue) + asked[-3:]
         fitting = remembered(
             "cost_fitting_layout",
             (
-                *fitting_asked,
+                *json_key(spec, searched),
+                *inputs_key,
                 workload.mode,
                 chosen_gpu.name,
                 state.value("plan_global_batch"),
