@@ -277,7 +277,8 @@ def cpu_gpu_precision_rows(
     try:
         gpu = find_gpu(gpu_name)
     except KeyError as error:
-        raise VisionUsageError(f"--cpu-vs-gpu: {str(error).strip(chr(39) + chr(34))}") from None
+        unknown = str(error).strip("'\"")  # KeyError quotes its message
+        raise VisionUsageError(f"--cpu-vs-gpu: {unknown}") from None
     step = step_input(model, args)
     try:
         return cpu_gpu_precision_table(
