@@ -4,6 +4,7 @@ decades, the Memory chart's capacity label on its own box, picked GPUs named bes
 from __future__ import annotations
 
 import pandas as pd
+import plotly.graph_objects as go
 
 from calculators.memory.engine import estimate_memory
 from calculators.models.presets import get_preset
@@ -35,6 +36,17 @@ def test_the_memory_chart_keeps_a_fixed_left_margin_wide_enough_for_its_ticks_an
     layout = phase_breakdown_figure(estimate, 80).layout
     assert layout.yaxis.automargin is False and layout.yaxis.title.text == "GiB per GPU"
     assert layout.margin.l >= 71
+
+
+def test_the_memory_chart_built_without_plotlys_checks_passes_them():
+    """phase_breakdown_figure skips Plotly's property checks (ui.charts.unchecked_figure): the same
+    figure built with them is the same figure, so nothing it holds is misspelled or out of range."""
+    for settings in (TrainingSettings(micro_batch=2, seq_len=2048), TrainingSettings(method="lora", zero=3, gpus=8)):
+        figure = phase_breakdown_figure(estimate_memory(get_preset("llama-3.2-1b"), settings), 24)
+        checked = go.Figure(figure.to_dict())
+        assert checked.to_dict() == figure.to_dict()
+        assert [bar.type for bar in checked.data] == ["bar"] * len(checked.data) and len(checked.data) >= 4
+        assert checked.layout.template.layout.font.color == "#2a3f5f"  # Plotly's default template, as before
 
 
 def _table() -> pd.DataFrame:
