@@ -84,25 +84,41 @@ summary = (
 )
 if estimate.host_memory_gib > 0:  # what it offloads must fit the host: part of the verdict
     summary += f"; needs **{estimate.host_memory_gib:.0f} GiB of host RAM** per GPU for what it offloads"
-changes = []
-if fit.verdict == "does not fit":
+
+
+def ranked_for_page() -> list:
+    """The ranked combinations of changes that fit on the chosen GPU (the page's 'What to change')."""
     chosen_gpu = next((g for g in list(load_gpu_catalogue()) + user_gpus() if g.name == workload.gpu_name), None)
     time_settings = RANKING_TIME_SETTINGS.with_measured_matmul_fraction(
         workload.gpu_name, measured_matmul_fraction(settings.precision)
     )
-    changes = remembered(
+    return remembered(
         "memory_changes",
         (*asked, json_key(chosen_gpu, time_settings)),
         lambda: ranked_changes(spec, settings, workload.gpu_memory_gib, chosen_gpu, time_settings),
     )
+
+
+def show_verdict(summary: str, changes: list) -> None:
+    """The headline: fits, tight or does not fit, with the cheapest change that fits."""
     if changes:
         summary += f". Cheapest change that fits: {changes[0].sentence()}"
-if fit.verdict == "fits":
-    st.success(f"Fits: {summary}", icon=":material/check_circle:")
-elif fit.verdict == "tight":
-    st.warning(f"Tight fit (under 5% free): {summary}", icon=":material/warning:")
-else:
-    st.error(f"Does not fit: {summary}", icon=":material/block:")
+    if fit.verdict == "fits":
+        st.success(f"Fits: {summary}", icon=":material/check_circle:")
+    elif fit.verdict == "tight":
+        st.warning(f"Tight fit (under 5% free): {summary}", icon=":material/warning:")
+    else:
+        st.error(f"Does not fit: {summary}", icon=":material/block:")
+
+
+# The headline and 'What to change' hold their places at the top, and are written last: the search
+# behind them is the page's longest piece of work (calculators/plan/changes.py), and worked out after
+# the chart was sent, it runs while the browser draws the chart instead of before (bench/bench_clicks.py).
+# A container keeps the previous run's headline on screen, faded, until the new one replaces it.
+verdict_slot = st.container()
+if fit.verdict != "does not fit":
+    with verdict_slot:
+        show_verdict(summary, [])
 
 fewest_gpus = fewest_gpus_text(fit.min_gpus, settings.zero)
 row = wrapping_row()
@@ -127,8 +143,7 @@ row.metric(
     "do not lower the per-GPU peak; 'none' means activations alone exceed the GPU.",
 )
 
-if fit.verdict == "does not fit":
-    show_changes(changes, settings.method, workload.gpu_name)
+changes_slot = st.container()
 
 figure = remembered("memory_figure", asked, lambda: phase_breakdown_figure(estimate, workload.gpu_memory_gib))
 st.plotly_chart(figure, width="stretch")
@@ -198,3 +213,10 @@ with st.expander(
 with st.expander("Assumptions and sources", key="memory_assumptions_open", on_change="rerun") as section:
     if section.open:
         st.markdown("\n".join(f"- {assumption}" for assumption in estimate.assumptions))  # one element, not one a line
+
+if fit.verdict == "does not fit":  # the search, last (see verdict_slot)
+    changes = ranked_for_page()
+    with verdict_slot:
+        show_verdict(summary, changes)
+    with changes_slot:
+        show_changes(changes, settings.method, workload.gpu_name)
