@@ -231,6 +231,7 @@ def main() -> int:
     parser.add_argument("--base", type=Path, help="the checkout to compare with (a git worktree)")
     parser.add_argument("--dump", type=Path, help="write this checkout's results to the file and stop")
     parser.add_argument("--repo", type=Path, default=REPO_ROOT, help="the checkout whose code --dump runs")
+    parser.add_argument("--reuse-base", action="store_true", help="read the base's results of an earlier run")
     args = parser.parse_args()
     if args.dump:
         sys.path.insert(0, str(args.repo.resolve()))
@@ -240,7 +241,11 @@ def main() -> int:
         parser.error("give --base (a checkout to compare with) or --dump")
     work = Path("/tmp") / "engine_equivalence"
     work.mkdir(exist_ok=True)
-    base = run_in(args.base.resolve(), work / "base.json")
+    base_file = work / "base.json"
+    if args.reuse_base and base_file.exists():
+        base = json.loads(base_file.read_text(encoding="utf-8"))
+    else:
+        base = run_in(args.base.resolve(), base_file)
     new = run_in(REPO_ROOT, work / "new.json")
     found = differences(base, new, "results")
     memory = sum(key.startswith("memory ") for key in base)

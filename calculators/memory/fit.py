@@ -203,8 +203,14 @@ def _candidate_changes(
 def _supported(spec: ModelSpec, settings: TrainingSettings, update: dict) -> bool:
     """Whether the settings with `update` are valid settings (TrainingSettings' own checks:
     model_copy skips them) that the engine models for this model."""
+    return _supported_fields(spec, settings.model_dump() | update)
+
+
+def _supported_fields(spec: ModelSpec, fields: dict) -> bool:
+    """_supported for settings given as their fields (a search over changes dumps the current
+    settings once and adds each change to the dump)."""
     try:
-        check_supported(spec, TrainingSettings.model_validate(settings.model_dump() | update))
+        check_supported(spec, TrainingSettings.model_validate(fields))
     except ValueError:  # pydantic's ValidationError is a ValueError
         return False
     return True
