@@ -185,6 +185,11 @@ class StepMemory(NamedTuple):
     def host_memory_gib(self) -> float:
         return self.step.host_bytes / GIB
 
+    @property
+    def reserved_gib(self) -> float:
+        """What the caching allocator holds at the peak: the peak phase's bytes and the reserve."""
+        return (self.peak.total + self.reserve_bytes) / GIB
+
 
 def step_memory(spec: ModelSpec, settings: TrainingSettings) -> StepMemory:
     """The phases and the peak of one training step on each GPU; with pipeline parallelism, on
@@ -234,7 +239,7 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     return MemoryEstimate(
         peak_gib=memory.peak_gib,
         allocated_gib=allocated / GIB,
-        reserved_gib=(allocated + memory.reserve_bytes) / GIB,
+        reserved_gib=memory.reserved_gib,
         peak_phase=peak.name,
         components_gib=device_view(peak, lm_settings, overhead_bytes),
         phases_gib=memory.phases_gib,

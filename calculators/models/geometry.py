@@ -116,7 +116,13 @@ def layer_linears(spec: ModelSpec, tensor_parallel: int = 1, dense: bool = False
     """The linears of one layer, split as Megatron-LM splits them over `tensor_parallel` ranks
     (the router is apart: see router_elements). For a mixture of experts this is a sparse layer
     (routed experts of ffn_hidden_size each, plus the shared experts that every token runs, as
-    Qwen2-MoE and DeepSeek-V2 add them); `dense=True` gives one of its dense layers instead."""
+    Qwen2-MoE and DeepSeek-V2 add them); `dense=True` gives one of its dense layers instead.
+    Remembered per model (remembered): the memory engine asks for them in every estimate of a
+    search over settings; each caller gets its own list."""
+    return list(remembered(_layer_linears, spec, tensor_parallel, dense))
+
+
+def _layer_linears(spec: ModelSpec, tensor_parallel: int, dense: bool) -> list[Linear]:
     t = tensor_parallel
     linears = attention_linears(spec, t)
     if dense or spec.n_experts == 1:

@@ -205,19 +205,26 @@ class ChangeSearch:
         self._larger_micro_batch = dict(zip(micro_batches[1:], micro_batches, strict=False))
         self._fields = settings.model_dump()  # what each change is added to for fit's checks
         self.estimates = 0  # memory estimates made, for the bench and the tests of the bound
-        # each update's estimate: the bisection over GPU counts reaches the count it keeps twice
+        # each distinct settings' estimate: the bisection over GPU counts starts at the current count
+        # (the combination itself, estimated already) and reaches the count it keeps twice
         self._estimated: dict[tuple, StepMemory] = {}
         self.base = self._estimate({}, settings)
         self._tried: dict[tuple[int, ...], _Combination | None] = {}
 
     def _estimate(self, update: dict[str, Any], settings: TrainingSettings) -> StepMemory:
-        """The engine's numbers for `settings`, the current settings with `update` (the key: blocks'
-        values are strings, numbers and booleans, and the same update gives the same settings)."""
-        key = tuple(sorted(update.items()))
+        """The engine's numbers for `settings`, the current settings with `update`. Keyed by what the
+        update changes (blocks' values are strings, numbers and booleans): a value the current settings
+        already hold, of the same type, changes nothing, so the settings and their estimate are the same."""
+        key = tuple(sorted((name, value) for name, value in update.items() if not self._holds(name, value)))
         if key not in self._estimated:
             self.estimates += 1
             self._estimated[key] = step_memory(self.spec, settings)
         return self._estimated[key]
+
+    def _holds(self, name: str, value: Any) -> bool:
+        """Whether the current settings already have `value` (of the same type) for `name`."""
+        current = self._fields.get(name)
+        return type(current) is type(value) and current == value
 
     def _accepted(self, update: dict[str, Any], settings: TrainingSettings) -> bool:
         """The settings and the engine take `update` (fit._supported) and the GPU's stack runs
