@@ -297,9 +297,10 @@ def parameter_count(spec: ModelSpec) -> ParameterCount:
 def remembered(compute: Callable[..., T], spec: ModelSpec, *args: Hashable) -> T:
     """compute(spec, *args), remembered by the spec's type and field values and by `args`: a fact of
     the model's shape that a search over settings asks for again and again (the planner, the memory
-    engine under 'What to change'). Exact: a pydantic spec's field values are all it holds, and
-    `compute` reads nothing else. A spec holding unhashable parts (a vision tower) is worked out
-    afresh each time. The result is shared: `compute` must return something no caller changes."""
+    engine under 'What to change'). Exact: a pydantic spec's field values are all it holds, each
+    field of the one type pydantic gave it, and `compute` reads nothing else. A spec holding
+    unhashable parts (a vision tower) is worked out afresh each time. The result is shared:
+    `compute` must return something no caller changes."""
     try:
         # the values in field order, which the type fixes (hashing the names too cost more than
         # most facts: 2.5 us a key)

@@ -211,13 +211,15 @@ class ChangeSearch:
         self.base = self._estimate({}, settings)
         self._tried: dict[tuple[int, ...], _Combination | None] = {}
 
-    def _estimate(self, update: dict[str, Any], settings: TrainingSettings) -> StepMemory:
-        """The engine's numbers for `settings`, the current settings with `update`. Keyed by what the
-        update changes (blocks' values are strings, numbers and booleans): a value the current settings
-        already hold, of the same type, changes nothing, so the settings and their estimate are the same."""
+    def _estimate(self, update: dict[str, Any], settings: TrainingSettings | None = None) -> StepMemory:
+        """The engine's numbers for the current settings with `update` (`settings`, when the caller
+        made them already). Keyed by what the update changes (blocks' values are strings, numbers and
+        booleans): a value the current settings already hold, of the same type, changes nothing, so the
+        settings and their estimate are the same."""
         key = tuple(sorted((name, value) for name, value in update.items() if not self._holds(name, value)))
         if key not in self._estimated:
             self.estimates += 1
+            settings = self.settings.model_copy(update=update) if settings is None else settings
             self._estimated[key] = step_memory(self.spec, settings)
         return self._estimated[key]
 
@@ -322,8 +324,7 @@ class ChangeSearch:
             if gpus is None:
                 continue
             more_gpus = update | {"gpus": gpus}
-            estimate = self._estimate(more_gpus, self.settings.model_copy(update=more_gpus))
-            found.append(_Combination(indices, more_gpus, estimate, extra_gpus_to=gpus))
+            found.append(_Combination(indices, more_gpus, self._estimate(more_gpus), extra_gpus_to=gpus))
         return found
 
     def _fewest_gpus(self, update: dict[str, Any], most_gpus: int) -> int | None:
@@ -337,8 +338,7 @@ class ChangeSearch:
             return None
 
         def fits(gpus: int) -> bool:
-            more_gpus = update | {"gpus": gpus}
-            return self._estimate(more_gpus, self.settings.model_copy(update=more_gpus)).peak_gib <= self.capacity_gib
+            return self._estimate(update | {"gpus": gpus}).peak_gib <= self.capacity_gib
 
         if not fits(most_gpus):
             return None
