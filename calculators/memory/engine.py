@@ -100,12 +100,13 @@ def stage_layouts(
     from the settings as given, before the images became tokens."""
     vision_cast = vision_cast_elements(spec, settings)
     layouts = [stage_layout(spec, params, lm_settings, stage) for stage in pipeline_stages(lm_settings)]
-    # the image encoder runs on the embedding's stage
-    layouts = [
-        layout._replace(vision_cast_elements=vision_cast) if layout.has_embedding else layout for layout in layouts
-    ]
     return [
-        layout._replace(skipped_layers=skipped_cross_attention_layers(spec, settings, layout)) for layout in layouts
+        layout._replace(
+            # the image encoder runs on the embedding's stage
+            vision_cast_elements=vision_cast if layout.has_embedding else layout.vision_cast_elements,
+            skipped_layers=skipped_cross_attention_layers(spec, settings, layout),
+        )
+        for layout in layouts
     ]
 
 
@@ -150,19 +151,51 @@ def framework_overhead_bytes(settings: TrainingSettings) -> float:
     return (o.cuda_context_gib + o.cublas_workspace_gib + (o.nccl_gib if settings.total_gpus > 1 else 0.0)) * GIB
 
 
-def device_view(phase: PhaseMemory, settings: TrainingSettings) -> dict[str, float]:
-    """A phase's components in GiB as the device sees them, reserve and context included."""
+def device_view(
+    phase: PhaseMemory, settings: TrainingSettings, overhead_bytes: float | None = None
+) -> dict[str, float]:
+    """A phase's components in GiB as the device sees them, reserve and context included;
+    `overhead_bytes`: framework_overhead_bytes(settings), when the caller worked it out once for
+    every phase."""
+    overhead_bytes = framework_overhead_bytes(settings) if overhead_bytes is None else overhead_bytes
     view = {name: phase.components.get(name, 0.0) / GIB for name in COMPONENTS}
     view["allocator_reserve"] = phase.total * settings.overheads.allocator_reserve_fraction / GIB
-    view["framework_overhead"] = framework_overhead_bytes(settings) / GIB
+    view["framework_overhead"] = overhead_bytes / GIB
     return view
 
 
-def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstimate:
-    """Peak memory of one training step on each GPU, phase by phase; with pipeline
-    parallelism, on the most loaded of the first and the last stage."""
+class StepMemory(NamedTuple):
+    """One step's numbers before they are reported: what the search over changes reads
+    (calculators.plan.changes: the peak, each phase's total, the host memory), and what
+    estimate_memory's report is built from. One code path for the numbers; the report's per-phase
+    views and assumption lines are left to estimate_memory, which the search does not need."""
+
+    lm_settings: TrainingSettings  # the settings as the language model sees them
+    image_note: list[str]  # the assumption lines on a vision-language model's images
+    params: ParameterCount
+    grads_persist: bool
+    step: StepPhases  # every stage's phases, loading first when it holds more than the step
+    load_bytes: float
+    peak: PhaseMemory
+    reserve_bytes: float  # the caching allocator's reserve above the peak's allocated bytes
+    peak_gib: float
+    phases_gib: dict[str, float]
+
+    @property
+    def host_memory_gib(self) -> float:
+        return self.step.host_bytes / GIB
+
+    @property
+    def reserved_gib(self) -> float:
+        """What the caching allocator holds at the peak: the peak phase's bytes and the reserve."""
+        return (self.peak.total + self.reserve_bytes) / GIB
+
+
+def step_memory(spec: ModelSpec, settings: TrainingSettings) -> StepMemory:
+    """The phases and the peak of one training step on each GPU; with pipeline parallelism, on
+    the most loaded of the first and the last stage."""
     check_supported(spec, settings)
-    image_note = images_note(spec, settings)
+    image_note = images_note(spec, settings)  # before the rest: its refusal names the images
     # T5 runs eager attention whatever the setting says; the language model then sees each
     # sample's images as tokens of its sequence
     attention_settings = t5_attention_settings(spec, settings)
@@ -172,31 +205,52 @@ def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstima
     grads_persist = lm_settings.grad_accum > 1 or not lm_settings.grads_freed_after_step
     layouts = stage_layouts(spec, params, settings, lm_settings)
     step = step_phases(spec, lm_settings, layouts, outside, grads_persist)
-    phases, stage_of_phase = step.phases, step.stage_of_phase
     load_bytes = max(
         whole_model_load_bytes(spec, params, lm_settings), quantised_load_bytes(spec, lm_settings, layouts[0])
     )
     if load_bytes:
-        phases.insert(0, PhaseMemory(name="loading", components={"weights": load_bytes}))
-        stage_of_phase["loading"] = layouts[0].stage
-    peak = max(phases, key=lambda phase: phase.total)
-    allocated = peak.total
+        step.phases.insert(0, PhaseMemory(name="loading", components={"weights": load_bytes}))
+        step.stage_of_phase["loading"] = layouts[0].stage
+    totals = [phase.total for phase in step.phases]  # each summed once
+    allocated = max(totals)
+    peak = step.phases[totals.index(allocated)]  # the first phase at the peak
     reserve = allocated * lm_settings.overheads.allocator_reserve_fraction
-    return MemoryEstimate(
+    return StepMemory(
+        lm_settings=lm_settings,
+        image_note=image_note,
+        params=params,
+        grads_persist=grads_persist,
+        step=step,
+        load_bytes=load_bytes,
+        peak=peak,
+        reserve_bytes=reserve,
         peak_gib=(allocated + reserve + framework_overhead_bytes(lm_settings) + step.outside_bytes) / GIB,
+        phases_gib={phase.name: total / GIB for phase, total in zip(step.phases, totals, strict=True)},
+    )
+
+
+def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstimate:
+    """Peak memory of one training step on each GPU, phase by phase (step_memory), with each
+    phase's components as the device sees them and the assumptions behind the numbers."""
+    memory = step_memory(spec, settings)
+    lm_settings, step, peak = memory.lm_settings, memory.step, memory.peak
+    allocated = peak.total
+    overhead_bytes = framework_overhead_bytes(lm_settings)
+    return MemoryEstimate(
+        peak_gib=memory.peak_gib,
         allocated_gib=allocated / GIB,
-        reserved_gib=(allocated + reserve) / GIB,
+        reserved_gib=memory.reserved_gib,
         peak_phase=peak.name,
-        components_gib=device_view(peak, lm_settings),
-        phases_gib={phase.name: phase.total / GIB for phase in phases},
-        phase_components_gib={phase.name: device_view(phase, lm_settings) for phase in phases},
+        components_gib=device_view(peak, lm_settings, overhead_bytes),
+        phases_gib=memory.phases_gib,
+        phase_components_gib={phase.name: device_view(phase, lm_settings, overhead_bytes) for phase in step.phases},
         activations_per_layer_gib={k: v / GIB for k, v in step.terms.items()},
-        parameters=params.total,
-        trainable_parameters=trainable_parameter_count(spec, params, lm_settings),
+        parameters=memory.params.total,
+        trainable_parameters=trainable_parameter_count(spec, memory.params, lm_settings),
         tokens_per_micro_batch=lm_settings.tokens,
-        assumptions=image_note + memory_assumptions(spec, lm_settings, grads_persist),
-        host_memory_gib=step.host_bytes / GIB,
-        load_peak_gib=load_bytes / GIB,
+        assumptions=memory.image_note + memory_assumptions(spec, lm_settings, memory.grads_persist),
+        host_memory_gib=memory.host_memory_gib,
+        load_peak_gib=memory.load_bytes / GIB,
         outside_allocator_gib=step.outside_bytes / GIB,
-        pipeline_stage=stage_of_phase[peak.name],
+        pipeline_stage=step.stage_of_phase[peak.name],
     )

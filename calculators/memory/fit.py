@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from calculators.memory.engine import estimate_memory
+from calculators.memory.engine import step_memory
 from calculators.models.spec import ModelSpec
 from calculators.workload.support import check_supported
 from calculators.workload.training import FSDP_NAME, TrainingSettings
@@ -46,7 +46,8 @@ def verdict(peak_gib: float, gpu_memory_gib: float, margin_fraction: float = 0.0
 
 
 def peak_gib(spec: ModelSpec, settings: TrainingSettings, **changes) -> float:
-    return estimate_memory(spec, settings.model_copy(update=changes)).peak_gib
+    """The estimate's peak with `changes` (engine.step_memory: the numbers without the report)."""
+    return step_memory(spec, settings.model_copy(update=changes)).peak_gib
 
 
 class PeakCurve:
@@ -70,8 +71,8 @@ class PeakCurve:
         the reserve fraction and the fixed framework overhead."""
         if gpus not in self._lines:
             update = {"gpus": gpus}
-            one = estimate_memory(self.spec, self.settings.model_copy(update=update | {"micro_batch": 1}))
-            two = estimate_memory(self.spec, self.settings.model_copy(update=update | {"micro_batch": 2}))
+            one = step_memory(self.spec, self.settings.model_copy(update=update | {"micro_batch": 1}))
+            two = step_memory(self.spec, self.settings.model_copy(update=update | {"micro_batch": 2}))
             lines = [
                 (2 * one.phases_gib[p] - two.phases_gib[p], two.phases_gib[p] - one.phases_gib[p])
                 for p in one.phases_gib
@@ -203,8 +204,14 @@ def _candidate_changes(
 def _supported(spec: ModelSpec, settings: TrainingSettings, update: dict) -> bool:
     """Whether the settings with `update` are valid settings (TrainingSettings' own checks:
     model_copy skips them) that the engine models for this model."""
+    return _supported_fields(spec, settings.model_dump() | update)
+
+
+def _supported_fields(spec: ModelSpec, fields: dict) -> bool:
+    """_supported for settings given as their fields (a search over changes dumps the current
+    settings once and adds each change to the dump)."""
     try:
-        check_supported(spec, TrainingSettings.model_validate(settings.model_dump() | update))
+        check_supported(spec, TrainingSettings.model_validate(fields))
     except ValueError:  # pydantic's ValidationError is a ValueError
         return False
     return True

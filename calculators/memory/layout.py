@@ -16,6 +16,7 @@ from calculators.models.geometry import (
     factored_matrices,
     layer_matmul_elements,
     layer_params,
+    remembered,
     split,
     vocab_matrix_elements,
 )
@@ -262,7 +263,12 @@ def adafactor_layer_elements(
 ) -> float:
     """Adafactor state of one layer: row + column vectors per weight matrix (a fused qkv or
     gate-up projection is one matrix, the MoE router another) and the full second moment of
-    every vector (Shazeer & Stern 2018, arXiv 1804.04235, Alg. 4)."""
+    every vector (Shazeer & Stern 2018, arXiv 1804.04235, Alg. 4). A fact of the model's shape,
+    worked out once per model (geometry.remembered): every estimate counts it, whatever the optimizer."""
+    return remembered(_adafactor_layer_elements, spec, params, tensor_parallel, dense)
+
+
+def _adafactor_layer_elements(spec: ModelSpec, params: ParameterCount, tensor_parallel: int, dense: bool) -> float:
     matrices = factored_matrices(spec, tensor_parallel, dense=dense)
     matrix_elements = sum(rows * columns for rows, columns in matrices)
     layer_all, _ = local_layer_parameters(spec, params, tensor_parallel, dense=dense)

@@ -21,11 +21,14 @@ Sources:
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from collections.abc import Callable, Hashable
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from calculators.models.spec import ModelSpec, extension
+
+T = TypeVar("T")
 
 ROUTED_MLP_NAMES = frozenset({"gate", "up", "gate_up", "down", "fc1", "fc2"})
 MLP_LINEAR_NAMES = ROUTED_MLP_NAMES | {"shared_" + name for name in ROUTED_MLP_NAMES}
@@ -113,7 +116,13 @@ def layer_linears(spec: ModelSpec, tensor_parallel: int = 1, dense: bool = False
     """The linears of one layer, split as Megatron-LM splits them over `tensor_parallel` ranks
     (the router is apart: see router_elements). For a mixture of experts this is a sparse layer
     (routed experts of ffn_hidden_size each, plus the shared experts that every token runs, as
-    Qwen2-MoE and DeepSeek-V2 add them); `dense=True` gives one of its dense layers instead."""
+    Qwen2-MoE and DeepSeek-V2 add them); `dense=True` gives one of its dense layers instead.
+    Remembered per model (remembered): the memory engine asks for them in every estimate of a
+    search over settings; each caller gets its own list."""
+    return list(remembered(_layer_linears, spec, tensor_parallel, dense))
+
+
+def _layer_linears(spec: ModelSpec, tensor_parallel: int, dense: bool) -> list[Linear]:
     t = tensor_parallel
     linears = attention_linears(spec, t)
     if dense or spec.n_experts == 1:
@@ -280,22 +289,34 @@ def encoder_decoder_extra_params(spec: ModelSpec) -> int:
 
 
 def parameter_count(spec: ModelSpec) -> ParameterCount:
-    """parameter_count of `spec`, remembered by its field values: the planner asks for the same
-    model's count thousands of times per search (a spec holding unhashable parts is counted afresh)."""
+    """The parameters of `spec` by place (_count_parameters), remembered: the planner asks for the
+    same model's count thousands of times per search."""
+    return remembered(_count_parameters, spec)
+
+
+def remembered(compute: Callable[..., T], spec: ModelSpec, *args: Hashable) -> T:
+    """compute(spec, *args), remembered by the spec's type and field values and by `args`: a fact of
+    the model's shape that a search over settings asks for again and again (the planner, the memory
+    engine under 'What to change'). Exact: a pydantic spec's field values are all it holds, each
+    field of the one type pydantic gave it, and `compute` reads nothing else. A spec holding
+    unhashable parts (a vision tower) is worked out afresh each time. The result is shared:
+    `compute` must return something no caller changes."""
     try:
-        key = (type(spec), tuple(spec.__dict__.items()))
-        counted = _COUNTED.get(key)
+        # the values in field order, which the type fixes (hashing the names too cost more than
+        # most facts: 2.5 us a key)
+        key = (compute, type(spec), tuple(spec.__dict__.values()), args)
+        found = _REMEMBERED.get(key)
     except TypeError:
-        return _count_parameters(spec)
-    if counted is None:
-        if len(_COUNTED) >= _COUNTED_MAX:
-            _COUNTED.clear()
-        counted = _COUNTED[key] = _count_parameters(spec)
-    return counted
+        return compute(spec, *args)
+    if found is None:
+        if len(_REMEMBERED) >= _REMEMBERED_MAX:
+            _REMEMBERED.clear()
+        found = _REMEMBERED[key] = compute(spec, *args)
+    return found
 
 
-_COUNTED: dict[tuple, ParameterCount] = {}
-_COUNTED_MAX = 256
+_REMEMBERED: dict[tuple, Any] = {}
+_REMEMBERED_MAX = 1024  # a few facts for each of the models a session looks at
 
 
 def _count_parameters(spec: ModelSpec) -> ParameterCount:

@@ -37,14 +37,13 @@ from __future__ import annotations
 
 import math
 from itertools import combinations
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
 from calculators.hardware.catalogue import GpuSpec
-from calculators.memory.engine import estimate_memory
-from calculators.memory.fit import _candidate_changes, _supported, largest_passing
-from calculators.memory.result import MemoryEstimate
+from calculators.memory.engine import StepMemory, step_memory
+from calculators.memory.fit import _candidate_changes, _supported_fields, largest_passing
 from calculators.models.spec import ModelSpec
 from calculators.timing.estimate import estimate_time
 from calculators.timing.settings import TimeSettings
@@ -189,10 +188,10 @@ def _micro_batch_blocks(settings: TrainingSettings) -> list[Block]:
 # --- the search ---------------------------------------------------------------------------------
 
 
-class _Combination(BaseModel):
+class _Combination(NamedTuple):
     indices: tuple[int, ...]
     update: dict[str, Any]
-    estimate: MemoryEstimate
+    estimate: StepMemory  # the engine's numbers without its report (engine.step_memory)
     extra_gpus_to: int | None = None  # the data-parallel GPUs of the more-GPUs step, if any
 
 
@@ -204,21 +203,37 @@ class ChangeSearch:
         self.blocks = building_blocks(spec, settings, gpu_memory_gib)
         micro_batches = [i for i, (_, update) in enumerate(self.blocks) if "micro_batch" in update]
         self._larger_micro_batch = dict(zip(micro_batches[1:], micro_batches, strict=False))
+        self._fields = settings.model_dump()  # what each change is added to for fit's checks
         self.estimates = 0  # memory estimates made, for the bench and the tests of the bound
-        self.base = self._estimate({})
+        # each distinct settings' estimate: the bisection over GPU counts starts at the current count
+        # (the combination itself, estimated already) and reaches the count it keeps twice
+        self._estimated: dict[tuple, StepMemory] = {}
+        self.base = self._estimate({}, settings)
         self._tried: dict[tuple[int, ...], _Combination | None] = {}
 
-    def _estimate(self, update: dict[str, Any]) -> MemoryEstimate:
-        self.estimates += 1
-        return estimate_memory(self.spec, self.settings.model_copy(update=update))
+    def _estimate(self, update: dict[str, Any], settings: TrainingSettings | None = None) -> StepMemory:
+        """The engine's numbers for the current settings with `update` (`settings`, when the caller
+        made them already). Keyed by what the update changes (blocks' values are strings, numbers and
+        booleans): a value the current settings already hold, of the same type, changes nothing, so the
+        settings and their estimate are the same."""
+        key = tuple(sorted((name, value) for name, value in update.items() if not self._holds(name, value)))
+        if key not in self._estimated:
+            self.estimates += 1
+            settings = self.settings.model_copy(update=update) if settings is None else settings
+            self._estimated[key] = step_memory(self.spec, settings)
+        return self._estimated[key]
 
-    def _accepted(self, update: dict[str, Any]) -> bool:
-        """The settings and the engine take it (fit._supported) and the GPU's stack runs it."""
-        if not _supported(self.spec, self.settings, update):
+    def _holds(self, name: str, value: Any) -> bool:
+        """Whether the current settings already have `value` (of the same type) for `name`."""
+        current = self._fields.get(name)
+        return type(current) is type(value) and current == value
+
+    def _accepted(self, update: dict[str, Any], settings: TrainingSettings) -> bool:
+        """The settings and the engine take `update` (fit._supported) and the GPU's stack runs
+        `settings`, the current settings with it."""
+        if not _supported_fields(self.spec, self._fields | update):
             return False
-        if self.gpu is None:
-            return True
-        return training_stack_problem(self.gpu, self.settings.model_copy(update=update)) is None
+        return self.gpu is None or training_stack_problem(self.gpu, settings) is None
 
     def _try(self, indices: tuple[int, ...]) -> _Combination | None:
         if indices not in self._tried:
@@ -229,11 +244,10 @@ class ChangeSearch:
                     return None
                 update |= self.blocks[index][1]
             combination = None
-            if self._needlessly_small(indices):
-                pass
-            elif self._accepted(update):
+            settings = None if self._needlessly_small(indices) else self.settings.model_copy(update=update)
+            if settings is not None and self._accepted(update, settings):
                 try:
-                    combination = _Combination(indices=indices, update=update, estimate=self._estimate(update))
+                    combination = _Combination(indices, update, self._estimate(update, settings))
                 except ValueError:  # a combination the engine refuses that check_supported let through
                     combination = None
             self._tried[indices] = combination
@@ -309,17 +323,18 @@ class ChangeSearch:
             gpus = self._fewest_gpus(update, min(parts_need, default=MAX_GPUS_OFFERED + 1) - 1)
             if gpus is None:
                 continue
-            estimate = self._estimate(update | {"gpus": gpus})
-            found.append(
-                _Combination(indices=indices, update=update | {"gpus": gpus}, estimate=estimate, extra_gpus_to=gpus)
-            )
+            more_gpus = update | {"gpus": gpus}
+            found.append(_Combination(indices, more_gpus, self._estimate(more_gpus), extra_gpus_to=gpus))
         return found
 
     def _fewest_gpus(self, update: dict[str, Any], most_gpus: int) -> int | None:
         """Fewest data-parallel GPUs above the current count, up to `most_gpus`, that fit, by bisection
         (memory falls as ZeRO shards over more GPUs); None when even `most_gpus` do not."""
         current = self.settings.gpus
-        if most_gpus <= current or not self._accepted(update | {"gpus": most_gpus}):
+        if most_gpus <= current:
+            return None
+        most = update | {"gpus": most_gpus}
+        if not self._accepted(most, self.settings.model_copy(update=most)):
             return None
 
         def fits(gpus: int) -> bool:
@@ -370,7 +385,7 @@ def ranked_changes(
 ) -> list[RankedChange]:
     """Every minimal combination of up to three changes that fits, ranked by rank_key. Empty when the
     current settings fit. Without `gpu` (or a rate for it) the slowdowns are None."""
-    if estimate_memory(spec, settings).peak_gib <= gpu_memory_gib:
+    if step_memory(spec, settings).peak_gib <= gpu_memory_gib:
         return []
     time_settings = time_settings or RANKING_TIME_SETTINGS
     search = ChangeSearch(spec, settings, gpu_memory_gib, gpu)
