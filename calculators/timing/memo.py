@@ -1,0 +1,63 @@
+"""Facts of one workload worked out once, however many GPUs and layouts time it.
+
+The Time and cost page times one workload on about 90 GPU and instance-size pairs per rerun
+(calculators.cost.options.cost_options) and the planner many more; much of each estimate depends
+only on the model and the training settings (FLOPs per token, the kernels a step issues, the
+messages each parallel dimension sends) or on the GPU and the kernels (the step's compute). Those
+parts are cached here, keyed exactly on what they read.
+
+The model and the settings are pydantic models that can change in place, so they are not
+hashable; their JSON is the key (`workload_key`): model_dump_json writes every field, nested
+ones too, floats in their shortest round-trip form, so two inputs share a key only when every
+field is equal. Each cache is bounded (functools.lru_cache) and thread-safe, as the app's
+sessions run in threads.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def workload_key(*models: BaseModel) -> tuple[str, ...]:
+    """An exact, hashable stand-in for `models`: each one's class and JSON."""
+    return tuple(part for model in models for part in (type(model).__qualname__, model.model_dump_json()))
+
+
+class _Keyed:
+    """Arguments that hash and compare by their key alone, for functools.lru_cache."""
+
+    __slots__ = ("key", "args")
+
+    def __init__(self, key: tuple, args: tuple) -> None:
+        self.key, self.args = key, args
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Keyed) and self.key == other.key
+
+
+def cached_on_key(maxsize: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Cache `function(*args)` on a key the caller gives, `cached(key, *args)`: the key must stand
+    exactly for the arguments (workload_key, and hashable values of the rest), which need not be
+    hashable themselves. The value is shared by every caller: return immutable values."""
+
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.lru_cache(maxsize=maxsize)
+        def on_key(keyed: _Keyed) -> Any:
+            return function(*keyed.args)
+
+        @functools.wraps(function)
+        def cached(key: tuple, *args: Any) -> Any:
+            return on_key(_Keyed(key, args))
+
+        cached.cache_clear = on_key.cache_clear  # type: ignore[attr-defined]
+        cached.cache_info = on_key.cache_info  # type: ignore[attr-defined]
+        return cached
+
+    return decorate
