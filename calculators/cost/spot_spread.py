@@ -72,9 +72,31 @@ def load_spot_savings(path: Path = SPOT_SAVINGS_PATH) -> tuple[SpotSaving, ...]:
 
 
 def savings_of(price: CloudPrice, savings: Sequence[SpotSaving]) -> list[SpotSaving]:
-    """The rows for `price`'s provider and instance type."""
-    provider, instance = price.provider.casefold(), price.instance_type
-    return [row for row in savings if row.provider.casefold() == provider and row.instance_type == instance]
+    """The rows for `price`'s provider and instance type, in the table's order."""
+    return list(_rows_by_instance(savings).get((price.provider.casefold(), price.instance_type), ()))
+
+
+SavingsIndex = dict[tuple[str, str], list[SpotSaving]]
+# The index of each savings table a caller passes: the Time and cost page prices ~130 rows against
+# the ~630 of data/aws_spot_savings.csv each rerun. Kept only for a tuple, held here so that its id
+# stays its own: a tuple of frozen rows cannot change, so the same object is the same table.
+_INDEXED: dict[int, tuple[tuple[SpotSaving, ...], SavingsIndex]] = {}
+_INDEXED_TABLES = 8
+
+
+def _rows_by_instance(savings: Sequence[SpotSaving]) -> SavingsIndex:
+    """The rows of `savings` by (case-folded provider, instance type), each list in the table's order."""
+    held = _INDEXED.get(id(savings))
+    if held is not None and held[0] is savings:
+        return held[1]
+    index: SavingsIndex = {}
+    for row in savings:
+        index.setdefault((row.provider.casefold(), row.instance_type), []).append(row)
+    if isinstance(savings, tuple):
+        if len(_INDEXED) >= _INDEXED_TABLES:
+            _INDEXED.clear()
+        _INDEXED[id(savings)] = (savings, index)
+    return index
 
 
 def region_spot_usd_per_hour(on_demand_usd_per_hour: float, savings_pct: float) -> float:
