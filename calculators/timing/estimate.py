@@ -37,7 +37,7 @@ from calculators.timing.flops import (
     unlike_layers_flops_per_token,
     vision_flops_per_token,
 )
-from calculators.timing.memo import cached_on_key, workload_key
+from calculators.timing.memo import Workload, cached_on_key, workload_of
 from calculators.timing.operations import (
     DEFAULT_MATMUL_FRACTION,
     LOSS_KERNEL_NAMES,
@@ -388,28 +388,34 @@ def estimate_time(
     vision-language workload count as sequence tokens (language_model_settings); the image
     encoder's own work is its own op class, "vision" (calculators.timing.operations.vision_seconds).
     """
+    return estimate_workload_time(workload_of(spec, settings), gpu, time_settings)
+
+
+def estimate_workload_time(workload: Workload, gpu: GpuSpec, time_settings: TimeSettings) -> TimeEstimate:
+    """estimate_time of a workload made once (calculators.timing.memo.workload_of) for the many GPUs
+    and layouts that time it, so that its key is not serialised again for each."""
+    spec, settings = workload.spec, workload.settings
     language = language_model_settings(spec, settings)
     cp = time_settings.context_parallel
     context_parallel.check_context_parallel(spec, settings, cp)
     # what one rank runs: under context parallel, seq_len / cp tokens of each sequence (text only)
     rank = context_parallel.rank_settings(language, cp)
     peak, fmt = rate_and_format(gpu, language.precision, time_settings.fp32_uses_tf32)
-    workload = workload_key(spec, settings)
-    model_flops, executed_flops = _step_flops(workload, spec, settings)
+    model_flops, executed_flops = _step_flops(workload.key, spec, settings)
     kernels = step_kernels(spec, rank, gpu, time_settings, peak, fmt)
     if time_settings.utilisation is not None:
         compute_s = _flat_compute_s(rank, executed_flops, peak, time_settings.utilisation)
         by_class = {"flat utilisation": compute_s}
     else:
-        parts = _step_compute((workload, cp, kernels), spec, context_parallel.rank_settings(settings, cp), kernels)
+        parts = _step_compute((workload.key, cp, kernels), spec, context_parallel.rank_settings(settings, cp), kernels)
         compute_s, by_class = parts.total_s, parts.by_class_s
         launch = (time_settings.launch, time_settings.compile, time_settings.kernels)
-        issue_s = _host_issue_seconds((workload, cp, launch), spec, rank, time_settings)
+        issue_s = _host_issue_seconds((workload.key, cp, launch), spec, rank, time_settings)
         if issue_s > compute_s:  # the GPU waits for the host to launch its kernels
             by_class["host launch"] = issue_s - compute_s
             compute_s = issue_s
     node_ep = (time_settings.gpus_per_node, expert_parallel_of(spec, time_settings))
-    groups = _dimension_collectives((workload, cp, node_ep), spec, rank, *node_ep)
+    groups = _dimension_collectives((workload.key, cp, node_ep), spec, rank, *node_ep)
     links = dimension_links(gpu, rank, time_settings, spec, dict(groups))
     comm_s, exposed_s, dp_bytes = comm_by_dimension(
         spec, context_parallel.rank_settings(settings, cp), time_settings, links, compute_s

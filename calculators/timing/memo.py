@@ -17,14 +17,32 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
+
+from calculators.models.spec import ModelSpec
+from calculators.workload.training import TrainingSettings
 
 
 def workload_key(*models: BaseModel) -> tuple[str, ...]:
     """An exact, hashable stand-in for `models`: each one's class and JSON."""
     return tuple(part for model in models for part in (type(model).__qualname__, model.model_dump_json()))
+
+
+class Workload(NamedTuple):
+    """A model and its training settings with their key (workload_key), made once by a caller that
+    times them on many GPUs or layouts (calculators.cost.options.cost_options); the key stands for
+    them while neither changes, so make a new one after changing either."""
+
+    spec: ModelSpec
+    settings: TrainingSettings
+    key: tuple[str, ...]
+
+
+def workload_of(spec: ModelSpec, settings: TrainingSettings) -> Workload:
+    """`spec` and `settings` with their key."""
+    return Workload(spec, settings, workload_key(spec, settings))
 
 
 class _Keyed:
