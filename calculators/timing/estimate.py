@@ -21,6 +21,7 @@ the matmuls' format, HFU adds the recomputed ones.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from pydantic import BaseModel, Field
@@ -57,7 +58,7 @@ from calculators.timing.operations import (
     step_kernels,
 )
 from calculators.timing.rates import rate_and_format
-from calculators.timing.settings import TimeSettings
+from calculators.timing.settings import AttentionKernel, TimeSettings
 from calculators.workload.compatibility import settings_offload
 from calculators.workload.precision import gradient_bytes, weight_bytes
 from calculators.workload.training import TrainingSettings, decoder_settings, language_model_settings
@@ -258,19 +259,13 @@ def _assumptions(
     gpu: GpuSpec, settings: TrainingSettings, time_settings: TimeSettings, fmt: str, links: dict[str, float]
 ) -> list[str]:
     """Plain-language list of what the estimate assumes."""
-    part = measured_part(gpu)
-    basis = f"{part} mamf-finder {matmul_fraction(gpu, fmt):.3f}" if part else f"assumed {DEFAULT_MATMUL_FRACTION}"
-    if time_settings.matmul_fraction is not None:
-        basis = f"measured {time_settings.matmul_fraction:.3f}"
-    compute = (
-        f"utilisation {time_settings.utilisation:.3f} (given) of dense peak for all executed FLOPs"
-        if time_settings.utilisation is not None
-        else f"each GEMM at dense peak x achievable fraction ({basis}) x the measured {curve_family(gpu)} shape "
-        "curve x "
-        f"{time_settings.sustained_clock_factor:g} sustained clocks (an assumption, --sustained-clock), "
-        "or memory-bound; " + attention_assumption(gpu, time_settings.attention_kernel) + "; norms, activations, "
-        "loss and optimizer "
-        "bandwidth-bound"
+    compute = _compute_assumption(
+        gpu,
+        fmt,
+        time_settings.utilisation,
+        time_settings.matmul_fraction,
+        time_settings.sustained_clock_factor,
+        time_settings.attention_kernel,
     )
     crossings = communication.dimension_crossings(settings, time_settings.gpus_per_node)
     issue_us = host_seconds_per_kernel(time_settings.launch, time_settings.compile) * 1e6
@@ -306,6 +301,34 @@ def _assumptions(
         "CUDA graphs: 0) and no step runs faster",
         "no data loading or evaluation time; checkpoint writes not included",
     ]
+
+
+# The same few sentences for every estimate on a GPU: built once per GPU and setting (the
+# arguments are all it reads; the GPU is frozen, hashed and compared by every field).
+@functools.lru_cache(maxsize=4096)
+def _compute_assumption(
+    gpu: GpuSpec,
+    fmt: str,
+    utilisation: float | None,
+    matmul_fraction_given: float | None,
+    sustained_clock_factor: float,
+    attention_kernel: AttentionKernel,
+) -> str:
+    """How the step's compute is timed on `gpu`, in words."""
+    if utilisation is not None:
+        return f"utilisation {utilisation:.3f} (given) of dense peak for all executed FLOPs"
+    part = measured_part(gpu)
+    basis = f"{part} mamf-finder {matmul_fraction(gpu, fmt):.3f}" if part else f"assumed {DEFAULT_MATMUL_FRACTION}"
+    if matmul_fraction_given is not None:
+        basis = f"measured {matmul_fraction_given:.3f}"
+    return (
+        f"each GEMM at dense peak x achievable fraction ({basis}) x the measured {curve_family(gpu)} shape "
+        "curve x "
+        f"{sustained_clock_factor:g} sustained clocks (an assumption, --sustained-clock), "
+        "or memory-bound; " + attention_assumption(gpu, attention_kernel) + "; norms, activations, "
+        "loss and optimizer "
+        "bandwidth-bound"
+    )
 
 
 def step_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:

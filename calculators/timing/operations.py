@@ -646,22 +646,46 @@ def step_kernels(
     shape curve on top; fused attention at its kernel's published figures scaled to this GPU's
     16-bit peak (fp8 runs attention in bf16: attention_rates); the bandwidth-bound ops fused or
     eager as kernels_fused decides (torch.compile fuses them; that is its whole effect here)."""
-    fraction = time_settings.matmul_fraction or matmul_fraction(gpu, compute_format)
+    return _step_kernels(
+        gpu,
+        peak_tflops,
+        compute_format,
+        1.0 if settings.precision == "fp8" else compute_bytes(settings.precision),
+        time_settings.matmul_fraction,
+        time_settings.sustained_clock_factor,
+        time_settings.attention_kernel,
+        kernels_fused(settings, time_settings.compile, time_settings.kernels),
+        time_settings.loss_kernel,
+        expert_parallel_of(spec, time_settings),
+        time_settings.fp8_recipe,
+        time_settings.context_parallel,
+    )
+
+
+# A GPU's kernels, built once per GPU and setting: an estimate needs them each time, and the
+# arguments are all they read (the GPU is frozen: hashed and compared by every field).
+@functools.lru_cache(maxsize=4096)
+def _step_kernels(
+    gpu: GpuSpec, peak_tflops: float, compute_format: str, element_bytes: float, matmul_fraction_given: float | None,
+    sustained_clock_factor: float, attention_kernel: AttentionKernel, fused: bool, loss_kernel: LossKernel,
+    expert_parallel: int, fp8_recipe: str, context_parallel: int,
+) -> StepKernels:  # fmt: skip
+    fraction = matmul_fraction_given or matmul_fraction(gpu, compute_format)
     rates = GemmRates(
         peak_tflops=peak_tflops,
-        fraction=fraction * time_settings.sustained_clock_factor,
+        fraction=fraction * sustained_clock_factor,
         bandwidth_tbps=gpu.memory_bandwidth_tbps,
-        element_bytes=1.0 if settings.precision == "fp8" else compute_bytes(settings.precision),
+        element_bytes=element_bytes,
         curve=curve_family(gpu),
     )
     return StepKernels(
         gemm=rates,
-        attention=attention_rates(gpu, time_settings.attention_kernel),
-        fused=kernels_fused(settings, time_settings.compile, time_settings.kernels),
-        loss_kernel=time_settings.loss_kernel,
-        expert_parallel=expert_parallel_of(spec, time_settings),
-        fp8_recipe=time_settings.fp8_recipe,
-        context_parallel=time_settings.context_parallel,
+        attention=attention_rates(gpu, attention_kernel),
+        fused=fused,
+        loss_kernel=loss_kernel,
+        expert_parallel=expert_parallel,
+        fp8_recipe=fp8_recipe,
+        context_parallel=context_parallel,
     )
 
 
