@@ -46,6 +46,7 @@ SETTINGS = (
     {"precision": "fp32", "tensor_parallel": 8, "pipeline_parallel": 2, "gpus": 64, "grad_accum": 4},
     {"method": "lora", "gpus": 8, "zero": 2},
     {"precision": "bf16", "offload_optimizer": True, "zero": 3, "gpus": 8, "framework": "megatron"},
+    {"seq_len": 256, "grad_accum": 2},  # small steps, where the host's kernel launches can bind
 )
 TIME_SETTINGS = (
     {},
@@ -54,6 +55,10 @@ TIME_SETTINGS = (
     {"matmul_fraction": 0.7, "launch": "cuda-graphs", "kernels": "eager", "loss_kernel": "vocab-parallel"},
     {"context_parallel": 2, "expert_parallel": 2, "tp_overlap_fraction": 0.5, "fp32_uses_tf32": True},
     {"inter_node_gbps": 100.0, "overlap_fraction": 0.5, "host_link_gbytes_per_s": 50.0, "epochs": 2.0},
+    {"launch": "compiled"},  # each setting alone too, so that a cache key that left one out would show
+    {"launch": "cuda-graphs", "gpus_per_node": 2},
+    {"kernels": "fused", "sustained_clock_factor": 0.9},
+    {"attention_kernel": "cudnn", "fp8_recipe": "delayed", "nccl_sm_share": 0.1},
 )
 
 
