@@ -102,3 +102,12 @@ def test_a_savings_list_changed_in_place_is_read_again():
     assert spot_price_range(ROW, table).low_usd_per_hour == pytest.approx(3.0)
     table[0] = _saving("a", 80)  # a list can change: never indexed for later calls
     assert spot_price_range(ROW, table).low_usd_per_hour == pytest.approx(2.0)  # 10 x (1 - 0.80)
+
+
+def test_an_infinite_float_and_none_make_different_keys():
+    # model_dump_json writes both as null: the key names the infinite float apart
+    spec, settings = get_preset("gemma-2-2b"), TrainingSettings()
+    uncapped = spec.model_copy(update={"attention_softcap": None})
+    infinite = spec.model_copy(update={"attention_softcap": float("inf")})
+    assert uncapped.model_dump_json() == infinite.model_dump_json()
+    assert workload_key(uncapped, settings) != workload_key(infinite, settings)

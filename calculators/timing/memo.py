@@ -9,13 +9,15 @@ parts are cached here, keyed exactly on what they read.
 The model and the settings are pydantic models that can change in place, so they are not
 hashable; their JSON is the key (`workload_key`): model_dump_json writes every field, nested
 ones too, floats in their shortest round-trip form, so two inputs share a key only when every
-field is equal. Each cache is bounded (functools.lru_cache) and thread-safe, as the app's
+field is equal (it writes an infinite or NaN float as null, as it writes None: the key names
+those apart). Each cache is bounded (functools.lru_cache) and thread-safe, as the app's
 sessions run in threads.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -26,8 +28,29 @@ from calculators.workload.training import TrainingSettings
 
 
 def workload_key(*models: BaseModel) -> tuple[str, ...]:
-    """An exact, hashable stand-in for `models`: each one's class and JSON."""
-    return tuple(part for model in models for part in (type(model).__qualname__, model.model_dump_json()))
+    """An exact, hashable stand-in for `models`: each one's class, JSON and infinite or NaN floats."""
+    return tuple(
+        part
+        for model in models
+        for part in (type(model).__qualname__, model.model_dump_json(), repr(_non_finite_floats(model)))
+    )
+
+
+def _non_finite_floats(model: BaseModel) -> tuple[tuple[str, float], ...]:
+    """(field, value) of each infinite or NaN float of `model` and of the models in it: their JSON
+    writes those as null, as it writes None."""
+    found: list[tuple[str, float]] = []
+    for name, value in model.__dict__.items():
+        kind = type(value)
+        if kind is float:
+            if not math.isfinite(value):
+                found.append((name, value))
+        elif kind not in _PLAIN and isinstance(value, BaseModel):
+            found += [(f"{name}.{inner}", number) for inner, number in _non_finite_floats(value)]
+    return tuple(found)
+
+
+_PLAIN = frozenset({int, str, bool, type(None)})  # the field values that hold no float (a quick test first)
 
 
 class Workload(NamedTuple):
