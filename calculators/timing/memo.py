@@ -7,17 +7,17 @@ messages each parallel dimension sends) or on the GPU and the kernels (the step'
 parts are cached here, keyed exactly on what they read.
 
 The model and the settings are pydantic models that can change in place, so they are not
-hashable; their JSON is the key (`workload_key`): model_dump_json writes every field, nested
-ones too, floats in their shortest round-trip form, so two inputs share a key only when every
-field is equal (it writes an infinite or NaN float as null, as it writes None: the key names
-those apart). Each cache is bounded (functools.lru_cache) and thread-safe, as the app's
-sessions run in threads.
+hashable; the key (`workload_key`) is each one's class and the repr of its field values in the
+class's order: repr writes every value exactly (a float in its round-trip form, inf and nan by
+name, 1, 1.0 and True apart, a string quoted, a nested model field by field), so two inputs share
+a key only when every field is equal. (Their JSON would be as exact but for inf and NaN, which it
+writes as null, as it writes None.) Each cache is bounded (functools.lru_cache) and thread-safe, as
+the app's sessions run in threads.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -28,29 +28,11 @@ from calculators.workload.training import TrainingSettings
 
 
 def workload_key(*models: BaseModel) -> tuple[str, ...]:
-    """An exact, hashable stand-in for `models`: each one's class, JSON and infinite or NaN floats."""
-    return tuple(
-        part
-        for model in models
-        for part in (type(model).__qualname__, model.model_dump_json(), repr(_non_finite_floats(model)))
-    )
-
-
-def _non_finite_floats(model: BaseModel) -> tuple[tuple[str, float], ...]:
-    """(field, value) of each infinite or NaN float of `model` and of the models in it: their JSON
-    writes those as null, as it writes None."""
-    found: list[tuple[str, float]] = []
-    for name, value in model.__dict__.items():
-        kind = type(value)
-        if kind is float:
-            if not math.isfinite(value):
-                found.append((name, value))
-        elif kind not in _PLAIN and isinstance(value, BaseModel):
-            found += [(f"{name}.{inner}", number) for inner, number in _non_finite_floats(value)]
-    return tuple(found)
-
-
-_PLAIN = frozenset({int, str, bool, type(None)})  # the field values that hold no float (a quick test first)
+    """An exact, hashable stand-in for `models`: each one's class and the repr of its field values."""
+    key: list[str] = []
+    for model in models:
+        key += (type(model).__qualname__, repr(tuple(model.__dict__.values())))
+    return tuple(key)
 
 
 class Workload(NamedTuple):
