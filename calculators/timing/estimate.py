@@ -376,7 +376,7 @@ def comm_by_dimension(
 
 
 # What an estimate works out from the workload alone (the model and the training settings, by their
-# JSON: calculators.timing.memo) and from its kernels, cached: the Time and cost page times one
+# exact key: calculators.timing.memo) and from its kernels, cached: the Time and cost page times one
 # workload on ~90 GPU and instance-size pairs a rerun, the planner on many layouts. Each key holds
 # every input its function reads: the workload, the context-parallel degree that cuts a rank's
 # settings from it, and the time settings or kernels used.
