@@ -12,10 +12,10 @@ results are the same, bench/time_equivalence.py):
 
     estimate_time llama-3.1-8b, FSDP 8, op-selective      0.140 -> 0.055 ms  (2.5x)
     estimate_time llama-3.1-70b, DP 8 x TP 8 x PP 4       0.143 -> 0.065 ms  (2.2x)
-    estimate_time mixtral-8x7b, DP 8, full recompute      0.158 -> 0.053 ms  (3.0x)
-    estimate_time llama-2-7b, page defaults, H100         0.118 -> 0.046 ms  (2.6x)
-    cost_options llama-2-7b, page defaults                15.45 -> 6.61 ms   (2.3x)
-    cost_options llama-2-7b, an unseen micro-batch        15.86 -> 9.19 ms   (1.7x: each GPU's step
+    estimate_time mixtral-8x7b, DP 8, full recompute      0.159 -> 0.054 ms  (2.9x)
+    estimate_time llama-2-7b, page defaults, H100         0.117 -> 0.047 ms  (2.5x)
+    cost_options llama-2-7b, page defaults                15.21 -> 6.33 ms   (2.4x)
+    cost_options llama-2-7b, an unseen micro-batch        15.49 -> 9.14 ms   (1.7x: each GPU's step
                                                           compute is worked out anew, ~36 GPUs)
 """
 
