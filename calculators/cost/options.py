@@ -36,7 +36,8 @@ from calculators.cost.spot_spread import SpotSaving, load_spot_savings, spot_pri
 from calculators.hardware.catalogue import GpuSpec
 from calculators.memory.fit_matrix import gpu_memory_gib
 from calculators.models.spec import ModelSpec
-from calculators.timing.estimate import TimeEstimate, estimate_time
+from calculators.timing.estimate import TimeEstimate, estimate_workload_time
+from calculators.timing.memo import Workload, workload_of
 from calculators.timing.settings import TimeSettings
 from calculators.workload.compatibility import training_stack_problem
 from calculators.workload.training import TrainingSettings
@@ -286,6 +287,7 @@ def cost_options(
     savings = load_spot_savings() if spot_savings is None else spot_savings
     bands: dict[str, TimeBand] = {}
     gpus_by_name = {gpu.name: gpu for gpu in catalogue}
+    workload = workload_of(spec, settings)  # one workload timed on every GPU and instance size
     estimates: dict[tuple[str, int], TimeEstimate | None] = {}
     verdicts: dict[str, GpuVerdict] = {}
     options = []
@@ -296,7 +298,7 @@ def cost_options(
         key = (gpu.name, price.gpu_count)
         if key not in estimates:
             gpu_time_settings = time_settings.with_measured_matmul_fraction(gpu.name, measured_matmul_fraction)
-            estimates[key] = _estimate_or_none(spec, settings, gpu, gpu_time_settings, price.gpu_count)
+            estimates[key] = _estimate_or_none(workload, gpu, gpu_time_settings, price.gpu_count)
         if estimates[key] is None:
             continue
         if gpu.name not in verdicts:
@@ -331,12 +333,12 @@ def ranked_and_set_apart(options: Iterable[CostOption]) -> tuple[list[CostOption
 
 
 def _estimate_or_none(
-    spec: ModelSpec, settings: TrainingSettings, gpu: GpuSpec, time_settings: TimeSettings, gpus_per_node: int
+    workload: Workload, gpu: GpuSpec, time_settings: TimeSettings, gpus_per_node: int
 ) -> TimeEstimate | None:
     """The time estimate with this instance size as the node, or None when the GPU lacks the precision."""
     node_settings = time_settings.model_copy(update={"gpus_per_node": gpus_per_node})
     try:
-        return estimate_time(spec, settings, gpu, node_settings)
+        return estimate_workload_time(workload, gpu, node_settings)
     except ValueError:
         return None
 

@@ -72,9 +72,42 @@ def load_spot_savings(path: Path = SPOT_SAVINGS_PATH) -> tuple[SpotSaving, ...]:
 
 
 def savings_of(price: CloudPrice, savings: Sequence[SpotSaving]) -> list[SpotSaving]:
-    """The rows for `price`'s provider and instance type."""
-    provider, instance = price.provider.casefold(), price.instance_type
-    return [row for row in savings if row.provider.casefold() == provider and row.instance_type == instance]
+    """The rows for `price`'s provider and instance type, in the table's order."""
+    return list(_indexed(savings).rows.get((price.provider.casefold(), price.instance_type), ()))
+
+
+class _IndexedTable(NamedTuple):
+    """A savings table's rows by (case-folded provider, instance type), each list in the table's
+    order, and the spot price range of each price row asked about (spot_price_range)."""
+
+    table: Sequence[SpotSaving]
+    rows: dict[tuple[str, str], list[SpotSaving]]
+    ranges: dict[CloudPrice, SpotPriceRange]
+
+
+# Each savings table a caller passes, indexed once: the Time and cost page prices ~130 rows against
+# the ~630 of data/aws_spot_savings.csv each rerun. Kept only for a tuple, held here so that its id
+# stays its own: a tuple of frozen rows cannot change, so the same object is the same table. A
+# price row (frozen, hashed and compared by every field) always gets the same range from it.
+_INDEXED: dict[int, _IndexedTable] = {}
+_INDEXED_TABLES = 8
+_RANGES_PER_TABLE = 4096  # price rows a table keeps ranges for (a sheet's, at a few discounts)
+
+
+def _indexed(savings: Sequence[SpotSaving]) -> _IndexedTable:
+    """`savings` indexed: the one held for this tuple, else a new one (held when `savings` is a tuple)."""
+    held = _INDEXED.get(id(savings))
+    if held is not None and held.table is savings:
+        return held
+    rows: dict[tuple[str, str], list[SpotSaving]] = {}
+    for row in savings:
+        rows.setdefault((row.provider.casefold(), row.instance_type), []).append(row)
+    indexed = _IndexedTable(savings, rows, {})
+    if isinstance(savings, tuple):
+        if len(_INDEXED) >= _INDEXED_TABLES:
+            _INDEXED.clear()
+        _INDEXED[id(savings)] = indexed
+    return indexed
 
 
 def region_spot_usd_per_hour(on_demand_usd_per_hour: float, savings_pct: float) -> float:
@@ -87,10 +120,21 @@ def spot_price_range(price: CloudPrice, savings: Sequence[SpotSaving] | None = N
     """The spot price of `price`'s instance from its cheapest to its dearest region (None without a
     spot price). It always includes the sheet's spot price; without savings rows it is that price
     alone, with a note saying so where the provider's price is the cheapest zone's."""
-    spot = price.spot_usd_per_hour
-    if spot is None:
+    if price.spot_usd_per_hour is None:
         return None
-    every = savings_of(price, load_spot_savings() if savings is None else savings)
+    indexed = _indexed(load_spot_savings() if savings is None else savings)
+    found = indexed.ranges.get(price)
+    if found is None:
+        found = _spot_price_range(price, indexed.rows.get((price.provider.casefold(), price.instance_type), []))
+        if len(indexed.ranges) >= _RANGES_PER_TABLE:
+            indexed.ranges.clear()
+        indexed.ranges[price] = found
+    return found
+
+
+def _spot_price_range(price: CloudPrice, every: list[SpotSaving]) -> SpotPriceRange:
+    """spot_price_range of a row with a spot price, from the savings rows of its instance type."""
+    spot = price.spot_usd_per_hour
     rows = [row for row in every if row.savings_vs_ondemand_pct > 0]
     cheapest_zone = price.provider.casefold() in CHEAPEST_ZONE_PROVIDERS
     if not rows:

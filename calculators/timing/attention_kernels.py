@@ -24,7 +24,7 @@ import csv
 import functools
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from calculators import DATA_DIR
 from calculators.hardware.catalogue import GpuSpec, find_gpu
@@ -141,6 +141,8 @@ def measured_tflops(family: str, kernel: str, causal: bool, head_dim: float, seq
 class AttentionKernelRates(BaseModel):
     """Fused attention on one GPU: the figures of `kernel` on the measured `family`, times
     `scale` (this GPU's 16-bit peak over the measured GPU's)."""
+
+    model_config = ConfigDict(frozen=True)  # a GPU's rates are cached (operations.attention_rates) and hashed
 
     family: str
     kernel: str

@@ -21,6 +21,7 @@ the matmuls' format, HFU adds the recomputed ones.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from pydantic import BaseModel, Field
@@ -37,9 +38,11 @@ from calculators.timing.flops import (
     unlike_layers_flops_per_token,
     vision_flops_per_token,
 )
+from calculators.timing.memo import Workload, cached_on_key, workload_of
 from calculators.timing.operations import (
     DEFAULT_MATMUL_FRACTION,
     LOSS_KERNEL_NAMES,
+    StepCompute,
     StepKernels,
     attention_assumption,
     curve_family,
@@ -55,7 +58,7 @@ from calculators.timing.operations import (
     step_kernels,
 )
 from calculators.timing.rates import rate_and_format
-from calculators.timing.settings import TimeSettings
+from calculators.timing.settings import AttentionKernel, TimeSettings
 from calculators.workload.compatibility import settings_offload
 from calculators.workload.precision import gradient_bytes, weight_bytes
 from calculators.workload.training import TrainingSettings, decoder_settings, language_model_settings
@@ -121,14 +124,18 @@ def exposed_comm_s(comm_s: float, hideable_under_s: float, overlap_fraction: flo
 
 
 def dimension_links(
-    gpu: GpuSpec, settings: TrainingSettings, time_settings: TimeSettings, spec: ModelSpec | None = None
+    gpu: GpuSpec,
+    settings: TrainingSettings,
+    time_settings: TimeSettings,
+    spec: ModelSpec | None = None,
+    groups: dict[str, communication.DimensionCollective] | None = None,
 ) -> dict[str, float]:
     """GB/s per GPU per direction each dimension's traffic runs at (placement in
     calculators.timing.communication.dimension_crossings). With the model `spec`, each
-    dimension's collective at its message size on the measured curves (curve_links); without,
-    the flat link of communication.link_gbytes_per_s."""
+    dimension's collective at its message size on the measured curves (curve_links, with the
+    `groups` when the caller has them); without, the flat link of communication.link_gbytes_per_s."""
     if spec is not None:
-        return curve_links(gpu, spec, settings, time_settings)
+        return curve_links(gpu, spec, settings, time_settings, groups)
     crossings = communication.dimension_crossings(settings, time_settings.gpus_per_node, time_settings.expert_parallel)
     nics = communication.ring_nics_in_flight(settings, time_settings.gpus_per_node)
     return {
@@ -144,15 +151,20 @@ def dimension_links(
 
 
 def curve_links(
-    gpu: GpuSpec, spec: ModelSpec, settings: TrainingSettings, time_settings: TimeSettings
+    gpu: GpuSpec,
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    time_settings: TimeSettings,
+    groups: dict[str, communication.DimensionCollective] | None = None,
 ) -> dict[str, float]:
     """Effective GB/s of each dimension's traffic: one call of its collective at its message size
-    (communication.dimension_collectives) timed on the measured curves
+    (`groups`, else communication.dimension_collectives) timed on the measured curves
     (calculators.timing.collectives), latency included, as bytes sent / seconds."""
     measured = collectives.measured_intra_curves(time_settings.collective_curves)
-    groups = communication.dimension_collectives(
-        spec, settings, time_settings.gpus_per_node, expert_parallel_of(spec, time_settings)
-    )
+    if groups is None:
+        groups = communication.dimension_collectives(
+            spec, settings, time_settings.gpus_per_node, expert_parallel_of(spec, time_settings)
+        )
     # a dimension of one rank sends nothing: its rate, never used, is the flat link's
     idle = communication.link_gbytes_per_s(
         gpu.interconnect_gbps, False, time_settings.inter_node_gbps, time_settings.intra_node_efficiency
@@ -247,19 +259,13 @@ def _assumptions(
     gpu: GpuSpec, settings: TrainingSettings, time_settings: TimeSettings, fmt: str, links: dict[str, float]
 ) -> list[str]:
     """Plain-language list of what the estimate assumes."""
-    part = measured_part(gpu)
-    basis = f"{part} mamf-finder {matmul_fraction(gpu, fmt):.3f}" if part else f"assumed {DEFAULT_MATMUL_FRACTION}"
-    if time_settings.matmul_fraction is not None:
-        basis = f"measured {time_settings.matmul_fraction:.3f}"
-    compute = (
-        f"utilisation {time_settings.utilisation:.3f} (given) of dense peak for all executed FLOPs"
-        if time_settings.utilisation is not None
-        else f"each GEMM at dense peak x achievable fraction ({basis}) x the measured {curve_family(gpu)} shape "
-        "curve x "
-        f"{time_settings.sustained_clock_factor:g} sustained clocks (an assumption, --sustained-clock), "
-        "or memory-bound; " + attention_assumption(gpu, time_settings.attention_kernel) + "; norms, activations, "
-        "loss and optimizer "
-        "bandwidth-bound"
+    compute = _compute_assumption(
+        gpu,
+        fmt,
+        time_settings.utilisation,
+        time_settings.matmul_fraction,
+        time_settings.sustained_clock_factor,
+        time_settings.attention_kernel,
     )
     crossings = communication.dimension_crossings(settings, time_settings.gpus_per_node)
     issue_us = host_seconds_per_kernel(time_settings.launch, time_settings.compile) * 1e6
@@ -295,6 +301,34 @@ def _assumptions(
         "CUDA graphs: 0) and no step runs faster",
         "no data loading or evaluation time; checkpoint writes not included",
     ]
+
+
+# The same few sentences for every estimate on a GPU: built once per GPU and setting (the
+# arguments are all it reads; the GPU is frozen, hashed and compared by every field).
+@functools.lru_cache(maxsize=4096)
+def _compute_assumption(
+    gpu: GpuSpec,
+    fmt: str,
+    utilisation: float | None,
+    matmul_fraction_given: float | None,
+    sustained_clock_factor: float,
+    attention_kernel: AttentionKernel,
+) -> str:
+    """How the step's compute is timed on `gpu`, in words."""
+    if utilisation is not None:
+        return f"utilisation {utilisation:.3f} (given) of dense peak for all executed FLOPs"
+    part = measured_part(gpu)
+    basis = f"{part} mamf-finder {matmul_fraction(gpu, fmt):.3f}" if part else f"assumed {DEFAULT_MATMUL_FRACTION}"
+    if matmul_fraction_given is not None:
+        basis = f"measured {matmul_fraction_given:.3f}"
+    return (
+        f"each GEMM at dense peak x achievable fraction ({basis}) x the measured {curve_family(gpu)} shape "
+        "curve x "
+        f"{sustained_clock_factor:g} sustained clocks (an assumption, --sustained-clock), "
+        "or memory-bound; " + attention_assumption(gpu, attention_kernel) + "; norms, activations, "
+        "loss and optimizer "
+        "bandwidth-bound"
+    )
 
 
 def step_flops_per_token(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
@@ -341,6 +375,33 @@ def comm_by_dimension(
     return seconds, exposed, dp_bytes
 
 
+# What an estimate works out from the workload alone (the model and the training settings, by their
+# exact key: calculators.timing.memo) and from its kernels, cached: the Time and cost page times one
+# workload on ~90 GPU and instance-size pairs a rerun, the planner on many layouts. Each key holds
+# every input its function reads: the workload, the context-parallel degree that cuts a rank's
+# settings from it, and the time settings or kernels used.
+@cached_on_key(maxsize=256)
+def _step_flops(spec: ModelSpec, settings: TrainingSettings) -> tuple[float, float]:
+    return step_flops_per_token(spec, settings)
+
+
+@cached_on_key(maxsize=1024)
+def _step_compute(spec: ModelSpec, rank: TrainingSettings, kernels: StepKernels) -> StepCompute:
+    return step_compute(spec, rank, kernels)
+
+
+@cached_on_key(maxsize=256)
+def _host_issue_seconds(spec: ModelSpec, rank: TrainingSettings, time_settings: TimeSettings) -> float:
+    return host_issue_seconds(spec, rank, time_settings)
+
+
+@cached_on_key(maxsize=256)
+def _dimension_collectives(
+    spec: ModelSpec, rank: TrainingSettings, gpus_per_node: int, expert_parallel: int
+) -> tuple[tuple[str, communication.DimensionCollective], ...]:
+    return tuple(communication.dimension_collectives(spec, rank, gpus_per_node, expert_parallel).items())
+
+
 def estimate_time(
     spec: ModelSpec, settings: TrainingSettings, gpu: GpuSpec, time_settings: TimeSettings
 ) -> TimeEstimate:
@@ -350,25 +411,35 @@ def estimate_time(
     vision-language workload count as sequence tokens (language_model_settings); the image
     encoder's own work is its own op class, "vision" (calculators.timing.operations.vision_seconds).
     """
+    return estimate_workload_time(workload_of(spec, settings), gpu, time_settings)
+
+
+def estimate_workload_time(workload: Workload, gpu: GpuSpec, time_settings: TimeSettings) -> TimeEstimate:
+    """estimate_time of a workload made once (calculators.timing.memo.workload_of) for the many GPUs
+    and layouts that time it, so that its key is not serialised again for each."""
+    spec, settings = workload.spec, workload.settings
     language = language_model_settings(spec, settings)
     cp = time_settings.context_parallel
     context_parallel.check_context_parallel(spec, settings, cp)
     # what one rank runs: under context parallel, seq_len / cp tokens of each sequence (text only)
     rank = context_parallel.rank_settings(language, cp)
     peak, fmt = rate_and_format(gpu, language.precision, time_settings.fp32_uses_tf32)
-    model_flops, executed_flops = step_flops_per_token(spec, settings)
+    model_flops, executed_flops = _step_flops(workload.key, spec, settings)
     kernels = step_kernels(spec, rank, gpu, time_settings, peak, fmt)
     if time_settings.utilisation is not None:
         compute_s = _flat_compute_s(rank, executed_flops, peak, time_settings.utilisation)
         by_class = {"flat utilisation": compute_s}
     else:
-        parts = step_compute(spec, context_parallel.rank_settings(settings, cp), kernels)
+        parts = _step_compute((workload.key, cp, kernels), spec, context_parallel.rank_settings(settings, cp), kernels)
         compute_s, by_class = parts.total_s, parts.by_class_s
-        issue_s = host_issue_seconds(spec, rank, time_settings)
+        launch = (time_settings.launch, time_settings.compile, time_settings.kernels)
+        issue_s = _host_issue_seconds((workload.key, cp, launch), spec, rank, time_settings)
         if issue_s > compute_s:  # the GPU waits for the host to launch its kernels
             by_class["host launch"] = issue_s - compute_s
             compute_s = issue_s
-    links = dimension_links(gpu, rank, time_settings, spec)
+    node_ep = (time_settings.gpus_per_node, expert_parallel_of(spec, time_settings))
+    groups = _dimension_collectives((workload.key, cp, node_ep), spec, rank, *node_ep)
+    links = dimension_links(gpu, rank, time_settings, spec, dict(groups))
     comm_s, exposed_s, dp_bytes = comm_by_dimension(
         spec, context_parallel.rank_settings(settings, cp), time_settings, links, compute_s
     )

@@ -24,7 +24,7 @@ from __future__ import annotations
 import csv
 import functools
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from calculators import DATA_DIR
 from calculators.hardware.catalogue import GpuSpec
@@ -144,12 +144,24 @@ def _named_by_prefix(name: str, prefixes: tuple[tuple[str, str], ...]) -> str | 
 
 def gpu_family(gpu: GpuSpec) -> str | None:
     """The measured family a GPU belongs to ('A100', 'H100', ...), or None."""
-    return _named_by_prefix(gpu.name, FAMILY_PREFIXES)
+    return _family_named(gpu.name)
 
 
 def measured_part(gpu: GpuSpec) -> str | None:
     """The part whose mamf-finder figure applies to this GPU ('GH200', 'H100', ...), or None."""
-    return _named_by_prefix(gpu.name, MEASURED_PART_PREFIXES) or gpu_family(gpu)
+    return _part_named(gpu.name)
+
+
+# The prefix matches read the name alone, and an estimate asks for them a dozen times: each name
+# (a catalogue's few dozen, and the user's own GPUs) is matched once.
+@functools.lru_cache(maxsize=1024)
+def _family_named(name: str) -> str | None:
+    return _named_by_prefix(name, FAMILY_PREFIXES)
+
+
+@functools.lru_cache(maxsize=1024)
+def _part_named(name: str) -> str | None:
+    return _named_by_prefix(name, MEASURED_PART_PREFIXES) or _family_named(name)
 
 
 def matmul_fraction(gpu: GpuSpec, compute_format: str = "bf16") -> float:
@@ -171,12 +183,15 @@ def curve_family(gpu: GpuSpec) -> str:
     return family if family in CURVE_FAMILIES else "H100"
 
 
+# GpuSpec is frozen: it hashes and compares by every field, an exact key for the GPU's facts.
+@functools.lru_cache(maxsize=1024)
 def attention_rates(gpu: GpuSpec, kernel: AttentionKernel = "flash2") -> AttentionKernelRates:
     """The published figures that time fused attention `kernel` on this GPU
     (attention_kernels.attention_kernel_rates on its die family)."""
     return attention_kernel_rates(gpu, gpu_family(gpu), kernel)
 
 
+@functools.lru_cache(maxsize=1024)
 def attention_assumption(gpu: GpuSpec, kernel: AttentionKernel = "flash2") -> str:
     """How attention is timed on this GPU, in words: the kernel that runs (FlashAttention-2 where
     the one asked for does not) and whose figures, scaled by what."""
@@ -188,6 +203,8 @@ def attention_assumption(gpu: GpuSpec, kernel: AttentionKernel = "flash2") -> st
 
 class GemmRates(BaseModel):
     """How fast this GPU runs the step's matmuls."""
+
+    model_config = ConfigDict(frozen=True)  # hashable: part of the key of a cached step (estimate)
 
     peak_tflops: float
     fraction: float
@@ -541,6 +558,8 @@ def optimizer_bytes_per_parameter(settings: TrainingSettings) -> float:
 class StepCompute(BaseModel):
     """Compute seconds of one step on the busiest GPU, by op class (recomputation apart)."""
 
+    model_config = ConfigDict(frozen=True)  # a cached step's, shared by every estimate of it
+
     gemm_s: float
     attention_s: float
     elementwise_s: float
@@ -582,6 +601,8 @@ class StepKernels(BaseModel):
     the GEMMs at `gemm`'s rates, fused attention at its kernel's published figures (`attention`),
     the norms, rotary embeddings and activation fused or eager (kernels_fused), the loss's kernel
     setting (loss_kernel_in_use) and the expert-parallel degree the MoE layers split over."""
+
+    model_config = ConfigDict(frozen=True)  # hashable: the key of a cached step (estimate)
 
     gemm: GemmRates
     attention: AttentionKernelRates
@@ -625,22 +646,46 @@ def step_kernels(
     shape curve on top; fused attention at its kernel's published figures scaled to this GPU's
     16-bit peak (fp8 runs attention in bf16: attention_rates); the bandwidth-bound ops fused or
     eager as kernels_fused decides (torch.compile fuses them; that is its whole effect here)."""
-    fraction = time_settings.matmul_fraction or matmul_fraction(gpu, compute_format)
+    return _step_kernels(
+        gpu,
+        peak_tflops,
+        compute_format,
+        1.0 if settings.precision == "fp8" else compute_bytes(settings.precision),
+        time_settings.matmul_fraction,
+        time_settings.sustained_clock_factor,
+        time_settings.attention_kernel,
+        kernels_fused(settings, time_settings.compile, time_settings.kernels),
+        time_settings.loss_kernel,
+        expert_parallel_of(spec, time_settings),
+        time_settings.fp8_recipe,
+        time_settings.context_parallel,
+    )
+
+
+# A GPU's kernels, built once per GPU and setting: an estimate needs them each time, and the
+# arguments are all they read (the GPU is frozen: hashed and compared by every field).
+@functools.lru_cache(maxsize=4096)
+def _step_kernels(
+    gpu: GpuSpec, peak_tflops: float, compute_format: str, element_bytes: float, matmul_fraction_given: float | None,
+    sustained_clock_factor: float, attention_kernel: AttentionKernel, fused: bool, loss_kernel: LossKernel,
+    expert_parallel: int, fp8_recipe: str, context_parallel: int,
+) -> StepKernels:  # fmt: skip
+    fraction = matmul_fraction_given or matmul_fraction(gpu, compute_format)
     rates = GemmRates(
         peak_tflops=peak_tflops,
-        fraction=fraction * time_settings.sustained_clock_factor,
+        fraction=fraction * sustained_clock_factor,
         bandwidth_tbps=gpu.memory_bandwidth_tbps,
-        element_bytes=1.0 if settings.precision == "fp8" else compute_bytes(settings.precision),
+        element_bytes=element_bytes,
         curve=curve_family(gpu),
     )
     return StepKernels(
         gemm=rates,
-        attention=attention_rates(gpu, time_settings.attention_kernel),
-        fused=kernels_fused(settings, time_settings.compile, time_settings.kernels),
-        loss_kernel=time_settings.loss_kernel,
-        expert_parallel=expert_parallel_of(spec, time_settings),
-        fp8_recipe=time_settings.fp8_recipe,
-        context_parallel=time_settings.context_parallel,
+        attention=attention_rates(gpu, attention_kernel),
+        fused=fused,
+        loss_kernel=loss_kernel,
+        expert_parallel=expert_parallel,
+        fp8_recipe=fp8_recipe,
+        context_parallel=context_parallel,
     )
 
 
