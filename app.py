@@ -9,6 +9,7 @@ run on its own for a deep link).
 import streamlit as st
 
 from ui import state
+from ui.heap import freeze_loaded_objects
 from ui.layout import close_sidebar_on_narrow_window
 from ui.workload import workload_sidebar
 
@@ -46,3 +47,4 @@ try:
     navigation.run()
 finally:
     state.save_to_url()
+    freeze_loaded_objects()  # once per process: what the first run loaded stays out of later collections
