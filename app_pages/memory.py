@@ -15,10 +15,10 @@ from calculators.workload.frameworks import FRAMEWORK_LABEL, framework_rows
 from calculators.workload.training import TrainingSettings
 from ui.calibration_state import measured_matmul_fraction
 from ui.changes_view import show_changes
-from ui.charts import phase_breakdown_figure
 from ui.gpu_table import fewest_gpus_text
 from ui.layout import EMPTY_CELL, wrapping_row
 from ui.memo import json_key, remembered
+from ui.memory_chart import phase_breakdown_chart
 from ui.serving_view import show_serving
 from ui.trace_view import trace_section
 from ui.user_gpus import user_gpus
@@ -145,8 +145,8 @@ row.metric(
 
 changes_slot = st.container()
 
-figure = remembered("memory_figure", asked, lambda: phase_breakdown_figure(estimate, workload.gpu_memory_gib))
-st.plotly_chart(figure, width="stretch")
+chart = remembered("memory_chart", asked, lambda: phase_breakdown_chart(estimate, workload.gpu_memory_gib))
+st.vega_lite_chart(chart.data, chart.spec, width="stretch")
 st.caption(f"The peak is the largest phase ({estimate.peak_phase}), not the sum of everything that ever exists.")
 details = [f"trainable parameters: {estimate.trainable_parameters:,} of {estimate.parameters:,}"]
 if estimate.host_memory_gib > 0:

@@ -9,7 +9,8 @@ from calculators.memory.engine import estimate_memory
 from calculators.models.presets import get_preset
 from calculators.workload.training import TrainingSettings
 from ui.axes import axis, log_tick_values, tick_label
-from ui.charts import hours_usd_layout, phase_breakdown_figure, scaling_figure, time_cost_figure
+from ui.charts import hours_usd_layout, scaling_figure, time_cost_figure
+from ui.memory_chart import phase_breakdown_chart
 from ui.palette import COMPONENT_COLOUR, VENDOR_COLOUR
 
 
@@ -67,12 +68,14 @@ def test_a_memory_component_keeps_its_colour_between_two_states():
     spec = get_preset("llama-3.2-1b")
     full = estimate_memory(spec, TrainingSettings(micro_batch=2, seq_len=2048))
     lora = estimate_memory(spec, TrainingSettings(micro_batch=2, seq_len=2048, method="lora"))
-    colours = [
-        {bar.name: bar.marker.color for bar in phase_breakdown_figure(estimate, 80).data} for estimate in (full, lora)
+    scales = [
+        phase_breakdown_chart(estimate, 80).spec["layer"][0]["encoding"]["color"]["scale"] for estimate in (full, lora)
     ]
+    colours = [dict(zip(scale["domain"], scale["range"], strict=True)) for scale in scales]
     shared = colours[0].keys() & colours[1].keys()
     assert {"Activations", "Weights"} <= shared
     assert all(colours[0][name] == colours[1][name] for name in shared)
+    assert colours[0]["Weights"] == "#1f77b4" and colours[0]["Activations"] == "#2ca02c"  # the palette's
     assert len(set(COMPONENT_COLOUR.values())) == len(COMPONENT_COLOUR)  # no two components alike
     assert VENDOR_COLOUR["NVIDIA"] == "#76b900"
 

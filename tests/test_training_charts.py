@@ -4,12 +4,12 @@ decades, the Memory chart's capacity label on its own box, picked GPUs named bes
 from __future__ import annotations
 
 import pandas as pd
-import plotly.graph_objects as go
 
 from calculators.memory.engine import estimate_memory
 from calculators.models.presets import get_preset
 from calculators.workload.training import TrainingSettings
-from ui.charts import memory_bandwidth_figure, phase_breakdown_figure, scaling_figure, tflops_price_figure
+from ui.charts import memory_bandwidth_figure, scaling_figure, tflops_price_figure
+from ui.memory_chart import Segment, phase_breakdown_chart, stacked_gib_chart
 
 # the review's Llama-3.1-8B run on 1 to 512 H100s: 36.8 h on one, halving with each doubling
 GPUS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
@@ -23,30 +23,45 @@ def test_the_scaling_chart_keeps_its_legend_off_the_right_axis_and_its_gpu_ticks
     assert figure.layout.margin.t >= 40  # the top hours tick (50 h) has room above the plot
 
 
-def test_the_capacity_line_label_sits_on_a_box_of_its_own():
+def test_the_capacity_line_is_labelled_in_red_on_a_white_halo():
+    """The label 'GPU 80 GiB' at the capacity, drawn twice: a white stroke first, then the red words,
+    so it reads over an orange bar."""
     estimate = estimate_memory(get_preset("llama-3.2-1b"), TrainingSettings(micro_batch=2, seq_len=2048))
-    (label,) = phase_breakdown_figure(estimate, 80).layout.annotations
-    assert label.text == "GPU 80 GiB" and label.bgcolor and label.font.color == "red"
+    bars, line, halo, words = phase_breakdown_chart(estimate, 80).spec["layer"]
+    assert line["mark"]["type"] == "rule" and line["encoding"]["y"]["datum"] == 80
+    assert halo["encoding"]["text"]["value"] == words["encoding"]["text"]["value"] == "GPU 80 GiB"
+    assert halo["mark"]["stroke"] == "white" and words["mark"]["color"] == "red"
+    assert bars["encoding"]["y"]["title"] == "GiB per GPU"
 
 
-def test_the_memory_chart_keeps_a_fixed_left_margin_wide_enough_for_its_ticks_and_title():
-    """No automargin pass on the y axis (the chart is redrawn on every sidebar change), so its margin
-    is set: at least the 71 px Plotly's automargin gave ticks up to "160" and the title in Chromium."""
+def test_the_memory_chart_stacks_each_phase_in_the_engines_order_with_its_own_numbers():
+    """One row per phase and component the step holds, the phases left to right as the step runs them,
+    the components from the bottom up in the engine's order; a component absent from every phase is
+    not in the legend."""
     estimate = estimate_memory(get_preset("llama-3.2-1b"), TrainingSettings(micro_batch=2, seq_len=2048))
-    layout = phase_breakdown_figure(estimate, 80).layout
-    assert layout.yaxis.automargin is False and layout.yaxis.title.text == "GiB per GPU"
-    assert layout.margin.l >= 71
+    chart = phase_breakdown_chart(estimate, 80)
+    phases = list(estimate.phase_components_gib)
+    bars = chart.spec["layer"][0]["encoding"]
+    assert bars["x"]["sort"] == phases and bars["order"]["field"] == "stack"
+    legend = bars["color"]["scale"]["domain"]
+    assert legend[0] == "Weights" and "Autocast weight copies" not in legend  # BF16 mixed casts no weight copies
+    peak = chart.data[chart.data["column"] == estimate.peak_phase]
+    # the stacked segments of the peak phase add up to its device view, reserve and context included
+    assert abs(peak["GiB"].sum() - sum(estimate.phase_components_gib[estimate.peak_phase].values())) < 1e-9
+    assert list(peak["stack"]) == sorted(peak["stack"])
 
 
-def test_the_memory_chart_built_without_plotlys_checks_passes_them():
-    """phase_breakdown_figure skips Plotly's property checks (ui.charts.unchecked_figure): the same
-    figure built with them is the same figure, so nothing it holds is misspelled or out of range."""
-    for settings in (TrainingSettings(micro_batch=2, seq_len=2048), TrainingSettings(method="lora", zero=3, gpus=8)):
-        figure = phase_breakdown_figure(estimate_memory(get_preset("llama-3.2-1b"), settings), 24)
-        checked = go.Figure(figure.to_dict())
-        assert checked.to_dict() == figure.to_dict()
-        assert [bar.type for bar in checked.data] == ["bar"] * len(checked.data) and len(checked.data) >= 4
-        assert checked.layout.template.layout.font.color == "#2a3f5f"  # Plotly's default template, as before
+def test_a_stacked_chart_names_no_data_in_its_spec():
+    """The rows travel beside the spec (st.vega_lite_chart(data, spec)), so a change of the numbers
+    keeps the spec and Streamlit keeps the chart mounted."""
+    segments = [Segment("per GPU", "Weights", 12.5), Segment("per GPU", "KV cache", 4.0)]
+    small = stacked_gib_chart(segments, {"Weights": "#1f77b4", "KV cache": "#9467bd"}, 24, 300, "bar")
+    larger = stacked_gib_chart(
+        [Segment("per GPU", "Weights", 13.0), Segment("per GPU", "KV cache", 6.0)],
+        {"Weights": "#1f77b4", "KV cache": "#9467bd"}, 24, 300, "bar",
+    )  # fmt: skip
+    assert small.spec == larger.spec and "data" not in small.spec
+    assert list(small.data["GiB"]) == [12.5, 4.0] and list(larger.data["GiB"]) == [13.0, 6.0]
 
 
 def _table() -> pd.DataFrame:

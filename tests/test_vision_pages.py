@@ -28,7 +28,7 @@ def test_the_model_box_offers_vision_models_and_the_memory_page_sizes_one():
     assert any(text.startswith("Fits:") for text in texts(app.success))
     metrics = {metric.label: metric.value for metric in app.metric}
     assert metrics["Largest micro-batch"].endswith("images") and metrics["Peak (device)"].endswith("GiB")
-    assert app.get("plotly_chart")
+    assert app.get("vega_lite_chart")  # the phases chart
     keys = widget_keys(app)
     assert {"image_size", "channels_last", "v_micro_batch", "v_precision"} <= keys
     assert not {"seq_len", "lora_rank", "grad_accum", "mode"} & keys  # the transformer's controls are hidden

@@ -7,71 +7,12 @@ from collections.abc import Collection
 
 import pandas as pd
 import plotly.graph_objects as go
-import plotly.io as pio
 
-from calculators.memory.result import COMPONENT_LABEL, COMPONENTS, MemoryEstimate
 from ui.axes import axis
-from ui.palette import COMPONENT_COLOUR, HIGHLIGHT_LINE, pricing_colour, step_part_colour, vendor_colour
+from ui.palette import HIGHLIGHT_LINE, pricing_colour, step_part_colour, vendor_colour
 
 # Every figure's margins: room for the title bar, none wasted at the sides.
 MARGIN = dict(l=10, r=10, t=30, b=10)
-
-
-def unchecked_figure(data: list[dict], layout: dict) -> go.Figure:
-    """A figure from plain trace and layout dicts, without Plotly's property checks.
-
-    Why: go.Figure checks every property against Plotly's schema as it is set, about 9 ms for the
-    Memory chart on a 2-core machine, and st.plotly_chart only serialises the figure. The Memory
-    chart is built afresh on every change of the sidebar (bench/bench_clicks.py), so it skips the
-    checks (plotly's `_validate`, pinned plotly 7.1.0); tests/test_training_charts.py checks that the
-    same dicts pass them (go.Figure with checks gives the same figure)."""
-    return go.Figure(data=data, layout=layout, _validate=False)
-
-
-def phase_breakdown_figure(estimate: MemoryEstimate, capacity_gib: float) -> go.Figure:
-    """One stacked bar per phase of the step, with the GPU's capacity as a line."""
-    phase_components = estimate.phase_components_gib
-    phases = list(phase_components)
-    bars = []
-    for component in COMPONENTS:
-        values = [phase_components[phase].get(component, 0.0) for phase in phases]
-        if any(v > 0 for v in values):
-            bars.append(
-                dict(
-                    type="bar",
-                    name=COMPONENT_LABEL[component],
-                    x=phases,
-                    y=values,
-                    marker=dict(color=COMPONENT_COLOUR[component]),
-                    hovertemplate=f"{COMPONENT_LABEL[component]}: %{{y:.2f}} GiB<extra></extra>",
-                )
-            )
-    capacity_line = dict(
-        type="line", xref="x domain", x0=0, x1=1, yref="y", y0=capacity_gib, y1=capacity_gib,
-        line=dict(color="red", dash="dash"),
-    )  # fmt: skip
-    # the label on a white box, in the line's colour: grey text drawn over an orange bar could not be read
-    capacity_label = dict(
-        text=f"GPU {capacity_gib:g} GiB", font=dict(color="red"), bgcolor="rgba(255,255,255,0.9)", bordercolor="red",
-        showarrow=False, xref="x domain", x=0, xanchor="left", yref="y", y=capacity_gib, yanchor="bottom",
-    )  # fmt: skip
-    layout = dict(
-        template=pio.templates[pio.templates.default],  # what go.Figure() adds when it checks
-        shapes=[capacity_line],
-        annotations=[capacity_label],
-        barmode="stack",
-        # A fixed left margin instead of the automargin Streamlit's theme turns on: room for five-character
-        # ticks ("12.5k") and the title, and no second Plotly pass to widen the margin once the ticks are
-        # drawn. This chart is drawn afresh on every change of the sidebar (bench/bench_clicks.py): that
-        # pass was about 13 of its 30 ms per draw in Chromium.
-        yaxis=dict(title=dict(text="GiB per GPU"), automargin=False),
-        height=520,
-        margin=MARGIN | dict(l=80),
-        # below the phase names, which a narrow chart writes at a slant: the legend must not cover them
-        legend=dict(orientation="h", yanchor="top", y=-0.32),
-        xaxis=dict(automargin=True, tickangle=-30),
-    )
-    return unchecked_figure(bars, layout)
 
 
 def validation_figure(ids: list[str], measured: list[float], estimated: list[float]) -> go.Figure:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from calculators.hardware.catalogue import GpuSpec
@@ -19,24 +18,15 @@ from calculators.memory.serving_changes import serving_changes
 from calculators.models.spec import ModelSpec
 from calculators.units import counted, rate_text
 from calculators.workload.serving import ServingSettings, context_beyond_training, serving_problem
-from ui.charts import MARGIN
 from ui.layout import EMPTY_CELL, wrapping_row
+from ui.memory_chart import MemoryChart, Segment, stacked_gib_chart
 from ui.palette import SERVING_PART_COLOUR
 
 
-def serving_breakdown_figure(parts_gib: dict[str, float], capacity_gib: float) -> go.Figure:
-    figure = go.Figure()
-    for name, gib in parts_gib.items():
-        figure.add_bar(
-            name=name,
-            x=["per GPU"],
-            y=[gib],
-            marker_color=SERVING_PART_COLOUR[name],
-            hovertemplate=f"{name}: %{{y:.2f}} GiB<extra></extra>",
-        )
-    figure.add_hline(y=capacity_gib, line_dash="dash", line_color="red", annotation_text=f"GPU {capacity_gib:g} GiB")
-    figure.update_layout(barmode="stack", yaxis_title="GiB", height=380, margin=MARGIN)
-    return figure
+def serving_breakdown_chart(parts_gib: dict[str, float], capacity_gib: float) -> MemoryChart:
+    """One stacked bar of what a GPU holds while serving, in the memory chart's colours for the same things."""
+    segments = [Segment("per GPU", name, gib) for name, gib in parts_gib.items()]
+    return stacked_gib_chart(segments, SERVING_PART_COLOUR, capacity_gib, height_px=340, column_title="bar")
 
 
 def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
@@ -105,7 +95,8 @@ def show_serving(spec: ModelSpec, workload, gpu: GpuSpec | None) -> None:
         "Activations": estimate.activations_gib,
         "Overhead": estimate.overhead_gib,
     }
-    st.plotly_chart(serving_breakdown_figure(parts, capacity), width="stretch")
+    chart = serving_breakdown_chart(parts, capacity)
+    st.vega_lite_chart(chart.data, chart.spec, width="stretch")
     # GiB to 3 decimals as the KV cache metric above writes them ("1.000", not "1")
     st.dataframe(
         pd.DataFrame([{"part": k, "GiB per GPU": v} for k, v in parts.items()]),

@@ -4,7 +4,6 @@ largest micro-batch and fewest GPUs, the parts of each phase in GiB, and the sin
 from __future__ import annotations
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from calculators.memory.vision_fit import check_vision_fit, vision_batch_gains, vision_suggestions
@@ -19,40 +18,27 @@ from calculators.memory.vision_training import (
 from calculators.units import GIB
 from ui.layout import EMPTY_CELL, wrapping_row
 from ui.memo import json_key, remembered
+from ui.memory_chart import MemoryChart, Segment, stacked_gib_chart
 from ui.palette import VISION_PART_COLOUR
 
 OVERHEAD_LABEL = "allocator reserve, CUDA context, NCCL"
 
 
-def vision_phase_figure(run: VisionTrainingInput, estimate: VisionMemoryResult, capacity_gib: float) -> go.Figure:
+def vision_phase_chart(run: VisionTrainingInput, estimate: VisionMemoryResult, capacity_gib: float) -> MemoryChart:
     """One stacked bar per phase (GiB per GPU): the parts live then, and on top what the device holds
     beyond torch's allocations; the GPU's capacity as a line."""
     phases = list(PHASE_PARTS)
-    figure = go.Figure()
+    segments = []
     for name, label in PART_LABEL.items():
         gib = getattr(estimate, f"{name}_gib")
-        values = [gib if name in PHASE_PARTS[phase] else 0.0 for phase in phases]
-        if any(value > 0 for value in values):
-            figure.add_bar(
-                name=label,
-                x=phases,
-                y=values,
-                marker_color=VISION_PART_COLOUR[name],
-                hovertemplate=f"{label}: %{{y:.2f}} GiB<extra></extra>",
-            )
-    overheads = [device_peak_bytes(estimate.phases_gib[phase] * GIB, run) / GIB - estimate.phases_gib[phase]
-                 for phase in phases]  # fmt: skip
-    figure.add_bar(name=OVERHEAD_LABEL, x=phases, y=overheads, marker_color=VISION_PART_COLOUR["overheads"],
-                   hovertemplate=f"{OVERHEAD_LABEL}: %{{y:.2f}} GiB<extra></extra>")  # fmt: skip
-    figure.add_hline(y=capacity_gib, line_dash="dash", line_color="red", annotation_text=f"GPU {capacity_gib:g} GiB")
-    figure.update_layout(
-        barmode="stack",
-        yaxis_title="GiB per GPU",
-        height=520,
-        margin=dict(l=10, r=10, t=30, b=10),
-        legend=dict(orientation="h", yanchor="top", y=-0.2),
-    )
-    return figure
+        if gib > 0:
+            segments += [Segment(phase, label, gib if name in PHASE_PARTS[phase] else 0.0) for phase in phases]
+    for phase in phases:
+        overhead_gib = device_peak_bytes(estimate.phases_gib[phase] * GIB, run) / GIB - estimate.phases_gib[phase]
+        segments.append(Segment(phase, OVERHEAD_LABEL, overhead_gib))
+    colours = {label: VISION_PART_COLOUR[name] for name, label in PART_LABEL.items()}
+    colours[OVERHEAD_LABEL] = VISION_PART_COLOUR["overheads"]
+    return stacked_gib_chart(segments, colours, capacity_gib, height_px=420, column_title="phase")
 
 
 def _what_to_change(found: list) -> None:
@@ -131,8 +117,8 @@ def show_vision_memory(run: VisionTrainingInput, gpu_name: str, capacity_gib: fl
         width="content",
         help="Data-parallel GPUs with the chosen ZeRO stage; without ZeRO every GPU holds a full copy.",
     )
-    figure = remembered("vision_figure", asked, lambda: vision_phase_figure(run, estimate, capacity_gib))
-    st.plotly_chart(figure, width="stretch")
+    chart = remembered("vision_chart", asked, lambda: vision_phase_chart(run, estimate, capacity_gib))
+    st.vega_lite_chart(chart.data, chart.spec, width="stretch")
     st.caption(f"The peak is the largest phase ({estimate.peak_phase}), not the sum of every part.")
     # one above the other, full width: side by side, the changes' words were cut off at 800 px
     st.subheader("Parts")

@@ -77,26 +77,41 @@ def test_the_tick_reader_tells_ordered_ticks_from_noise(texts, reads):
             assert_reads_in_order(texts, "axis")
 
 
-# Each chart drawn on the page: its axes' types (from the figure Plotly drew), and the text and
-# on-screen box of each shown tick label of each axis (from the SVG: one `g.xtick`, `g.y2tick`... per tick).
-CHART_TICKS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].map((chart) => {
-    const ticks = {};
-    for (const tick of chart.querySelectorAll('g.xtick, g.ytick, g.x2tick, g.y2tick')) {
-        const label = tick.querySelector('text');
-        if (!label || !label.textContent.trim()) continue;
+# Each chart drawn on the page, in the page's order: its axes' types, and the text and on-screen box of
+# each shown tick label of each axis. Plotly charts: one `g.xtick`, `g.y2tick`... per tick in the SVG,
+# the axis types from the figure Plotly drew. Vega-Lite charts (the memory charts, ui/memory_chart.py):
+# one `g.role-axis` per axis, whose aria-label names the axis and its scale ("Y-axis titled 'GiB per
+# GPU' for a linear scale ..."), its labels in `g.role-axis-label`.
+CHARTS = '[data-testid="stMain"] .js-plotly-plot, [data-testid="stMain"] [data-testid="stVegaLiteChart"] svg.marks'
+CHART_TICKS_JS = """(selector) => [...document.querySelectorAll(selector)].map((chart) => {
+    const ticks = {}, types = {}, titles = [];
+    const read = (axis, label) => {
+        if (!label || !label.textContent.trim()) return;
         const box = label.getBoundingClientRect();
-        if (box.width === 0) continue;  // a label Plotly hides (display: none) at the plot's edge is not read
-        const axis = tick.getAttribute('class').replace('tick', '');
+        if (box.width === 0) return;  // a label hidden at the plot's edge is not read
         (ticks[axis] = ticks[axis] || []).push(
             {text: label.textContent, left: box.left, right: box.right, top: box.top, bottom: box.bottom});
+    };
+    if (chart.classList.contains('js-plotly-plot')) {
+        for (const tick of chart.querySelectorAll('g.xtick, g.ytick, g.x2tick, g.y2tick')) {
+            read(tick.getAttribute('class').replace('tick', ''), tick.querySelector('text'));
+        }
+        for (const axis of Object.keys(ticks)) {
+            const layout = chart._fullLayout[axis.replace(/^([xy])/, '$1axis')];
+            types[axis] = {type: layout.type, reversed: Boolean(layout.autorange === 'reversed' ||
+                (layout.range && layout.range[0] > layout.range[1]))};
+        }
+        titles.push(...[...chart.querySelectorAll('.g-xtitle, .g-ytitle, .g-y2title')].map((t) => t.textContent));
+    } else {
+        chart.querySelectorAll('g.role-axis[aria-roledescription="axis"]').forEach((group, index) => {
+            const words = group.getAttribute('aria-label') || '';
+            const axis = words[0].toLowerCase() + (index > 1 ? '2' : '');
+            const scale = (words.match(/for an? (\\w+) scale/) || [])[1];
+            types[axis] = {type: scale === 'discrete' ? 'category' : scale, reversed: false};
+            titles.push((words.match(/titled '([^']*)'/) || [])[1]);
+            group.querySelectorAll('g.role-axis-label text').forEach((label) => read(axis, label));
+        });
     }
-    const types = {};
-    for (const axis of Object.keys(ticks)) {
-        const layout = chart._fullLayout[axis.replace(/^([xy])/, '$1axis')];
-        types[axis] = {type: layout.type, reversed: Boolean(layout.autorange === 'reversed' ||
-            (layout.range && layout.range[0] > layout.range[1]))};
-    }
-    const titles = [...chart.querySelectorAll('.g-xtitle, .g-ytitle, .g-y2title')].map((t) => t.textContent);
     return {title: titles.filter(Boolean).join(' / '), ticks, types};
 })"""
 
@@ -125,13 +140,12 @@ def test_the_overlap_check_tells_labels_apart():
 
 def drawn_charts(page, count: int) -> list[dict]:
     """The page's charts once `count` are drawn and two looks agree (a rerun redraws them in pieces)."""
-    charts = page.get_by_test_id("stMain").locator(".js-plotly-plot")
-    expect(charts).to_have_count(count, timeout=60_000)
+    expect(page.locator(CHARTS)).to_have_count(count, timeout=60_000)
     settled(page)
-    seen = page.evaluate(CHART_TICKS_JS)
+    seen = page.evaluate(CHART_TICKS_JS, CHARTS)
     for _ in range(20):
         page.wait_for_timeout(500)
-        again = page.evaluate(CHART_TICKS_JS)
+        again = page.evaluate(CHART_TICKS_JS, CHARTS)
         if again == seen and all(chart["ticks"] for chart in seen):
             return seen
         seen = again
@@ -204,17 +218,20 @@ def test_every_charts_tick_labels_read_in_increasing_order(page, app_url, name, 
 
 # --- one colour per memory component ----------------------------------------------------------
 
-# Each legend entry of the page's first chart (its name and swatch colour) and each bar trace
-# (its name, bound by Plotly to the SVG group, and its bars' colour), as the browser renders them.
+# Each legend entry of the page's first chart (its name and swatch colour) and each part's bars (the
+# part read from the bar's aria-label, "...; part: Weights; ...", and its bars' colours), as the browser
+# renders them: the memory charts are Vega-Lite (ui/memory_chart.py).
 CHART_COLOURS_JS = """() => {
-    const chart = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
-    const legend = [...chart.querySelectorAll('g.legend g.traces')].map((entry) => [
-        entry.querySelector('text.legendtext').textContent,
-        getComputedStyle(entry.querySelector('.legendpoints path')).fill]);
-    const bars = [...chart.querySelectorAll('g.barlayer g.trace.bars')].map((trace) => [
-        trace.__data__[0].trace.name,
-        [...new Set([...trace.querySelectorAll('path')].map((bar) => getComputedStyle(bar).fill))]]);
-    return {legend, bars};
+    const chart = document.querySelector('[data-testid="stMain"] [data-testid="stVegaLiteChart"] svg.marks');
+    const legend = [...chart.querySelectorAll('g.role-legend-symbol')].map((symbol) => [
+        symbol.parentElement.querySelector('g.role-legend-label text').textContent,
+        getComputedStyle(symbol.querySelector('path')).fill]);
+    const bars = {};
+    for (const bar of chart.querySelectorAll('path[aria-roledescription="bar"]')) {
+        const part = bar.getAttribute('aria-label').match(/; part: ([^;]*);/)[1];
+        (bars[part] = bars[part] || new Set()).add(getComputedStyle(bar).fill);
+    }
+    return {legend, bars: Object.entries(bars).map(([part, fills]) => [part, [...fills]])};
 }"""
 
 
