@@ -14,6 +14,7 @@ MEMORY_PAGE = "app_pages/memory.py"
 SECTIONS = (
     "stack_expander",
     "cost_step_section",
+    "cost_run_section",
     "cost_energy_section",
     "memory_tables_open",
     "memory_trace_open",

@@ -181,3 +181,22 @@ def test_qlora_leaves_out_tpus_and_aws_chips_with_the_reason():
 
 def open_cost(**query: str):
     return open_app("app_pages/cost.py", **query)
+
+
+def test_the_throughput_and_interruption_settings_are_summed_up_in_their_sections_title():
+    """Closed, the section shows only its title: it must say what the seven settings inside assume."""
+    app = open_app("app_pages/cost.py", open_sections=False, model="gpt2")
+    titles = [expander.label for expander in app.expander]
+    assert (
+        "Throughput and interruptions: each GPU's own utilisation, 400 Gb/s between nodes, 100% of data-parallel "
+        "traffic hidden; checkpoint write 3 min, restart 15 min, the price sheet's interruption rate"
+    ) in titles
+    assert not any(number.key == "cost_utilisation_pct" for number in app.number_input)  # closed: not drawn
+
+    app = open_cost(model="gpt2", mfu="45", overlap="50", ckpt_min="6")
+    app.checkbox(key="cost_override_rate").check().run()
+    title = next(e.label for e in app.expander if e.label.startswith("Throughput and interruptions"))
+    assert title == (
+        "Throughput and interruptions: 45% of dense peak, 400 Gb/s between nodes, 50% of data-parallel traffic "
+        "hidden; checkpoint write 6 min, restart 15 min, 0.5 interruptions per instance-hour"
+    )

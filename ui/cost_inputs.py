@@ -105,6 +105,22 @@ def _throughput_controls(column) -> dict:
     }
 
 
+def run_section_title() -> str:
+    """The throughput and interruption settings in one line, as kept: 'Throughput and interruptions:
+    each GPU's own utilisation, 400 Gb/s between nodes, 100% of data-parallel traffic hidden;
+    checkpoint write 3 min, restart 15 min, the price sheet's interruption rate'."""
+    utilisation = state.value("cost_utilisation_pct")
+    used = f"{utilisation:.0%} of dense peak" if utilisation else "each GPU's own utilisation"
+    hidden = f"{state.value('cost_overlap_pct'):.0%} of data-parallel traffic hidden"
+    network = f"{state.value('cost_inter_node_gbps'):g} Gb/s between nodes"
+    rate = "the price sheet's interruption rate"
+    if state.value("cost_override_rate"):
+        rate = f"{state.value('cost_interruptions_per_hour'):g} interruptions per instance-hour"
+    write_min, restart_min = state.value("cost_checkpoint_min"), state.value("cost_restart_min")
+    pauses = f"checkpoint write {write_min:g} min, restart {restart_min:g} min"
+    return f"Throughput and interruptions: {used}, {network}, {hidden}; {pauses}, {rate}"
+
+
 def _step_controls() -> dict:
     """Placement, per-dimension overlap, pipeline schedule and compiler of the step."""
     with state.section(st, "Step: placement, overlap, schedule, compiler", key="cost_step_section"):
@@ -235,10 +251,13 @@ def _price_sheet_controls(catalogue: list[GpuSpec]) -> None:
 
 def cost_inputs(catalogue: list[GpuSpec]) -> CostInputs:
     """Draw the controls and return what the cost calculators need."""
-    left, middle, right = st.columns(3)
-    dataset = dataset_controls(left)
-    throughput = _throughput_controls(middle)
-    write_h, restart_h, rate = _spot_controls(right)
+    unit_column, size_column, epochs_column = st.columns(3)
+    dataset = dataset_controls(size_column, epochs_column, unit_column)
+    # closed, the section draws nothing and sends only its title, which says what its settings are
+    with state.section(st, run_section_title(), key="cost_run_section"):
+        middle, right = state.columns(st, 2)
+        throughput = _throughput_controls(middle)
+        write_h, restart_h, rate = _spot_controls(right)
     step = _step_controls()
     fits_only = state.checkbox(st, "cost_fits_only")
     prices, discount, notes = _price_controls(catalogue)
