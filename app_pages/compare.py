@@ -24,7 +24,7 @@ from ui.gpu_table import (
     with_fits,
 )
 from ui.host_gpus import detected_gpu_names
-from ui.layout import EMPTY_CELL
+from ui.layout import EMPTY_CELL, static_table
 from ui.memo import frame_key, json_key, remembered
 from ui.mlperf_view import mlperf_section
 from ui.user_gpus import user_gpu_controls, user_gpus
@@ -123,7 +123,8 @@ names = list(table["name"])
 picked = state.multiselect(st, "cmp_pick", names, max_selections=4)
 if len(picked) >= 2:
     fields = fit_fields + SPEC_FIELDS
-    st.dataframe(side_by_side(table, picked, fields, training_zero), width="stretch", placeholder=EMPTY_CELL)
+    # a static table: read whole, without a grid of its own to scroll, and cheaper to redraw on each change
+    static_table(side_by_side(table, picked, fields, training_zero))
 else:
     st.info("Pick at least two GPUs to compare them side by side.")
 

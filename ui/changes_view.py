@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from calculators.plan.changes import RankedChange, best_few, slowdown_text
+from ui.layout import static_table
 
 METHOD_TRAINS = {"full": "all weights", "lora": "LoRA adapters", "qlora": "QLoRA adapters (4-bit base)"}
 
@@ -35,7 +36,7 @@ def show_changes(options: list[RankedChange], method: str, gpu_name: str) -> Non
         st.info("No combination of up to three changes fits; a GPU with more memory is needed.")
         return
     # a static table: its cells wrap, so no column is cut off on a narrow window (at most 5 rows)
-    st.table(changes_frame(best_few(options), method), hide_index=True)
+    static_table(changes_frame(best_few(options), method), hide_index=True)
     timed = "" if options[0].slowdown is not None else f" (no time model for {gpu_name}: not ranked by speed)"
     st.caption(
         "Combinations of up to three changes that fit, cheapest first"

@@ -13,6 +13,12 @@ import streamlit as st
 EMPTY_CELL = "-"
 
 
+def static_table(frame, where=st, **kwargs) -> None:
+    """st.table, with every cell read as the text it is: st.table renders its cells as Markdown, where
+    a lone "-" (EMPTY_CELL) is a list item and was drawn as a bullet point ("•")."""
+    where.table(frame.map(lambda cell: "\\-" if cell == EMPTY_CELL else cell), **kwargs)
+
+
 def wrapping_row(where=st):
     """A horizontal container whose items wrap onto further rows when they do not fit. Put
     metrics in it with `width="content"`, so each is as wide as its own label and value."""

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from calculators.validation.serving import serving_table, summary_by_source
+from ui.layout import static_table
 
 
 def _ms(value: float | None) -> str:
@@ -32,7 +33,7 @@ def serving_section() -> None:
         "set from these rows. Targets: the median estimate / measured within 15%, 80% of rows within ±30%."
     )
     table = _table()
-    st.table(  # static tables, as the training rows above (the page's data frames are the memory rows)
+    static_table(  # static tables, as the training rows above (the page's data frames are the memory rows)
         pd.DataFrame(
             [
                 {
@@ -46,7 +47,7 @@ def serving_section() -> None:
             ]
         ).set_index("source")
     )
-    st.table(
+    static_table(
         pd.DataFrame(
             [
                 {

@@ -8,7 +8,7 @@ import streamlit as st
 from calculators.validation.vision_target import MEDIAN_BAND, ROW_BAND, TargetCheck, check_target
 from calculators.validation.vision_throughput import summary_by_model, vision_throughput_table
 from ui.charts import throughput_ratio_figure
-from ui.layout import EMPTY_CELL
+from ui.layout import EMPTY_CELL, static_table
 
 
 @st.cache_data(show_spinner=False)
@@ -59,7 +59,7 @@ def vision_throughput_section() -> None:
         st.success(target_words(check), icon=":material/check_circle:")
     else:
         st.warning(target_words(check), icon=":material/report:")
-    st.table(
+    static_table(
         pd.DataFrame(
             [
                 {
