@@ -43,10 +43,25 @@ the two cores, so what either side saves shortens the other's wait too.
   nothing adjusts them).
 Before -> after (x one-widget page; main at 16:35 and 16:47 UTC with 8 changes, this branch at
 17:24 and 17:38 with 16): Memory 2.3-2.5 -> 1.9, Compare 2.0-2.1 -> 1.7, Time and cost 1.8-1.9 ->
-1.6-1.7, Plan 1.4 -> 1.2-1.3. Runs of 8 spread by about 0.2 (Memory 1.8-2.1). Memory stays the
-slowest: two Plotly draws a change are streamlit's, not the figure's. With --fresh (values never
-seen, so the estimate, the ranked changes and the cost options are worked out anew) the server's
-share grows: Memory 2.5, Compare 2.0, Time and cost 2.7, Plan 1.3 (17:27 UTC).
+1.6-1.7, Plan 1.4 -> 1.2-1.3. Runs of 8 spread by about 0.2 (Memory 1.8-2.1).
+
+Values never seen (--fresh), 2026-11-27 (16 changes a page, medians of runs of one session):
+- The memory charts are Vega-Lite (ui/memory_chart.py): a Plotly chart whose figure changes is
+  mounted afresh and drawn twice, about 80 ms a change here; Vega keeps the chart and swaps its data.
+  Memory 2.4-2.6 -> 1.8-2.0 with nothing else changed (two runs each, alternated).
+- The search behind 'What to change' reads the engine's numbers without its report and the time
+  model keeps what depends on the workload alone (bench/bench_changes.py, bench/bench_time.py;
+  results identical, bench/engine_equivalence.py, bench/time_equivalence.py).
+- gc.freeze after the first run (ui/heap.py): full collections walked ~180,000 long-lived objects
+  on one change in three to five, 50-100 ms each.
+- Time and cost draws 7 fewer widgets (throughput and interruptions in a section whose title sums
+  them up); Compare's side by side is a static table.
+Start of the session (18:26 UTC) -> end (19:20-19:36 UTC, two series of three runs):
+  Memory 2.8 -> 2.0-2.2 and 2.3-2.6; Compare 2.0 -> 2.1-2.2 and 2.1-2.4; Time and cost 2.4 -> 1.7 and
+  1.9-2.0; Plan 1.3-1.6 throughout. Change and undo (1, 2, 1, 2) at the end: Memory 1.5-1.7, Compare
+  1.6-1.8, Time and cost 1.6-1.7, Plan 1.3-1.6. The two series differ by up to 0.4 on Memory with no
+  change of code between them: this 2-core machine runs the server, Chromium and the driver at once,
+  and a ratio near 2 cannot be told from 2 by fewer than several runs.
 """
 
 from __future__ import annotations
