@@ -49,13 +49,16 @@ IDLE_JS = """() => {
     && document.querySelector('[data-testid="stStatusWidgetRunningIcon"]') === null;
 }"""
 
-# the height of the page's content: the main area scrolls inside the window, the sidebar too (when
-# open: a closed one sits off-screen, left of 50 px)
-HEIGHT_JS = """() => Math.max(
-  ...['[data-testid="stMainBlockContainer"]', '[data-testid="stSidebarContent"]']
-    .map((selector) => document.querySelector(selector))
-    .filter((element) => element !== null && element.getBoundingClientRect().right > 50)
-    .map((element) => element.scrollHeight))"""
+# the height of the page's content: the main area scrolls inside the window, so its block's height, and
+# the bottom of the sidebar's own content when the sidebar is open (a closed one sits off-screen); the
+# sidebar's box itself is as tall as the window, whatever it holds
+HEIGHT_JS = """() => {
+  const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+  const sidebar = document.querySelector('[data-testid="stSidebarUserContent"]');
+  const box = sidebar ? sidebar.getBoundingClientRect() : null;
+  return Math.max(main ? main.scrollHeight : 0, box && box.right > 50 ? box.bottom : 0);
+}"""
+
 
 # anything drawn wider than the window: a cut-off table, chart or metric
 OVERFLOW_JS = """() => {
@@ -71,9 +74,14 @@ def capture(page, url: str, width: int, path: Path) -> tuple[int, bool]:
     page.wait_for_selector('[data-testid="stApp"]', timeout=IDLE_TIMEOUT_MS)
     page.wait_for_function(IDLE_JS, timeout=IDLE_TIMEOUT_MS)
     page.wait_for_timeout(SETTLE_MS)
-    height = min(int(page.evaluate(HEIGHT_JS)) + 120, TALLEST_PX)
-    page.set_viewport_size({"width": width, "height": height})
-    page.wait_for_timeout(SETTLE_MS)  # charts redraw at the new size
+    height = 1000
+    for _ in range(5):  # until the page's height holds: a table or chart drawn late makes it taller
+        wanted = min(int(page.evaluate(HEIGHT_JS)) + 120, TALLEST_PX)
+        if wanted == height:
+            break
+        height = wanted
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(SETTLE_MS)  # charts redraw at the new size
     overflows = bool(page.evaluate(OVERFLOW_JS))
     page.screenshot(path=str(path), type="jpeg", quality=80)
     return height, overflows
