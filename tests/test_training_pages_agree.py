@@ -24,7 +24,7 @@ def test_memory_and_compare_give_the_same_fewest_gpus():
     assert table.loc["H100-SXM5-80GB", "min_gpus"] == "needs ZeRO"
     assert table.loc["A100-SXM4-80GB", "min_gpus"] == "needs ZeRO"
     compare.multiselect(key="cmp_pick").set_value(["H100-SXM5-80GB", "A100-SXM4-80GB"]).run()
-    side = compare.dataframe[1].value
+    side = compare.table[0].value
     assert list(side.loc["fewest GPUs"]) == ["needs ZeRO", "needs ZeRO"]
 
 
