@@ -111,14 +111,8 @@ def show_verdict(summary: str, changes: list) -> None:
         st.error(f"Does not fit: {summary}", icon=":material/block:")
 
 
-# The headline and 'What to change' hold their places at the top, and are written last: the search
-# behind them is the page's longest piece of work (calculators/plan/changes.py), and worked out after
-# the chart was sent, it runs while the browser draws the chart instead of before (bench/bench_clicks.py).
-# A container keeps the previous run's headline on screen, faded, until the new one replaces it.
-verdict_slot = st.container()
-if fit.verdict != "does not fit":
-    with verdict_slot:
-        show_verdict(summary, [])
+changes = ranked_for_page() if fit.verdict == "does not fit" else []
+show_verdict(summary, changes)
 
 fewest_gpus = fewest_gpus_text(fit.min_gpus, settings.zero)
 row = wrapping_row()
@@ -143,7 +137,8 @@ row.metric(
     "do not lower the per-GPU peak; 'none' means activations alone exceed the GPU.",
 )
 
-changes_slot = st.container()
+if fit.verdict == "does not fit":
+    show_changes(changes, settings.method, workload.gpu_name)
 
 chart = remembered("memory_chart", asked, lambda: phase_breakdown_chart(estimate, workload.gpu_memory_gib))
 st.vega_lite_chart(chart.data, chart.spec, width="stretch")
@@ -213,10 +208,3 @@ with st.expander(
 with st.expander("Assumptions and sources", key="memory_assumptions_open", on_change="rerun") as section:
     if section.open:
         st.markdown("\n".join(f"- {assumption}" for assumption in estimate.assumptions))  # one element, not one a line
-
-if fit.verdict == "does not fit":  # the search, last (see verdict_slot)
-    changes = ranked_for_page()
-    with verdict_slot:
-        show_verdict(summary, changes)
-    with changes_slot:
-        show_changes(changes, settings.method, workload.gpu_name)
