@@ -200,15 +200,28 @@ def time_pages(app_url: str, reference_url: str, pages: list[str], clicks: int, 
 
 def report(times: dict[str, list[tuple[float, float]]]) -> str:
     """Per page: median and max seconds to idle, the median of those till the server's "script
-    finished", and the ratio of the median to the one-widget page's."""
-    reference = statistics.median(total for total, _ in times["reference"])
-    lines = [f"{'page':<14} {'median s':>9} {'max s':>7} {'server s':>9} {'x reference':>12}"]
+    finished", and the ratio of the median to the one-widget page's. Then the ratio click by click:
+    each change of the page over the one-widget page's change timed right after it (time_pages
+    alternates them), whose median and quartiles drift less when the machine's speed does."""
+    reference_totals = [total for total, _ in times["reference"]]
+    reference = statistics.median(reference_totals)
+    header = f"{'page':<14} {'median s':>9} {'max s':>7} {'server s':>9} {'x reference':>12} {'x paired (q1-q3)':>18}"
+    lines = [header]
+    pages = [name for name in times if name != "reference"]
     for name, values in times.items():
         label = "one widget" if name == "reference" else PAGES[name]
         totals = [total for total, _ in values]
         median = statistics.median(totals)
         server = statistics.median(server for _, server in values)
-        lines.append(f"{label:<14} {median:>9.3f} {max(totals):>7.3f} {server:>9.3f} {median / reference:>12.1f}")
+        paired = ""
+        if name != "reference" and len(totals) >= 2:
+            start = pages.index(name) * len(totals)  # the one-widget changes timed beside this page's
+            ratios = [total / ref for total, ref in zip(totals, reference_totals[start:], strict=False)]
+            low, middle, high = statistics.quantiles(ratios, n=4)
+            paired = f"{middle:.1f} ({low:.1f}-{high:.1f})"
+        lines.append(
+            f"{label:<14} {median:>9.3f} {max(totals):>7.3f} {server:>9.3f} {median / reference:>12.1f} {paired:>18}"
+        )
     return "\n".join(lines)
 
 
