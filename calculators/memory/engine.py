@@ -151,13 +151,9 @@ def framework_overhead_bytes(settings: TrainingSettings) -> float:
     return (o.cuda_context_gib + o.cublas_workspace_gib + (o.nccl_gib if settings.total_gpus > 1 else 0.0)) * GIB
 
 
-def device_view(
-    phase: PhaseMemory, settings: TrainingSettings, overhead_bytes: float | None = None
-) -> dict[str, float]:
+def device_view(phase: PhaseMemory, settings: TrainingSettings, overhead_bytes: float) -> dict[str, float]:
     """A phase's components in GiB as the device sees them, reserve and context included;
-    `overhead_bytes`: framework_overhead_bytes(settings), when the caller worked it out once for
-    every phase."""
-    overhead_bytes = framework_overhead_bytes(settings) if overhead_bytes is None else overhead_bytes
+    `overhead_bytes`: framework_overhead_bytes(settings), worked out once for every phase."""
     view = {name: phase.components.get(name, 0.0) / GIB for name in COMPONENTS}
     view["allocator_reserve"] = phase.total * settings.overheads.allocator_reserve_fraction / GIB
     view["framework_overhead"] = overhead_bytes / GIB

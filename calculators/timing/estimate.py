@@ -127,15 +127,14 @@ def dimension_links(
     gpu: GpuSpec,
     settings: TrainingSettings,
     time_settings: TimeSettings,
-    spec: ModelSpec | None = None,
     groups: dict[str, communication.DimensionCollective] | None = None,
 ) -> dict[str, float]:
     """GB/s per GPU per direction each dimension's traffic runs at (placement in
-    calculators.timing.communication.dimension_crossings). With the model `spec`, each
-    dimension's collective at its message size on the measured curves (curve_links, with the
-    `groups` when the caller has them); without, the flat link of communication.link_gbytes_per_s."""
-    if spec is not None:
-        return curve_links(gpu, spec, settings, time_settings, groups)
+    calculators.timing.communication.dimension_crossings). With each dimension's collective at its
+    message size (`groups`, communication.dimension_collectives), on the measured curves
+    (curve_links); without, the flat link of communication.link_gbytes_per_s."""
+    if groups is not None:
+        return curve_links(gpu, time_settings, groups)
     crossings = communication.dimension_crossings(settings, time_settings.gpus_per_node, time_settings.expert_parallel)
     nics = communication.ring_nics_in_flight(settings, time_settings.gpus_per_node)
     return {
@@ -151,20 +150,12 @@ def dimension_links(
 
 
 def curve_links(
-    gpu: GpuSpec,
-    spec: ModelSpec,
-    settings: TrainingSettings,
-    time_settings: TimeSettings,
-    groups: dict[str, communication.DimensionCollective] | None = None,
+    gpu: GpuSpec, time_settings: TimeSettings, groups: dict[str, communication.DimensionCollective]
 ) -> dict[str, float]:
     """Effective GB/s of each dimension's traffic: one call of its collective at its message size
-    (`groups`, else communication.dimension_collectives) timed on the measured curves
-    (calculators.timing.collectives), latency included, as bytes sent / seconds."""
+    (`groups`) timed on the measured curves (calculators.timing.collectives), latency included, as
+    bytes sent / seconds."""
     measured = collectives.measured_intra_curves(time_settings.collective_curves)
-    if groups is None:
-        groups = communication.dimension_collectives(
-            spec, settings, time_settings.gpus_per_node, expert_parallel_of(spec, time_settings)
-        )
     # a dimension of one rank sends nothing: its rate, never used, is the flat link's
     idle = communication.link_gbytes_per_s(
         gpu.interconnect_gbps, False, time_settings.inter_node_gbps, time_settings.intra_node_efficiency
@@ -439,7 +430,7 @@ def estimate_workload_time(workload: Workload, gpu: GpuSpec, time_settings: Time
             compute_s = issue_s
     node_ep = (time_settings.gpus_per_node, expert_parallel_of(spec, time_settings))
     groups = _dimension_collectives((workload.key, cp, node_ep), spec, rank, *node_ep)
-    links = dimension_links(gpu, rank, time_settings, spec, dict(groups))
+    links = dimension_links(gpu, rank, time_settings, dict(groups))
     comm_s, exposed_s, dp_bytes = comm_by_dimension(
         spec, context_parallel.rank_settings(settings, cp), time_settings, links, compute_s
     )
