@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Collection
 
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io
 
 from ui.axes import axis
 from ui.palette import HIGHLIGHT_LINE, pricing_colour, step_part_colour, vendor_colour
 
 # Every figure's margins: room for the title bar, none wasted at the sides.
 MARGIN = dict(l=10, r=10, t=30, b=10)
+
+
+class FinishedFigure(go.Figure):
+    """A figure left as it is once drawn, which a page may keep and draw again on later reruns. Its dict
+    form is worked out on its first draw and handed out again after: st.plotly_chart converts a figure
+    on every call, even an unchanged one (to_dict copies it and walks every value, the theme's template
+    included, about 2 ms a chart). What is sent, and so the chart and its element id, stay the same."""
+
+    _sent: dict | None = None
+
+    def to_dict(self) -> dict:
+        if self._sent is None:
+            self._sent = json.loads(plotly.io.to_json(super().to_dict(), validate=False))
+        # new trace dicts: plotly.io.to_json drops each trace's "uid" from the dict it is handed
+        return {"data": [dict(trace) for trace in self._sent["data"]], "layout": self._sent["layout"]}
 
 
 def validation_figure(ids: list[str], measured: list[float], estimated: list[float]) -> go.Figure:
@@ -58,7 +75,7 @@ def _label_picked(figure: go.Figure, table: pd.DataFrame, x: str, y: str, picked
 
 def memory_bandwidth_figure(table: pd.DataFrame, picked: Collection[str] = ()) -> go.Figure:
     """Memory capacity against bandwidth, one marker per GPU, coloured by vendor; picked GPUs labelled."""
-    figure = go.Figure()
+    figure = FinishedFigure()
     for vendor, rows in table.groupby("vendor", sort=True):
         figure.add_scatter(
             x=rows["memory_gb"],
@@ -81,7 +98,7 @@ def tflops_price_figure(
 ) -> go.Figure:
     """Dense TFLOPS of the workload's matmul format against the price, where both are known."""
     priced = table.dropna(subset=["price_usd", tflops_column])
-    figure = go.Figure()
+    figure = FinishedFigure()
     for vendor, rows in priced.groupby("vendor", sort=True):
         figure.add_scatter(
             x=rows["price_usd"],
