@@ -18,14 +18,14 @@ from ui.gpu_table import (
     SERVING_COLUMNS,
     catalogue_table,
     missing_figure_help,
-    readable_fits,
+    readable_fit_rows,
     serving_fit_rows,
     side_by_side,
-    with_fits,
+    with_fit_columns,
 )
 from ui.host_gpus import detected_gpu_names
 from ui.layout import EMPTY_CELL, static_table
-from ui.memo import frame_key, json_key, remembered
+from ui.memo import json_key, remembered
 from ui.mlperf_view import mlperf_section
 from ui.user_gpus import user_gpu_controls, user_gpus
 
@@ -46,9 +46,10 @@ if detected:
 elif detection_message.startswith("This host has"):  # GPUs the catalogue lacks; no driver is no news to a visitor
     st.caption(detection_message)
 
+gpus_key = json_key(gpus)  # a part of the keys below, worked out once a run
 fits = None
 if workload.is_vision:
-    fit_asked = json_key(workload.vision, gpus)
+    fit_asked = json_key(workload.vision) + gpus_key
     fits = remembered("compare_vision_fits", fit_asked, lambda: vision_fit_matrix(workload.vision, gpus))
 elif not workload.ready:
     st.warning("The workload in the sidebar has an error, so the fit columns are left out.")
@@ -59,72 +60,85 @@ elif workload.is_inference:
     else:
         fits = serving_fit_rows(workload.spec, workload.serving, gpus)
 else:
-    fit_asked = json_key(workload.spec, workload.settings, gpus)
+    fit_asked = json_key(workload.spec, workload.settings) + gpus_key
     fits = remembered("compare_fits", fit_asked, lambda: fit_matrix(workload.spec, workload.settings, gpus))
+fit_by_name = {row.gpu: row for row in fits or []}
+# "none fits", "needs ZeRO" and "-" rather than "None" in the fit columns, in the Memory page's words
+is_training_fit = fits is not None and not (workload.is_inference or workload.is_vision)
+training_zero = workload.settings.zero if is_training_fit else None
+fit_rows = readable_fit_rows(fits or [], training_zero)
+fit_fields = [] if fits is None else list(SERVING_COLUMNS if workload.is_inference else FIT_COLUMNS)
+
+# What does not depend on the workload is kept from one change of the sidebar to the next: the catalogue's
+# table, its rows by name, and the rows the filters leave in; only the fit columns are made on each run.
 user_names = {gpu.name for gpu in user_gpus()}
-catalogue_key = (json_key(gpus), tuple(sorted(detected)), tuple(sorted(user_names)))
-table = with_fits(
-    remembered("compare_catalogue", catalogue_key, lambda: catalogue_table(gpus, detected, user_names)), fits
+catalogue_key = (gpus_key, tuple(sorted(detected)), tuple(sorted(user_names)))
+table = remembered("compare_catalogue", catalogue_key, lambda: catalogue_table(gpus, detected, user_names))
+row_by_name = remembered(
+    "compare_catalogue_rows", catalogue_key, lambda: {row["name"]: row for row in table.to_dict("records")}
 )
 
 filter_notes = st.container()  # above the filter row, which a warning inside it would squeeze
 with st.container(horizontal=True):
-    vendors = sorted(table["vendor"].unique())
+    vendors = sorted({gpu.vendor for gpu in gpus})
     chosen_vendors = state.multiselect(st, "cmp_vendors", vendors, notes=filter_notes)
-    categories = sorted(table["category"].unique())
+    categories = sorted({gpu.category for gpu in gpus})
     chosen_categories = state.multiselect(st, "cmp_categories", categories, notes=filter_notes)
     min_memory_gb = state.number(st, "cmp_min_memory", step=8)
     fits_only = state.checkbox(st, "cmp_fits_only", disabled=fits is None)
 
-shown = table[
-    table["vendor"].isin(chosen_vendors or vendors)
-    & table["category"].isin(chosen_categories or categories)
-    & (table["memory_gb"] >= min_memory_gb)
+shown_names = [
+    gpu.name
+    for gpu in gpus
+    if gpu.vendor in (chosen_vendors or vendors)
+    and gpu.category in (chosen_categories or categories)
+    and gpu.memory_gb >= min_memory_gb
 ]
 if fits is not None:
-    cannot_run = table[table["stack_problem"].notna()]
-    if len(cannot_run):
+    cannot_run = [gpu.name for gpu in gpus if fit_by_name[gpu.name].stack_problem is not None]
+    if cannot_run:
         st.caption(
             f"{counted(len(cannot_run), 'GPU')} cannot run this workload's software (see 'cannot run because'): "
-            + ", ".join(cannot_run["name"])
+            + ", ".join(cannot_run)
             + ". The filter below leaves them out."
         )
 if fits_only and fits is not None:
-    shown = shown[(shown["verdict"] != "does not fit") & shown["stack_problem"].isna()]
+    shown_names = [
+        name
+        for name in shown_names
+        if fit_by_name[name].verdict != "does not fit" and fit_by_name[name].stack_problem is None
+    ]
 st.caption(
-    f"{len(shown)} of {len(table)} GPUs. Click a column header to sort. Tensor TFLOPS are dense (no sparsity). "
+    f"{len(shown_names)} of {len(gpus)} GPUs. Click a column header to sort. Tensor TFLOPS are dense (no sparsity). "
     f"{MISSING_FIGURE_TEXT}"
 )
 if workload.is_vision:
     st.caption(f"{workload.vision.model.key}: the largest micro-batch counts images per GPU; peaks are device peaks.")
-# "none fits", "needs ZeRO" and "-" rather than "None" in the fit columns, in the Memory page's words
-is_training_fit = fits is not None and not (workload.is_inference or workload.is_vision)
-training_zero = workload.settings.zero if is_training_fit else None
-shown = readable_fits(shown, training_zero)
-fit_fields = [] if fits is None else list(SERVING_COLUMNS if workload.is_inference else FIT_COLUMNS)
-columns = ["name", *fit_fields, *SPEC_FIELDS, "detected", "yours"]
+shown_key = (catalogue_key, tuple(shown_names))
+figure_columns = ["name", *SPEC_FIELDS, "detected", "yours"]
+figures = remembered("compare_shown", shown_key, lambda: table.loc[table["name"].isin(shown_names), figure_columns])
+shown = with_fit_columns(figures, fit_rows, fit_fields)
 number_formats = {"headroom_gib": "%.1f", "decode_tokens_per_s": "%.0f", "price_usd": "$%d"}
 column_config = {
     column: st.column_config.NumberColumn(
         FIELD_LABEL[column], format=number_formats.get(column), help=missing_figure_help(shown[column])
     )
-    for column in columns
+    for column in shown.columns
     if pd.api.types.is_numeric_dtype(shown[column]) and shown[column].dtype != bool
 } | {
     column: FIELD_LABEL[column]
-    for column in columns
+    for column in shown.columns
     if not pd.api.types.is_numeric_dtype(shown[column]) or shown[column].dtype == bool
 }
 column_config["as_of"] = st.column_config.DateColumn(FIELD_LABEL["as_of"])
-st.dataframe(shown[columns], hide_index=True, width="stretch", column_config=column_config, placeholder=EMPTY_CELL)
+st.dataframe(shown, hide_index=True, width="stretch", column_config=column_config, placeholder=EMPTY_CELL)
 
 st.subheader("Side by side")
-names = list(table["name"])
-picked = state.multiselect(st, "cmp_pick", names, max_selections=4)
+picked = state.multiselect(st, "cmp_pick", [gpu.name for gpu in gpus], max_selections=4)
 if len(picked) >= 2:
-    fields = fit_fields + SPEC_FIELDS
+    rows = {name: row_by_name[name] | fit_rows.get(name, {}) for name in picked}
     # a static table: read whole, without a grid of its own to scroll, and cheaper to redraw on each change
-    static_table(side_by_side(table, picked, fields, training_zero))
+    static_table(side_by_side(rows, picked, fit_fields + SPEC_FIELDS))
 else:
     st.info("Pick at least two GPUs to compare them side by side.")
 
@@ -132,16 +146,15 @@ st.subheader("Charts")
 fmt = matmul_format(workload.settings.precision) if workload.ready and not workload.is_inference else "bf16"
 tflops_column = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp32": "fp32_tflops"}[fmt]
 left, right = st.columns(2)
-# each figure is built again only when the columns it draws change, not on every change of the workload
-memory_columns = ["name", "vendor", "memory_gb", "memory_bandwidth_tbps", "detected"]
-memory_key = (frame_key(shown, memory_columns), tuple(picked))
+# each figure is built again only when the rows it draws or the picks change, not on every change of the workload
+memory_key = (shown_key, tuple(picked))
 left.plotly_chart(
-    remembered("compare_memory_figure", memory_key, lambda: memory_bandwidth_figure(shown, picked)), width="stretch"
+    remembered("compare_memory_figure", memory_key, lambda: memory_bandwidth_figure(figures, picked)), width="stretch"
 )
-price_key = (frame_key(shown, ["name", "vendor", "price_usd", tflops_column]), tflops_column, tuple(picked))
+price_key = (shown_key, tflops_column, tuple(picked))
 right.plotly_chart(
     remembered(
-        "compare_price_figure", price_key, lambda: tflops_price_figure(shown, tflops_column, fmt.upper(), picked)
+        "compare_price_figure", price_key, lambda: tflops_price_figure(figures, tflops_column, fmt.upper(), picked)
     ),
     width="stretch",
 )
@@ -199,5 +212,5 @@ label = "MLPerf Training: published time-to-train on these GPUs, this app's pred
 with st.expander(label, key="compare_mlperf_open", on_change="rerun") as section:
     if section.open:
         # the GPUs picked side by side, else those the filters leave in the table
-        looked_at = picked or list(shown["name"])
-        mlperf_section(looked_at, dict(zip(table["name"], table["vendor"], strict=True)), workload)
+        looked_at = picked or shown_names
+        mlperf_section(looked_at, {gpu.name: gpu.vendor for gpu in gpus}, workload)

@@ -98,18 +98,41 @@ def catalogue_table(gpus: list[GpuSpec], detected: set[str], user_names: set[str
     return table
 
 
-def with_fits(table: pd.DataFrame, fits: list[GpuFit] | list[ServingRow] | None) -> pd.DataFrame:
-    """`table` (catalogue_table) with the workload's fit answers added as columns, when a workload is set;
-    `table` itself is never changed (the page keeps it for the next run)."""
-    if fits is None:
-        return table
-    by_name = {row.gpu: row for row in fits}
+def readable_fit_rows(fits: list[GpuFit] | list[ServingRow], zero: int | None = None) -> dict[str, dict[str, object]]:
+    """Each GPU's fit answers by name, for reading: an empty cell says what it means ("none fits", "-")
+    instead of "None", and those columns become text (the verdict, headroom and serving counts stay as
+    they are). With the training run's ZeRO stage `zero`, the fewest GPUs read as on the Memory page."""
     columns = SERVING_COLUMNS if fits and isinstance(fits[0], ServingRow) else FIT_COLUMNS
-    answers = {column: [getattr(by_name[name], column) for name in table["name"]] for column in columns}
-    for column in ("max_micro_batch", "min_gpus"):
-        if column in answers:
-            answers[column] = pd.array(answers[column], dtype="Int64")
-    return table.assign(**answers)  # one new frame, not one copy per column
+    return {row.gpu: {column: _readable(column, getattr(row, column), zero) for column in columns} for row in fits}
+
+
+def _readable(column: str, value: object, zero: int | None) -> object:
+    if column not in EMPTY_FIT_TEXT:
+        return value
+    text = _fit_text(value, EMPTY_FIT_TEXT[column])
+    if column == "min_gpus" and zero is not None and text == "-":
+        return fewest_gpus_text(None, zero)  # the "-" came from an empty count: say why, in the Memory page's words
+    return text
+
+
+def with_fit_columns(figures: pd.DataFrame, fit_rows: dict[str, dict[str, object]], fields: list[str]) -> pd.DataFrame:
+    """The table as shown: each GPU's name, its fit answers `fields` (readable_fit_rows), then the rest
+    of `figures` (catalogue_table's rows and columns), made as one frame from the columns as they are:
+    per column pandas work (a copy, a filter, an assignment) was most of the page's cost on each change
+    of the workload."""
+    names = figures["name"]
+    fit_columns = {field: _fit_column(fit_rows, field, names) for field in fields}
+    figure_columns = {column: figures[column].array for column in figures.columns if column != "name"}
+    return pd.DataFrame({"name": names.array, **fit_columns, **figure_columns})
+
+
+def _fit_column(
+    fit_rows: dict[str, dict[str, object]], field: str, names: pd.Series
+) -> pd.api.extensions.ExtensionArray:
+    """The answers `field` of the GPUs `names`, typed as every GPU's answers are: a filter that leaves
+    no row keeps it a number or a text column."""
+    every_gpu = pd.Series([row[field] for row in fit_rows.values()])
+    return pd.array([fit_rows[name][field] for name in names], dtype=every_gpu.dtype)
 
 
 def _cell_text(value: object) -> str:
@@ -121,12 +144,14 @@ def _cell_text(value: object) -> str:
     return str(value)
 
 
-def side_by_side(table: pd.DataFrame, names: list[str], fields: list[str], zero: int | None = None) -> pd.DataFrame:
-    """Chosen GPUs as columns, one row per field, each row named for a person; the fit columns read
-    as in the table above ("does not fit", 167 tokens/s as the Memory page writes it; `zero` as in
-    readable_fits)."""
-    chosen = readable_fits(table.set_index("name").loc[names, fields], zero)
-    return chosen.T.map(_cell_text).rename(index=lambda field: FIELD_LABEL.get(field, field))
+def side_by_side(rows: dict[str, dict[str, object]], names: list[str], fields: list[str]) -> pd.DataFrame:
+    """Chosen GPUs as columns, one row per field, each row named for a person. `rows`: each GPU's cells
+    by field, its catalogue row and its fit answers as readable_fit_rows writes them ("does not fit",
+    167 tokens/s as the Memory page writes it), so the fit rows read as in the table above."""
+    return pd.DataFrame(
+        {name: [_cell_text(rows[name][field]) for field in fields] for name in names},
+        index=[FIELD_LABEL.get(field, field) for field in fields],
+    )
 
 
 # An empty number cell reads "-" (ui.layout.EMPTY_CELL, the grid's placeholder); the figures stay numbers
@@ -156,9 +181,10 @@ EMPTY_FIT_TEXT = {
 def _fit_text(value: object, empty: str) -> str:
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return empty
-    if isinstance(value, float) and not value.is_integer():
-        return rate_text(value)  # the decode tokens/s, written as the Memory page writes it
-    return f"{int(value):,}" if isinstance(value, int | float) else str(value)
+    if isinstance(value, float):
+        # the decode tokens/s, written as the Memory page writes it
+        return f"{int(value):,}" if value.is_integer() else rate_text(value)
+    return str(value)  # counts (a micro-batch of 1026 images) as plain digits
 
 
 def fewest_gpus_text(min_gpus: int | None, zero: int) -> str:
@@ -168,17 +194,3 @@ def fewest_gpus_text(min_gpus: int | None, zero: int) -> str:
     if min_gpus:
         return f"{min_gpus:,}"
     return "needs ZeRO" if zero == 0 else "none"
-
-
-def readable_fits(table: pd.DataFrame, zero: int | None = None) -> pd.DataFrame:
-    """The fit columns for reading: an empty cell says what it means ("none fits", "-") instead of
-    "None". They become text; the catalogue's own columns keep their numbers (and their sorting).
-    With the training run's ZeRO stage `zero`, the fewest GPUs read as on the Memory page."""
-    table = table.copy()
-    for column, empty in EMPTY_FIT_TEXT.items():
-        if column in table:
-            table[column] = [_fit_text(value, empty) for value in table[column]]
-    if zero is not None and "min_gpus" in table:
-        # the text "-" above came from an empty count: say why, in the Memory page's words
-        table["min_gpus"] = [text if text != "-" else fewest_gpus_text(None, zero) for text in table["min_gpus"]]
-    return table
