@@ -147,3 +147,16 @@ def test_serve_mode_says_does_not_fit_where_no_decode_speed_and_agrees_with_memo
     assert side.loc["decode tokens/s per sequence", "T4-16GB"] == "does not fit"
     memory = open_app(mode="inference", model="llama-3.1-8b", gpu="H100-SXM5-80GB")
     assert {metric.label: metric.value for metric in memory.metric}["Decode tokens/s per sequence"] == "167"
+
+
+def test_a_change_of_the_workload_changes_the_fit_columns_and_leaves_the_charts_as_sent():
+    """The two scatters draw the catalogue, not the workload: after a change of the micro-batch each is sent
+    exactly as before (same figure, same element id), so the browser keeps it instead of drawing it again."""
+    app = open_app("app_pages/compare.py", open_sections=False, model="gpt2")  # the roofline, closed, not drawn
+    sent = [(chart.proto.id, chart.proto.spec) for chart in app.get("plotly_chart")]
+    headroom_gib = app.dataframe[0].value.set_index("name").loc["H100-SXM5-80GB", "headroom_gib"]
+    micro_batch = next(box for box in app.sidebar.number_input if box.label == "Micro-batch")
+    micro_batch.set_value(32).run()  # GPT-2's activations at 32 x 1,024 tokens take most of an H100's 80 GB
+    assert app.dataframe[0].value.set_index("name").loc["H100-SXM5-80GB", "headroom_gib"] < headroom_gib - 50
+    assert [(chart.proto.id, chart.proto.spec) for chart in app.get("plotly_chart")] == sent
+    assert len(sent) == 2 and all(chart_id for chart_id, _ in sent)
