@@ -35,6 +35,26 @@ SPEC_FIELDS = [
     "pcie_gen", "launch_year", "price_usd", "source", "as_of",
 ]  # fmt: skip
 
+NUMBER_FORMATS = {"headroom_gib": "%.1f", "decode_tokens_per_s": "%.0f", "price_usd": "$%d"}
+
+
+def column_headers(table: pd.DataFrame, columns: list[str]) -> dict:
+    """Each column's header for a person: a number column's with its format and, where some of its cells
+    are empty, what "-" there means; a date column read as a date."""
+    headers = {}
+    for column in columns:
+        values = table[column]
+        if column == "as_of":
+            headers[column] = st.column_config.DateColumn(FIELD_LABEL[column])
+        elif pd.api.types.is_numeric_dtype(values) and values.dtype != bool:
+            headers[column] = st.column_config.NumberColumn(
+                FIELD_LABEL[column], format=NUMBER_FORMATS.get(column), help=missing_figure_help(values)
+            )
+        else:
+            headers[column] = FIELD_LABEL[column]
+    return headers
+
+
 st.title("Compare GPUs")
 workload = st.session_state["workload"]
 catalogue = list(load_gpu_catalogue())
@@ -118,19 +138,9 @@ shown_key = (catalogue_key, tuple(shown_names))
 figure_columns = ["name", *SPEC_FIELDS, "detected", "yours"]
 figures = remembered("compare_shown", shown_key, lambda: table.loc[table["name"].isin(shown_names), figure_columns])
 shown = with_fit_columns(figures, fit_rows, fit_fields)
-number_formats = {"headroom_gib": "%.1f", "decode_tokens_per_s": "%.0f", "price_usd": "$%d"}
-column_config = {
-    column: st.column_config.NumberColumn(
-        FIELD_LABEL[column], format=number_formats.get(column), help=missing_figure_help(shown[column])
-    )
-    for column in shown.columns
-    if pd.api.types.is_numeric_dtype(shown[column]) and shown[column].dtype != bool
-} | {
-    column: FIELD_LABEL[column]
-    for column in shown.columns
-    if not pd.api.types.is_numeric_dtype(shown[column]) or shown[column].dtype == bool
-}
-column_config["as_of"] = st.column_config.DateColumn(FIELD_LABEL["as_of"])
+# the figures' headers, with what their empty cells mean, change with the rows shown, not with the workload
+figure_headers = remembered("compare_figure_headers", shown_key, lambda: column_headers(figures, figure_columns))
+column_config = column_headers(shown, fit_fields) | figure_headers
 st.dataframe(shown, hide_index=True, width="stretch", column_config=column_config, placeholder=EMPTY_CELL)
 
 st.subheader("Side by side")

@@ -120,19 +120,21 @@ def with_fit_columns(figures: pd.DataFrame, fit_rows: dict[str, dict[str, object
     of `figures` (catalogue_table's rows and columns), made as one frame from the columns as they are:
     per column pandas work (a copy, a filter, an assignment) was most of the page's cost on each change
     of the workload."""
-    names = figures["name"]
+    names = list(figures["name"])
     fit_columns = {field: _fit_column(fit_rows, field, names) for field in fields}
     figure_columns = {column: figures[column].array for column in figures.columns if column != "name"}
-    return pd.DataFrame({"name": names.array, **fit_columns, **figure_columns})
+    return pd.DataFrame({"name": figures["name"].array, **fit_columns, **figure_columns})
 
 
 def _fit_column(
-    fit_rows: dict[str, dict[str, object]], field: str, names: pd.Series
-) -> pd.api.extensions.ExtensionArray:
-    """The answers `field` of the GPUs `names`, typed as every GPU's answers are: a filter that leaves
-    no row keeps it a number or a text column."""
-    every_gpu = pd.Series([row[field] for row in fit_rows.values()])
-    return pd.array([fit_rows[name][field] for name in names], dtype=every_gpu.dtype)
+    fit_rows: dict[str, dict[str, object]], field: str, names: list[str]
+) -> list | pd.api.extensions.ExtensionArray:
+    """The answers `field` of the GPUs `names`; with no GPU left, typed as every GPU's answers are, so
+    that it stays a number or a text column."""
+    values = [fit_rows[name][field] for name in names]
+    if values:
+        return values
+    return pd.Series([row[field] for row in fit_rows.values()]).array[:0]
 
 
 def _cell_text(value: object) -> str:
