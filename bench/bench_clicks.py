@@ -10,16 +10,21 @@ It starts two servers (the app and a one-number-input page written to a temp fol
 Debian's Chromium (/usr/bin/chromium) headless with Playwright, and prints the median and max
 per page and the ratio of each median to the reference's.
 
-The idle signal, in two parts. (1) The server's own word: each page's websocket is watched and
-its protobuf messages read with Streamlit's ForwardMsg; the rerun the change asked for is over
-when a "script finished" message arrives (the root element's `data-test-script-state` alone
-proved unreliable: a short rerun can go from "notRunning" to "notRunning" with no "running"
-rendered in between, so a watcher of it waits for ever). (2) The browser's share: then, in the
-page, until no element is marked stale (`data-stale="true"`: drawn by the previous run and not
-yet redrawn), the status widget's running icon is gone and the script state is not "running",
-and after that two requestAnimationFrame callbacks in a row: they run only once the main thread
-is free of the React and Plotly work the rerun caused, so laying out tables and drawing figures
-count. The time is from just before the Enter key that commits the number to that second frame.
+The idle signal, in two parts, both read in the page (TAP_JS, installed before Streamlit's own
+script). (1) The server's own word: the page's websocket messages are counted as they arrive, and
+the rerun the change asked for is over when a "script finished" ForwardMsg arrives (the root
+element's `data-test-script-state` alone proved unreliable: a short rerun can go from "notRunning"
+to "notRunning" with no "running" rendered in between, so a watcher of it waits for ever). (2) The
+browser's share: then, until no element is marked stale (`data-stale="true"`: drawn by the previous
+run and not yet redrawn), the status widget's running icon is gone and the script state is not
+"running", and after that two requestAnimationFrame callbacks in a row: they run only once the main
+thread is free of the React and Plotly work the rerun caused, so laying out tables and drawing
+figures count. The time is from the Enter key that commits the number (its keydown in the page) to
+that second frame. Until 2026-11-27 22:00 UTC the websocket was tapped here instead (Playwright's
+`framereceived`): every frame of a rerun then crossed the DevTools protocol and was parsed in this
+process, on the two cores the server and Chromium use, which charged a page of many elements more
+than the one-widget page (Memory, fresh values, 2.5x tapped against 1.9-2.1x read in the page, the
+app unchanged).
 Each page is brought to the front before its change: a page behind another gets no frames.
 
 Where the time went (issue 36, this 2-core machine; py-spy and cProfile of the server, Chromium's CPU
