@@ -20,7 +20,7 @@ run and not yet redrawn), the status widget's running icon is gone and the scrip
 "running", and after that two requestAnimationFrame callbacks in a row: they run only once the main
 thread is free of the React and Plotly work the rerun caused, so laying out tables and drawing
 figures count. The time is from the Enter key that commits the number (its keydown in the page) to
-that second frame. Until 2026-11-27 22:00 UTC the websocket was tapped here instead (Playwright's
+that second frame. Until 2026-11-27 20:30 UTC the websocket was tapped here instead (Playwright's
 `framereceived`): every frame of a rerun then crossed the DevTools protocol and was parsed in this
 process, on the two cores the server and Chromium use, which charged a page of many elements more
 than the one-widget page (Memory, fresh values, 2.5x tapped against 1.9-2.1x read in the page, the
