@@ -42,8 +42,8 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, Field
 
 from calculators.hardware.catalogue import GpuSpec
-from calculators.memory.engine import StepMemory, step_memory
-from calculators.memory.fit import _candidate_changes, _supported_fields, largest_passing
+from calculators.memory.engine import StepMemory, peak_floor_gib, step_memory, step_states
+from calculators.memory.fit import _candidate_changes, largest_passing, supported_settings
 from calculators.models.spec import ModelSpec
 from calculators.timing.estimate import estimate_time
 from calculators.timing.settings import TimeSettings
@@ -205,22 +205,32 @@ class ChangeSearch:
         self._larger_micro_batch = dict(zip(micro_batches[1:], micro_batches, strict=False))
         self._fields = settings.model_dump()  # what each change is added to for fit's checks
         self.estimates = 0  # memory estimates made, for the bench and the tests of the bound
+        self.ruled_out = 0  # settings left out by their peak's floor (engine.peak_floor_gib) before the estimate
         # each distinct settings' estimate: the bisection over GPU counts starts at the current count
         # (the combination itself, estimated already) and reaches the count it keeps twice
         self._estimated: dict[tuple, StepMemory] = {}
         self.base = self._estimate({}, settings)
         self._tried: dict[tuple[int, ...], _Combination | None] = {}
 
-    def _estimate(self, update: dict[str, Any], settings: TrainingSettings | None = None) -> StepMemory:
+    def _estimate(
+        self, update: dict[str, Any], settings: TrainingSettings | None = None, only_if_fits: bool = False
+    ) -> StepMemory | None:
         """The engine's numbers for the current settings with `update` (`settings`, when the caller
         made them already). Keyed by what the update changes (blocks' values are strings, numbers and
         booleans): a value the current settings already hold, of the same type, changes nothing, so the
-        settings and their estimate are the same."""
+        settings and their estimate are the same. With `only_if_fits` (the caller reads the estimate
+        only when it fits), None when the peak's floor from the model states alone
+        (engine.peak_floor_gib) is over the capacity: then the peak is too, and the activations,
+        most of an estimate's work, are not worked out."""
         key = tuple(sorted((name, value) for name, value in update.items() if not self._holds(name, value)))
         if key not in self._estimated:
-            self.estimates += 1
             settings = self.settings.model_copy(update=update) if settings is None else settings
-            self._estimated[key] = step_memory(self.spec, settings)
+            before = step_states(self.spec, settings)
+            if only_if_fits and peak_floor_gib(before) > self.capacity_gib:
+                self.ruled_out += 1
+                return None
+            self.estimates += 1
+            self._estimated[key] = step_memory(self.spec, settings, before)
         return self._estimated[key]
 
     def _holds(self, name: str, value: Any) -> bool:
@@ -228,14 +238,19 @@ class ChangeSearch:
         current = self._fields.get(name)
         return type(current) is type(value) and current == value
 
-    def _accepted(self, update: dict[str, Any], settings: TrainingSettings) -> bool:
-        """The settings and the engine take `update` (fit._supported) and the GPU's stack runs
-        `settings`, the current settings with it."""
-        if not _supported_fields(self.spec, self._fields | update):
-            return False
-        return self.gpu is None or training_stack_problem(self.gpu, settings) is None
+    def _accepted(self, update: dict[str, Any]) -> TrainingSettings | None:
+        """The current settings with `update` when the settings and the engine take them
+        (fit.supported_settings) and the GPU's stack runs them; None otherwise."""
+        settings = supported_settings(self.spec, self._fields | update)
+        if settings is None or (self.gpu is not None and training_stack_problem(self.gpu, settings) is not None):
+            return None
+        return settings
 
-    def _try(self, indices: tuple[int, ...]) -> _Combination | None:
+    def _try(self, indices: tuple[int, ...], only_if_fits: bool = False) -> _Combination | None:
+        """The combination of the blocks at `indices`, estimated; None when two of them change the
+        same setting, when it is needlessly small, when the settings, the engine or the GPU's stack
+        refuse it, and (`only_if_fits`: a triple, read only when it fits) when its peak's floor
+        shows it cannot fit."""
         if indices not in self._tried:
             update: dict[str, Any] = {}
             for index in indices:
@@ -244,12 +259,13 @@ class ChangeSearch:
                     return None
                 update |= self.blocks[index][1]
             combination = None
-            settings = None if self._needlessly_small(indices) else self.settings.model_copy(update=update)
-            if settings is not None and self._accepted(update, settings):
+            settings = None if self._needlessly_small(indices) else self._accepted(update)
+            if settings is not None:
                 try:
-                    combination = _Combination(indices, update, self._estimate(update, settings))
+                    estimate = self._estimate(update, settings, only_if_fits)
                 except ValueError:  # a combination the engine refuses that check_supported let through
-                    combination = None
+                    estimate = None
+                combination = None if estimate is None else _Combination(indices, update, estimate)
             self._tried[indices] = combination
         return self._tried[indices]
 
@@ -301,7 +317,7 @@ class ChangeSearch:
             a, b = pair.indices
             for c in range(b + 1, len(self.blocks)):
                 if (a, c) in open_keys and (b, c) in open_keys:
-                    triple = self._try((a, b, c))
+                    triple = self._try((a, b, c), only_if_fits=True)  # a triple that does not fit is not read
                     if self.fits(triple):
                         fitting.append(triple)
         return fitting
@@ -333,8 +349,7 @@ class ChangeSearch:
         current = self.settings.gpus
         if most_gpus <= current:
             return None
-        most = update | {"gpus": most_gpus}
-        if not self._accepted(most, self.settings.model_copy(update=most)):
+        if self._accepted(update | {"gpus": most_gpus}) is None:
             return None
 
         def fits(gpus: int) -> bool:
