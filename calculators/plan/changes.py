@@ -344,21 +344,58 @@ class ChangeSearch:
         return found
 
     def _fewest_gpus(self, update: dict[str, Any], most_gpus: int) -> int | None:
-        """Fewest data-parallel GPUs above the current count, up to `most_gpus`, that fit, by bisection
-        (memory falls as ZeRO shards over more GPUs); None when even `most_gpus` do not."""
+        """Fewest data-parallel GPUs above the current count, up to `most_gpus`, that fit; None when
+        even `most_gpus` do not. Memory falls as ZeRO shards over more GPUs (from two on the peak never
+        rises with them: tests/test_engine_properties.py), so the fewest is where the peak crosses the
+        capacity: first guessed (_crossing) and checked with its neighbour, then by bisection in what
+        is left. A count whose peak's floor is over the capacity is not estimated further."""
         current = self.settings.gpus
         if most_gpus <= current:
             return None
         if self._accepted(update | {"gpus": most_gpus}) is None:
             return None
+        fitting: dict[int, bool] = {}  # whether each count tried fits
+        peaks: dict[int, float] = {}  # the peaks estimated (not left out by their floor), by count
 
         def fits(gpus: int) -> bool:
-            return self._estimate(update | {"gpus": gpus}).peak_gib <= self.capacity_gib
+            if gpus not in fitting:
+                estimate = self._estimate(update | {"gpus": gpus}, only_if_fits=True)
+                if estimate is not None:
+                    peaks[gpus] = estimate.peak_gib
+                fitting[gpus] = estimate is not None and estimate.peak_gib <= self.capacity_gib
+            return fitting[gpus]
 
         if not fits(most_gpus):
             return None
-        last_short = largest_passing(current, most_gpus - 1, lambda gpus: not fits(gpus))
-        return current + 1 if last_short is None else last_short + 1
+        if fits(current):
+            return current + 1
+        short, enough = current, most_gpus  # the most GPUs known short of memory, the fewest known to fit
+        guess = self._crossing(peaks, short, enough)
+        if guess is not None:
+            if fits(guess):
+                enough = guess
+                if guess - 1 == short or not fits(guess - 1):
+                    return guess
+                enough = guess - 1
+            else:
+                short = guess
+                if guess + 1 == enough or fits(guess + 1):
+                    return guess + 1
+                short = guess + 1
+        last_short = largest_passing(short, enough - 1, lambda gpus: not fits(gpus))
+        return enough if last_short is None else last_short + 1  # `short` is short: never None
+
+    def _crossing(self, peaks: dict[int, float], short: int, enough: int) -> int | None:
+        """Where the line through the peaks at `short` and `enough` GPUs, on 1/GPUs (ZeRO divides the
+        sharded states by the GPUs), reaches the capacity: the first count at or above it, strictly
+        between the two; None without both peaks or a count between them."""
+        if short not in peaks or enough not in peaks or enough - short < 2:
+            return None
+        slope = (peaks[short] - peaks[enough]) / (1 / short - 1 / enough)  # GiB per 1/GPU
+        if slope <= 0:
+            return None
+        gpus = slope / (self.capacity_gib - peaks[enough] + slope / enough)
+        return min(max(math.ceil(gpus), short + 1), enough - 1)
 
     def label(self, combination: _Combination) -> tuple[str, list[str]]:
         steps = [self.blocks[i][0] for i in combination.indices]
