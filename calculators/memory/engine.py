@@ -284,7 +284,7 @@ def peak_floor_gib(before: StepStates) -> float:
     `allocated`, the largest total of every phase, is at least the `allocated` here. device_peak_gib
     never falls as its allocated bytes grow, and the outside bytes are step_phases' own
     (outside_allocator_bytes of the same states). So peak_floor_gib(step_states(spec, s)) <=
-    step_memory(spec, s).peak_gib for all settings s (tests/test_engine_properties.py checks it
+    step_memory(spec, s).peak_gib for all settings s (tests/test_peak_floor.py checks it
     over a grid)."""
     settings = before.lm_settings
     allocated = max(states_floor_bytes(settings, states, before.grads_persist) for states in before.states)

@@ -12,10 +12,11 @@ The search, bounded so the Memory page can run it on every change of a widget:
 2. every pair of blocks that set different settings and that the settings and the engine accept;
 3. every triple whose three pairs were tried, none fits and none is redundant (one change of the
    pair lowers no phase of the step below the other change alone: e.g. the fused AdamW kernel once
-   an 8-bit optimizer replaced AdamW);
+   an 8-bit optimizer replaced AdamW); a triple is only read if it fits, so one whose peak's floor
+   from the model states alone is over the capacity (engine.peak_floor_gib) is not estimated further;
 4. more GPUs for the current settings, each single change and each pair with a ZeRO stage that
    do not fit (fewer GPUs than any of its parts needs; a micro-batch smaller than one that fits with
-   the same other changes is not tried).
+   the same other changes is not tried), the fewest found from a guess checked on both sides.
 
 Only minimal combinations are kept: one that contains a combination that already fits is left out,
 so a single change that suffices is offered alone. What each costs is then read from the time model
@@ -347,7 +348,7 @@ class ChangeSearch:
         """Fewest data-parallel GPUs above the current count, up to `most_gpus`, that fit; None when
         even `most_gpus` do not. Memory falls as ZeRO shards over more GPUs (from two on the peak never
         rises with them: tests/test_engine_properties.py), so the fewest is where the peak crosses the
-        capacity: first guessed (_crossing) and checked with its neighbour, then by bisection in what
+        capacity: first guessed (crossing_gpus) and checked with its neighbour, then by bisection in what
         is left. A count whose peak's floor is over the capacity is not estimated further."""
         current = self.settings.gpus
         if most_gpus <= current:
@@ -370,7 +371,7 @@ class ChangeSearch:
         if fits(current):
             return current + 1
         short, enough = current, most_gpus  # the most GPUs known short of memory, the fewest known to fit
-        guess = self._crossing(peaks, short, enough)
+        guess = crossing_gpus(peaks, short, enough, self.capacity_gib)
         if guess is not None:
             if fits(guess):
                 enough = guess
@@ -385,18 +386,6 @@ class ChangeSearch:
         last_short = largest_passing(short, enough - 1, lambda gpus: not fits(gpus))
         return enough if last_short is None else last_short + 1  # `short` is short: never None
 
-    def _crossing(self, peaks: dict[int, float], short: int, enough: int) -> int | None:
-        """Where the line through the peaks at `short` and `enough` GPUs, on 1/GPUs (ZeRO divides the
-        sharded states by the GPUs), reaches the capacity: the first count at or above it, strictly
-        between the two; None without both peaks or a count between them."""
-        if short not in peaks or enough not in peaks or enough - short < 2:
-            return None
-        slope = (peaks[short] - peaks[enough]) / (1 / short - 1 / enough)  # GiB per 1/GPU
-        if slope <= 0:
-            return None
-        gpus = slope / (self.capacity_gib - peaks[enough] + slope / enough)
-        return min(max(math.ceil(gpus), short + 1), enough - 1)
-
     def label(self, combination: _Combination) -> tuple[str, list[str]]:
         steps = [self.blocks[i][0] for i in combination.indices]
         words = [short_label(self.blocks[i][1], self.blocks[i][0]) for i in combination.indices]
@@ -410,6 +399,19 @@ class ChangeSearch:
             else:
                 words.append(f"{stage} over {gpus} GPUs")
         return " + ".join(words), steps
+
+
+def crossing_gpus(peaks_gib: dict[int, float], short: int, enough: int, capacity_gib: float) -> int | None:
+    """Where the line through the peaks at `short` and `enough` GPUs, on 1/GPUs (ZeRO divides the
+    sharded states by the GPUs), reaches the capacity: the first count at or above it, strictly
+    between the two; None without both peaks or a count between them."""
+    if short not in peaks_gib or enough not in peaks_gib or enough - short < 2:
+        return None
+    slope = (peaks_gib[short] - peaks_gib[enough]) / (1 / short - 1 / enough)  # GiB per 1/GPU
+    if slope <= 0:
+        return None
+    gpus = slope / (capacity_gib - peaks_gib[enough] + slope / enough)
+    return min(max(math.ceil(gpus), short + 1), enough - 1)
 
 
 # --- the ranking --------------------------------------------------------------------------------
