@@ -21,15 +21,16 @@ the two checkouts run alternately 9 times in the same minutes on the shared 2-co
 and fastest of the 9 medians). A triple, or a GPU count of the more-GPUs search, whose floor from
 the model states alone (engine.peak_floor_gib) is over the capacity is not estimated further; the
 fewest GPUs are guessed from the line through two peaks and checked on both sides; PhaseMemory is
-a NamedTuple; the validated settings are the ones estimated:
+a NamedTuple; the validated settings are the ones estimated; the time model's offloaded activations
+read engine.step_memory, not estimate_memory's report:
 
-                                                 median         fastest     memory estimates
-    llama-2-7b full, RTX 4090                    26 -> 21 ms    25 -> 20    207 -> 138 + 68 floors
-    llama-3.1-8b mb 4 x 4096, amp-bf16, H100     49 -> 37 ms    44 -> 35    343 -> 234 + 99 floors
-    llama-3.1-70b ZeRO-3 x 8, H100               31 -> 21 ms    28 -> 20    221 -> 115 + 94 floors
-    mixtral-8x7b full, A100 80GB                 32 -> 20 ms    28 -> 19    234 -> 115 + 118 floors
-    llama-3.1-8b LoRA mb 64, fp32, eager, 4090  106 -> 86 ms   102 -> 79    722 -> 507 + 215 floors
-    the page's case (below), a search           48.9 -> 31.6   40.6 -> 28.3 274 -> 183 + 81 floors
+                                                 median          fastest       memory estimates
+    llama-2-7b full, RTX 4090                    26 -> 19 ms     25 -> 18      207 -> 138 + 68 floors
+    llama-3.1-8b mb 4 x 4096, amp-bf16, H100     45 -> 34 ms     44 -> 33      343 -> 234 + 99 floors
+    llama-3.1-70b ZeRO-3 x 8, H100               29 -> 20 ms     27 -> 19      221 -> 115 + 94 floors
+    mixtral-8x7b full, A100 80GB                 30 -> 19 ms     29 -> 18      234 -> 115 + 118 floors
+    llama-3.1-8b LoRA mb 64, fp32, eager, 4090  103 -> 79 ms    100 -> 77      722 -> 507 + 215 floors
+    the page's case (below), a search           40.3 -> 29.5    39.8 -> 27.8   274 -> 183 + 81 floors
 
 The page's case is issue 36's: llama-2-7b full fine-tuning on an H100 80GB, the micro-batch moved
 from 3 to 18, one search per move. The results are the same to the bit (bench/engine_equivalence.py
