@@ -46,9 +46,15 @@ from calculators.memory.mllama import (
     cross_attention_shared_bytes,
     skipped_cross_attention_layers,
 )
-from calculators.memory.phases import quantised_load_bytes, stage_phases, whole_model_load_bytes
+from calculators.memory.phases import (
+    model_state_components,
+    optimizer_step_phases,
+    quantised_load_bytes,
+    stage_phases,
+    whole_model_load_bytes,
+)
 from calculators.memory.result import COMPONENTS, MemoryEstimate, PhaseMemory
-from calculators.memory.states import model_state_bytes
+from calculators.memory.states import ModelStates, model_state_bytes
 from calculators.memory.vision import vision_tower_activation_bytes
 from calculators.models.geometry import ParameterCount, parameter_count
 from calculators.models.spec import ModelSpec
@@ -110,6 +116,36 @@ def stage_layouts(
     ]
 
 
+class StepStates(NamedTuple):
+    """What step_memory works out before any activation: the settings as the language model sees
+    them, each pipeline stage's layout and its model states. Enough for peak_floor_gib; step_memory
+    goes on from it (one code path for both)."""
+
+    lm_settings: TrainingSettings  # the settings as the language model sees them
+    image_note: list[str]  # the assumption lines on a vision-language model's images
+    outside: OutsideLayerBytes
+    params: ParameterCount
+    grads_persist: bool
+    layouts: list[StageLayout]
+    states: list[ModelStates]  # each layout's weights, master copies, gradients and optimizer states
+
+
+def step_states(spec: ModelSpec, settings: TrainingSettings) -> StepStates:
+    """Steps 1-3 of step_memory and each stage's model states (memory.states.model_state_bytes)."""
+    check_supported(spec, settings)
+    image_note = images_note(spec, settings)  # before the rest: its refusal names the images
+    # T5 runs eager attention whatever the setting says; the language model then sees each
+    # sample's images as tokens of its sequence
+    attention_settings = t5_attention_settings(spec, settings)
+    outside = outside_layer_bytes(spec, settings, attention_settings)
+    lm_settings = language_model_settings(spec, attention_settings)
+    params = parameter_count(spec)
+    grads_persist = lm_settings.grad_accum > 1 or not lm_settings.grads_freed_after_step
+    layouts = stage_layouts(spec, params, settings, lm_settings)
+    states = [model_state_bytes(lm_settings, layout) for layout in layouts]
+    return StepStates(lm_settings, image_note, outside, params, grads_persist, layouts, states)
+
+
 class StepPhases(NamedTuple):
     """The phases of every stage, and what the engine reports beside them."""
 
@@ -120,29 +156,30 @@ class StepPhases(NamedTuple):
     outside_bytes: float  # the most memory outside torch's allocator a stage takes (paged states)
 
 
-def step_phases(
-    spec: ModelSpec,
-    settings: TrainingSettings,
-    layouts: list[StageLayout],
-    outside: OutsideLayerBytes,
-    grads_persist: bool,
-) -> StepPhases:
-    """The phases of each stage in `layouts`, with `settings` the language model's."""
+def step_phases(spec: ModelSpec, before: StepStates) -> StepPhases:
+    """The phases of each stage of `before`, under the language model's settings."""
+    settings = before.lm_settings
     phases: list[PhaseMemory] = []
     stage_of_phase: dict[str, str] = {}
     terms: dict[str, float] = {}
-    host_bytes = outside_bytes = 0.0
-    for layout in layouts:
-        states = model_state_bytes(settings, layout)
-        tower_bytes, cross_bytes = outside.on_stage(spec, settings, layout)
+    host_bytes = 0.0
+    for layout, states in zip(before.layouts, before.states, strict=True):
+        tower_bytes, cross_bytes = before.outside.on_stage(spec, settings, layout)
         stage_phase_list, terms, offloaded_bytes = stage_phases(
-            spec, settings, layout, states, grads_persist, tower_bytes, cross_bytes
+            spec, settings, layout, states, before.grads_persist, tower_bytes, cross_bytes
         )
         phases += stage_phase_list
         stage_of_phase |= {phase.name: layout.stage for phase in stage_phase_list}
         host_bytes = max(host_bytes, states.host + offloaded_bytes)
-        outside_bytes = max(outside_bytes, states.outside_allocator)
-    return StepPhases(phases, stage_of_phase, terms, host_bytes, outside_bytes)
+    return StepPhases(phases, stage_of_phase, terms, host_bytes, outside_allocator_bytes(before.states))
+
+
+def outside_allocator_bytes(states: list[ModelStates]) -> float:
+    """The most memory outside torch's allocator a stage takes (paged optimizer states)."""
+    outside_bytes = 0.0
+    for stage_states in states:
+        outside_bytes = max(outside_bytes, stage_states.outside_allocator)
+    return outside_bytes
 
 
 def framework_overhead_bytes(settings: TrainingSettings) -> float:
@@ -187,20 +224,13 @@ class StepMemory(NamedTuple):
         return (self.peak.total + self.reserve_bytes) / GIB
 
 
-def step_memory(spec: ModelSpec, settings: TrainingSettings) -> StepMemory:
+def step_memory(spec: ModelSpec, settings: TrainingSettings, before: StepStates | None = None) -> StepMemory:
     """The phases and the peak of one training step on each GPU; with pipeline parallelism, on
-    the most loaded of the first and the last stage."""
-    check_supported(spec, settings)
-    image_note = images_note(spec, settings)  # before the rest: its refusal names the images
-    # T5 runs eager attention whatever the setting says; the language model then sees each
-    # sample's images as tokens of its sequence
-    attention_settings = t5_attention_settings(spec, settings)
-    outside = outside_layer_bytes(spec, settings, attention_settings)
-    lm_settings = language_model_settings(spec, attention_settings)
-    params = parameter_count(spec)
-    grads_persist = lm_settings.grad_accum > 1 or not lm_settings.grads_freed_after_step
-    layouts = stage_layouts(spec, params, settings, lm_settings)
-    step = step_phases(spec, lm_settings, layouts, outside, grads_persist)
+    the most loaded of the first and the last stage. `before`: step_states(spec, settings), when
+    the caller has it already (the search over changes reads its peak_floor_gib first)."""
+    before = step_states(spec, settings) if before is None else before
+    lm_settings, params, layouts = before.lm_settings, before.params, before.layouts
+    step = step_phases(spec, before)
     load_bytes = max(
         whole_model_load_bytes(spec, params, lm_settings), quantised_load_bytes(spec, lm_settings, layouts[0])
     )
@@ -210,19 +240,63 @@ def step_memory(spec: ModelSpec, settings: TrainingSettings) -> StepMemory:
     totals = [phase.total for phase in step.phases]  # each summed once
     allocated = max(totals)
     peak = step.phases[totals.index(allocated)]  # the first phase at the peak
-    reserve = allocated * lm_settings.overheads.allocator_reserve_fraction
     return StepMemory(
         lm_settings=lm_settings,
-        image_note=image_note,
+        image_note=before.image_note,
         params=params,
-        grads_persist=grads_persist,
+        grads_persist=before.grads_persist,
         step=step,
         load_bytes=load_bytes,
         peak=peak,
-        reserve_bytes=reserve,
-        peak_gib=(allocated + reserve + framework_overhead_bytes(lm_settings) + step.outside_bytes) / GIB,
+        reserve_bytes=allocator_reserve_bytes(allocated, lm_settings),
+        peak_gib=device_peak_gib(allocated, lm_settings, step.outside_bytes),
         phases_gib={phase.name: total / GIB for phase, total in zip(step.phases, totals, strict=True)},
     )
+
+
+def allocator_reserve_bytes(allocated_bytes: float, settings: TrainingSettings) -> float:
+    """What PyTorch's caching allocator reserves above the bytes allocated: a fraction of them
+    (Overheads.allocator_reserve_fraction)."""
+    return allocated_bytes * settings.overheads.allocator_reserve_fraction
+
+
+def device_peak_gib(allocated_bytes: float, settings: TrainingSettings, outside_bytes: float) -> float:
+    """What the device holds when torch has `allocated_bytes` allocated: those, the allocator's
+    reserve, the framework overhead and `outside_bytes` outside the allocator; in GiB. It never
+    falls when `allocated_bytes` grows (every term grows with it or stays)."""
+    reserve = allocator_reserve_bytes(allocated_bytes, settings)
+    return (allocated_bytes + reserve + framework_overhead_bytes(settings) + outside_bytes) / GIB
+
+
+def peak_floor_gib(before: StepStates) -> float:
+    """A lower bound of step_memory's peak_gib from the model states alone, without the
+    activations (about two thirds of an estimate's work): what the search over changes reads to
+    leave out a combination that cannot fit.
+
+    Proof. Each stage's phases (phases.stage_phases) all start from base =
+    model_state_components(states, grads_persist). Its "end of forward" phase
+    (phases.forward_phases) is `base | {"activations": a, "logits_and_loss": l}`, whose keys base
+    has not: its total sums base's values first, in the order sum(base.values()) sums them here,
+    then adds a >= 0 and l >= 0 (byte counts of tensors alive). Adding a number >= 0 never lowers a
+    float sum (rounding to nearest is monotone), so that total is at least sum(base.values()), to
+    the bit. Its optimizer step (phases.optimizer_step_phases) needs no activation: the same
+    PhaseMemory, so the same total. stage_phases keeps both phases of every stage, so step_memory's
+    `allocated`, the largest total of every phase, is at least the `allocated` here. device_peak_gib
+    never falls as its allocated bytes grow, and the outside bytes are step_phases' own
+    (outside_allocator_bytes of the same states). So peak_floor_gib(step_states(spec, s)) <=
+    step_memory(spec, s).peak_gib for all settings s (tests/test_peak_floor.py checks it
+    over a grid)."""
+    settings = before.lm_settings
+    allocated = max(states_floor_bytes(settings, states, before.grads_persist) for states in before.states)
+    return device_peak_gib(allocated, settings, outside_allocator_bytes(before.states))
+
+
+def states_floor_bytes(settings: TrainingSettings, states: ModelStates, grads_persist: bool) -> float:
+    """The most a stage's phases allocate as far as the model states alone tell (peak_floor_gib):
+    the model states every phase holds, and the optimizer step's phase."""
+    base = model_state_components(states, grads_persist)
+    totals = [sum(base.values())] + [phase.total for phase in optimizer_step_phases(settings, base, states)]
+    return max(totals)
 
 
 def estimate_memory(spec: ModelSpec, settings: TrainingSettings) -> MemoryEstimate:

@@ -204,17 +204,19 @@ def _candidate_changes(
 def _supported(spec: ModelSpec, settings: TrainingSettings, update: dict) -> bool:
     """Whether the settings with `update` are valid settings (TrainingSettings' own checks:
     model_copy skips them) that the engine models for this model."""
-    return _supported_fields(spec, settings.model_dump() | update)
+    return supported_settings(spec, settings.model_dump() | update) is not None
 
 
-def _supported_fields(spec: ModelSpec, fields: dict) -> bool:
-    """_supported for settings given as their fields (a search over changes dumps the current
-    settings once and adds each change to the dump)."""
+def supported_settings(spec: ModelSpec, fields: dict) -> TrainingSettings | None:
+    """The settings made from `fields` when they are valid settings (TrainingSettings' own checks)
+    that the engine models for this model; None otherwise. A search over changes dumps the current
+    settings once and adds each change to the dump."""
     try:
-        check_supported(spec, TrainingSettings.model_validate(fields))
+        settings = TrainingSettings.model_validate(fields)
+        check_supported(spec, settings)
     except ValueError:  # pydantic's ValidationError is a ValueError
-        return False
-    return True
+        return None
+    return settings
 
 
 def _possible_changes(

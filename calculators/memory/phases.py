@@ -289,6 +289,12 @@ def optimizer_step_phase(base: dict[str, float], states: ModelStates) -> PhaseMe
     )
 
 
+def optimizer_step_phases(settings: TrainingSettings, base: dict[str, float], states: ModelStates) -> list[PhaseMemory]:
+    """The optimizer step after backward (optimizer_step_phase); none when each parameter steps
+    inside backward (optimizer_in_backward)."""
+    return [] if settings.optimizer_in_backward else [optimizer_step_phase(base, states)]
+
+
 def stage_phases(
     spec: ModelSpec,
     settings: TrainingSettings,
@@ -310,8 +316,7 @@ def stage_phases(
     base = model_state_components(states, grads_persist)
     phases = forward_phases(base, activations, logits)
     phases += backward_phases(settings, layout, states, grads_persist, base, activations, layers, logits.held)
-    if not settings.optimizer_in_backward:  # otherwise the step ran inside backward
-        phases.append(optimizer_step_phase(base, states))
+    phases += optimizer_step_phases(settings, base, states)
     if not layout.has_head:
         phases = [phase for phase in phases if phase.name != "loss backward"]
     if not layout.has_embedding:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pydantic import BaseModel
 
 COMPONENTS = (
@@ -32,8 +34,10 @@ COMPONENT_LABEL = {
 }
 
 
-class PhaseMemory(BaseModel):
-    """Bytes allocated by torch at one moment of the step, by component."""
+class PhaseMemory(NamedTuple):
+    """Bytes allocated by torch at one moment of the step, by component: the engine's own record,
+    made a few times per estimate (a NamedTuple: no validation of what the engine computed);
+    MemoryEstimate is the result."""
 
     name: str
     components: dict[str, float]

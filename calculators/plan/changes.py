@@ -12,10 +12,11 @@ The search, bounded so the Memory page can run it on every change of a widget:
 2. every pair of blocks that set different settings and that the settings and the engine accept;
 3. every triple whose three pairs were tried, none fits and none is redundant (one change of the
    pair lowers no phase of the step below the other change alone: e.g. the fused AdamW kernel once
-   an 8-bit optimizer replaced AdamW);
+   an 8-bit optimizer replaced AdamW); a triple is only read if it fits, so one whose peak's floor
+   from the model states alone is over the capacity (engine.peak_floor_gib) is not estimated further;
 4. more GPUs for the current settings, each single change and each pair with a ZeRO stage that
    do not fit (fewer GPUs than any of its parts needs; a micro-batch smaller than one that fits with
-   the same other changes is not tried).
+   the same other changes is not tried), the fewest found from a guess checked on both sides.
 
 Only minimal combinations are kept: one that contains a combination that already fits is left out,
 so a single change that suffices is offered alone. What each costs is then read from the time model
@@ -42,8 +43,8 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, Field
 
 from calculators.hardware.catalogue import GpuSpec
-from calculators.memory.engine import StepMemory, step_memory
-from calculators.memory.fit import _candidate_changes, _supported_fields, largest_passing
+from calculators.memory.engine import StepMemory, peak_floor_gib, step_memory, step_states
+from calculators.memory.fit import _candidate_changes, largest_passing, supported_settings
 from calculators.models.spec import ModelSpec
 from calculators.timing.estimate import estimate_time
 from calculators.timing.settings import TimeSettings
@@ -205,22 +206,32 @@ class ChangeSearch:
         self._larger_micro_batch = dict(zip(micro_batches[1:], micro_batches, strict=False))
         self._fields = settings.model_dump()  # what each change is added to for fit's checks
         self.estimates = 0  # memory estimates made, for the bench and the tests of the bound
+        self.ruled_out = 0  # settings left out by their peak's floor (engine.peak_floor_gib) before the estimate
         # each distinct settings' estimate: the bisection over GPU counts starts at the current count
         # (the combination itself, estimated already) and reaches the count it keeps twice
         self._estimated: dict[tuple, StepMemory] = {}
         self.base = self._estimate({}, settings)
         self._tried: dict[tuple[int, ...], _Combination | None] = {}
 
-    def _estimate(self, update: dict[str, Any], settings: TrainingSettings | None = None) -> StepMemory:
+    def _estimate(
+        self, update: dict[str, Any], settings: TrainingSettings | None = None, only_if_fits: bool = False
+    ) -> StepMemory | None:
         """The engine's numbers for the current settings with `update` (`settings`, when the caller
         made them already). Keyed by what the update changes (blocks' values are strings, numbers and
         booleans): a value the current settings already hold, of the same type, changes nothing, so the
-        settings and their estimate are the same."""
+        settings and their estimate are the same. With `only_if_fits` (the caller reads the estimate
+        only when it fits), None when the peak's floor from the model states alone
+        (engine.peak_floor_gib) is over the capacity: then the peak is too, and the activations,
+        most of an estimate's work, are not worked out."""
         key = tuple(sorted((name, value) for name, value in update.items() if not self._holds(name, value)))
         if key not in self._estimated:
-            self.estimates += 1
             settings = self.settings.model_copy(update=update) if settings is None else settings
-            self._estimated[key] = step_memory(self.spec, settings)
+            before = step_states(self.spec, settings)
+            if only_if_fits and peak_floor_gib(before) > self.capacity_gib:
+                self.ruled_out += 1
+                return None
+            self.estimates += 1
+            self._estimated[key] = step_memory(self.spec, settings, before)
         return self._estimated[key]
 
     def _holds(self, name: str, value: Any) -> bool:
@@ -228,14 +239,19 @@ class ChangeSearch:
         current = self._fields.get(name)
         return type(current) is type(value) and current == value
 
-    def _accepted(self, update: dict[str, Any], settings: TrainingSettings) -> bool:
-        """The settings and the engine take `update` (fit._supported) and the GPU's stack runs
-        `settings`, the current settings with it."""
-        if not _supported_fields(self.spec, self._fields | update):
-            return False
-        return self.gpu is None or training_stack_problem(self.gpu, settings) is None
+    def _accepted(self, update: dict[str, Any]) -> TrainingSettings | None:
+        """The current settings with `update` when the settings and the engine take them
+        (fit.supported_settings) and the GPU's stack runs them; None otherwise."""
+        settings = supported_settings(self.spec, self._fields | update)
+        if settings is None or (self.gpu is not None and training_stack_problem(self.gpu, settings) is not None):
+            return None
+        return settings
 
-    def _try(self, indices: tuple[int, ...]) -> _Combination | None:
+    def _try(self, indices: tuple[int, ...], only_if_fits: bool = False) -> _Combination | None:
+        """The combination of the blocks at `indices`, estimated; None when two of them change the
+        same setting, when it is needlessly small, when the settings, the engine or the GPU's stack
+        refuse it, and (`only_if_fits`: a triple, read only when it fits) when its peak's floor
+        shows it cannot fit."""
         if indices not in self._tried:
             update: dict[str, Any] = {}
             for index in indices:
@@ -244,12 +260,13 @@ class ChangeSearch:
                     return None
                 update |= self.blocks[index][1]
             combination = None
-            settings = None if self._needlessly_small(indices) else self.settings.model_copy(update=update)
-            if settings is not None and self._accepted(update, settings):
+            settings = None if self._needlessly_small(indices) else self._accepted(update)
+            if settings is not None:
                 try:
-                    combination = _Combination(indices, update, self._estimate(update, settings))
+                    estimate = self._estimate(update, settings, only_if_fits)
                 except ValueError:  # a combination the engine refuses that check_supported let through
-                    combination = None
+                    estimate = None
+                combination = None if estimate is None else _Combination(indices, update, estimate)
             self._tried[indices] = combination
         return self._tried[indices]
 
@@ -301,7 +318,7 @@ class ChangeSearch:
             a, b = pair.indices
             for c in range(b + 1, len(self.blocks)):
                 if (a, c) in open_keys and (b, c) in open_keys:
-                    triple = self._try((a, b, c))
+                    triple = self._try((a, b, c), only_if_fits=True)  # a triple that does not fit is not read
                     if self.fits(triple):
                         fitting.append(triple)
         return fitting
@@ -328,22 +345,46 @@ class ChangeSearch:
         return found
 
     def _fewest_gpus(self, update: dict[str, Any], most_gpus: int) -> int | None:
-        """Fewest data-parallel GPUs above the current count, up to `most_gpus`, that fit, by bisection
-        (memory falls as ZeRO shards over more GPUs); None when even `most_gpus` do not."""
+        """Fewest data-parallel GPUs above the current count, up to `most_gpus`, that fit; None when
+        even `most_gpus` do not. Memory falls as ZeRO shards over more GPUs (from two on the peak never
+        rises with them: tests/test_engine_properties.py), so the fewest is where the peak crosses the
+        capacity: first guessed (crossing_gpus) and checked with its neighbour, then by bisection in what
+        is left. A count whose peak's floor is over the capacity is not estimated further."""
         current = self.settings.gpus
         if most_gpus <= current:
             return None
-        most = update | {"gpus": most_gpus}
-        if not self._accepted(most, self.settings.model_copy(update=most)):
+        if self._accepted(update | {"gpus": most_gpus}) is None:
             return None
+        fitting: dict[int, bool] = {}  # whether each count tried fits
+        peaks: dict[int, float] = {}  # the peaks estimated (not left out by their floor), by count
 
         def fits(gpus: int) -> bool:
-            return self._estimate(update | {"gpus": gpus}).peak_gib <= self.capacity_gib
+            if gpus not in fitting:
+                estimate = self._estimate(update | {"gpus": gpus}, only_if_fits=True)
+                if estimate is not None:
+                    peaks[gpus] = estimate.peak_gib
+                fitting[gpus] = estimate is not None and estimate.peak_gib <= self.capacity_gib
+            return fitting[gpus]
 
         if not fits(most_gpus):
             return None
-        last_short = largest_passing(current, most_gpus - 1, lambda gpus: not fits(gpus))
-        return current + 1 if last_short is None else last_short + 1
+        if fits(current):
+            return current + 1
+        short, enough = current, most_gpus  # the most GPUs known short of memory, the fewest known to fit
+        guess = crossing_gpus(peaks, short, enough, self.capacity_gib)
+        if guess is not None:
+            if fits(guess):
+                enough = guess
+                if guess - 1 == short or not fits(guess - 1):
+                    return guess
+                enough = guess - 1
+            else:
+                short = guess
+                if guess + 1 == enough or fits(guess + 1):
+                    return guess + 1
+                short = guess + 1
+        last_short = largest_passing(short, enough - 1, lambda gpus: not fits(gpus))
+        return enough if last_short is None else last_short + 1  # `short` is short: never None
 
     def label(self, combination: _Combination) -> tuple[str, list[str]]:
         steps = [self.blocks[i][0] for i in combination.indices]
@@ -358,6 +399,19 @@ class ChangeSearch:
             else:
                 words.append(f"{stage} over {gpus} GPUs")
         return " + ".join(words), steps
+
+
+def crossing_gpus(peaks_gib: dict[int, float], short: int, enough: int, capacity_gib: float) -> int | None:
+    """Where the line through the peaks at `short` and `enough` GPUs, on 1/GPUs (ZeRO divides the
+    sharded states by the GPUs), reaches the capacity: the first count at or above it, strictly
+    between the two; None without both peaks or a count between them."""
+    if short not in peaks_gib or enough not in peaks_gib or enough - short < 2:
+        return None
+    slope = (peaks_gib[short] - peaks_gib[enough]) / (1 / short - 1 / enough)  # GiB per 1/GPU
+    if slope <= 0:
+        return None
+    gpus = slope / (capacity_gib - peaks_gib[enough] + slope / enough)
+    return min(max(math.ceil(gpus), short + 1), enough - 1)
 
 
 # --- the ranking --------------------------------------------------------------------------------

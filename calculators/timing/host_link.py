@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from calculators.hardware.catalogue import GpuSpec
-from calculators.memory.engine import estimate_memory
+from calculators.memory.engine import step_memory
 from calculators.memory.layout import in_flight_micro_batches
 from calculators.models.spec import ModelSpec
 from calculators.timing.communication import trainable_parameters_per_rank
@@ -188,10 +188,11 @@ def host_seconds(
 def activation_offload_bytes_per_micro(spec: ModelSpec, settings: TrainingSettings) -> float:
     """Bytes of saved activations one micro-batch sends to the host in forward (and brings back in
     backward) with activation offloading: the memory engine's host memory with it less without it
-    (calculators.memory.phases.stage_activations' `offloaded`), over the micro-batches in flight
+    (calculators.memory.phases.stage_activations' `offloaded`; engine.step_memory, the numbers
+    without the report, which the time model does not read), over the micro-batches in flight
     on the first stage (calculators.memory.layout.in_flight_micro_batches)."""
     if not settings.activation_offload:
         return 0.0
     without = settings.model_copy(update={"activation_offload": False})
-    offloaded_gib = estimate_memory(spec, settings).host_memory_gib - estimate_memory(spec, without).host_memory_gib
+    offloaded_gib = step_memory(spec, settings).host_memory_gib - step_memory(spec, without).host_memory_gib
     return max(0.0, offloaded_gib) * GIB / in_flight_micro_batches(settings, "first")
