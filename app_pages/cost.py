@@ -1,6 +1,5 @@
 """Time and cost: hours and dollars of the workload on every priced cloud option."""
 
-import pandas as pd
 import streamlit as st
 
 from calculators.cost.exports import csv_bytes, table_excel_bytes
@@ -293,18 +292,8 @@ if best is not None:
     st.markdown(escape_dollars(line))
 else:
     st.warning("None of the priced options below fits the workload; they are listed for comparison.")
-# what a reader compares first leads, so a narrow window shows it without scrolling; the downloads keep this order
-LEADING_COLUMNS = ["gpu", "pricing", "hours", "usd", "usd range", "gpus", "provider"]
-
-
-def options_table() -> pd.DataFrame:
-    """The options shown, one row per pricing, with the leading columns first."""
-    table = ranked_rows(shown)
-    return table[[c for c in LEADING_COLUMNS if c in table] + [c for c in table.columns if c not in LEADING_COLUMNS]]
-
-
 # a pure function of the options and the filter: kept, like the options, for a rerun that did not change them
-rows = remembered("cost_rows", (*asked, inputs.fits_only), options_table)
+rows = remembered("cost_rows", (*asked, inputs.fits_only), lambda: ranked_rows(shown))
 st.dataframe(
     shown_rows(rows),
     hide_index=True,
