@@ -39,7 +39,7 @@ from ui.cost_table import (
     table_and_left_out,
 )
 from ui.layout import EMPTY_CELL, wrapping_row
-from ui.memo import frame_key, json_key, remembered
+from ui.memo import FrozenKey, frame_key, json_key, remembered
 from ui.messages import in_words
 from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
 from ui.serve_cost_view import serve_cost_section
@@ -81,8 +81,11 @@ if calibrated:
     )
 # the options and the cheapest fitting layout are pure functions of the page's inputs: a
 # rerun that did not change them (a click below, a setting changed back) reuses them; the inputs
-# other than the workload are serialised once per run for every key below
-inputs_key = json_key(inputs.time_settings, inputs.prices, catalogue, inputs.energy) + (
+# other than the workload are keyed once per run for every key below (the price rows and GPUs as
+# themselves, frozen models, not their JSON)
+inputs_key = json_key(inputs.time_settings, inputs.energy) + (
+    FrozenKey(inputs.prices),
+    FrozenKey(catalogue),
     inputs.checkpoint_write_h,
     inputs.restart_h,
     tuple(sorted(calibrated.items())),

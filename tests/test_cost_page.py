@@ -12,8 +12,9 @@ from calculators.models.presets import get_preset
 from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 from tests.apptest_helpers import open_app
-from tests.test_cost import option
+from tests.test_cost import option, price
 from ui.cost_table import ranked_rows
+from ui.memo import FrozenKey
 
 
 def test_the_ranked_table_matches_the_calculator_and_is_cheapest_first():
@@ -175,6 +176,17 @@ def test_the_table_ranks_what_fits_first_then_the_cheapest_on_demand_or_spot():
     ]
     assert list(table.index) == [0, 1, 2, 3] and list(table["hours"]) == [2.5, 1.5, 2.0, 1.0]
     assert str(table["usd"].dtype) == "float64"
+
+
+def test_the_price_rows_key_the_options_by_every_field():
+    """The page keys what it keeps on the price rows and GPUs themselves (FrozenKey), not their JSON."""
+    rows = [price(), price(instance_type="other")]
+    same = [price(), price(instance_type="other")]  # other objects, equal field by field
+    assert FrozenKey(rows) == FrozenKey(same) and hash(FrozenKey(rows)) == hash(FrozenKey(same))
+    assert FrozenKey(rows) != FrozenKey([price(), price(instance_type="other", on_demand_usd_per_hour=2.7)])
+    assert FrozenKey(rows) != FrozenKey(rows[:1]) and FrozenKey(rows) != FrozenKey(reversed(rows))
+    with pytest.raises(TypeError):  # a model that can change in place has no hash: never a key
+        FrozenKey([TimeSettings(dataset_tokens=1e9)])
 
 
 def test_unticking_fits_only_shows_what_does_not_fit_but_never_what_cannot_run():
