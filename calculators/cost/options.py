@@ -362,9 +362,10 @@ def priced_options(
     spot_savings: Sequence[SpotSaving] | None = None,
 ) -> list[CostOption]:
     """The options of `rows` (timed_rows) for `settings.total_gpus` GPUs, sorted as cost_options sorts
-    them: those not set apart first, each group cheapest on demand, then fastest, first (Python's sort is
-    stable: the options of any part of the rows come in the order they have among all of them).
-    Raises ValueError for pause hours out of range (calculators.cost.spot.check_pause_hours)."""
+    them: those not set apart first, then by USD on demand, then by hours. The sort is stable, so the
+    options of any part of the rows come in the order they have among all of them (the Time and cost page
+    prices its table's rows and those set apart apart). Raises ValueError for pause hours out of range
+    (calculators.cost.spot.check_pause_hours)."""
     check_pause_hours(checkpoint_write_h, restart_h)
     energy = energy or EnergySettings()
     grid = load_grid_intensity() if grid is None else grid
