@@ -1,10 +1,18 @@
 """Time and cost: hours and dollars of the workload on every priced cloud option."""
 
-import pandas as pd
 import streamlit as st
 
 from calculators.cost.exports import csv_bytes, table_excel_bytes
-from calculators.cost.options import OwnershipSettings, buy_vs_rent, cheapest, cost_options, purchase_usd_per_gpu
+from calculators.cost.options import (
+    CostOption,
+    OwnershipSettings,
+    TimedRow,
+    buy_vs_rent,
+    cheapest,
+    priced_options,
+    purchase_usd_per_gpu,
+    timed_rows,
+)
 from calculators.cost.ranges import scaled_range
 from calculators.cost.unpriced import unpriced_gpus
 from calculators.hardware.catalogue import load_gpu_catalogue
@@ -31,7 +39,7 @@ from ui.cost_table import (
     table_and_left_out,
 )
 from ui.layout import EMPTY_CELL, wrapping_row
-from ui.memo import frame_key, json_key, remembered
+from ui.memo import FrozenKey, frame_key, json_key, remembered
 from ui.messages import in_words
 from ui.plan_view import apply_plan, cheapest_fitting_layout, layout_text
 from ui.serve_cost_view import serve_cost_section
@@ -73,35 +81,51 @@ if calibrated:
     )
 # the options and the cheapest fitting layout are pure functions of the page's inputs: a
 # rerun that did not change them (a click below, a setting changed back) reuses them; the inputs
-# other than the workload are serialised once per run for every key below
-inputs_key = json_key(inputs.time_settings, inputs.prices, catalogue, inputs.energy) + (
+# other than the workload are keyed once per run for every key below (the price rows and GPUs as
+# themselves, frozen models, not their JSON)
+inputs_key = json_key(inputs.time_settings, inputs.energy) + (
+    FrozenKey(inputs.prices),
+    FrozenKey(catalogue),
     inputs.checkpoint_write_h,
     inputs.restart_h,
     tuple(sorted(calibrated.items())),
 )
 asked = json_key(spec, settings) + inputs_key
+
+
+def priced(rows: list[TimedRow]) -> list[CostOption]:
+    """The options of some timed rows, with the page's pauses, energy and time band."""
+    return priced_options(
+        rows,
+        settings,
+        inputs.checkpoint_write_h,
+        inputs.restart_h,
+        energy=inputs.energy,
+        time_band=time_band_for,
+    )
+
+
 try:
-    options = remembered(
-        "cost_options",
+    timed = remembered(
+        "cost_timed_rows",
         asked,
-        lambda: cost_options(
+        lambda: timed_rows(
             spec,
             settings,
             inputs.time_settings,
             inputs.prices,
             catalogue,
-            checkpoint_write_h=inputs.checkpoint_write_h,
-            restart_h=inputs.restart_h,
             measured_matmul_fraction=calibrated,
             peak_gib=peak_gib,
-            energy=inputs.energy,
-            time_band=time_band_for,
         ),
     )
+    in_table, left_out = table_and_left_out(timed, inputs.fits_only)
+    # only the table's options are priced on each run: those set apart are counted in their section's
+    # title and priced when it is opened (most of them where the workload fits few GPUs)
+    shown = remembered("cost_options", (*asked, inputs.fits_only), lambda: priced(in_table))
 except ValueError as error:
     st.error(in_words(error))
     st.stop()
-shown, left_out = table_and_left_out(options, inputs.fits_only)
 
 
 REASON_WIDTH_PX = 640  # "does not fit: the workload needs 198.0 GiB per GPU, RTX-6000-Ada-48GB has 48 GB"
@@ -121,8 +145,9 @@ def show_left_out() -> None:
     label = f"Left out: {len(left_out)} options that do not fit or cannot run"
     with st.expander(label, key="cost_left_out_open", on_change="rerun") as section:
         if section.open:
+            left_out_options = remembered("cost_left_out", (*asked, inputs.fits_only), lambda: priced(left_out))
             st.dataframe(
-                left_out_rows(left_out),
+                left_out_rows(left_out_options),
                 hide_index=True,
                 width="stretch",
                 # the reason is the column read here: wide enough for its ~95 characters at 1400 px
@@ -270,18 +295,8 @@ if best is not None:
     st.markdown(escape_dollars(line))
 else:
     st.warning("None of the priced options below fits the workload; they are listed for comparison.")
-# what a reader compares first leads, so a narrow window shows it without scrolling; the downloads keep this order
-LEADING_COLUMNS = ["gpu", "pricing", "hours", "usd", "usd range", "gpus", "provider"]
-
-
-def options_table() -> pd.DataFrame:
-    """The options shown, one row per pricing, with the leading columns first."""
-    table = ranked_rows(shown)
-    return table[[c for c in LEADING_COLUMNS if c in table] + [c for c in table.columns if c not in LEADING_COLUMNS]]
-
-
 # a pure function of the options and the filter: kept, like the options, for a rerun that did not change them
-rows = remembered("cost_rows", (*asked, inputs.fits_only), options_table)
+rows = remembered("cost_rows", (*asked, inputs.fits_only), lambda: ranked_rows(shown))
 st.dataframe(
     shown_rows(rows),
     hide_index=True,

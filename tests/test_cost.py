@@ -17,7 +17,9 @@ from calculators.cost.options import (
     cheapest,
     cost_options,
     pareto_front,
+    priced_options,
     ranked_and_set_apart,
+    timed_rows,
 )
 from calculators.cost.prices import CloudPrice, load_prices
 from calculators.cost.pricing import instances_needed, run_cost_usd
@@ -283,6 +285,52 @@ def test_an_inference_only_chip_is_set_apart_for_training():
 def test_ranked_and_set_apart_keeps_the_order_given():
     first, apart, second = option(1.0, 10.0), option(1.0, 1.0, excluded_reason="no"), option(2.0, 20.0)
     assert ranked_and_set_apart([first, apart, second]) == ([first, second], [apart])
+
+
+def test_timed_rows_keep_the_rows_the_time_model_times_in_order_with_their_verdicts():
+    # The V100 has no bf16 rate and the last GPU is not in the catalogue: neither row is timed. Both H100
+    # rows are: 25.8875 h each (one GPU at utilisation 0.5), and set apart at a peak of 100 GiB.
+    rows = [
+        price(instance_type="first"),
+        price(gpu="V100-SXM2-16GB", instance_type="v100"),
+        price(instance_type="second", on_demand_usd_per_hour=2.0),
+        price(gpu="Not-In-This-Catalogue", instance_type="x"),
+    ]
+    timed = timed_rows(LLAMA2_7B, settings(), TIME, rows, CATALOGUE, peak_gib=100.0)
+    assert [row.price.instance_type for row in timed] == ["first", "second"]
+    assert [row.estimate.hours_total for row in timed] == pytest.approx([ONE_GPU_HOURS] * 2, rel=1e-4)
+    reason = "does not fit: the workload needs 100.0 GiB per GPU, H100-SXM5-80GB has 80 GB"
+    assert [row.excluded_reason for row in timed] == [reason, reason]
+    assert [row.verdict.fits_in_memory for row in timed] == [False, False]
+    assert ranked_and_set_apart(timed) == ([], timed)
+
+
+def test_options_priced_apart_come_in_the_order_they_have_among_all_of_them():
+    """The Time and cost page prices the options of its table on each run and those set apart only when
+    their section opens: each part must come sorted as cost_options sorts the whole."""
+    # One GPU at utilisation 0.5: an H100 takes 25.8875 h, at $3 and $2 an hour $77.66 and $51.78; a B200
+    # (2,250 dense bf16 TFLOPS) 0.381727 s x 989 / 2250 = 0.167790 s a step, 244,141 steps = 11.3790 h, at
+    # $20 and $10 an hour $227.58 and $113.79. The H100s do not fit 100 GiB: after both B200s, each group
+    # cheapest first.
+    rows = [
+        price(instance_type="h100 $3"),
+        price(gpu="B200-SXM-180GB", instance_type="b200 $20", on_demand_usd_per_hour=20.0),
+        price(instance_type="h100 $2", on_demand_usd_per_hour=2.0),
+        price(gpu="B200-SXM-180GB", instance_type="b200 $10", on_demand_usd_per_hour=10.0),
+    ]
+    expected = ["b200 $10", "b200 $20", "h100 $2", "h100 $3"]
+    whole = cost_options(LLAMA2_7B, settings(), TIME, rows, CATALOGUE, peak_gib=100.0)
+    assert [option.instance_type for option in whole] == expected
+    assert [option.usd_on_demand for option in whole] == pytest.approx([113.79, 227.58, 51.78, 77.66], rel=1e-3)
+    ranked, set_apart = ranked_and_set_apart(timed_rows(LLAMA2_7B, settings(), TIME, rows, CATALOGUE, peak_gib=100.0))
+    assert [option.instance_type for option in priced_options(ranked, settings())] == expected[:2]
+    assert [option.instance_type for option in priced_options(set_apart, settings())] == expected[2:]
+    assert priced_options(ranked, settings()) + priced_options(set_apart, settings()) == whole
+
+
+def test_pricing_refuses_pauses_out_of_range_even_with_no_row_to_price():
+    with pytest.raises(ValueError, match="restart"):
+        priced_options([], settings(), restart_h=-1.0)
 
 
 def test_per_epoch_costs_divide_by_epochs():

@@ -12,6 +12,9 @@ from calculators.models.presets import get_preset
 from calculators.timing.settings import TimeSettings
 from calculators.workload.training import TrainingSettings
 from tests.apptest_helpers import open_app
+from tests.test_cost import option, price
+from ui.cost_table import ranked_rows
+from ui.memo import FrozenKey
 
 
 def test_the_ranked_table_matches_the_calculator_and_is_cheapest_first():
@@ -143,6 +146,8 @@ def test_a_workload_too_big_for_the_sidebar_gpu_is_warned_about_and_the_rest_lef
     assert left_out.proto.expanded is False
     assert not [frame for frame in closed.dataframe if "reason" in frame.value.columns]  # the list is not drawn
     reasons = app.dataframe[1].value
+    # the closed title counts the options set apart (not priced until opened); opened, they are all listed
+    assert left_out.label == f"Left out: {len(reasons)} options that do not fit or cannot run" and len(reasons) > 50
     h100 = reasons[reasons["gpu"] == "H100-SXM5-80GB"]["reason"]
     assert len(h100) > 0
     for reason in h100:
@@ -152,6 +157,36 @@ def test_a_workload_too_big_for_the_sidebar_gpu_is_warned_about_and_the_rest_lef
         assert stated and stated.group(1) == found.group(1)
     inferentia = reasons[reasons["gpu"] == "Inferentia2-32GB"]["reason"]
     assert all("built for serving" in reason for reason in inferentia)
+
+
+def test_the_table_ranks_what_fits_first_then_the_cheapest_on_demand_or_spot():
+    # A ($10) does not fit: last. B fits, on demand $50 and on spot $20; C was not checked ($30): it counts
+    # as fitting. So B's spot row, C, B on demand, then A.
+    options = [
+        option(1.0, 10.0, gpu="A", fits_in_memory=False),
+        option(2.0, 50.0, gpu="B", fits_in_memory=True, usd_spot_expected=20.0, spot_hours_expected=2.5),
+        option(1.5, 30.0, gpu="C"),
+    ]
+    table = ranked_rows(options)
+    assert list(zip(table["gpu"], table["pricing"], table["usd"], strict=True)) == [
+        ("B", "spot", 20.0),
+        ("C", "on demand", 30.0),
+        ("B", "on demand", 50.0),
+        ("A", "on demand", 10.0),
+    ]
+    assert list(table.index) == [0, 1, 2, 3] and list(table["hours"]) == [2.5, 1.5, 2.0, 1.0]
+    assert str(table["usd"].dtype) == "float64"
+
+
+def test_the_price_rows_key_the_options_by_every_field():
+    """The page keys what it keeps on the price rows and GPUs themselves (FrozenKey), not their JSON."""
+    rows = [price(), price(instance_type="other")]
+    same = [price(), price(instance_type="other")]  # other objects, equal field by field
+    assert FrozenKey(rows) == FrozenKey(same) and hash(FrozenKey(rows)) == hash(FrozenKey(same))
+    assert FrozenKey(rows) != FrozenKey([price(), price(instance_type="other", on_demand_usd_per_hour=2.7)])
+    assert FrozenKey(rows) != FrozenKey(rows[:1]) and FrozenKey(rows) != FrozenKey(reversed(rows))
+    with pytest.raises(TypeError):  # a model that can change in place has no hash: never a key
+        FrozenKey([TimeSettings(dataset_tokens=1e9)])
 
 
 def test_unticking_fits_only_shows_what_does_not_fit_but_never_what_cannot_run():

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -244,6 +244,26 @@ def _ranges(price: CloudPrice, run: RunPrice, hours: float, band: TimeBand, spot
     }
 
 
+class TimedRow(NamedTuple):
+    """A price row the time model can time: its GPU, the time estimate on its instance size and the
+    GPU's verdict (fits, can run); `priced_options` prices it."""
+
+    price: CloudPrice
+    gpu: GpuSpec
+    estimate: TimeEstimate
+    verdict: GpuVerdict
+
+    @property
+    def excluded_reason(self) -> str | None:
+        """Why the row's option is set apart from the ranking (the verdict's), as on CostOption."""
+        return self.verdict.excluded_reason
+
+    @property
+    def stack_problem(self) -> str | None:
+        """Why the GPU's software stack cannot run the workload (the verdict's), as on CostOption."""
+        return self.verdict.stack_problem
+
+
 def cost_options(
     spec: ModelSpec,
     settings: TrainingSettings,
@@ -280,17 +300,41 @@ def cost_options(
     spreads the spot price across regions (calculators.cost.spot_spread).
     Raises ValueError for a checkpoint write or restart time that is negative, not finite, or
     over a week (calculators.cost.spot.check_pause_hours).
+
+    The two steps apart, `timed_rows` then `priced_options`, let a caller price only the rows it shows
+    (the Time and cost page prices the options set apart only when their section is open).
     """
     check_pause_hours(checkpoint_write_h, restart_h)
-    energy = energy or EnergySettings()
-    grid = load_grid_intensity() if grid is None else grid
-    savings = load_spot_savings() if spot_savings is None else spot_savings
-    bands: dict[str, TimeBand] = {}
+    rows = timed_rows(spec, settings, time_settings, prices, catalogue, memory_fits, measured_matmul_fraction, peak_gib)
+    return priced_options(
+        rows,
+        settings,
+        checkpoint_write_h,
+        restart_h,
+        energy=energy,
+        grid=grid,
+        time_band=time_band,
+        spot_savings=spot_savings,
+    )
+
+
+def timed_rows(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    time_settings: TimeSettings,
+    prices: Iterable[CloudPrice],
+    catalogue: Iterable[GpuSpec],
+    memory_fits: MemoryFits | None = None,
+    measured_matmul_fraction: dict[str, float] | None = None,
+    peak_gib: float | None = None,
+) -> list[TimedRow]:
+    """Each price row whose GPU is in `catalogue` and has a rate for the precision, in the order
+    given, with its time estimate on its instance size and the GPU's verdict (cost_options says how)."""
     gpus_by_name = {gpu.name: gpu for gpu in catalogue}
     workload = workload_of(spec, settings)  # one workload timed on every GPU and instance size
     estimates: dict[tuple[str, int], TimeEstimate | None] = {}
     verdicts: dict[str, GpuVerdict] = {}
-    options = []
+    rows = []
     for price in prices:
         gpu = gpus_by_name.get(price.gpu)
         if gpu is None:
@@ -303,14 +347,39 @@ def cost_options(
             continue
         if gpu.name not in verdicts:
             verdicts[gpu.name] = gpu_verdict(gpu, settings, memory_fits, peak_gib)
-        verdict = verdicts[gpu.name]
-        power = run_energy(gpu, price, settings.total_gpus, estimates[key].hours_total, energy, grid)
+        rows.append(TimedRow(price, gpu, estimates[key], verdicts[gpu.name]))
+    return rows
+
+
+def priced_options(
+    rows: Iterable[TimedRow],
+    settings: TrainingSettings,
+    checkpoint_write_h: float = DEFAULT_CHECKPOINT_WRITE_H,
+    restart_h: float = DEFAULT_RESTART_H,
+    energy: EnergySettings | None = None,
+    grid: GridTable | None = None,
+    time_band: BandFor | None = None,
+    spot_savings: Sequence[SpotSaving] | None = None,
+) -> list[CostOption]:
+    """The options of `rows` (timed_rows) for `settings.total_gpus` GPUs, sorted as cost_options sorts
+    them: those not set apart first, then by USD on demand, then by hours. The sort is stable, so the
+    options of any part of the rows come in the order they have among all of them (the Time and cost page
+    prices its table's rows and those set apart apart). Raises ValueError for pause hours out of range
+    (calculators.cost.spot.check_pause_hours)."""
+    check_pause_hours(checkpoint_write_h, restart_h)
+    energy = energy or EnergySettings()
+    grid = load_grid_intensity() if grid is None else grid
+    savings = load_spot_savings() if spot_savings is None else spot_savings
+    bands: dict[str, TimeBand] = {}
+    options = []
+    for price, gpu, estimate, verdict in rows:
+        power = run_energy(gpu, price, settings.total_gpus, estimate.hours_total, energy, grid)
         if gpu.name not in bands:
             bands[gpu.name] = NO_BAND if time_band is None else time_band(gpu, settings)
         options.append(
             _option(
                 price,
-                estimates[key],
+                estimate,
                 settings.total_gpus,
                 verdict,
                 checkpoint_write_h,
@@ -323,9 +392,12 @@ def cost_options(
     return sorted(options, key=lambda option: (option.excluded_reason is not None, option.usd_on_demand, option.hours))
 
 
-def ranked_and_set_apart(options: Iterable[CostOption]) -> tuple[list[CostOption], list[CostOption]]:
-    """(ranked, set apart): the options that fit and can run, and those with an `excluded_reason`,
-    each in the order given."""
+Option = TypeVar("Option", CostOption, TimedRow)
+
+
+def ranked_and_set_apart(options: Iterable[Option]) -> tuple[list[Option], list[Option]]:
+    """(ranked, set apart): the options (or the timed rows they are priced from) that fit and can run,
+    and those with an `excluded_reason`, each in the order given."""
     options = list(options)
     ranked = [option for option in options if option.excluded_reason is None]
     set_apart = [option for option in options if option.excluded_reason is not None]
