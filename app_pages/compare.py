@@ -24,7 +24,7 @@ from ui.gpu_table import (
     with_fit_columns,
 )
 from ui.host_gpus import detected_gpu_names
-from ui.layout import EMPTY_CELL, static_table
+from ui.layout import EMPTY_CELL, light_table
 from ui.memo import json_key, remembered
 from ui.mlperf_view import mlperf_section
 from ui.user_gpus import user_gpu_controls, user_gpus
@@ -148,7 +148,7 @@ picked = state.multiselect(st, "cmp_pick", [gpu.name for gpu in gpus], max_selec
 if len(picked) >= 2:
     rows = {name: row_by_name[name] | fit_rows.get(name, {}) for name in picked}
     # a static table: read whole, without a grid of its own to scroll, and cheaper to redraw on each change
-    static_table(side_by_side(rows, picked, fit_fields + SPEC_FIELDS))
+    light_table(side_by_side(rows, picked, fit_fields + SPEC_FIELDS))
 else:
     st.info("Pick at least two GPUs to compare them side by side.")
 

@@ -16,7 +16,7 @@ from calculators.workload.training import TrainingSettings
 from ui.calibration_state import measured_matmul_fraction
 from ui.changes_view import show_changes
 from ui.gpu_table import fewest_gpus_text
-from ui.layout import EMPTY_CELL, static_table, wrapping_row
+from ui.layout import EMPTY_CELL, light_table, wrapping_row
 from ui.memo import json_key, remembered
 from ui.memory_chart import phase_breakdown_chart
 from ui.serving_view import show_serving
@@ -183,7 +183,7 @@ def show_tables() -> None:
         st.subheader("Single changes")
         found = remembered("memory_suggestions", asked, lambda: suggestions(spec, settings, workload.gpu_memory_gib))
         # a static table: its cells wrap, so the long change text is read whole in a half-width column
-        static_table(
+        light_table(
             pd.DataFrame(
                 [
                     {"change": s.change, "fits": "yes" if s.fits else "no", "peak (GiB)": f"{s.peak_gib:,.1f}"}

@@ -1,7 +1,9 @@
 """Opening the app under AppTest, shared by the page tests."""
 
+import re
 from pathlib import Path
 
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 APP_PATH = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -47,3 +49,24 @@ def open_app(page: str | None = None, timeout_s: float = 30, open_sections: bool
 def texts(elements) -> list[str]:
     """The shown values of AppTest elements (markdown, captions, metrics...)."""
     return [element.value for element in elements]
+
+
+def light_tables(app) -> list[pd.DataFrame]:
+    """The page's static tables (ui.layout.light_table: one Markdown table each) as frames of the text
+    each cell shows, every column as written (an index drawn as the first column stays a column: its
+    header is the index's name, "" for none)."""
+    frames = []
+    for element in app.markdown:
+        lines = element.value.split("\n")
+        if len(lines) < 2 or not lines[0].startswith("| ") or not set(lines[1]) <= set("|-:"):
+            continue
+        header, *rows = [_shown_cells(line) for line in (lines[0], *lines[2:])]
+        frames.append(pd.DataFrame(rows, columns=header))
+    return frames
+
+
+def _shown_cells(line: str) -> list[str]:
+    """A Markdown table row's cells as shown: split at the pipes that are not escaped, then unescaped
+    (no-break spaces read as spaces)."""
+    cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+    return [cell.strip().replace("\\|", "|").replace("\\-", "-").replace("\u00a0", " ") for cell in cells]

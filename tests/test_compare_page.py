@@ -4,7 +4,7 @@ from calculators.hardware.catalogue import find_gpu, load_gpu_catalogue
 from calculators.memory.fit_matrix import fit_matrix
 from calculators.models.presets import get_preset
 from calculators.workload.training import TrainingSettings
-from tests.apptest_helpers import open_app
+from tests.apptest_helpers import light_tables, open_app
 
 
 def test_table_holds_every_gpu_with_the_fit_matrix_of_the_workload():
@@ -38,16 +38,17 @@ def test_fits_only_keeps_gpus_that_fit_the_workload():
 def test_side_by_side_shows_the_picked_gpus_as_columns():
     app = open_compare()
     app.multiselect(key="cmp_pick").set_value(["H100-SXM5-80GB", "MI300X-192GB", "RTX-4090-24GB"]).run()
-    side = app.table[0].value
+    side = light_tables(app)[0].set_index("")
     assert list(side.columns) == ["H100-SXM5-80GB", "MI300X-192GB", "RTX-4090-24GB"]
     assert side.loc["memory (GB, vendor's figure)", "MI300X-192GB"] == "192"
     assert side.loc["memory bandwidth (TB/s)", "H100-SXM5-80GB"] == "3.35"
     assert side.loc["link bandwidth (GB/s, both ways)", "H100-SXM5-80GB"] == "900"
     assert not any("_" in label for label in side.index)  # no raw field names
-    # st.table reads its cells as Markdown: an empty one is an escaped "-", drawn as "-", not a bullet point
+    # one Markdown table: an empty cell is an escaped "-", drawn as "-", not a bullet point
     app.multiselect(key="cmp_pick").set_value(["H100-SXM5-80GB", "A100-SXM4-80GB"]).run()
-    side = app.table[0].value
-    assert side.loc["FP8 TFLOPS", "A100-SXM4-80GB"] == "\\-" and side.loc["FP8 TFLOPS", "H100-SXM5-80GB"] == "1,979"
+    side = light_tables(app)[0].set_index("")
+    assert side.loc["FP8 TFLOPS", "A100-SXM4-80GB"] == "-" and side.loc["FP8 TFLOPS", "H100-SXM5-80GB"] == "1,979"
+    assert "| FP8\u00a0TFLOPS | 1,979 | \\- |" in [m.value for m in app.markdown if m.value.startswith("| ")][0]
 
 
 def test_a_user_gpu_is_added_and_used_by_the_matrix_and_the_sidebar():
@@ -142,7 +143,7 @@ def test_serve_mode_says_does_not_fit_where_no_decode_speed_and_agrees_with_memo
     assert table.loc["T4-16GB", "decode_tokens_per_s"] == "does not fit"
     assert "None" not in table["decode_tokens_per_s"].astype(str).to_list()
     app.multiselect(key="cmp_pick").set_value(["H100-SXM5-80GB", "T4-16GB"]).run()
-    side = app.table[0].value
+    side = light_tables(app)[0].set_index("")
     assert side.loc["decode tokens/s per sequence", "H100-SXM5-80GB"] == "167"
     assert side.loc["decode tokens/s per sequence", "T4-16GB"] == "does not fit"
     memory = open_app(mode="inference", model="llama-3.1-8b", gpu="H100-SXM5-80GB")

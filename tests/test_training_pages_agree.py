@@ -3,7 +3,7 @@ the Memory and Compare pages' fewest GPUs in the same words, counts in the right
 
 from __future__ import annotations
 
-from tests.apptest_helpers import open_app
+from tests.apptest_helpers import light_tables, open_app
 
 # Llama-3.1-8B in bf16-mixed with AdamW on one H100: 8.03e9 parameters x 16 bytes (bf16 weights and
 # gradients, fp32 master copy, two fp32 Adam states) = 119.7 GiB before any activation, over the 80 GiB of
@@ -24,7 +24,7 @@ def test_memory_and_compare_give_the_same_fewest_gpus():
     assert table.loc["H100-SXM5-80GB", "min_gpus"] == "needs ZeRO"
     assert table.loc["A100-SXM4-80GB", "min_gpus"] == "needs ZeRO"
     compare.multiselect(key="cmp_pick").set_value(["H100-SXM5-80GB", "A100-SXM4-80GB"]).run()
-    side = compare.table[0].value
+    side = light_tables(compare)[0].set_index("")
     assert list(side.loc["fewest GPUs"]) == ["needs ZeRO", "needs ZeRO"]
 
 
@@ -78,7 +78,7 @@ def test_wording_for_a_visitor_on_calibration_validation_and_plan():
 
 def test_memory_tables_read_whole_with_units():
     app = open_app("app_pages/memory.py", **TOO_BIG)
-    (changes,) = [table.value for table in app.table if "peak (GiB)" in table.value.columns]
+    (changes,) = [table for table in light_tables(app) if "peak (GiB)" in table.columns]
     # ZeRO-3 over 3 GPUs: 8.03e9 x 16 bytes / 3 = 39.9 GiB of state per GPU plus activations: it fits
     zero3 = changes[changes["change"].str.startswith("ZeRO-3")]
     assert list(zero3["fits"]) == ["yes"] and "." in zero3["peak (GiB)"].iloc[0]

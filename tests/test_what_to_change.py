@@ -13,7 +13,7 @@ from calculators.plan.changes import ChangeSearch, RankedChange, best_few, rank_
 from calculators.timing.settings import TimeSettings
 from calculators.units import GIB
 from calculators.workload.training import TrainingSettings
-from tests.apptest_helpers import open_app
+from tests.apptest_helpers import light_tables, open_app
 from tests.cli_helpers import run_cli
 
 LLAMA_2_7B = get_preset("llama-2-7b")
@@ -174,7 +174,7 @@ def test_memory_page_shows_the_ranked_changes_with_units_and_host_ram_in_the_ver
     app = open_app(model="llama-2-7b", gpu="RTX-4090-24GB")
     verdict = next(e.value for e in app.error if e.value.startswith("Does not fit"))
     assert "Cheapest change that fits:" in verdict and "GiB host RAM per GPU" in verdict
-    table = next(t.value for t in app.table if "speed" in t.value.columns)
+    table = next(t for t in light_tables(app) if "speed" in t.columns)
     assert list(table.columns) == ["change", "fits at", "speed", "host RAM", "GPUs", "trains"]
     assert table["fits at"].str.endswith(" GiB").all()
     assert table["speed"].str.contains(r"x slower$|x faster$|^about as fast$").all()
