@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from calculators.plan.changes import RankedChange, best_few, slowdown_text
-from ui.layout import static_table
+from ui.layout import light_table
 
 METHOD_TRAINS = {"full": "all weights", "lora": "LoRA adapters", "qlora": "QLoRA adapters (4-bit base)"}
 
@@ -19,9 +19,9 @@ def changes_frame(options: list[RankedChange], method: str) -> pd.DataFrame:
         rows.append(
             {
                 "change": option.change,
-                "fits at": f"{option.peak_gib:.1f} GiB",
+                "fits at": f"{option.peak_gib:.1f}\u00a0GiB",  # the figure and its unit on one line
                 "speed": "-" if option.slowdown is None else slowdown_text(option.slowdown).lstrip("~"),
-                "host RAM": f"{option.host_memory_gib:.0f} GiB" if option.host_memory_gib > 0 else "none",
+                "host RAM": f"{option.host_memory_gib:.0f}\u00a0GiB" if option.host_memory_gib > 0 else "none",
                 "GPUs": gpus,
                 "trains": METHOD_TRAINS.get(option.update.get("method", method), option.update.get("method", method)),
             }
@@ -36,7 +36,7 @@ def show_changes(options: list[RankedChange], method: str, gpu_name: str) -> Non
         st.info("No combination of up to three changes fits; a GPU with more memory is needed.")
         return
     # a static table: its cells wrap, so no column is cut off on a narrow window (at most 5 rows)
-    static_table(changes_frame(best_few(options), method), hide_index=True)
+    light_table(changes_frame(best_few(options), method), hide_index=True)
     timed = "" if options[0].slowdown is not None else f" (no time model for {gpu_name}: not ranked by speed)"
     st.caption(
         "Combinations of up to three changes that fit, cheapest first"
