@@ -72,6 +72,20 @@ Start of the session (18:26 UTC) -> end (19:20-19:36 UTC, two series of three ru
   1.6-1.8, Time and cost 1.6-1.7, Plan 1.3-1.6. The two series differ by up to 0.4 on Memory with no
   change of code between them: this 2-core machine runs the server, Chromium and the driver at once,
   and a ratio near 2 cannot be told from 2 by fewer than several runs.
+
+Later the same day (20:30-21:45 UTC), the tap read in the page and the second reference added:
+- What a change costs now, per process (/proc CPU time over 16 fresh changes on Memory): server
+  ~57 ms, Chromium ~230 ms (its renderer ~195), against ~49 (mostly the post-run collection) and
+  ~50 for the default one-widget page. Most of a change is the browser redrawing what changed.
+- st.table drew each cell as its own Markdown element: the side-by-side table and What to change are
+  one Markdown table each (ui.layout.light_table). Compare's scatters keep their converted form
+  (ui.charts.FinishedFigure) and its table is built in Python; Time and cost prices only the rows
+  of its table on each change; the search behind What to change leaves out, by a proven floor of the
+  peak, the combinations that cannot fit (calculators.memory.engine.peak_floor_gib).
+- Three series of 16 fresh changes at 21:38-21:43 UTC (x default one-widget page, median of the
+  medians, then the paired median): Memory 2.1/1.8, 1.7/1.7, 1.5/1.7; Compare 1.7/1.7, 1.4/1.6,
+  1.7/1.6; Time and cost 1.4/1.4, 1.5/1.6, 1.8/1.7; Plan 1.2/1.3, 1.3/1.3, 1.3/1.2. Change and undo:
+  1.4-1.6 on every page. Against the one-widget page under the app's settings: 2.3-3.8.
 """
 
 from __future__ import annotations
