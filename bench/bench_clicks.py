@@ -82,10 +82,11 @@ Later the same day (20:30-21:45 UTC), the tap read in the page and the second re
   (ui.charts.FinishedFigure) and its table is built in Python; Time and cost prices only the rows
   of its table on each change; the search behind What to change leaves out, by a proven floor of the
   peak, the combinations that cannot fit (calculators.memory.engine.peak_floor_gib).
-- Three series of 16 fresh changes at 21:38-21:43 UTC (x default one-widget page, median of the
-  medians, then the paired median): Memory 2.1/1.8, 1.7/1.7, 1.5/1.7; Compare 1.7/1.7, 1.4/1.6,
-  1.7/1.6; Time and cost 1.4/1.4, 1.5/1.6, 1.8/1.7; Plan 1.2/1.3, 1.3/1.3, 1.3/1.2. Change and undo:
-  1.4-1.6 on every page. Against the one-widget page under the app's settings: 2.3-3.8.
+- Five series of 16 fresh changes at 21:38-21:55 UTC (x default one-widget page, median of the
+  medians / the paired median): Memory 2.1/1.8, 1.7/1.7, 1.5/1.7, 1.5/1.6, 1.6/1.8; Compare 1.7/1.7,
+  1.4/1.6, 1.7/1.6, 1.6/1.5, 1.7/1.6; Time and cost 1.4/1.4, 1.5/1.6, 1.8/1.7, 1.7/1.6, 1.9/1.8; Plan
+  1.2-1.4 / 1.2-1.3. Change and undo: 1.4-1.6 on every page. Against the one-widget page under the
+  app's settings: 2.3-3.8.
 """
 
 from __future__ import annotations
